@@ -1,0 +1,66 @@
+#pragma once
+// The boundary between the reactor's sockets (src/net) and the protocols that
+// speak over them (src/h2 for gRPC, src/admin for HTTP/1.1). A protocol is
+// sans-IO: it sees bytes in, writes bytes out through its Connection, and never
+// touches a file descriptor. Both sides live on one core for the connection's
+// whole life (ARCHITECTURE.md rule 1).
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+
+namespace ic::net {
+
+// What a protocol may ask of its socket. Implemented by the reactor-driven TCP
+// connection in src/net and by in-memory fakes in tests.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+
+  // Appends bytes to the ordered output queue (copied; the caller's buffer may
+  // be reused at once). Sent as one gathered write per loop turn.
+  virtual void send(std::span<const std::byte> bytes) = 0;
+  // Bytes queued and not yet acknowledged by the kernel; protocols stop
+  // producing output above their cap (ARCHITECTURE.md rule 5).
+  virtual std::size_t queued_bytes() const = 0;
+  // Stops/restarts delivering on_data (backpressure on the peer).
+  virtual void pause_reading() = 0;
+  virtual void resume_reading() = 0;
+  // Asks for Session::flush() at the end of this loop turn; used when work
+  // completes outside on_data (a cross-core reply, a timer).
+  virtual void request_flush() = 0;
+  // Closes after the queued output is written (or at once if `abort`).
+  virtual void close(bool abort = false) = 0;
+  // Index of the core (reactor) that owns this connection.
+  virtual unsigned core() const = 0;
+  // "ip:port" of the peer, for logs.
+  virtual std::string_view peer() const = 0;
+};
+
+// One protocol instance per accepted connection.
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // Bytes arrived from the peer (a view valid only during the call). Returns
+  // false when the connection must be closed (protocol error already sent).
+  virtual bool on_data(std::span<const std::byte> data) = 0;
+  // Produce pending output with Connection::send. Called once per loop turn
+  // after on_data, and after request_flush(). Never re-entered.
+  virtual void flush() = 0;
+  // Graceful shutdown began: stop taking new requests (HTTP/2 GOAWAY), finish
+  // in-flight ones.
+  virtual void on_shutdown() = 0;
+  // True when nothing is in flight, so a draining server may close it now.
+  virtual bool idle() const = 0;
+  // The socket is gone (peer closed, error, or close()). Called exactly once;
+  // the Session is destroyed right after.
+  virtual void on_close() = 0;
+};
+
+// Builds the protocol for a newly accepted connection on its core.
+using SessionFactory = std::function<std::unique_ptr<Session>(Connection&)>;
+
+}  // namespace ic::net

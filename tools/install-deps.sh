@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything InferenceCache needs to build, test and benchmark on
+# Debian 12, from Debian's packages and the npm registry only. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+
+packages=(
+  build-essential meson ninja-build pkg-config cmake git
+  liburing-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
+  libxxhash-dev libmimalloc-dev doctest-dev libbenchmark-dev
+  libssl-dev nlohmann-json3-dev libcli11-dev
+  # test clients, baseline and load tools (never linked into the server)
+  libgrpc++-dev protobuf-compiler-grpc nghttp2-client
+  prometheus curl python3 clang-format
+)
+# The machine image may ship Node.js from elsewhere (with its own npm); only
+# fall back to Debian's when there is none.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Node gRPC client for the integration tests (@grpc/grpc-js, @grpc/proto-loader).
+if [ -f tests/integration/node/package-lock.json ] && [ ! -d tests/integration/node/node_modules ]; then
+  npm ci --prefix tests/integration/node --no-audit --no-fund --loglevel=error
+fi
