@@ -15,9 +15,13 @@ namespace ic::runtime {
 
 class Reactor;
 
+class Runtime;
+
 // Index of the core whose reactor runs on the calling thread. Precondition:
 // called on a reactor thread (returns 0 on any other thread).
 unsigned current_core();
+// The reactor of the calling thread. Precondition: called on a reactor thread.
+Reactor& current_reactor();
 
 class Runtime {
  public:
@@ -52,12 +56,15 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
 };
 
-// The per-core event loop. Only its own thread calls its methods.
+// The per-core event loop. Only its own thread calls its methods. (The
+// implementation adds private state and the I/O entry points src/net needs.)
 class Reactor {
  public:
   using TimerId = std::uint64_t;
 
   unsigned core() const;
+  // The runtime this reactor belongs to (to post to other cores).
+  Runtime& runtime() const;
   // Monotonic clock in µs (CLOCK_MONOTONIC), read once per loop turn.
   std::int64_t now_us() const;
   // Wall clock in µs since the Unix epoch (CLOCK_REALTIME), read once per turn.
