@@ -1,0 +1,259 @@
+#include "metrics/prometheus.hh"
+
+#include <charconv>
+#include <cmath>
+#include <initializer_list>
+#include <utility>
+
+namespace ic::metrics {
+
+namespace {
+
+constexpr std::string_view kPrefix = "inferencecache_";
+
+using Label = std::pair<std::string_view, std::string_view>;
+
+// Builds one exposition; each method appends whole lines.
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += "# HELP ";
+    name_line(name);
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    name_line(name);
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+
+  template <typename N>
+  void sample(std::string_view name, std::initializer_list<Label> labels, N value,
+              std::string_view suffix = {}) {
+    name_line(name);
+    out_ += suffix;
+    if (labels.size() > 0) {
+      out_ += '{';
+      bool first = true;
+      for (const auto& [key, val] : labels) {
+        if (!first) out_ += ',';
+        first = false;
+        out_ += key;
+        out_ += "=\"";
+        append_label_value(out_, val);
+        out_ += '"';
+      }
+      out_ += '}';
+    }
+    out_ += ' ';
+    if constexpr (std::is_floating_point_v<N>) {
+      out_ += format_double(value);
+    } else {
+      char buf[24];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+      out_.append(buf, end);
+    }
+    out_ += '\n';
+  }
+
+ private:
+  void name_line(std::string_view name) {
+    out_ += kPrefix;
+    out_ += name;
+  }
+  std::string& out_;
+};
+
+std::string core_label(unsigned core) { return std::to_string(core); }
+
+void render_process(Writer& w, const ProcessFigures& p) {
+  w.family("build_info", "gauge", "Build of the running server (value is always 1).");
+  w.sample("build_info", {{"version", p.version}}, 1);
+  w.family("server_up", "gauge", "1 while the server is serving.");
+  w.sample("server_up", {}, p.server_up ? 1 : 0);
+  w.family("server_grpc_tls_enabled", "gauge", "1 when the gRPC listener uses TLS.");
+  w.sample("server_grpc_tls_enabled", {}, p.grpc_tls_enabled ? 1 : 0);
+  w.family("process_resident_memory_bytes", "gauge",
+           "Resident set size of the server process in bytes (/proc/self/statm).");
+  w.sample("process_resident_memory_bytes", {}, p.resident_memory_bytes);
+  w.family("process_start_time_seconds", "gauge",
+           "Start time of the server process since the Unix epoch in seconds.");
+  w.sample("process_start_time_seconds", {}, p.start_time_seconds);
+}
+
+void render_lookups(Writer& w, const Sample& s) {
+  w.family("index_entries", "gauge", "Distinct prefix keys per model (reserved tenant excluded).");
+  for (const auto& [model, keys] : s.index_entries) {
+    w.sample("index_entries", {{"model", model}}, keys);
+  }
+  w.family("lookup_route_calls_total", "counter",
+           "LookupRoute calls by model, reason code and whether a replica hint was returned.");
+  for (const auto& [model, series] : s.lookups) {
+    for (std::size_t r = 0; r < kReasonCount; ++r) {
+      for (int hint = 0; hint < 2; ++hint) {
+        const std::uint64_t n = series.calls[r][hint];
+        if (n == 0) continue;
+        w.sample("lookup_route_calls_total",
+                 {{"model", model},
+                  {"reason_code", to_label(static_cast<Reason>(r))},
+                  {"hint_used", hint != 0 ? "true" : "false"}},
+                 n);
+      }
+    }
+  }
+  w.family("lookup_route_latency_seconds", "histogram", "LookupRoute latency in seconds.");
+  for (const auto& [model, series] : s.lookups) {
+    std::uint64_t cumulative = 0;
+    for (std::size_t b = 0; b < kLatencyBucketCount; ++b) {
+      cumulative += series.buckets[b];
+      const std::string le = format_double(static_cast<double>(kLatencyBucketsUs[b]) / 1e6);
+      w.sample("lookup_route_latency_seconds", {{"model", model}, {"le", le}}, cumulative,
+               "_bucket");
+    }
+    w.sample("lookup_route_latency_seconds", {{"model", model}, {"le", "+Inf"}}, series.count,
+             "_bucket");
+    w.sample("lookup_route_latency_seconds", {{"model", model}},
+             static_cast<double>(series.sum_us) / 1e6, "_sum");
+    w.sample("lookup_route_latency_seconds", {{"model", model}}, series.count, "_count");
+  }
+}
+
+void render_evictions(Writer& w, const Sample& s) {
+  w.family("tenant_evictions_total", "counter",
+           "Keys dropped by a tenant's maxIndexEntries quota.");
+  for (const auto& [tenant, n] : s.tenant_evictions) {
+    w.sample("tenant_evictions_total", {{"tenant_id", tenant}, {"reason", "over_entries"}}, n);
+  }
+  w.family("index_evictions_total", "counter",
+           "(key, replica) entries evicted by the global cap or the TTL sweep.");
+  for (std::size_t a = 0; a < kEvictionAlgorithmCount; ++a) {
+    for (std::size_t r = 0; r < kEvictionReasonCount; ++r) {
+      w.sample("index_evictions_total",
+               {{"algorithm", to_label(static_cast<EvictionAlgorithm>(a))},
+                {"reason", to_label(static_cast<EvictionReason>(r))}},
+               s.index_evictions[a][r]);
+    }
+  }
+}
+
+void render_auth(Writer& w, const Sample& s) {
+  constexpr std::array<std::string_view, kAuthEndpointCount> kNames = {"snapshot_auth_total",
+                                                                       "policy_auth_total"};
+  constexpr std::array<std::string_view, kAuthEndpointCount> kHelp = {
+      "Auth outcomes of GET /snapshot on the control listener.",
+      "Auth outcomes of POST|PUT /policy on the control listener."};
+  for (std::size_t e = 0; e < kAuthEndpointCount; ++e) {
+    w.family(kNames[e], "counter", kHelp[e]);
+    for (std::size_t r = 0; r < kAuthResultCount; ++r) {
+      w.sample(kNames[e], {{"result", to_label(static_cast<AuthResult>(r))}}, s.auth[e][r]);
+    }
+  }
+}
+
+void render_traffic(Writer& w, const Sample& s) {
+  w.family("ingest_messages_total", "counter", "CacheStateUpdate messages ingested.");
+  w.sample("ingest_messages_total", {}, s.ingest_messages);
+  w.family("ingest_entries_total", "counter",
+           "(key, replica) entries upserted by ingested CacheStateUpdate messages.");
+  w.sample("ingest_entries_total", {}, s.ingest_entries);
+  w.family("events_total", "counter", "PublishEvent messages received by event type.");
+  for (std::size_t t = 0; t < kEventTypeCount; ++t) {
+    w.sample("events_total", {{"type", to_label(static_cast<EventType>(t))}}, s.events[t]);
+  }
+  w.family("open_connections", "gauge", "Open connections by listener.");
+  for (std::size_t l = 0; l < kListenerCount; ++l) {
+    w.sample("open_connections", {{"listener", to_label(static_cast<Listener>(l))}},
+             s.open_connections[l]);
+  }
+  w.family("connections_accepted_total", "counter", "Connections accepted by listener.");
+  for (std::size_t l = 0; l < kListenerCount; ++l) {
+    w.sample("connections_accepted_total", {{"listener", to_label(static_cast<Listener>(l))}},
+             s.accepted_connections[l]);
+  }
+  w.family("open_streams", "gauge", "Open HTTP/2 streams on gRPC connections.");
+  w.sample("open_streams", {}, s.open_streams);
+  w.family("http_requests_total", "counter", "HTTP requests answered by the admin listeners.");
+  w.sample("http_requests_total", {}, s.http_requests);
+  w.family("policy_reloads_total", "counter",
+           "Policy snapshots applied (ok) or rejected (error) by source.");
+  for (std::size_t src = 0; src < kPolicySourceCount; ++src) {
+    for (int ok = 0; ok < 2; ++ok) {
+      w.sample("policy_reloads_total",
+               {{"source", to_label(static_cast<PolicySource>(src))},
+                {"result", ok == 0 ? "ok" : "error"}},
+               s.policy_reloads[src][ok]);
+    }
+  }
+}
+
+void render_cores(Writer& w, const Sample& s) {
+  struct Column {
+    std::string_view name, type, help;
+    std::int64_t (*get)(const CoreFigures&);
+  };
+  const std::array<Column, 5> columns = {{
+      {"core_lookup_route_calls_total", "counter", "LookupRoute calls recorded per core.",
+       [](const CoreFigures& c) { return static_cast<std::int64_t>(c.lookups); }},
+      {"core_cross_core_posts_total", "counter", "Tasks posted from this core to other cores.",
+       [](const CoreFigures& c) { return static_cast<std::int64_t>(c.cross_core_posts); }},
+      {"core_cross_core_post_drops_total", "counter",
+       "Tasks this core could not post because a mailbox was full (load shed).",
+       [](const CoreFigures& c) { return static_cast<std::int64_t>(c.cross_core_post_drops); }},
+      {"core_mailbox_depth", "gauge", "Tasks waiting in this core's inbound mailboxes.",
+       [](const CoreFigures& c) { return c.mailbox_depth; }},
+      {"core_index_entries", "gauge", "(key, replica) entries held by this core's index shard.",
+       [](const CoreFigures& c) { return c.index_entries; }},
+  }};
+  for (const Column& col : columns) {
+    w.family(col.name, col.type, col.help);
+    for (const CoreFigures& c : s.cores) {
+      w.sample(col.name, {{"core", core_label(c.core)}}, col.get(c));
+    }
+  }
+}
+
+}  // namespace
+
+void append_label_value(std::string& out, std::string_view value) {
+  for (char ch : value) {
+    switch (ch) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += ch;
+    }
+  }
+}
+
+std::string format_double(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, end);
+}
+
+std::string render_prometheus(const Sample& sample, const ProcessFigures& process) {
+  std::string out;
+  out.reserve(4096 + sample.lookups.size() * 2048);
+  Writer w(out);
+  render_process(w, process);
+  render_lookups(w, sample);
+  render_evictions(w, sample);
+  render_auth(w, sample);
+  render_traffic(w, sample);
+  render_cores(w, sample);
+  return out;
+}
+
+}  // namespace ic::metrics

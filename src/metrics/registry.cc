@@ -1,0 +1,59 @@
+#include "metrics/registry.hh"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace ic::metrics {
+
+namespace {
+thread_local CoreMetrics* bound_core = nullptr;
+
+#ifndef IC_VERSION
+#define IC_VERSION "unknown"
+#endif
+}  // namespace
+
+Registry::Registry(unsigned cores)
+    : start_time_seconds_(
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count()) {
+  cores_.reserve(cores == 0 ? 1 : cores);
+  for (unsigned core = 0; core < (cores == 0 ? 1 : cores); ++core) {
+    cores_.push_back(std::make_unique<CoreMetrics>(core));
+  }
+}
+
+void Registry::bind_current_thread(unsigned core) { bound_core = &this->core(core); }
+
+ProcessFigures Registry::process_figures() const {
+  return ProcessFigures{
+      .server_up = server_up_.load(std::memory_order_relaxed),
+      .grpc_tls_enabled = tls_.load(std::memory_order_relaxed),
+      .resident_memory_bytes = resident_memory_bytes(),
+      .start_time_seconds = start_time_seconds_,
+      .version = IC_VERSION,
+  };
+}
+
+CoreMetrics& local() {
+  if (bound_core != nullptr) return *bound_core;
+  thread_local CoreMetrics scratch(0);
+  return scratch;
+}
+
+std::int64_t resident_memory_bytes() {
+  // statm is a one-line procfs file served from memory: reading it does not
+  // block on I/O, so a reactor may do it once per scrape.
+  std::FILE* file = std::fopen("/proc/self/statm", "re");
+  if (file == nullptr) return 0;
+  long long size_pages = 0;
+  long long resident_pages = 0;
+  const int fields = std::fscanf(file, "%lld %lld", &size_pages, &resident_pages);
+  std::fclose(file);
+  if (fields != 2) return 0;
+  return resident_pages * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace ic::metrics

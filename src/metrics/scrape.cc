@@ -1,0 +1,24 @@
+#include "metrics/scrape.hh"
+
+#include "metrics/gather.hh"
+#include "metrics/prometheus.hh"
+
+namespace ic::metrics {
+
+Sample merge_samples(const std::vector<std::optional<Sample>>& copies) {
+  Sample merged;
+  for (const auto& copy : copies) {
+    if (copy) merged.merge(*copy);
+  }
+  return merged;
+}
+
+void scrape(runtime::Runtime& rt, Registry& registry, std::function<void(std::string body)> done) {
+  gather<Sample>(
+      rt, [&registry](unsigned core) { return registry.core(core).collect(); },
+      [&registry, done = std::move(done)](std::vector<std::optional<Sample>> copies) {
+        done(render_prometheus(merge_samples(copies), registry.process_figures()));
+      });
+}
+
+}  // namespace ic::metrics
