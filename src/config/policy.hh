@@ -1,0 +1,111 @@
+#pragma once
+// Per-tenant CachePolicy and tenant quotas (spec/policy.md), parsed from the
+// one JSON snapshot that replaces the whole policy state, and the immutable
+// PolicySet every core reads on its hot path.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace ic::config {
+
+// The tenant reserved for the server's self-test (spec/contract.md): never has
+// a quota, never stored.
+inline constexpr std::string_view kReservedTenant = "inferencecache.io/probe";
+
+// Cap eviction order of a tenant's entries (spec/index.md "Eviction under pressure").
+enum class EvictionAlgorithm : std::uint8_t { kLru, kLfu };
+
+// One tenant's effective policy after normalization; the defaults are the
+// values for a tenant without a policy (spec/lookup.md "Defaults").
+struct CachePolicy {
+  // Entry TTL in µs; 0 = the server's default TTL (policy `evictionTTL` is
+  // nanoseconds on the wire; ≤ 0 or absent → server default).
+  std::int64_t eviction_ttl_us = 0;
+  // Request-side gate in tokens; 0 disables.
+  std::int32_t minimum_prefix_tokens = 0;
+  // Result-side floor on a replica's matched tokens; 0 disables (negative → 0).
+  std::int32_t minimum_matched_tokens = 64;
+  // Post-score floor on the top score; 0 disables (negative → 0).
+  double routing_floor_score = 0.1;
+  // Lookup deadline in ms; ≤ 0 = none.
+  std::int32_t lookup_timeout_ms = 0;
+  // AFFINITY_HINT fallback enabled.
+  bool affinity_routing = true;
+  EvictionAlgorithm eviction = EvictionAlgorithm::kLru;
+  // strategy.* gates.
+  bool enable_chain_matching = true;
+  bool require_chain = false;
+  bool enable_tenant_hot = true;
+
+  bool operator==(const CachePolicy&) const = default;
+};
+
+// One tenant's quota row (`tenants[]`).
+struct TenantQuota {
+  // Budget of distinct prefix keys; 0 admits nothing (negative input → 0).
+  std::int64_t max_index_entries = 0;
+  // Free-form isolation mode echoed from the JSON ("" when absent); not enforced today.
+  std::string isolation_mode;
+};
+
+// Transparent string hash so lookups by string_view never allocate.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+
+// The immutable policy state: share as std::shared_ptr<const PolicySet> and
+// swap the pointer to change it (a lookup keeps one consistent set).
+class PolicySet {
+ public:
+  // The default set: no policies, no quotas.
+  PolicySet() = default;
+  PolicySet(std::unordered_map<std::string, CachePolicy, StringHash, std::equal_to<>> policies,
+            std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas);
+
+  // Effective policy of `tenant` (its namespace's policy, else the defaults).
+  // One hash probe, no allocation. The reference lives as long as this set.
+  const CachePolicy& policy_for(std::string_view tenant) const noexcept;
+  // Quota of `tenant`, nullptr when unbounded (always for the reserved tenant).
+  const TenantQuota* quota_for(std::string_view tenant) const noexcept;
+
+  std::size_t policy_count() const noexcept { return policies_.size(); }
+  std::size_t quota_count() const noexcept { return quotas_.size(); }
+  // Iteration for admin/reporting: every explicit policy / quota.
+  const auto& policies() const noexcept { return policies_; }
+  const auto& quotas() const noexcept { return quotas_; }
+
+  // The shared empty set (all defaults).
+  static std::shared_ptr<const PolicySet> defaults();
+
+ private:
+  CachePolicy default_policy_{};
+  std::unordered_map<std::string, CachePolicy, StringHash, std::equal_to<>> policies_;
+  std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas_;
+};
+
+// Outcome of parsing a policy JSON body: exactly one of `set` / `error` is set.
+struct PolicyParseResult {
+  std::shared_ptr<const PolicySet> set;
+  // Human-readable reason for a 400 (e.g. "unknown field \"foo\" in policies[0]",
+  // "unsupported version 8", "trailing data", "policies[1]: requireChain needs
+  // enableChainMatching").
+  std::string error;
+  bool ok() const noexcept { return set != nullptr; }
+};
+
+// Parses the full policy snapshot (spec/policy.md) with nlohmann-json:
+// versions 3..7 (older ones normalized), unknown fields, trailing data, wrong
+// types, out-of-range integers, an unsupported version or requireChain without
+// enableChainMatching are errors. Entries with an empty namespace/tenantID are
+// dropped; a negative maxIndexEntries is 0; a quota for the reserved tenant is
+// ignored; a later duplicate namespace/tenantID replaces an earlier one.
+PolicyParseResult parse_policy_json(std::string_view body);
+
+}  // namespace ic::config

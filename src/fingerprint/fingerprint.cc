@@ -1,0 +1,74 @@
+#include "fingerprint/fingerprint.hh"
+
+#include <xxhash.h>
+
+#include <bit>
+#include <cstring>
+
+namespace ic::fingerprint {
+namespace {
+
+// Little-endian byte image of a uint64 independent of the host order.
+void put_le64(std::uint8_t* out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+std::uint64_t content_hash(std::span<const std::uint32_t> tokens) {
+  if constexpr (std::endian::native == std::endian::little) {
+    return XXH3_64bits_withSeed(tokens.data(), tokens.size_bytes(), kSeed);
+  } else {
+    std::vector<std::uint8_t> buf(tokens.size() * 4);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      for (int b = 0; b < 4; ++b) buf[i * 4 + b] = static_cast<std::uint8_t>(tokens[i] >> (8 * b));
+    }
+    return XXH3_64bits_withSeed(buf.data(), buf.size(), kSeed);
+  }
+}
+
+std::uint64_t chain_hash(std::uint64_t parent, std::uint64_t content) {
+  std::uint8_t buf[16];
+  put_le64(buf, parent);
+  put_le64(buf + 8, content);
+  return XXH3_64bits_withSeed(buf, sizeof buf, kSeed);
+}
+
+std::vector<std::uint64_t> content_hashes(std::span<const std::uint32_t> tokens,
+                                          std::int32_t block_size) {
+  std::vector<std::uint64_t> out;
+  if (block_size <= 0) return out;
+  const std::size_t bs = static_cast<std::size_t>(block_size);
+  const std::size_t blocks = tokens.size() / bs;
+  out.reserve(blocks);
+  for (std::size_t i = 0; i < blocks; ++i) out.push_back(content_hash(tokens.subspan(i * bs, bs)));
+  return out;
+}
+
+std::vector<std::uint64_t> prefix_hashes(std::span<const std::uint32_t> tokens,
+                                         std::int32_t block_size,
+                                         std::optional<std::uint64_t> parent) {
+  std::vector<std::uint64_t> out = content_hashes(tokens, block_size);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (i > 0) {
+      out[i] = chain_hash(out[i - 1], out[i]);
+    } else if (parent) {
+      out[0] = chain_hash(*parent, out[0]);
+    }
+  }
+  return out;
+}
+
+std::array<std::uint8_t, 8> to_wire(std::uint64_t hash) {
+  std::array<std::uint8_t, 8> out{};
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(hash >> (56 - 8 * i));
+  return out;
+}
+
+std::uint64_t from_wire(std::span<const std::uint8_t, 8> bytes) {
+  std::uint64_t v = 0;
+  for (std::uint8_t b : bytes) v = (v << 8) | b;
+  return v;
+}
+
+}  // namespace ic::fingerprint

@@ -1,0 +1,172 @@
+#pragma once
+// One core's partition of the cache index (spec/index.md, spec/lookup.md).
+//
+// A Shard owns the whole state of the tenants hashed to its core
+// (partition.hh owner_core) and is single-threaded: only its core calls it.
+// It is pure and I/O-free: every clock reading comes from the caller (Clock,
+// now_wall_us). The only state shared between shards is IndexGlobals (atomics,
+// relaxed), used for the global entry cap and the cold-start carve-out.
+//
+// Wiring (service layer): create one IndexGlobals, then one Shard per core
+// with a pointer to it; route every call of tenant T to owner_core(T, cores);
+// broadcast each new PolicySet with set_policies() to every shard; run
+// sweep_slice() from a timer in bounded slices.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/policy.hh"
+#include "index/clock.hh"
+#include "index/snapshot.hh"
+#include "inferencecache/v1alpha1/inferencecache.pb.h"
+
+namespace ic::index {
+
+namespace pb = ::inferencecache::v1alpha1;
+
+// Reason codes of LookupRouteResponse.reason_code (spec/lookup.md).
+namespace reason {
+inline constexpr std::string_view kPrefixMatch = "PREFIX_MATCH";
+inline constexpr std::string_view kTenantHot = "TENANT_HOT";
+inline constexpr std::string_view kAffinityHint = "AFFINITY_HINT";
+inline constexpr std::string_view kNoHint = "NO_HINT";
+inline constexpr std::string_view kPolicyRequiresChain = "POLICY_REQUIRES_CHAIN";
+inline constexpr std::string_view kTimeout = "TIMEOUT";
+inline constexpr std::string_view kUnknownTenant = "UNKNOWN_TENANT";
+inline constexpr std::string_view kUnknownModel = "UNKNOWN_MODEL";
+inline constexpr std::string_view kUnknownHashScheme = "UNKNOWN_HASH_SCHEME";
+}  // namespace reason
+
+// Server-level knobs of the index (spec/lookup.md "Defaults", spec/index.md).
+struct IndexConfig {
+  std::int64_t default_ttl_us = 30LL * 60 * 1'000'000;  // entry TTL without a policy TTL
+  std::int64_t max_entries = 1'000'000;  // global cap on (key, replica) entries, all shards
+  std::int32_t engine_block_size = 16;   // tokens per block for token_ids / prompt_text
+  double pressure_weight = 1.0;          // pressure_factor = clamp(1 − w × pressure, 0, 1)
+  std::int32_t slo_tight_ttft_ms = 200;  // SLO is tight when 0 < ttft_ms < this
+  double slo_bias = 1.0;                 // slo_bias = 1 + fresh × bias when tight
+  std::int64_t tenant_hot_window_us = 5LL * 60 * 1'000'000;  // 0 disables TENANT_HOT
+  double tenant_hot_min_hit_rate = 0.1;    // TENANT_HOT candidates need hit_rate ≥ this
+  std::size_t max_token_ids = 1'048'576;   // more token_ids → fail-open NO_HINT
+  std::size_t max_prompt_bytes = 1 << 20;  // longer prompt_text → fail-open NO_HINT
+};
+
+// State shared by all shards of one server. Create once, outlive the shards.
+// Only relaxed atomics: shards publish their deltas once per operation.
+struct IndexGlobals {
+  // Sum of every shard's (key, replica) entries (reserved tenant never stored).
+  // Read for the cold-start carve-out ("index globally empty") and the cap.
+  alignas(64) std::atomic<std::int64_t> total_entries{0};
+};
+
+// Per-call inputs of LookupRoute.
+struct LookupContext {
+  // Clock read at step 0 (unless start_mono_us ≥ 0), after input resolution,
+  // after the index lookup and at the end (lookup_latency_us).
+  Clock* clock = nullptr;
+  // Monotonic µs when the call arrived (e.g. before a cross-core hop); < 0 →
+  // read the clock at step 0. Latency is measured from here.
+  std::int64_t start_mono_us = -1;
+  // Absolute monotonic deadline in µs from the caller's grpc-timeout;
+  // INT64_MAX = none. The tenant's lookupTimeoutMs tightens it.
+  std::int64_t deadline_mono_us = INT64_MAX;
+};
+
+// What one ReportCacheState message did (for ingest-rate metrics).
+struct IngestResult {
+  std::uint32_t entries_upserted = 0;  // (key, replica) upserts, new or refreshed
+  std::uint32_t prefixes_dropped = 0;  // malformed chain entries / empty hash_scheme
+  std::uint32_t evicted_cap = 0;       // entries evicted by the global cap after it
+  std::uint32_t evicted_quota = 0;     // keys evicted by the tenant quota after it
+  bool dropped_reserved = false;       // reserved tenant: nothing applied
+};
+
+// Evictions by (algorithm, reason) for inferencecache_index_evictions_total:
+// one per (key, replica) entry. Algorithm = the tenant's policy eviction.
+struct EvictionCounters {
+  std::uint64_t lru_cap = 0;
+  std::uint64_t lfu_cap = 0;
+  std::uint64_t lru_ttl = 0;
+  std::uint64_t lfu_ttl = 0;
+};
+
+class Shard {
+ public:
+  // `globals` must outlive the shard; nullptr → the shard owns a private one
+  // (single-shard use: tests, benchmarks). `policies` nullptr → defaults.
+  Shard(IndexConfig config, IndexGlobals* globals,
+        std::shared_ptr<const config::PolicySet> policies = nullptr);
+  ~Shard();
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  // Installs a new policy snapshot; the next call sees it (a call in flight
+  // never straddles two sets: calls are not re-entrant). Re-derives cached
+  // per-tenant TTL/LFU/quota; does not evict by itself (quotas apply at the
+  // tenant's next ingest, TTL at the next sweep).
+  void set_policies(std::shared_ptr<const config::PolicySet> policies);
+  const std::shared_ptr<const config::PolicySet>& policies() const;
+
+  // ReportCacheState: ingests one CacheStateUpdate (spec/index.md "Ingest"):
+  // timestamp_us 0 = now_wall_us; reserved tenant dropped; empty hash_scheme
+  // drops prefixes but keeps stats; chain/legacy forms; tier and adapter rules;
+  // stats with NaN/±Inf → 0; then the tenant quota, then the global cap.
+  IngestResult ingest(const pb::CacheStateUpdate& update, std::int64_t now_wall_us);
+
+  // PublishEvent (spec/index.md "Events"); timestamp_us 0 = now_wall_us.
+  // PREFIX_EVICTED probes a (tenant, model, hash) map: no scan.
+  // Returns the number of (key, replica) entries removed.
+  std::size_t apply_event(const pb::CacheEvent& event, std::int64_t now_wall_us);
+
+  // LookupRoute, steps 0–13 of spec/lookup.md. Fills `out` completely
+  // (clears it first). Never fails for a decoded request. Side effects: LFU
+  // access credit only (tenant on LFU, delivered PREFIX_MATCH).
+  void lookup_route(const pb::LookupRouteRequest& request, const LookupContext& ctx,
+                    pb::LookupRouteResponse* out);
+
+  // GetCacheState (spec/index.md): summary.total_prefixes = distinct keys of
+  // (tenant, model); replicas = stats entries sorted by replica_id.
+  void get_cache_state(const pb::GetCacheStateRequest& request,
+                       pb::GetCacheStateResponse* out) const;
+
+  // TTL sweep slice: examines at most `budget` entry slots from the cursor,
+  // removing (key, replica) entries with now − last_seen ≥ the tenant's TTL;
+  // at the end of a pass also expires stats entries. Returns true when this
+  // slice finished a full pass (the caller then waits for the next interval;
+  // otherwise it schedules the next slice on a later loop turn).
+  bool sweep_slice(std::int64_t now_wall_us, std::size_t budget);
+
+  // --- observability (read on the owner core; admin merges shards) ---
+
+  // (key, replica) entries in this shard.
+  std::int64_t entry_count() const noexcept;
+  // Distinct prefix keys in this shard.
+  std::int64_t key_count() const noexcept;
+  // Cap/TTL evictions since start.
+  const EvictionCounters& eviction_counters() const noexcept;
+  // Visits (tenant_id, keys evicted for reason over_entries) since start.
+  void for_each_tenant_eviction(
+      const std::function<void(std::string_view tenant, std::uint64_t count)>& fn) const;
+  // Visits (model_id, distinct keys) for inferencecache_index_entries{model};
+  // a model whose keys drained is visited with 0 until the next call, then
+  // forgotten (sum the shards per model).
+  void for_each_model_keys(
+      const std::function<void(std::string_view model, std::int64_t keys)>& fn);
+  // /snapshot rows of this shard's tenants (spec/admin.md), unsorted.
+  // O(tenants × replicas + stats), no scan of the entries.
+  ShardSnapshot collect_snapshot() const;
+
+  // Approximate heap bytes held by the index structures (slabs, tables, maps).
+  std::size_t memory_bytes() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ic::index
