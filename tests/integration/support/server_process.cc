@@ -1,0 +1,190 @@
+#include "support/server_process.hh"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "grpc/health/v1/health.pb.h"
+#include "support/grpc_frame.hh"
+#include "support/h2_client.hh"
+
+extern char** environ;
+
+namespace ic::itest {
+
+std::filesystem::path server_binary() {
+  const char* p = std::getenv("IC_SERVER_BINARY");
+  if (p == nullptr || *p == '\0') {
+    throw std::runtime_error("IC_SERVER_BINARY is not set (meson sets it for integration tests)");
+  }
+  return p;
+}
+
+uint16_t free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("bind 127.0.0.1:0: ") + std::strerror(err));
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool health_serving(uint16_t grpc_port, std::chrono::milliseconds timeout) {
+  try {
+    H2Client client(grpc_port);
+    grpc::health::v1::HealthCheckRequest req;  // service "" = the whole server
+    int32_t id = client.start(kHealthCheckPath, BodyPlan{frame_message(req)});
+    if (!client.run_until([&] { return client.response(id).done(); }, timeout)) return false;
+    const H2Response& r = client.response(id);
+    if (r.grpc_status() != kOk) return false;
+    auto answer = parse_single<grpc::health::v1::HealthCheckResponse>(r.body);
+    return answer.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  } catch (const std::exception&) {
+    return false;  // not listening yet, or an answer that is not SERVING yet
+  }
+}
+
+ServerProcess::ServerProcess(ServerOptions options) {
+  if (options.binary.empty()) options.binary = server_binary();
+  std::string failures;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (launch(options) && wait_ready(options.ready_timeout)) return;
+    failures += "attempt " + std::to_string(attempt + 1) + ": " +
+                (exited_ ? "exited with status " + std::to_string(exit_status_)
+                         : std::string("not SERVING in time")) +
+                "\n--- server log ---\n" + log() + "\n";
+    if (!exited_) {
+      ::kill(pid_, SIGKILL);
+      wait_exit(std::chrono::seconds(10));
+    }
+    std::filesystem::remove(log_path_);
+  }
+  throw std::runtime_error("inferencecache-server did not become ready:\n" + failures);
+}
+
+bool ServerProcess::launch(const ServerOptions& options) {
+  grpc_port_ = free_loopback_port();
+  http_port_ = free_loopback_port();
+  snapshot_port_ = free_loopback_port();
+  exited_ = false;
+  exit_status_ = -1;
+
+  std::string tmpl = (std::filesystem::temp_directory_path() / "ic-server-XXXXXX.log").string();
+  int log_fd = ::mkstemps(tmpl.data(), 4);
+  if (log_fd < 0) throw std::runtime_error(std::string("mkstemps: ") + std::strerror(errno));
+  log_path_ = tmpl;
+
+  std::vector<std::string> args = {options.binary.string(),
+                                   "--grpc-bind-address",
+                                   "127.0.0.1:" + std::to_string(grpc_port_),
+                                   "--http-bind-address",
+                                   "127.0.0.1:" + std::to_string(http_port_),
+                                   "--snapshot-bind-address",
+                                   "127.0.0.1:" + std::to_string(snapshot_port_)};
+  args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(log_fd);
+  if (rc != 0) {
+    throw std::runtime_error("posix_spawn " + args[0] + ": " + std::strerror(rc));
+  }
+  return true;
+}
+
+bool ServerProcess::wait_ready(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!running()) return false;
+    if (health_serving(grpc_port_, std::chrono::seconds(2))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+ServerProcess::~ServerProcess() {
+  bool clean = exited_ && exit_status_ == 0;
+  if (!exited_ && pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    wait_exit(std::chrono::seconds(10));
+  }
+  if (!clean && !log_path_.empty()) {
+    std::cerr << "--- inferencecache-server log (pid " << pid_ << ", grpc port " << grpc_port_
+              << ", exit status " << exit_status_ << ") ---\n"
+              << log() << "--- end of server log ---\n";
+  }
+  if (!log_path_.empty()) std::filesystem::remove(log_path_);
+}
+
+void ServerProcess::signal(int sig) {
+  if (!exited_) ::kill(pid_, sig);
+}
+
+bool ServerProcess::running() {
+  if (exited_) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == 0) return true;
+  exited_ = true;
+  if (r < 0) {
+    exit_status_ = -1;
+  } else if (WIFEXITED(status)) {
+    exit_status_ = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    exit_status_ = 128 + WTERMSIG(status);
+  }
+  return false;
+}
+
+int ServerProcess::wait_exit(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return exit_status_;
+}
+
+int ServerProcess::stop(std::chrono::milliseconds grace) {
+  signal(SIGTERM);
+  return wait_exit(grace);
+}
+
+std::string ServerProcess::log() const {
+  std::ifstream in(log_path_, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace ic::itest

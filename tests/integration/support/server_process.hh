@@ -1,0 +1,83 @@
+#pragma once
+// Runs the real inferencecache-server binary for an integration test: free
+// loopback ports, readiness by the gRPC health check, SIGTERM stop with the
+// exit status (contract.md "Shutdown": exit 0; under ASan a leak report makes
+// it non-zero). The binary's path comes from the IC_SERVER_BINARY environment
+// variable that tests/integration meson.build files set.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ic::itest {
+
+// IC_SERVER_BINARY; throws std::runtime_error when unset.
+std::filesystem::path server_binary();
+
+// A loopback TCP port that was free a moment ago (bound to 127.0.0.1:0 and
+// released). Another process may take it before the server binds it;
+// ServerProcess retries with fresh ports when the server exits at startup.
+uint16_t free_loopback_port();
+
+struct ServerOptions {
+  // Empty: server_binary().
+  std::filesystem::path binary;
+  // Appended after the three bind-address flags (e.g. {"--threads", "2"}).
+  std::vector<std::string> extra_args;
+  // How long to wait for the health check to answer SERVING.
+  std::chrono::milliseconds ready_timeout = std::chrono::seconds(20);
+};
+
+class ServerProcess {
+ public:
+  // Starts the server with --grpc-bind-address, --http-bind-address and
+  // --snapshot-bind-address on free 127.0.0.1 ports and returns once
+  // grpc.health.v1.Health/Check for service "" answers SERVING. Throws
+  // std::runtime_error (with the server's log) if it exits or is not ready in
+  // time (3 attempts with fresh ports).
+  explicit ServerProcess(ServerOptions options = {});
+  // Kills the server (SIGKILL) if it still runs; prints its log to stderr
+  // unless it was stopped with exit status 0.
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  uint16_t grpc_port() const { return grpc_port_; }
+  uint16_t http_port() const { return http_port_; }
+  uint16_t snapshot_port() const { return snapshot_port_; }
+  pid_t pid() const { return pid_; }
+
+  // Sends `sig` to the server.
+  void signal(int sig);
+  // True while the process has not exited (reaps it if it has).
+  bool running();
+  // Waits for the exit; returns the exit status, or 128 + signal number when
+  // killed by a signal, or -1 if still running after `timeout`.
+  int wait_exit(std::chrono::milliseconds timeout);
+  // SIGTERM, then wait_exit(`grace`). The contract's answer is 0.
+  int stop(std::chrono::milliseconds grace = std::chrono::seconds(20));
+  // Everything the server wrote to stdout and stderr so far.
+  std::string log() const;
+
+ private:
+  bool launch(const ServerOptions& options);
+  bool wait_ready(std::chrono::milliseconds timeout);
+
+  pid_t pid_ = -1;
+  int exit_status_ = -1;  // valid once exited_
+  bool exited_ = false;
+  uint16_t grpc_port_ = 0;
+  uint16_t http_port_ = 0;
+  uint16_t snapshot_port_ = 0;
+  std::string log_path_;
+};
+
+// True when grpc.health.v1.Health/Check for service "" answers SERVING on
+// 127.0.0.1:`grpc_port` within `timeout`.
+bool health_serving(uint16_t grpc_port, std::chrono::milliseconds timeout);
+
+}  // namespace ic::itest
