@@ -238,8 +238,10 @@ void append_label_value(std::string& out, std::string_view value) {
 std::string format_double(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  // Shortest round-trip digits in %g style, so bucket bounds read "0.0001"
+  // like other exporters' (plain shortest would give "1e-04").
   char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::general);
   return std::string(buf, end);
 }
 

@@ -15,16 +15,20 @@ namespace ic::metrics {
 inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
-// Renders the merged sample and process figures (spec/admin.md "Metrics" plus
-// the operator metrics listed in src/metrics/README-style comments in
-// prometheus.cc). Deterministic: equal inputs give equal bytes.
+// Renders the merged sample and process figures: the spec/admin.md families
+// plus the operator ones (build_info, process RSS and start time, ingest,
+// events, connections, streams, HTTP requests, policy reloads, per-core
+// lookups, cross-core posts/drops, mailbox depth, shard entries). Dynamic
+// labels (model, tenant_id) sorted bytewise, fixed labels in enum order;
+// lookup call series with a zero count are omitted. Deterministic: equal
+// inputs give equal bytes.
 std::string render_prometheus(const Sample& sample, const ProcessFigures& process);
 
 // Appends `value` escaped as a Prometheus label value (without quotes).
 void append_label_value(std::string& out, std::string_view value);
 
-// Formats a double the way Prometheus parses it: shortest round-trip
-// representation, "+Inf", "-Inf", "NaN".
+// Formats a double the way Prometheus parses it: shortest round-trip digits
+// in %g style ("0.0001", "1e-05", "0.200041"), "+Inf", "-Inf", "NaN".
 std::string format_double(double value);
 
 }  // namespace ic::metrics

@@ -1,0 +1,195 @@
+#include "metrics/prometheus.hh"
+
+#include <doctest.h>
+
+#include <string>
+
+#include "metrics/core_metrics.hh"
+
+using namespace ic::metrics;
+
+TEST_CASE("label values escape backslash, quote and newline") {
+  std::string out;
+  append_label_value(out, "a\\b\"c\nd");
+  CHECK(out == "a\\\\b\\\"c\\nd");
+}
+
+TEST_CASE("doubles use Prometheus spellings") {
+  CHECK(format_double(0.0001) == "0.0001");
+  CHECK(format_double(1e-05) == "1e-05");
+  CHECK(format_double(2.5e-05) == "2.5e-05");
+  CHECK(format_double(0.200041) == "0.200041");
+  CHECK(format_double(1.0 / 0.0) == "+Inf");
+  CHECK(format_double(-1.0 / 0.0) == "-Inf");
+  CHECK(format_double(0.0 / 0.0) == "NaN");
+}
+
+TEST_CASE("a known registry renders byte for byte") {
+  CoreMetrics core(0);
+  core.record_lookup("llama", "PREFIX_MATCH", true, 10);
+  core.record_lookup("llama", "PREFIX_MATCH", true, 30);
+  core.record_lookup("llama", "NO_HINT", false, 200001);
+  core.add_collector([](CoreMetrics& self) {
+    self.set_index_entries("llama", 12);
+    self.set_index_entries("q\"x", 0);
+    self.set_core_index_entries(15);
+    self.set_mailbox_depth(2);
+  });
+  core.add_tenant_evictions("team-a", 2);
+  core.add_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, 3);
+  core.add_auth(AuthEndpoint::kSnapshot, AuthResult::kOk);
+  core.add_auth(AuthEndpoint::kPolicy, AuthResult::kUnauth);
+  core.add_ingest(9);
+  core.add_event(EventType::kAllCleared);
+  core.connection_opened(Listener::kHttp);
+  core.stream_opened();
+  core.add_http_request();
+  core.add_policy_reload(PolicySource::kHttp, true);
+  core.add_cross_core_post(true);
+  const ProcessFigures process{.server_up = true,
+                               .grpc_tls_enabled = false,
+                               .resident_memory_bytes = 4096,
+                               .start_time_seconds = 1700000000.5,
+                               .version = "0.1.0"};
+  const std::string expected =
+      "# HELP inferencecache_build_info Build of the running server (value is always 1).\n"
+      "# TYPE inferencecache_build_info gauge\n"
+      "inferencecache_build_info{version=\"0.1.0\"} 1\n"
+      "# HELP inferencecache_server_up 1 while the server is serving.\n"
+      "# TYPE inferencecache_server_up gauge\n"
+      "inferencecache_server_up 1\n"
+      "# HELP inferencecache_server_grpc_tls_enabled 1 when the gRPC listener uses TLS.\n"
+      "# TYPE inferencecache_server_grpc_tls_enabled gauge\n"
+      "inferencecache_server_grpc_tls_enabled 0\n"
+      "# HELP inferencecache_process_resident_memory_bytes Resident set size of the server "
+      "process in bytes (/proc/self/statm).\n"
+      "# TYPE inferencecache_process_resident_memory_bytes gauge\n"
+      "inferencecache_process_resident_memory_bytes 4096\n"
+      "# HELP inferencecache_process_start_time_seconds Start time of the server process since "
+      "the Unix epoch in seconds.\n"
+      "# TYPE inferencecache_process_start_time_seconds gauge\n"
+      "inferencecache_process_start_time_seconds 1.7000000005e+09\n"
+      "# HELP inferencecache_index_entries Distinct prefix keys per model (reserved tenant "
+      "excluded).\n"
+      "# TYPE inferencecache_index_entries gauge\n"
+      "inferencecache_index_entries{model=\"llama\"} 12\n"
+      "inferencecache_index_entries{model=\"q\\\"x\"} 0\n"
+      "# HELP inferencecache_lookup_route_calls_total LookupRoute calls by model, reason code and "
+      "whether a replica hint was returned.\n"
+      "# TYPE inferencecache_lookup_route_calls_total counter\n"
+      "inferencecache_lookup_route_calls_total{model=\"llama\",reason_code=\"PREFIX_MATCH\","
+      "hint_used=\"true\"} 2\n"
+      "inferencecache_lookup_route_calls_total{model=\"llama\",reason_code=\"NO_HINT\","
+      "hint_used=\"false\"} 1\n"
+      "# HELP inferencecache_lookup_route_latency_seconds LookupRoute latency in seconds.\n"
+      "# TYPE inferencecache_lookup_route_latency_seconds histogram\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"1e-05\"} 1\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"2.5e-05\"} 1\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"5e-05\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.0001\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.00025\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.0005\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.001\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.0025\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.005\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.01\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.025\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.05\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"0.1\"} 2\n"
+      "inferencecache_lookup_route_latency_seconds_bucket{model=\"llama\",le=\"+Inf\"} 3\n"
+      "inferencecache_lookup_route_latency_seconds_sum{model=\"llama\"} 0.200041\n"
+      "inferencecache_lookup_route_latency_seconds_count{model=\"llama\"} 3\n"
+      "# HELP inferencecache_tenant_evictions_total Keys dropped by a tenant's maxIndexEntries "
+      "quota.\n"
+      "# TYPE inferencecache_tenant_evictions_total counter\n"
+      "inferencecache_tenant_evictions_total{tenant_id=\"team-a\",reason=\"over_entries\"} 2\n"
+      "# HELP inferencecache_index_evictions_total (key, replica) entries evicted by the global "
+      "cap or the TTL sweep.\n"
+      "# TYPE inferencecache_index_evictions_total counter\n"
+      "inferencecache_index_evictions_total{algorithm=\"lru\",reason=\"cap\"} 3\n"
+      "inferencecache_index_evictions_total{algorithm=\"lru\",reason=\"ttl\"} 0\n"
+      "inferencecache_index_evictions_total{algorithm=\"lfu\",reason=\"cap\"} 0\n"
+      "inferencecache_index_evictions_total{algorithm=\"lfu\",reason=\"ttl\"} 0\n"
+      "# HELP inferencecache_snapshot_auth_total Auth outcomes of GET /snapshot on the control "
+      "listener.\n"
+      "# TYPE inferencecache_snapshot_auth_total counter\n"
+      "inferencecache_snapshot_auth_total{result=\"ok\"} 1\n"
+      "inferencecache_snapshot_auth_total{result=\"unauth\"} 0\n"
+      "inferencecache_snapshot_auth_total{result=\"forbidden\"} 0\n"
+      "inferencecache_snapshot_auth_total{result=\"error\"} 0\n"
+      "# HELP inferencecache_policy_auth_total Auth outcomes of POST|PUT /policy on the control "
+      "listener.\n"
+      "# TYPE inferencecache_policy_auth_total counter\n"
+      "inferencecache_policy_auth_total{result=\"ok\"} 0\n"
+      "inferencecache_policy_auth_total{result=\"unauth\"} 1\n"
+      "inferencecache_policy_auth_total{result=\"forbidden\"} 0\n"
+      "inferencecache_policy_auth_total{result=\"error\"} 0\n"
+      "# HELP inferencecache_ingest_messages_total CacheStateUpdate messages ingested.\n"
+      "# TYPE inferencecache_ingest_messages_total counter\n"
+      "inferencecache_ingest_messages_total 1\n"
+      "# HELP inferencecache_ingest_entries_total (key, replica) entries upserted by ingested "
+      "CacheStateUpdate messages.\n"
+      "# TYPE inferencecache_ingest_entries_total counter\n"
+      "inferencecache_ingest_entries_total 9\n"
+      "# HELP inferencecache_events_total PublishEvent messages received by event type.\n"
+      "# TYPE inferencecache_events_total counter\n"
+      "inferencecache_events_total{type=\"TYPE_UNSPECIFIED\"} 0\n"
+      "inferencecache_events_total{type=\"PREFIX_ADDED\"} 0\n"
+      "inferencecache_events_total{type=\"PREFIX_EVICTED\"} 0\n"
+      "inferencecache_events_total{type=\"REPLICA_UPDATED\"} 0\n"
+      "inferencecache_events_total{type=\"ALL_CLEARED\"} 1\n"
+      "inferencecache_events_total{type=\"UNKNOWN\"} 0\n"
+      "# HELP inferencecache_open_connections Open connections by listener.\n"
+      "# TYPE inferencecache_open_connections gauge\n"
+      "inferencecache_open_connections{listener=\"grpc\"} 0\n"
+      "inferencecache_open_connections{listener=\"http\"} 1\n"
+      "inferencecache_open_connections{listener=\"control\"} 0\n"
+      "# HELP inferencecache_connections_accepted_total Connections accepted by listener.\n"
+      "# TYPE inferencecache_connections_accepted_total counter\n"
+      "inferencecache_connections_accepted_total{listener=\"grpc\"} 0\n"
+      "inferencecache_connections_accepted_total{listener=\"http\"} 1\n"
+      "inferencecache_connections_accepted_total{listener=\"control\"} 0\n"
+      "# HELP inferencecache_open_streams Open HTTP/2 streams on gRPC connections.\n"
+      "# TYPE inferencecache_open_streams gauge\n"
+      "inferencecache_open_streams 1\n"
+      "# HELP inferencecache_http_requests_total HTTP requests answered by the admin listeners.\n"
+      "# TYPE inferencecache_http_requests_total counter\n"
+      "inferencecache_http_requests_total 1\n"
+      "# HELP inferencecache_policy_reloads_total Policy snapshots applied (ok) or rejected "
+      "(error) by source.\n"
+      "# TYPE inferencecache_policy_reloads_total counter\n"
+      "inferencecache_policy_reloads_total{source=\"http\",result=\"ok\"} 1\n"
+      "inferencecache_policy_reloads_total{source=\"http\",result=\"error\"} 0\n"
+      "inferencecache_policy_reloads_total{source=\"file\",result=\"ok\"} 0\n"
+      "inferencecache_policy_reloads_total{source=\"file\",result=\"error\"} 0\n"
+      "# HELP inferencecache_core_lookup_route_calls_total LookupRoute calls recorded per core.\n"
+      "# TYPE inferencecache_core_lookup_route_calls_total counter\n"
+      "inferencecache_core_lookup_route_calls_total{core=\"0\"} 3\n"
+      "# HELP inferencecache_core_cross_core_posts_total Tasks posted from this core to other "
+      "cores.\n"
+      "# TYPE inferencecache_core_cross_core_posts_total counter\n"
+      "inferencecache_core_cross_core_posts_total{core=\"0\"} 1\n"
+      "# HELP inferencecache_core_cross_core_post_drops_total Tasks this core could not post "
+      "because a mailbox was full (load shed).\n"
+      "# TYPE inferencecache_core_cross_core_post_drops_total counter\n"
+      "inferencecache_core_cross_core_post_drops_total{core=\"0\"} 0\n"
+      "# HELP inferencecache_core_mailbox_depth Tasks waiting in this core's inbound mailboxes.\n"
+      "# TYPE inferencecache_core_mailbox_depth gauge\n"
+      "inferencecache_core_mailbox_depth{core=\"0\"} 2\n"
+      "# HELP inferencecache_core_index_entries (key, replica) entries held by this core's "
+      "index shard.\n"
+      "# TYPE inferencecache_core_index_entries gauge\n"
+      "inferencecache_core_index_entries{core=\"0\"} 15\n";
+  const std::string rendered = render_prometheus(core.collect(), process);
+  CHECK(rendered == expected);
+}
+
+TEST_CASE("an empty registry still renders every fixed family") {
+  const std::string rendered = render_prometheus(Sample{}, ProcessFigures{});
+  CHECK(rendered.find("inferencecache_server_up 0\n") != std::string::npos);
+  CHECK(rendered.find("# TYPE inferencecache_index_entries gauge\n") != std::string::npos);
+  CHECK(rendered.find("inferencecache_lookup_route_calls_total{") == std::string::npos);
+  CHECK(
+      rendered.find("inferencecache_index_evictions_total{algorithm=\"lfu\",reason=\"ttl\"} 0\n") !=
+      std::string::npos);
+}
