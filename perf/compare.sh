@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# perf/compare.sh — inferencecache-server vs the grpc++ baseline, side by side.
+#
+#   perf/compare.sh [--quick] [--rounds N] [--duration S] [--build-dir DIR] [--no-build]
+#                   [--out FILE]
+#
+# Builds both servers, then per round (baseline first, then InferenceCache —
+# B A B A, so machine drift hits both) starts one server pinned to its CPUs,
+# preloads identical index state over ReportCacheState (ic-perf-preload),
+# checks both answer the hot request identically, and drives it from other
+# CPUs with h2load (and inferencecache-bench when it is built):
+#   - saturation: fixed concurrency, max QPS and p99;
+#   - open-ish loop fixed rates at 25/50/75 % of the BASELINE's saturation QPS
+#     (measured in round 1, identical for both servers): p50 / p99 / p99.9;
+#   - the same against RenderTemplate (a do-nothing handler): the transport
+#     ceiling, i.e. how much of LookupRoute's cost is transport vs index.
+# Prints ONE table with the ratios InferenceCache / baseline, preceded by the
+# machine description. Full run ≤ ~10 min, --quick ≈ 2 min.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=build-perf
+quick=0
+rounds=2
+duration=6
+do_build=1
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --rounds) rounds="$2"; shift ;;
+    --duration) duration="$2"; shift ;;
+    --build-dir) build_dir="$2"; shift ;;
+    --no-build) do_build=0 ;;
+    --out) out="$2"; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "compare.sh: unknown argument $1" >&2; exit 64 ;;
+  esac
+  shift
+done
+if [ "$quick" = 1 ]; then
+  rounds=1
+  duration=3
+fi
+warmup=1
+
+ic_server="$build_dir/src/inferencecache-server"
+base_server="$build_dir/perf/baseline/ic-baseline-server"
+preload="$build_dir/perf/baseline/ic-perf-preload"
+bench="$build_dir/tools/inferencecache-bench"
+ic_port=${IC_PORT:-19090}
+ic_admin_port=${IC_ADMIN_PORT:-19091}
+base_port=${BASE_PORT:-19191}
+service=inferencecache.v1alpha1.InferenceCache
+
+work=$(mktemp -d /tmp/ic-compare.XXXXXX)
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+log() { printf '%s\n' "$*" >&2; }
+
+# --- build -------------------------------------------------------------------
+if [ "$do_build" = 1 ]; then
+  [ -d "$build_dir" ] || meson setup "$build_dir" >/dev/null
+  targets=(perf/baseline/ic-baseline-server perf/baseline/ic-perf-preload src/inferencecache-server)
+  if ninja -C "$build_dir" -t targets all 2>/dev/null | grep -q '^tools/inferencecache-bench:'; then
+    targets+=(tools/inferencecache-bench)
+  fi
+  ninja -C "$build_dir" -j2 "${targets[@]}" >&2
+fi
+for exe in "$ic_server" "$base_server" "$preload"; do
+  [ -x "$exe" ] || { log "compare.sh: $exe is not built"; exit 1; }
+done
+have_bench=0
+[ -x "$bench" ] && have_bench=1
+command -v h2load >/dev/null || { log "compare.sh: h2load missing (apt-get install nghttp2-client)"; exit 1; }
+
+# --- CPU placement -------------------------------------------------------------
+# Server on the lower half of the CPUs, load generators on the upper half, so
+# they never steal each other's cycles. One CPU: no pinning (said in output).
+ncpu=$(nproc)
+if [ "$ncpu" -ge 2 ]; then
+  half=$((ncpu / 2))
+  server_cpus="0-$((half - 1))"
+  [ "$half" = 1 ] && server_cpus=0
+  load_cpus="$half-$((ncpu - 1))"
+  [ $((ncpu - half)) = 1 ] && load_cpus=$half
+  server_threads=$half
+  load_threads=$((ncpu - half))
+  pin_server=(taskset -c "$server_cpus")
+  pin_load=(taskset -c "$load_cpus")
+  placement="server on CPU $server_cpus (--threads $server_threads), load generator on CPU $load_cpus"
+else
+  server_threads=1
+  load_threads=1
+  pin_server=()
+  pin_load=()
+  placement="1 CPU: server and load generator share it (no pinning)"
+fi
+
+# The InferenceCache command line; override with IC_SERVER_ARGS if flags differ.
+ic_args_default="--listen 127.0.0.1:$ic_port --admin-listen 127.0.0.1:$ic_admin_port --threads $server_threads"
+read -r -a ic_args <<<"${IC_SERVER_ARGS:-$ic_args_default}"
+base_args=(--listen "127.0.0.1:$base_port" --threads "$server_threads")
+
+# --- servers -----------------------------------------------------------------
+# start_server NAME: starts it pinned, preloads the index, verifies the answer.
+start_server() {
+  local name=$1 port
+  if [ "$name" = ic ]; then
+    port=$ic_port
+    "${pin_server[@]}" "$ic_server" "${ic_args[@]}" >"$work/$name.out" 2>&1 &
+  else
+    port=$base_port
+    "${pin_server[@]}" "$base_server" "${base_args[@]}" >"$work/$name.out" 2>&1 &
+  fi
+  server_pid=$!
+  target="127.0.0.1:$port"
+  if ! "${pin_load[@]}" "$preload" --target "$target" --wait-ms 10000 --verify \
+      >"$work/$name.preload" 2>&1; then
+    log "compare.sh: preload/verify against $name failed:"
+    cat "$work/$name.preload" "$work/$name.out" >&2
+    exit 1
+  fi
+  sed 's/^/  /' "$work/$name.preload" >&2
+}
+
+stop_server() {
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+}
+
+# CPU time (user + system) of the server so far, in µs.
+server_cpu_us() {
+  local ticks
+  ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
+  echo $((ticks * 1000000 / $(getconf CLK_TCK)))
+}
+
+# --- load ----------------------------------------------------------------------
+results="$work/results.tsv"
+printf 'server\tround\ttool\trpc\tmode\tqps\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tok\tfailed\n' >"$results"
+
+# Percentiles (µs) of column 3 of an h2load log, status 200 rows only.
+log_percentiles() {
+  awk -F'\t' '$2 == 200 {print $3}' "$1" | sort -n | awk '
+    {v[NR] = $1}
+    END {
+      if (NR == 0) {print "nan nan nan"; exit}
+      i50 = int(NR * 0.50); if (i50 < 1) i50 = 1
+      i99 = int(NR * 0.99); if (i99 < 1) i99 = 1
+      i999 = int(NR * 0.999); if (i999 < 1) i999 = 1
+      print v[i50], v[i99], v[i999]
+    }'
+}
+
+# h2load_run SERVER ROUND RPC MODE: MODE is "sat" or a total target rate (req/s).
+h2load_run() {
+  local name=$1 round=$2 rpc=$3 mode=$4 body port clients streams rate_args=()
+  [ "$rpc" = LookupRoute ] && body="$work/lookup.bin" || body="$work/render.bin"
+  [ "$name" = ic ] && port=$ic_port || port=$base_port
+  clients=${SAT_CLIENTS:-4}
+  streams=${SAT_STREAMS:-16}
+  if [ "$mode" != sat ]; then
+    streams=64  # rate-limited: streams only bound the backlog, they don't pace it
+    rate_args=(--rps "$(awk -v r="$mode" -v c="$clients" 'BEGIN {printf "%.2f", r / c}')")
+  fi
+  local url="http://127.0.0.1:$port/$service/$rpc"
+  local common=(-t "$load_threads" -c "$clients" -m "$streams" -d "$body"
+    -H 'content-type: application/grpc' -H 'te: trailers')
+  # Warm-up run (not recorded): connections, caches, allocator pools.
+  "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$warmup" "$url" >/dev/null 2>&1 || true
+  local cpu0 cpu1 out="$work/h2load.out" hlog="$work/h2load.log"
+  cpu0=$(server_cpu_us)
+  "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$duration" --log-file "$hlog" "$url" \
+    >"$out" 2>&1 || true
+  cpu1=$(server_cpu_us)
+  local qps ok failed
+  qps=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' "$out")
+  ok=$(awk '/^requests:/ {print $8}' "$out")
+  failed=$(awk '/^requests:/ {print $10 + $12 + $14}' "$out")
+  read -r p50 p99 p999 < <(log_percentiles "$hlog")
+  local per_req
+  per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
+  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rpc" "$mode" \
+    "${qps:-nan}" "$p50" "$p99" "$p999" "$per_req" "${ok:-0}" "${failed:-0}" >>"$results"
+  log "  h2load $rpc $mode: ${qps:-?} req/s, p50 ${p50} µs, p99 ${p99} µs, p99.9 ${p999} µs, ${per_req} CPU-µs/req, failed ${failed:-?}"
+}
+
+# bench_run SERVER ROUND MODE: inferencecache-bench on LookupRoute (hook
+# filled in once tools/inferencecache-bench lands; see bench_args below).
+bench_run() {
+  local name=$1 round=$2 mode=$3 port
+  [ "$name" = ic ] && port=$ic_port || port=$base_port
+  local args=(--target "127.0.0.1:$port" --duration "${duration}s" --format tsv)
+  if [ "$mode" = sat ]; then
+    args+=(--concurrency $((${SAT_CLIENTS:-4} * ${SAT_STREAMS:-16})))
+  else
+    args+=(--rate "$mode")
+  fi
+  local cpu0 cpu1 out="$work/bench.out"
+  cpu0=$(server_cpu_us)
+  if ! "${pin_load[@]}" "$bench" "${args[@]}" >"$out" 2>&1; then
+    log "  inferencecache-bench failed: $(tail -3 "$out")"
+    return 0
+  fi
+  cpu1=$(server_cpu_us)
+  # Expected last line: qps p50_us p99_us p999_us ok failed (tab-separated).
+  local qps p50 p99 p999 ok failed per_req
+  read -r qps p50 p99 p999 ok failed < <(tail -1 "$out")
+  per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
+  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
+    "$qps" "$p50" "$p99" "$p999" "$per_req" "$ok" "$failed" >>"$results"
+  log "  bench LookupRoute $mode: $qps req/s, p50 $p50 µs, p99 $p99 µs, p99.9 $p999 µs"
+}
+
+median_of() {  # median_of SERVER TOOL RPC MODE COLUMN (mawk-safe: no asort)
+  awk -F'\t' -v s="$1" -v t="$2" -v r="$3" -v m="$4" -v col="$5" '
+    NR == 1 {for (i = 1; i <= NF; i++) idx[$i] = i; next}
+    $1 == s && $3 == t && $4 == r && $5 == m && $idx[col] != "nan" {print $idx[col]}' "$results" |
+    sort -g | awk '{v[NR] = $1} END {
+      if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
+    }'
+}
+
+# --- the run -------------------------------------------------------------------
+"$preload" --skip-ingest --emit-lookup "$work/lookup.bin" --emit-render "$work/render.bin"
+started=$(date +%s)
+lr_rates=()
+rt_rates=()
+for round in $(seq 1 "$rounds"); do
+  for name in base ic; do
+    log "round $round: $name"
+    start_server "$name"
+    for rpc in LookupRoute RenderTemplate; do
+      h2load_run "$name" "$round" "$rpc" sat
+    done
+    [ "$have_bench" = 1 ] && bench_run "$name" "$round" sat
+    if [ ${#lr_rates[@]} -eq 0 ]; then
+      # Rates come from the baseline's round-1 saturation and stay fixed.
+      base_lr=$(median_of base h2load LookupRoute sat qps)
+      base_rt=$(median_of base h2load RenderTemplate sat qps)
+      for pct in 25 50 75; do
+        lr_rates+=("$(awk -v q="$base_lr" -v p=$pct 'BEGIN {printf "%d", q * p / 100}')")
+        rt_rates+=("$(awk -v q="$base_rt" -v p=$pct 'BEGIN {printf "%d", q * p / 100}')")
+      done
+    fi
+    for i in 0 1 2; do
+      h2load_run "$name" "$round" LookupRoute "${lr_rates[$i]}"
+      [ "$have_bench" = 1 ] && bench_run "$name" "$round" "${lr_rates[$i]}"
+      h2load_run "$name" "$round" RenderTemplate "${rt_rates[$i]}"
+    done
+    stop_server
+  done
+done
+elapsed=$(($(date +%s) - started))
+
+# --- the table -----------------------------------------------------------------
+report() {
+  echo "# InferenceCache vs grpc++ baseline — $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
+  echo "- load average at start of report: $(cut -d' ' -f1-3 /proc/loadavg) (shared machine: others may be compiling)"
+  echo "- placement: $placement"
+  echo "- mode: $([ "$quick" = 1 ] && echo quick || echo full), $rounds round(s) B A B A, ${duration} s per run after ${warmup} s warm-up, medians over rounds; elapsed ${elapsed} s"
+  echo "- saturation: h2load -c ${SAT_CLIENTS:-4} -m ${SAT_STREAMS:-16} (closed loop); fixed rates: h2load --rps (paced per connection)$([ "$have_bench" = 1 ] && echo ' and inferencecache-bench (open loop)')"
+  echo "- rates: LookupRoute ${lr_rates[*]} req/s, RenderTemplate ${rt_rates[*]} req/s (25/50/75 % of the baseline's round-1 saturation)"
+  [ "$have_bench" = 1 ] || echo "- inferencecache-bench was not built: h2load only"
+  echo "- state: ic-perf-preload defaults (8 tenants x 1024 prefixes x 8 blocks x 2 replicas); hot request = tenant-0 prefix 0 chain (PREFIX_MATCH on 2 replicas, verified on both servers)"
+  echo
+  echo "| RPC | tool | load | metric | InferenceCache | grpc++ baseline | ratio IC/baseline |"
+  echo "|---|---|---|---|---:|---:|---:|"
+  local tool rpc mode metric ic base label rates
+  for tool in h2load bench; do
+    for rpc in LookupRoute RenderTemplate; do
+      [ "$rpc" = LookupRoute ] && rates=("${lr_rates[@]}") || rates=("${rt_rates[@]}")
+      local pcts=(25 50 75) i=0
+      for mode in sat "${rates[@]}"; do
+        if [ "$mode" = sat ]; then
+          label="saturation"
+          metrics=(qps p99_us cpu_us_per_req)
+        else
+          label="${pcts[$i]}% ($mode/s)"
+          i=$((i + 1))
+          metrics=(p50_us p99_us p999_us cpu_us_per_req)
+        fi
+        for metric in "${metrics[@]}"; do
+          ic=$(median_of ic "$tool" "$rpc" "$mode" "$metric")
+          base=$(median_of base "$tool" "$rpc" "$mode" "$metric")
+          [ "$ic" = nan ] && [ "$base" = nan ] && continue
+          ratio=$(awk -v a="$ic" -v b="$base" 'BEGIN {if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else print "n/a"}')
+          echo "| $rpc | $tool | $label | $metric | $ic | $base | $ratio |"
+        done
+      done
+    done
+  done
+  echo
+  echo "Raw runs (one line per measurement):"
+  echo
+  echo '```'
+  column -t -s $'\t' "$results"
+  echo '```'
+}
+if [ -n "$out" ]; then
+  report | tee "$out"
+else
+  report
+fi
