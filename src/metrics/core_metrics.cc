@@ -35,6 +35,10 @@ void CoreMetrics::add_tenant_evictions(std::string_view tenant_id, std::uint64_t
   slot(tenant_evictions_, tenant_id) += keys;
 }
 
+void CoreMetrics::set_tenant_evictions(std::string_view tenant_id, std::uint64_t total) {
+  slot(tenant_evictions_, tenant_id) = total;
+}
+
 void CoreMetrics::set_index_entries(std::string_view model, std::int64_t keys) {
   slot(index_entries_, model) = keys;
 }

@@ -102,6 +102,15 @@ class CoreMetrics {
   // excluded). Every index_entries gauge is reset to 0 before collectors run,
   // so a model that drained shows 0 (spec/admin.md).
   void set_index_entries(std::string_view model, std::int64_t keys);
+  // Cumulative evictions kept by the index shard itself (index::Shard::
+  // eviction_counters / for_each_tenant_eviction): a collector copies the
+  // totals instead of calling add_index_evictions / add_tenant_evictions.
+  void set_index_evictions(EvictionAlgorithm algorithm, EvictionReason reason,
+                           std::uint64_t total) {
+    sample_.index_evictions[static_cast<std::size_t>(algorithm)][static_cast<std::size_t>(reason)] =
+        total;
+  }
+  void set_tenant_evictions(std::string_view tenant_id, std::uint64_t total);
   // (key, replica) entries in this core's shard.
   void set_core_index_entries(std::int64_t entries) { core_figures().index_entries = entries; }
   // Tasks queued in this core's inbound cross-core mailboxes.

@@ -54,7 +54,7 @@ class Writer {
     } else {
       char buf[24];
       auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-      out_.append(buf, end);
+      out_ += std::string_view(buf, static_cast<std::size_t>(end - buf));
     }
     out_ += '\n';
   }
@@ -242,7 +242,7 @@ std::string format_double(double value) {
   // like other exporters' (plain shortest would give "1e-04").
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::general);
-  return std::string(buf, end);
+  return std::string(buf, static_cast<std::size_t>(end - buf));
 }
 
 std::string render_prometheus(const Sample& sample, const ProcessFigures& process) {

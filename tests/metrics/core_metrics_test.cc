@@ -141,3 +141,17 @@ TEST_CASE("registry binds local() per thread; unbound threads get a scratch regi
   CHECK(p.resident_memory_bytes > 0);
   CHECK(p.version == "0.1.0");
 }
+
+TEST_CASE("collectors copy cumulative eviction totals kept by the shard") {
+  CoreMetrics m(0);
+  std::uint64_t cap = 5;
+  m.add_collector([&cap](CoreMetrics& self) {
+    self.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kCap, cap);
+    self.set_tenant_evictions("team-b", cap * 2);
+  });
+  CHECK(m.collect().index_evictions[1][0] == 5);
+  cap = 8;
+  Sample s = m.collect();
+  CHECK(s.index_evictions[1][0] == 8);
+  CHECK(s.tenant_evictions.at("team-b") == 16);
+}
