@@ -1,0 +1,35 @@
+#pragma once
+// Internal: the per-call state a GrpcSession keeps for one stream. Owned by the
+// session (shared_ptr) and erased on stream close; CallHandles hold weak_ptrs.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "grpc/call.hh"
+#include "grpc/framing.hh"
+#include "grpc/timers.hh"
+#include "h2/server_session.hh"
+
+namespace ic::grpc {
+class GrpcSession;
+}
+
+namespace ic::grpc::detail {
+
+struct CallState {
+  CallState(GrpcSession& s, h2::StreamId stream, const Method& m, std::size_t max_message_bytes)
+      : session(&s), id(stream), method(&m), reader(max_message_bytes) {}
+
+  GrpcSession* session;
+  h2::StreamId id;
+  const Method* method;
+  MessageReader reader;
+  std::unique_ptr<CallHandler> handler;
+  std::optional<std::int64_t> deadline_us;
+  std::optional<Timers::TimerId> deadline_timer;
+  bool headers_sent = false;
+  bool finished = false;
+};
+
+}  // namespace ic::grpc::detail

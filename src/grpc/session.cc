@@ -1,0 +1,231 @@
+#include "grpc/session.hh"
+
+#include <google/protobuf/message_lite.h>
+
+#include "grpc/call_state.hh"
+#include "grpc/timeout.hh"
+
+namespace ic::grpc {
+namespace {
+
+constexpr std::string_view kContentType = "application/grpc";
+
+// application/grpc, application/grpc+proto, application/grpc;charset=… are
+// gRPC (PROTOCOL-HTTP2.md Content-Type); anything else is HTTP 415.
+bool is_grpc_content_type(std::string_view v) {
+  if (v.substr(0, kContentType.size()) != kContentType) return false;
+  return v.size() == kContentType.size() || v[kContentType.size()] == '+' ||
+         v[kContentType.size()] == ';';
+}
+
+Status frame_error_status(FrameError e, std::size_t limit) {
+  switch (e) {
+    case FrameError::kTooLarge:
+      return {StatusCode::kResourceExhausted,
+              "request message larger than max (" + std::to_string(limit) + " bytes)"};
+    case FrameError::kCompressed:
+      return {StatusCode::kUnimplemented, "compressed messages are not supported (identity only)"};
+    case FrameError::kBadFlag:
+      return {StatusCode::kInternal, "invalid compressed flag in message prefix"};
+    case FrameError::kNone:
+      break;
+  }
+  return {StatusCode::kInternal, "framing error"};
+}
+
+// Counts nesting of net::Session entry points so completions from outside
+// (timers, cross-core replies) know to ask for a flush.
+struct EntryGuard {
+  explicit EntryGuard(int& depth) : d(depth) { ++d; }
+  ~EntryGuard() { --d; }
+  int& d;
+};
+
+}  // namespace
+
+GrpcSession::GrpcSession(net::Connection& connection, const ServerContext& context)
+    : conn_(connection), context_(context), h2_(connection, *this, context.options.h2) {}
+
+GrpcSession::~GrpcSession() {
+  for (auto& [id, call] : calls_) {
+    if (call->deadline_timer) context_.timers->cancel_timer(*call->deadline_timer);
+  }
+}
+
+bool GrpcSession::on_data(std::span<const std::byte> data) {
+  EntryGuard g(in_session_);
+  return h2_.on_data(data);
+}
+
+void GrpcSession::flush() {
+  EntryGuard g(in_session_);
+  h2_.flush();
+}
+
+void GrpcSession::on_shutdown() {
+  EntryGuard g(in_session_);
+  h2_.on_shutdown();
+  std::vector<std::shared_ptr<detail::CallState>> live;
+  for (auto& [id, call] : calls_) live.push_back(call);
+  for (auto& call : live) {
+    if (!call->finished) call->handler->on_shutdown();
+  }
+  conn_.request_flush();
+}
+
+bool GrpcSession::idle() const { return h2_.idle(); }
+
+void GrpcSession::on_close() {
+  EntryGuard g(in_session_);
+  h2_.on_close();  // reports every open stream closed → calls_ empties
+  calls_.clear();
+}
+
+void GrpcSession::wake() {
+  if (in_session_ == 0) conn_.request_flush();
+}
+
+void GrpcSession::reject(h2::StreamId id, const Status& status) {
+  const std::string message = percent_encode_message(status.message);
+  std::vector<h2::HeaderView> headers = {{":status", "200"},
+                                         {"content-type", kContentType},
+                                         {"grpc-accept-encoding", "identity"},
+                                         {"grpc-status", status_digits(status.code)}};
+  if (!message.empty()) headers.push_back({"grpc-message", message});
+  h2_.respond(id, headers, true);
+}
+
+void GrpcSession::on_request(h2::StreamId id, std::vector<h2::Header>& headers) {
+  std::string_view method, path, content_type, timeout;
+  for (const auto& h : headers) {
+    if (h.name == ":method")
+      method = h.value;
+    else if (h.name == ":path")
+      path = h.value;
+    else if (h.name == "content-type")
+      content_type = h.value;
+    else if (h.name == "grpc-timeout")
+      timeout = h.value;
+  }
+  if (method != "POST") {
+    const h2::HeaderView r[] = {{":status", "405"}, {"allow", "POST"}};
+    h2_.respond(id, r, true);
+    return;
+  }
+  if (!is_grpc_content_type(content_type)) {
+    const h2::HeaderView r[] = {{":status", "415"}, {"accept", "application/grpc"}};
+    h2_.respond(id, r, true);
+    return;
+  }
+  const Method* m = context_.methods->find(path);
+  if (m == nullptr) {
+    reject(id, {StatusCode::kUnimplemented, "unknown method " + std::string(path)});
+    return;
+  }
+  auto call =
+      std::make_shared<detail::CallState>(*this, id, *m, context_.options.max_message_bytes);
+  calls_.emplace(id, call);
+  call->handler = m->make(CallHandle(call));
+  if (!timeout.empty()) {
+    if (const auto us = parse_grpc_timeout_us(timeout)) arm_deadline(call, *us);
+  }
+}
+
+void GrpcSession::arm_deadline(const std::shared_ptr<detail::CallState>& call,
+                               std::int64_t timeout_us) {
+  call->deadline_us = context_.timers->now_us() + timeout_us;
+  if (call->method->handles_deadline) return;
+  std::weak_ptr<detail::CallState> weak = call;
+  call->deadline_timer = context_.timers->add_timer(timeout_us, [weak] {
+    const auto s = weak.lock();
+    if (!s || s->finished) return;
+    s->deadline_timer.reset();
+    s->session->finish_call(*s, {StatusCode::kDeadlineExceeded, "deadline exceeded"});
+    s->handler->on_cancel();
+  });
+}
+
+void GrpcSession::on_request_data(h2::StreamId id, std::span<const std::byte> data) {
+  const auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  const std::shared_ptr<detail::CallState> call = it->second;
+  if (call->finished) return;
+  const FrameError err = call->reader.feed(data, [&](std::span<const std::byte> message) {
+    if (!call->finished) call->handler->on_message(message);
+  });
+  if (err != FrameError::kNone && !call->finished) {
+    finish_call(*call, frame_error_status(err, context_.options.max_message_bytes));
+    call->handler->on_cancel();
+  }
+}
+
+void GrpcSession::on_request_end(h2::StreamId id) {
+  const auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  const std::shared_ptr<detail::CallState> call = it->second;
+  if (call->finished) return;
+  if (call->reader.mid_message()) {
+    finish_call(*call, {StatusCode::kInternal, "stream ended inside a message"});
+    call->handler->on_cancel();
+    return;
+  }
+  call->handler->on_half_close();
+}
+
+void GrpcSession::on_stream_close(h2::StreamId id, std::uint32_t) {
+  const auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  const std::shared_ptr<detail::CallState> call = std::move(it->second);
+  calls_.erase(it);
+  if (call->deadline_timer) context_.timers->cancel_timer(*call->deadline_timer);
+  call->deadline_timer.reset();
+  if (!call->finished) {
+    call->finished = true;
+    call->handler->on_cancel();
+  }
+  // `call` dies here unless a handler method is on the stack; CallHandles expire.
+}
+
+void GrpcSession::send_headers_once(detail::CallState& call) {
+  if (call.headers_sent) return;
+  call.headers_sent = true;
+  const h2::HeaderView r[] = {
+      {":status", "200"}, {"content-type", kContentType}, {"grpc-accept-encoding", "identity"}};
+  h2_.respond(call.id, r, false);
+}
+
+bool GrpcSession::send_message(detail::CallState& call,
+                               const google::protobuf::MessageLite& message) {
+  if (call.finished) return false;
+  send_headers_once(call);
+  const std::size_t size = message.ByteSizeLong();
+  scratch_.clear();
+  append_frame_header(scratch_, static_cast<std::uint32_t>(size));
+  scratch_.resize(kFrameHeaderBytes + size);
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(scratch_.data()) +
+                                          kFrameHeaderBytes);
+  const bool ok = h2_.write(call.id, std::as_bytes(std::span(scratch_.data(), scratch_.size())));
+  wake();
+  return ok;
+}
+
+void GrpcSession::finish_call(detail::CallState& call, const Status& status) {
+  if (call.finished) return;
+  call.finished = true;
+  if (call.deadline_timer) {
+    context_.timers->cancel_timer(*call.deadline_timer);
+    call.deadline_timer.reset();
+  }
+  if (!call.headers_sent) {
+    call.headers_sent = true;
+    reject(call.id, status);
+  } else {
+    const std::string message = percent_encode_message(status.message);
+    std::vector<h2::HeaderView> trailers = {{"grpc-status", status_digits(status.code)}};
+    if (!message.empty()) trailers.push_back({"grpc-message", message});
+    h2_.finish(call.id, trailers);
+  }
+  wake();
+}
+
+}  // namespace ic::grpc

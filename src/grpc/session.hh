@@ -1,0 +1,88 @@
+#pragma once
+// gRPC over HTTP/2 for one connection: an h2::ServerSession whose requests
+// become calls of the MethodTable (grpc/doc/PROTOCOL-HTTP2.md, contract.md
+// "Transport rules").
+//
+// Request checks, in order: :method POST (else HTTP 405), content-type
+// application/grpc[+proto|;…] (else HTTP 415), :path in the method table (else
+// trailers-only UNIMPLEMENTED), grpc-timeout → deadline (malformed: ignored).
+// Request messages go through a MessageReader with the per-message limit
+// (RESOURCE_EXHAUSTED), compressed flag → UNIMPLEMENTED. Every response ends
+// with grpc-status in trailers (trailers-only when no message was sent).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "grpc/call.hh"
+#include "grpc/timers.hh"
+#include "h2/server_session.hh"
+#include "net/session.hh"
+
+namespace ic::grpc {
+
+namespace detail {
+struct CallState;
+}
+
+struct ServerOptions {
+  // Largest request message accepted (bytes); contract.md default 4 MiB.
+  std::size_t max_message_bytes = 4 * 1024 * 1024;
+  // HTTP/2 hostile-peer limits.
+  h2::Limits h2;
+};
+
+// What every session of one core shares. All three outlive the sessions.
+struct ServerContext {
+  const MethodTable* methods = nullptr;
+  ServerOptions options;
+  Timers* timers = nullptr;
+};
+
+class GrpcSession final : public net::Session, private h2::Application {
+ public:
+  GrpcSession(net::Connection& connection, const ServerContext& context);
+  ~GrpcSession() override;
+  GrpcSession(const GrpcSession&) = delete;
+  GrpcSession& operator=(const GrpcSession&) = delete;
+
+  // net::Session
+  bool on_data(std::span<const std::byte> data) override;
+  void flush() override;
+  void on_shutdown() override;
+  bool idle() const override;
+  void on_close() override;
+
+  // Calls in flight (for tests and metrics).
+  std::size_t active_calls() const { return calls_.size(); }
+
+  // Used by CallHandle (same core only).
+  bool send_message(detail::CallState& call, const google::protobuf::MessageLite& message);
+  void finish_call(detail::CallState& call, const Status& status);
+  unsigned core() const { return conn_.core(); }
+
+ private:
+  // h2::Application
+  void on_request(h2::StreamId id, std::vector<h2::Header>& headers) override;
+  void on_request_data(h2::StreamId id, std::span<const std::byte> data) override;
+  void on_request_end(h2::StreamId id) override;
+  void on_stream_close(h2::StreamId id, std::uint32_t error_code) override;
+
+  // Trailers-only answer for a request that never became a call.
+  void reject(h2::StreamId id, const Status& status);
+  void send_headers_once(detail::CallState& call);
+  void arm_deadline(const std::shared_ptr<detail::CallState>& call, std::int64_t timeout_us);
+  // Asks the connection for a flush unless we are inside one of its callbacks.
+  void wake();
+
+  net::Connection& conn_;
+  const ServerContext& context_;
+  h2::ServerSession h2_;
+  std::unordered_map<h2::StreamId, std::shared_ptr<detail::CallState>> calls_;
+  std::string scratch_;  // one framed response message
+  int in_session_ = 0;   // >0 while net::Session entry points run
+};
+
+}  // namespace ic::grpc

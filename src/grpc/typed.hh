@@ -1,0 +1,65 @@
+#pragma once
+// Typed method adapters over CallHandler for protobuf request types: parse,
+// count, and hand the decoded request to a function. An undecodable message
+// finishes the call with INVALID_ARGUMENT (contract.md).
+
+#include <span>
+#include <utility>
+
+#include "grpc/call.hh"
+
+namespace ic::grpc {
+
+// Parses `bytes` into `out`; on failure finishes `call` with INVALID_ARGUMENT
+// and returns false.
+template <typename Request>
+bool parse_request(std::span<const std::byte> bytes, Request& out, CallHandle& call) {
+  if (out.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return true;
+  call.finish({StatusCode::kInvalidArgument, "request message does not decode as " +
+                                                 std::string(Request::descriptor()->full_name())});
+  return false;
+}
+
+// One request message then half-close; `fn(CallHandle, Request&&)` runs at
+// half-close and answers through the handle (now or later). A second message
+// or none at all is INTERNAL (as grpc-java/grpc-go servers answer).
+template <typename Request, typename Fn>
+class SingleRequestHandler final : public CallHandler {
+ public:
+  SingleRequestHandler(CallHandle call, Fn fn) : call_(std::move(call)), fn_(std::move(fn)) {}
+
+  void on_message(std::span<const std::byte> message) override {
+    if (have_) {
+      call_.finish({StatusCode::kInternal, "more than one request message for a unary request"});
+      return;
+    }
+    have_ = parse_request(message, request_, call_);
+  }
+  void on_half_close() override {
+    if (!have_) {
+      call_.finish({StatusCode::kInternal, "no request message before half-close"});
+      return;
+    }
+    fn_(call_, std::move(request_));
+  }
+
+ private:
+  CallHandle call_;
+  Fn fn_;
+  Request request_;
+  bool have_ = false;
+};
+
+// A Method whose handler takes exactly one Request (unary or server-streaming).
+template <typename Request, typename Fn>
+Method single_request_method(CallKind kind, Fn fn, bool handles_deadline = false) {
+  Method m;
+  m.kind = kind;
+  m.handles_deadline = handles_deadline;
+  m.make = [fn = std::move(fn)](CallHandle call) -> std::unique_ptr<CallHandler> {
+    return std::make_unique<SingleRequestHandler<Request, Fn>>(std::move(call), fn);
+  };
+  return m;
+}
+
+}  // namespace ic::grpc

@@ -1,0 +1,404 @@
+#include "h2/server_session.hh"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ic::h2 {
+
+// Per-stream state. Request side is filled by the nghttp2 callbacks and
+// drained by dispatch(); response side is filled by respond/write/finish and
+// drained by the data source read callback.
+struct ServerSession::Stream {
+  explicit Stream(StreamId stream_id) : id(stream_id) {}
+  StreamId id;
+  // request
+  std::vector<Header> headers;
+  std::size_t header_bytes = 0;
+  std::string in;  // body bytes received since the last dispatch
+  bool headers_done = false;
+  bool headers_too_large = false;
+  bool end_received = false;
+  bool closed = false;
+  std::uint32_t close_code = 0;
+  // delivery to the application
+  bool dirty = false;
+  bool delivered_request = false;
+  bool delivered_end = false;
+  bool rejected = false;  // answered by this layer (431); the app never sees it
+  // response
+  bool responded = false;
+  bool body_done = false;
+  bool deferred = false;
+  std::string out;
+  std::size_t out_off = 0;
+  std::vector<Header> trailers;
+};
+
+namespace {
+
+// Builds nghttp2 name/value pairs that point into `fields` (nghttp2 copies).
+template <typename Field>
+std::vector<nghttp2_nv> to_nv(std::span<const Field> fields) {
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(fields.size());
+  for (const auto& f : fields) {
+    nva.push_back({reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
+                   reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())),
+                   f.name.size(), f.value.size(), NGHTTP2_NV_FLAG_NONE});
+  }
+  return nva;
+}
+
+bool is_request_headers(const nghttp2_frame* frame) {
+  return frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST;
+}
+
+}  // namespace
+
+// nghttp2 callback trampolines. They only record state (ARCHITECTURE.md rule 3).
+struct ServerSession::Callbacks {
+  static ServerSession& self(void* user) { return *static_cast<ServerSession*>(user); }
+
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    if (!is_request_headers(frame)) return 0;
+    auto& s = self(user);
+    s.streams_.emplace(frame->hd.stream_id, std::make_unique<Stream>(frame->hd.stream_id));
+    return 0;
+  }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                       std::uint8_t, void* user) {
+    if (!is_request_headers(frame)) return 0;  // request trailers carry nothing we use
+    auto& s = self(user);
+    Stream* st = s.find(frame->hd.stream_id);
+    if (st == nullptr || st->headers_too_large) return 0;
+    // RFC 9113 §6.5.2: the size of a field is name + value + 32 octets.
+    st->header_bytes += namelen + valuelen + 32;
+    if (st->header_bytes > s.limits_.max_header_list_bytes) {
+      st->headers_too_large = true;
+      st->headers.clear();
+      return 0;
+    }
+    st->headers.push_back({std::string(reinterpret_cast<const char*>(name), namelen),
+                           std::string(reinterpret_cast<const char*>(value), valuelen)});
+    return 0;
+  }
+
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    auto& s = self(user);
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    Stream* st = s.find(frame->hd.stream_id);
+    if (st == nullptr) return 0;
+    if (is_request_headers(frame)) st->headers_done = true;
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) st->end_received = true;
+    s.mark_dirty(*st);
+    return 0;
+  }
+
+  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
+                           const std::uint8_t* data, std::size_t len, void* user) {
+    auto& s = self(user);
+    Stream* st = s.find(stream_id);
+    if (st == nullptr || st->rejected) return 0;
+    st->in.append(reinterpret_cast<const char*>(data), len);
+    s.mark_dirty(*st);
+    return 0;
+  }
+
+  static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                             void* user) {
+    auto& s = self(user);
+    Stream* st = s.find(stream_id);
+    if (st == nullptr) return 0;
+    st->closed = true;
+    st->close_code = error_code;
+    s.mark_dirty(*st);
+    return 0;
+  }
+
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    // Our response ended while the client is still sending: RFC 9113 §8.1
+    // lets us reset with NO_ERROR so it stops. Done after mem_send returns.
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    auto& s = self(user);
+    Stream* st = s.find(frame->hd.stream_id);
+    if (st != nullptr && !st->end_received) s.rst_after_end_.push_back(st->id);
+    return 0;
+  }
+
+  // Data source for response bodies. Submitting the trailers from here is the
+  // documented nghttp2 pattern (nghttp2_submit_trailer doc).
+  static ssize_t read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* buf,
+                           std::size_t length, std::uint32_t* data_flags, nghttp2_data_source*,
+                           void* user) {
+    auto& s = self(user);
+    Stream* st = s.find(stream_id);
+    if (st == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    const std::size_t n = std::min(length, st->out.size() - st->out_off);
+    std::memcpy(buf, st->out.data() + st->out_off, n);
+    st->out_off += n;
+    if (st->out_off < st->out.size()) return static_cast<ssize_t>(n);
+    st->out.clear();
+    st->out_off = 0;
+    if (st->body_done) {
+      *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+      if (!st->trailers.empty()) {
+        *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        const auto nva = to_nv(std::span<const Header>(st->trailers));
+        if (nghttp2_submit_trailer(session, stream_id, nva.data(), nva.size()) != 0) {
+          return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
+      }
+      return static_cast<ssize_t>(n);
+    }
+    if (n == 0) {
+      st->deferred = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    return static_cast<ssize_t>(n);
+  }
+
+  // Built once: sessions copy the callback table at creation.
+  static const nghttp2_session_callbacks* table() {
+    static nghttp2_session_callbacks* cbs = [] {
+      nghttp2_session_callbacks* c = nullptr;
+      nghttp2_session_callbacks_new(&c);
+      nghttp2_session_callbacks_set_on_begin_headers_callback(c, &on_begin_headers);
+      nghttp2_session_callbacks_set_on_header_callback(c, &on_header);
+      nghttp2_session_callbacks_set_on_frame_recv_callback(c, &on_frame_recv);
+      nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, &on_data_chunk);
+      nghttp2_session_callbacks_set_on_stream_close_callback(c, &on_stream_close);
+      nghttp2_session_callbacks_set_on_frame_send_callback(c, &on_frame_send);
+      return c;
+    }();
+    return cbs;
+  }
+};
+
+ServerSession::ServerSession(net::Connection& connection, Application& app, const Limits& limits)
+    : conn_(connection), app_(app), limits_(limits) {
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  nghttp2_option_set_stream_reset_rate_limit(option, limits_.reset_burst, limits_.reset_rate_per_s);
+  nghttp2_option_set_max_continuations(option, limits_.max_continuations);
+  nghttp2_session_server_new2(&session_, Callbacks::table(), this, option);
+  nghttp2_option_del(option);
+
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits_.max_header_list_bytes},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits_.initial_window_bytes},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  // The connection window starts at 64 KiB whatever SETTINGS say (RFC 9113
+  // §6.9.2); widen it so concurrent uploads are not serialised on it.
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                        static_cast<std::int32_t>(limits_.initial_window_bytes));
+}
+
+ServerSession::~ServerSession() {
+  closed_ = true;
+  nghttp2_session_del(session_);
+}
+
+ServerSession::Stream* ServerSession::find(StreamId id) {
+  const auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void ServerSession::mark_dirty(Stream& s) {
+  if (s.dirty) return;
+  s.dirty = true;
+  dirty_.push_back(s.id);
+}
+
+bool ServerSession::on_data(std::span<const std::byte> data) {
+  if (closed_) return false;
+  in_nghttp2_ = true;
+  const auto rv = nghttp2_session_mem_recv(
+      session_, reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
+  in_nghttp2_ = false;
+  if (rv < 0) {
+    // nghttp2 has queued GOAWAY (bad preface, flood, protocol error): send it.
+    out_.clear();
+    pump_output();
+    if (!out_.empty()) conn_.send(std::as_bytes(std::span(out_.data(), out_.size())));
+    return false;
+  }
+  dispatch();
+  return true;
+}
+
+bool ServerSession::dispatch() {
+  bool any = false;
+  if (!rst_after_end_.empty()) {
+    std::vector<StreamId> ids;
+    ids.swap(rst_after_end_);
+    for (const StreamId id : ids) {
+      Stream* st = find(id);
+      if (st != nullptr && !st->closed && !st->end_received) {
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
+        any = true;
+      }
+    }
+  }
+  std::vector<StreamId> ids;
+  std::string body;
+  while (!dirty_.empty()) {
+    ids.clear();
+    ids.swap(dirty_);
+    for (const StreamId id : ids) {
+      Stream* st = find(id);
+      if (st == nullptr) continue;
+      st->dirty = false;
+      any = true;
+      if (st->headers_done && !st->delivered_request && !st->rejected) {
+        if (st->headers_too_large) {
+          st->rejected = true;
+          st->in.clear();
+          const HeaderView h431[] = {{":status", "431"}};
+          respond(id, h431, true);
+        } else {
+          st->delivered_request = true;
+          app_.on_request(id, st->headers);
+          st->headers.clear();
+          st->headers.shrink_to_fit();
+        }
+      }
+      if (st->delivered_request && !st->in.empty()) {
+        body.swap(st->in);
+        app_.on_request_data(id, std::as_bytes(std::span(body.data(), body.size())));
+        body.clear();
+      }
+      if (st->delivered_request && st->end_received && !st->delivered_end) {
+        st->delivered_end = true;
+        app_.on_request_end(id);
+      }
+      if (st->closed) {
+        if (st->delivered_request) app_.on_stream_close(id, st->close_code);
+        streams_.erase(id);
+      }
+    }
+  }
+  return any;
+}
+
+void ServerSession::pump_output() {
+  for (;;) {
+    const std::uint8_t* chunk = nullptr;
+    in_nghttp2_ = true;
+    const auto n = nghttp2_session_mem_send(session_, &chunk);
+    in_nghttp2_ = false;
+    if (n <= 0) {
+      if (n < 0) conn_.close(true);  // only on out-of-memory inside nghttp2
+      return;
+    }
+    // The chunk is valid only until the next mem_send: copy it (rule 4).
+    out_.append(reinterpret_cast<const char*>(chunk), static_cast<std::size_t>(n));
+  }
+}
+
+void ServerSession::flush() {
+  if (closed_ || in_nghttp2_) return;
+  out_.clear();
+  do {
+    dispatch();
+    pump_output();
+  } while (!dirty_.empty() || !rst_after_end_.empty());
+  if (!out_.empty()) conn_.send(std::as_bytes(std::span(out_.data(), out_.size())));
+  if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
+    // Protocol error GOAWAY sent, or a graceful GOAWAY with no stream left.
+    conn_.close();
+    return;
+  }
+  apply_backpressure();
+}
+
+void ServerSession::apply_backpressure() {
+  const std::size_t queued = conn_.queued_bytes();
+  if (!paused_ && queued > limits_.output_queue_cap_bytes) {
+    paused_ = true;
+    conn_.pause_reading();
+  } else if (paused_ && queued <= limits_.output_queue_cap_bytes / 2) {
+    paused_ = false;
+    conn_.resume_reading();
+  }
+}
+
+void ServerSession::on_shutdown() {
+  if (closed_ || shutting_down_) return;
+  shutting_down_ = true;
+  // Streams up to the last one we processed finish; newer ones are refused and
+  // safe for the client to retry (RFC 9113 §6.8).
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                        nullptr, 0);
+  conn_.request_flush();
+}
+
+bool ServerSession::idle() const { return streams_.empty(); }
+
+void ServerSession::on_close() {
+  if (closed_) return;
+  closed_ = true;
+  for (auto& [id, st] : streams_) {
+    if (st->delivered_request) app_.on_stream_close(id, NGHTTP2_CANCEL);
+  }
+  streams_.clear();
+  dirty_.clear();
+}
+
+bool ServerSession::respond(StreamId id, std::span<const HeaderView> headers, bool end_stream) {
+  Stream* st = find(id);
+  if (st == nullptr || st->responded || st->closed || closed_) return false;
+  const auto nva = to_nv(headers);
+  int rv = 0;
+  if (end_stream) {
+    rv = nghttp2_submit_response(session_, id, nva.data(), nva.size(), nullptr);
+  } else {
+    nghttp2_data_provider provider{};
+    provider.read_callback = &Callbacks::read_body;
+    rv = nghttp2_submit_response(session_, id, nva.data(), nva.size(), &provider);
+  }
+  if (rv != 0) return false;
+  st->responded = true;
+  st->body_done = end_stream;
+  return true;
+}
+
+bool ServerSession::write(StreamId id, std::span<const std::byte> bytes) {
+  Stream* st = find(id);
+  if (st == nullptr || !st->responded || st->body_done || st->closed) return false;
+  st->out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (st->deferred) {
+    st->deferred = false;
+    nghttp2_session_resume_data(session_, id);
+  }
+  return true;
+}
+
+bool ServerSession::finish(StreamId id, std::span<const HeaderView> trailers) {
+  Stream* st = find(id);
+  if (st == nullptr || !st->responded || st->body_done || st->closed) return false;
+  st->body_done = true;
+  st->trailers.clear();
+  for (const auto& t : trailers)
+    st->trailers.push_back({std::string(t.name), std::string(t.value)});
+  if (st->deferred) {
+    st->deferred = false;
+    nghttp2_session_resume_data(session_, id);
+  }
+  return true;
+}
+
+void ServerSession::reset(StreamId id, std::uint32_t error_code) {
+  Stream* st = find(id);
+  if (st == nullptr || st->closed || closed_) return;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error_code);
+}
+
+}  // namespace ic::h2

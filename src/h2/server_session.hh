@@ -1,0 +1,127 @@
+#pragma once
+// One nghttp2 server session per accepted connection, sans-IO (net::Session).
+//
+// The pump (ARCHITECTURE.md rule 3): on_data() runs nghttp2_session_mem_recv
+// once; the nghttp2 callbacks only record per-stream state (headers, body
+// bytes, end, close). After mem_recv returns, the recorded events are handed to
+// the Application, which may answer through respond()/write()/finish(). flush()
+// runs nghttp2_session_mem_send until it has nothing more, copies every chunk
+// into one coalesced buffer and hands it to Connection::send once (rule 6).
+// Stream state is freed only after nghttp2's stream-close callback.
+//
+// Library doc: https://nghttp2.org/documentation/ (1.52 API: mem_recv/mem_send).
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "h2/limits.hh"
+#include "net/session.hh"
+
+struct nghttp2_session;
+
+namespace ic::h2 {
+
+using StreamId = std::int32_t;
+
+// One request header field as received (lower-case name, RFC 9113 §8.2).
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+// One response header field; the views must stay valid for the call that
+// takes them (nghttp2 copies them).
+struct HeaderView {
+  std::string_view name;
+  std::string_view value;
+};
+
+// The protocol on top of HTTP/2 (gRPC in src/grpc). Called only from the pump,
+// never from inside an nghttp2 callback, so it may call the session's response
+// methods freely. For one stream the calls come in the order
+// on_request → on_request_data* → on_request_end? → on_stream_close.
+class Application {
+ public:
+  virtual ~Application() = default;
+  // A request header block is complete (nghttp2 has validated the
+  // pseudo-headers). `headers` may be moved from.
+  virtual void on_request(StreamId id, std::vector<Header>& headers) = 0;
+  // Request body bytes, in order (view valid only during the call).
+  virtual void on_request_data(StreamId id, std::span<const std::byte> data) = 0;
+  // The client half-closed the stream (END_STREAM).
+  virtual void on_request_end(StreamId id) = 0;
+  // The stream is gone: response complete, reset by either side (`error_code`
+  // is the RFC 9113 §7 code, e.g. 8 = CANCEL), or the connection closed. Last
+  // call for `id`.
+  virtual void on_stream_close(StreamId id, std::uint32_t error_code) = 0;
+};
+
+class ServerSession final : public net::Session {
+ public:
+  // Queues our SETTINGS (from `limits`) at once. `connection` and `app`
+  // outlive the session.
+  ServerSession(net::Connection& connection, Application& app, const Limits& limits);
+  ~ServerSession() override;
+  ServerSession(const ServerSession&) = delete;
+  ServerSession& operator=(const ServerSession&) = delete;
+
+  // net::Session
+  bool on_data(std::span<const std::byte> data) override;
+  void flush() override;
+  void on_shutdown() override;
+  bool idle() const override;
+  void on_close() override;
+
+  // Response side; each returns false if the stream is unknown or already
+  // answered. Headers first: with `end_stream` the response is headers-only
+  // (e.g. gRPC trailers-only); otherwise body bytes follow via write() and the
+  // response ends with finish().
+  bool respond(StreamId id, std::span<const HeaderView> headers, bool end_stream);
+  // Appends body bytes (copied) to the stream's response.
+  bool write(StreamId id, std::span<const std::byte> bytes);
+  // Ends the response after the body written so far, with `trailers` (may be
+  // empty: then the last DATA frame carries END_STREAM).
+  bool finish(StreamId id, std::span<const HeaderView> trailers);
+  // Sends RST_STREAM with `error_code` (RFC 9113 §7).
+  void reset(StreamId id, std::uint32_t error_code);
+
+  // Streams currently open (for tests and metrics).
+  std::size_t open_streams() const { return streams_.size(); }
+  // True once on_shutdown() queued GOAWAY.
+  bool shutting_down() const { return shutting_down_; }
+
+ private:
+  struct Stream;
+  struct Callbacks;  // the static nghttp2 callback trampolines
+  friend struct Callbacks;
+
+  Stream* find(StreamId id);
+  // Marks a stream as having events to hand to the application.
+  void mark_dirty(Stream& s);
+  // Hands recorded events to the application; returns true if any ran.
+  bool dispatch();
+  // mem_send until empty, then one Connection::send.
+  void pump_output();
+  // Pause/resume reading around the output queue cap.
+  void apply_backpressure();
+
+  net::Connection& conn_;
+  Application& app_;
+  Limits limits_;
+  nghttp2_session* session_ = nullptr;
+  std::unordered_map<StreamId, std::unique_ptr<Stream>> streams_;
+  std::vector<StreamId> dirty_;
+  std::vector<StreamId> rst_after_end_;  // answered while the client still sends
+  std::string out_;                      // coalesced output of one pump
+  bool in_nghttp2_ = false;              // guards against re-entry (rule 3)
+  bool paused_ = false;
+  bool shutting_down_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace ic::h2
