@@ -1,0 +1,256 @@
+// Cap and quota eviction (spec/index.md "Eviction under pressure").
+//
+// Cap victims come in ascending order of (a, last_seen, key bytes, names,
+// replica) with a = access_count on LFU tenants, else 0. Instead of sorting the
+// index per ingest, a scan selects the K smallest coarse keys (a, last_seen)
+// into a min-heap together with every entry tied at the largest of them (the
+// threshold T). Every later change that puts an entry at or below T pushes a
+// fresh record; records whose entry changed or died are skipped when popped.
+// So the heap always holds every entry ≤ T, and its top group is the global
+// minimum of the shard. A rescan happens only when the heap runs dry (every K
+// evictions), making the amortized cost O(entries / K) per eviction.
+
+#include <algorithm>
+#include <cstring>
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+namespace {
+constexpr std::size_t kVictimBatch = 16384;
+
+// Coarse order (a, last_seen, entry): stable over time for a record.
+bool coarse_less(const VictimRec& x, const VictimRec& y) {
+  if (x.a != y.a) return x.a < y.a;
+  if (x.last_seen != y.last_seen) return x.last_seen < y.last_seen;
+  return x.entry < y.entry;
+}
+bool coarse_le_threshold(const VictimRec& x, const VictimRec& t) {
+  if (x.a != t.a) return x.a < t.a;
+  return x.last_seen <= t.last_seen;
+}
+bool same_coarse(const VictimRec& x, const VictimRec& y) {
+  return x.a == y.a && x.last_seen == y.last_seen;
+}
+// std heap functions build a max-heap: invert for a min-heap.
+struct HeapCmp {
+  bool operator()(const VictimRec& x, const VictimRec& y) const { return coarse_less(y, x); }
+};
+}  // namespace
+
+std::uint32_t Shard::Impl::order_a(const EntryRec& e) const {
+  return tenant_recs[domains[keys[e.key].domain].k.tenant].lfu ? e.access_count : 0;
+}
+
+VictimRec Shard::Impl::victim_of(std::uint32_t e) const {
+  const EntryRec& er = entries[e];
+  return VictimRec{e, er.gen, order_a(er), er.last_seen};
+}
+
+bool Shard::Impl::victim_current(const VictimRec& v) const {
+  const EntryRec& er = entries[v.entry];
+  return er.live && er.gen == v.gen && er.last_seen == v.last_seen && order_a(er) == v.a;
+}
+
+// Full order between two CURRENT records (both entries live).
+bool Shard::Impl::victim_full_less(const VictimRec& x, const VictimRec& y) const {
+  if (x.a != y.a) return x.a < y.a;
+  if (x.last_seen != y.last_seen) return x.last_seen < y.last_seen;
+  const EntryRec& ex = entries[x.entry];
+  const EntryRec& ey = entries[y.entry];
+  if (ex.key != ey.key) {
+    const KeyRec& kx = keys[ex.key];
+    const KeyRec& ky = keys[ey.key];
+    if (int c = key_bytes(kx).compare(key_bytes(ky)); c != 0) return c < 0;
+    const DomainKey& dx = domains[kx.domain].k;
+    const DomainKey& dy = domains[ky.domain].k;
+    if (int c = tenants.name(dx.tenant).compare(tenants.name(dy.tenant)); c != 0) return c < 0;
+    if (int c = models.name(dx.model).compare(models.name(dy.model)); c != 0) return c < 0;
+    if (int c = schemes.name(dx.scheme).compare(schemes.name(dy.scheme)); c != 0) return c < 0;
+    if (int c = adapters.name(dx.adapter).compare(adapters.name(dy.adapter)); c != 0) return c < 0;
+  }
+  return replicas.name(ex.replica) < replicas.name(ey.replica);
+}
+
+void Shard::Impl::invalidate_victims() {
+  victims.clear();
+  group.clear();
+  group_pos = 0;
+  victims_valid = false;
+}
+
+void Shard::Impl::push_victim(const VictimRec& v) {
+  if (group_pos < group.size()) {
+    const VictimRec& g = group[group_pos];
+    if (same_coarse(v, g)) {
+      auto it = std::lower_bound(group.begin() + static_cast<std::ptrdiff_t>(group_pos),
+                                 group.end(), v, [&](const VictimRec& a, const VictimRec& b) {
+                                   return victim_current(a) && victim_full_less(a, b);
+                                 });
+      group.insert(it, v);
+      return;
+    }
+    if (coarse_less(v, g)) {
+      // A smaller coarse value appeared: the cached group goes back to the heap.
+      for (std::size_t i = group_pos; i < group.size(); ++i) {
+        victims.push_back(group[i]);
+        std::push_heap(victims.begin(), victims.end(), HeapCmp{});
+      }
+      group.clear();
+      group_pos = 0;
+    }
+  }
+  victims.push_back(v);
+  std::push_heap(victims.begin(), victims.end(), HeapCmp{});
+}
+
+void Shard::Impl::on_order_change(std::uint32_t e) {
+  if (!victims_valid) return;
+  const VictimRec v = victim_of(e);
+  if (!coarse_le_threshold(v, threshold)) return;
+  if (victims.size() + group.size() > 8 * kVictimBatch + 1024) {
+    // Too many stale records: forget the buffer; the next eviction rescans.
+    invalidate_victims();
+    return;
+  }
+  push_victim(v);
+}
+
+void Shard::Impl::rebuild_victims() {
+  invalidate_victims();
+  // Pass 1: the K smallest coarse values (bounded max-heap of (a, last_seen)).
+  std::vector<VictimRec> best;
+  best.reserve(kVictimBatch);
+  auto max_cmp = [](const VictimRec& x, const VictimRec& y) { return coarse_less(x, y); };
+  const std::uint32_t hw = entries.high_water();
+  for (std::uint32_t e = 0; e < hw; ++e) {
+    if (!entries[e].live) continue;
+    const VictimRec v = victim_of(e);
+    if (best.size() < kVictimBatch) {
+      best.push_back(v);
+      std::push_heap(best.begin(), best.end(), max_cmp);
+    } else if (coarse_less(v, best.front())) {
+      std::pop_heap(best.begin(), best.end(), max_cmp);
+      best.back() = v;
+      std::push_heap(best.begin(), best.end(), max_cmp);
+    }
+  }
+  if (best.empty()) return;
+  threshold = best.front();
+  // Pass 2: every entry at or below the threshold's coarse value (ties included).
+  if (best.size() < kVictimBatch) {
+    victims = std::move(best);
+  } else {
+    victims.clear();
+    for (std::uint32_t e = 0; e < hw; ++e) {
+      if (!entries[e].live) continue;
+      const VictimRec v = victim_of(e);
+      if (coarse_le_threshold(v, threshold)) victims.push_back(v);
+    }
+  }
+  std::make_heap(victims.begin(), victims.end(), HeapCmp{});
+  victims_valid = true;
+}
+
+std::uint32_t Shard::Impl::pop_victim() {
+  for (;;) {
+    while (group_pos < group.size()) {
+      const VictimRec v = group[group_pos++];
+      if (victim_current(v)) return v.entry;
+    }
+    group.clear();
+    group_pos = 0;
+    if (victims.empty()) return kNone;
+    // Take the whole smallest coarse group, keep its current records, and
+    // order them by the full tie-break (key bytes, names, replica).
+    const VictimRec top = victims.front();
+    while (!victims.empty() && same_coarse(victims.front(), top)) {
+      std::pop_heap(victims.begin(), victims.end(), HeapCmp{});
+      if (victim_current(victims.back())) group.push_back(victims.back());
+      victims.pop_back();
+    }
+    std::sort(group.begin(), group.end(),
+              [&](const VictimRec& a, const VictimRec& b) { return victim_full_less(a, b); });
+  }
+}
+
+std::uint32_t Shard::Impl::evict_cap(std::int64_t need) {
+  std::uint32_t done = 0;
+  while (need > 0 && entry_total > 0) {
+    std::uint32_t e = victims_valid ? pop_victim() : kNone;
+    if (e == kNone) {
+      rebuild_victims();
+      e = pop_victim();
+      if (e == kNone) break;
+    }
+    const bool lfu = tenant_recs[domains[keys[entries[e].key].domain].k.tenant].lfu;
+    ++(lfu ? evictions.lfu_cap : evictions.lru_cap);
+    remove_entry(e);
+    ++done;
+    --need;
+  }
+  return done;
+}
+
+std::uint32_t Shard::Impl::enforce_quota(std::uint32_t tenant) {
+  TenantRec& t = tenant_recs[tenant];
+  if (t.quota < 0 || t.key_count <= t.quota) return 0;
+  const std::int64_t over = t.key_count - t.quota;
+  // Key order: newest last_seen over its replicas, oldest first; ties by key
+  // bytes then scheme/adapter names (model is part of the key too).
+  struct Cand {
+    std::int64_t newest;
+    std::uint32_t key;
+  };
+  auto newest_of = [&](std::uint32_t k) {
+    std::int64_t n = INT64_MIN;
+    for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key)
+      n = std::max(n, entries[e].last_seen);
+    return n;
+  };
+  auto less = [&](const Cand& x, const Cand& y) {
+    if (x.newest != y.newest) return x.newest < y.newest;
+    const KeyRec& kx = keys[x.key];
+    const KeyRec& ky = keys[y.key];
+    if (int c = key_bytes(kx).compare(key_bytes(ky)); c != 0) return c < 0;
+    const DomainKey& dx = domains[kx.domain].k;
+    const DomainKey& dy = domains[ky.domain].k;
+    if (int c = models.name(dx.model).compare(models.name(dy.model)); c != 0) return c < 0;
+    if (int c = schemes.name(dx.scheme).compare(schemes.name(dy.scheme)); c != 0) return c < 0;
+    return adapters.name(dx.adapter) < adapters.name(dy.adapter);
+  };
+  std::vector<Cand> pick;
+  pick.reserve(static_cast<std::size_t>(std::min<std::int64_t>(over, t.key_count)));
+  for (std::uint32_t k = t.key_head; k != kNone; k = keys[k].tenant_next) {
+    const Cand c{newest_of(k), k};
+    if (static_cast<std::int64_t>(pick.size()) < over) {
+      pick.push_back(c);
+      std::push_heap(pick.begin(), pick.end(), less);
+    } else if (less(c, pick.front())) {
+      std::pop_heap(pick.begin(), pick.end(), less);
+      pick.back() = c;
+      std::push_heap(pick.begin(), pick.end(), less);
+    }
+  }
+  std::sort_heap(pick.begin(), pick.end(), less);
+  std::uint64_t& counter = tenant_evictions[tenants.name(tenant)];
+  std::uint32_t removed = 0;
+  for (const Cand& c : pick) {
+    // Removing the key's last entry removes the key (and maybe the tenant's
+    // records: `t` is not touched after the loop).
+    while (keys[c.key].first_entry != kNone) {
+      const std::uint32_t e = keys[c.key].first_entry;
+      const bool last = entries[e].next_in_key == kNone;
+      remove_entry(e);
+      if (last) break;
+    }
+    ++counter;
+    ++removed;
+  }
+  return removed;
+}
+
+}  // namespace ic::index

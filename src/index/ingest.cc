@@ -1,0 +1,218 @@
+// ReportCacheState ingest and PublishEvent (spec/index.md "Ingest", "Events").
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+namespace {
+
+// Stored tier of a reported CacheTier: UNSPECIFIED → T1, known as is, unknown
+// or negative → invalid (coldest).
+std::uint8_t stored_tier(int tier) {
+  if (tier == 0) return 1;
+  if (tier >= 1 && tier <= 3) return static_cast<std::uint8_t>(tier);
+  return kTierInvalid;
+}
+
+double finite_or_zero(double v) { return std::isfinite(v) ? v : 0.0; }
+
+std::int32_t saturate32(std::int64_t v) {
+  return static_cast<std::int32_t>(std::clamp<std::int64_t>(
+      v, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()));
+}
+
+}  // namespace
+
+void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int32_t tokens,
+                         std::int64_t seen, std::uint8_t tier, std::uint32_t replica,
+                         IngestResult& r) {
+  std::uint32_t k = find_key(domain, bytes);
+  if (k == kNone) k = create_key(domain, bytes);
+  std::uint32_t e = find_entry(k, replica);
+  bool changed = false;
+  if (e == kNone) {
+    e = create_entry(k, replica);
+    tenant_replica_add(domains[domain].k.tenant, replica, seen);
+    changed = true;
+  }
+  EntryRec& er = entries[e];
+  er.token_count = tokens;
+  er.tier = tier;  // last write wins: T1 → T2 → T1
+  if (changed || er.last_seen != seen) {
+    er.last_seen = seen;
+    on_order_change(e);
+  }
+  ++r.entries_upserted;
+}
+
+void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
+                              const pb::ReplicaStats& s, std::int64_t seen) {
+  auto& v = tms[tm].stats;
+  StatsRec* rec = nullptr;
+  for (StatsRec& x : v) {
+    if (x.replica == replica_ref) rec = &x;
+  }
+  if (rec == nullptr) {
+    replicas.ref(replica_ref);
+    rec = &v.emplace_back();
+    rec->replica = replica_ref;
+  }
+  rec->cache_memory_bytes = s.cache_memory_bytes();
+  rec->hit_rate = finite_or_zero(s.hit_rate());
+  rec->pressure = finite_or_zero(s.pressure());
+  rec->t2_hit_tokens = s.t2_hit_tokens();
+  rec->t2_query_tokens = s.t2_query_tokens();
+  rec->last_seen = seen;
+  rec->stats_reported = seen;
+}
+
+IngestResult Shard::Impl::ingest(const pb::CacheStateUpdate& u, std::int64_t now) {
+  IngestResult r;
+  if (u.tenant_id() == config::kReservedTenant) {
+    r.dropped_reserved = true;
+    return r;
+  }
+  const std::int64_t seen = u.timestamp_us() == 0 ? now : u.timestamp_us();
+  // A temporary reference keeps the replica id alive while entries are added.
+  const std::uint32_t replica = replicas.acquire(u.replica_id());
+  std::uint32_t tenant = kNone;
+
+  if (u.hash_scheme().empty()) {
+    r.prefixes_dropped = static_cast<std::uint32_t>(u.prefixes_size());
+  } else {
+    std::uint32_t domain = kNone;
+    std::string_view domain_adapter;
+    for (const pb::PrefixEntry& p : u.prefixes()) {
+      const bool chain = p.block_hashes_size() > 0 || p.block_token_counts_size() > 0;
+      if (chain && p.block_hashes_size() != p.block_token_counts_size()) {
+        ++r.prefixes_dropped;  // malformed: never fall back to prefix_hash
+        continue;
+      }
+      const std::string_view adapter = !p.adapter_id().empty() ? std::string_view(p.adapter_id())
+                                                               : std::string_view(u.adapter_id());
+      if (domain == kNone || adapter != domain_adapter) {
+        domain = get_or_create_domain(u.tenant_id(), u.model_id(), u.hash_scheme(), adapter);
+        domain_adapter = adapter;
+        tenant = domains[domain].k.tenant;
+      }
+      const std::uint8_t tier = stored_tier(static_cast<int>(p.tier()));
+      if (chain) {
+        std::int64_t sum = 0;
+        for (int j = 0; j < p.block_hashes_size(); ++j) {
+          sum += p.block_token_counts(j);
+          upsert(domain, p.block_hashes(j), saturate32(sum), seen, tier, replica, r);
+        }
+        if (!p.prefix_hash().empty())
+          upsert(domain, p.prefix_hash(), saturate32(sum), seen, tier, replica, r);
+      } else {
+        upsert(domain, p.prefix_hash(), p.token_count(), seen, tier, replica, r);
+      }
+      // A new domain may be dropped again only by removals: keep `domain` valid.
+    }
+    if (tenant != kNone) {
+      auto it = tenant_replicas.find((std::uint64_t{tenant} << 32) | replica);
+      if (it != tenant_replicas.end()) it->second.newest = std::max(it->second.newest, seen);
+    }
+  }
+
+  if (u.has_stats()) {
+    const std::uint32_t t = tenants.acquire(u.tenant_id());
+    const std::uint32_t m = models.acquire(u.model_id());
+    const std::uint32_t tm = get_or_create_tm(t, m);
+    tenants.release(t);
+    models.release(m);
+    apply_stats(tm, replica, u.stats(), seen);
+    if (tenant == kNone) tenant = t;
+  }
+  replicas.release(replica);
+
+  if (tenant != kNone && tenant_recs[tenant].tm_count > 0) {
+    r.evicted_quota = enforce_quota(tenant);
+  }
+  const std::int64_t total = publish();
+  if (total > cfg.max_entries) {
+    r.evicted_cap = evict_cap(total - cfg.max_entries);
+    publish();
+  }
+  return r;
+}
+
+std::size_t Shard::Impl::apply_event(const pb::CacheEvent& ev, std::int64_t now) {
+  if (ev.tenant_id() == config::kReservedTenant) return 0;
+  const std::uint32_t tenant = tenants.find(ev.tenant_id());
+  const std::uint32_t model = models.find(ev.model_id());
+  const std::uint32_t replica = replicas.find(ev.replica_id());
+  const std::uint32_t tm = find_tm(tenant, model);
+  if (tm == kNone || replica == kNone) return 0;
+  std::size_t removed = 0;
+  switch (ev.type()) {
+    case pb::CacheEvent::PREFIX_EVICTED: {
+      const std::string_view bytes = ev.prefix_hash();
+      const std::uint32_t adapter =
+          ev.adapter_id().empty() ? kNone : adapters.find(ev.adapter_id());
+      if (!ev.adapter_id().empty() && adapter == kNone) break;
+      std::uint32_t k = find_group(tm, group_hash(tm, bytes), bytes);
+      while (k != kNone) {
+        // Capture the next key first: removing the last entry frees `k`.
+        const std::uint32_t next = keys[k].next_in_group;
+        if (adapter == kNone || domains[keys[k].domain].k.adapter == adapter) {
+          const std::uint32_t e = find_entry(k, replica);
+          if (e != kNone) {
+            remove_entry(e);
+            ++removed;
+          }
+        }
+        k = next;
+      }
+      break;
+    }
+    case pb::CacheEvent::REPLICA_UPDATED: {
+      const std::int64_t seen = ev.timestamp_us() == 0 ? now : ev.timestamp_us();
+      for (StatsRec& s : tms[tm].stats) {
+        if (s.replica == replica) s.last_seen = seen;
+      }
+      break;
+    }
+    case pb::CacheEvent::ALL_CLEARED: {
+      // Walk the tenant's keys (not the whole shard) for this model's entries.
+      std::uint32_t k = tenant_recs[tenant].key_head;
+      while (k != kNone) {
+        const std::uint32_t next = keys[k].tenant_next;
+        if (domains[keys[k].domain].k.model == model) {
+          const std::uint32_t e = find_entry(k, replica);
+          if (e != kNone) {
+            remove_entry(e);
+            ++removed;
+          }
+        }
+        k = next;
+      }
+      // tm may have been freed if it had no stats; look it up again.
+      const std::uint32_t tm2 = find_tm(tenants.find(ev.tenant_id()), models.find(ev.model_id()));
+      if (tm2 != kNone) {
+        auto& v = tms[tm2].stats;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          if (it->replica == replica) {
+            v.erase(it);
+            replicas.release(replica);
+            maybe_remove_tm(tm2);
+            break;
+          }
+        }
+      }
+      break;
+    }
+    default:
+      break;  // PREFIX_ADDED and unknown types: acked, no-op
+  }
+  publish();
+  return removed;
+}
+
+}  // namespace ic::index

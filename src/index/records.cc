@@ -1,0 +1,397 @@
+// Record plumbing of the shard: interned ids, key/entry creation and the
+// removal cascade entry → key → domain → (tenant, model) → tenant.
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+namespace {
+constexpr std::uint64_t kGroupSeed = 0x5EED1DC0FFEEull;
+
+std::uint64_t fmix64(std::uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return k;
+}
+}  // namespace
+
+std::uint64_t Shard::Impl::group_hash(std::uint32_t tm, std::string_view bytes) {
+  if (bytes.size() == 8) {
+    std::uint64_t v;
+    std::memcpy(&v, bytes.data(), 8);
+    return fmix64(v ^ fmix64(kGroupSeed + tm));
+  }
+  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), kGroupSeed + tm);
+}
+
+std::string_view Shard::Impl::key_bytes(const KeyRec& k) const {
+  if (k.hash_len == kLongHash) return long_hashes[k.hash];
+  return {reinterpret_cast<const char*>(&k.hash), k.hash_len};
+}
+
+bool Shard::Impl::key_bytes_equal(const KeyRec& k, std::string_view bytes) const {
+  if (k.hash_len == kLongHash) return long_hashes[k.hash] == bytes;
+  if (k.hash_len != bytes.size()) return false;
+  std::uint64_t v = 0;
+  std::memcpy(&v, bytes.data(), bytes.size());
+  return v == k.hash;
+}
+
+std::uint32_t Shard::Impl::find_group(std::uint32_t tm, std::uint64_t h,
+                                      std::string_view bytes) const {
+  const std::uint32_t head = groups.find(h, [&](std::uint32_t k) {
+    const KeyRec& kr = keys[k];
+    return domains[kr.domain].tm == tm && key_bytes_equal(kr, bytes);
+  });
+  return head == GroupTable::kNoKey ? kNone : head;
+}
+
+std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes) const {
+  const std::uint32_t tm = domains[domain].tm;
+  for (std::uint32_t k = find_group(tm, group_hash(tm, bytes), bytes); k != kNone;
+       k = keys[k].next_in_group) {
+    if (keys[k].domain == domain) return k;
+  }
+  return kNone;
+}
+
+std::uint32_t Shard::Impl::find_entry(std::uint32_t k, std::uint32_t replica) const {
+  for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
+    if (entries[e].replica == replica) return e;
+  }
+  return kNone;
+}
+
+std::uint32_t Shard::Impl::find_tm(std::uint32_t tenant, std::uint32_t model) const {
+  if (tenant == kNone || model == kNone) return kNone;
+  auto it = tm_ids.find((std::uint64_t{tenant} << 32) | model);
+  return it == tm_ids.end() ? kNone : it->second;
+}
+
+std::uint32_t Shard::Impl::find_scope(std::uint32_t tm, std::uint32_t scheme) const {
+  if (tm == kNone || scheme == kNone) return kNone;
+  auto it = scope_ids.find((std::uint64_t{tm} << 32) | scheme);
+  return it == scope_ids.end() ? kNone : it->second;
+}
+
+std::uint32_t Shard::Impl::find_domain(std::string_view tenant, std::string_view model,
+                                       std::string_view scheme, std::string_view adapter) const {
+  const DomainKey k{tenants.find(tenant), models.find(model), schemes.find(scheme),
+                    adapters.find(adapter)};
+  if (k.tenant == kNone || k.model == kNone || k.scheme == kNone || k.adapter == kNone)
+    return kNone;
+  auto it = domain_ids.find(k);
+  return it == domain_ids.end() ? kNone : it->second;
+}
+
+TenantRec& Shard::Impl::tenant_rec(std::uint32_t tenant) {
+  if (tenant >= tenant_recs.size()) tenant_recs.resize(tenants.capacity());
+  return tenant_recs[tenant];
+}
+
+std::int64_t Shard::Impl::ttl_for_policy(const config::CachePolicy& p) const {
+  return p.eviction_ttl_us > 0 ? p.eviction_ttl_us : cfg.default_ttl_us;
+}
+
+void Shard::Impl::refresh_tenant_policy(std::uint32_t tenant) {
+  TenantRec& t = tenant_rec(tenant);
+  const std::string& name = tenants.name(tenant);
+  const config::CachePolicy& p = policies->policy_for(name);
+  t.ttl_us = ttl_for_policy(p);
+  t.lfu = p.eviction == config::EvictionAlgorithm::kLfu;
+  const config::TenantQuota* q = policies->quota_for(name);
+  t.quota = q ? q->max_index_entries : -1;
+}
+
+std::int64_t Shard::Impl::ttl_of(std::uint32_t tenant) const { return tenant_recs[tenant].ttl_us; }
+
+std::uint32_t Shard::Impl::get_or_create_tm(std::uint32_t tenant, std::uint32_t model) {
+  const std::uint64_t id = (std::uint64_t{tenant} << 32) | model;
+  if (auto it = tm_ids.find(id); it != tm_ids.end()) return it->second;
+  std::uint32_t tm;
+  if (!tm_free.empty()) {
+    tm = tm_free.back();
+    tm_free.pop_back();
+  } else {
+    tm = static_cast<std::uint32_t>(tms.size());
+    tms.emplace_back();
+  }
+  TmRec& r = tms[tm];
+  r = TmRec{};
+  r.tenant = tenant;
+  r.model = model;
+  r.live = true;
+  tenants.ref(tenant);
+  models.ref(model);
+  tm_ids.emplace(id, tm);
+  TenantRec& t = tenant_rec(tenant);
+  if (t.tm_count++ == 0) refresh_tenant_policy(tenant);
+  if (model >= model_keys.size()) model_keys.resize(models.capacity(), 0);
+  return tm;
+}
+
+void Shard::Impl::maybe_remove_tm(std::uint32_t tm) {
+  TmRec& r = tms[tm];
+  if (r.domain_count != 0 || !r.stats.empty()) return;
+  tm_ids.erase((std::uint64_t{r.tenant} << 32) | r.model);
+  TenantRec& t = tenant_recs[r.tenant];
+  if (--t.tm_count == 0) t = TenantRec{};
+  const std::uint32_t tenant = r.tenant, model = r.model;
+  r.live = false;
+  r.stats.clear();
+  r.stats.shrink_to_fit();
+  tm_free.push_back(tm);
+  tenants.release(tenant);
+  std::string model_name = models.name(model);
+  if (models.release(model)) {
+    // The model's last (tenant, model) is gone: its gauge reads 0 once.
+    drained_models.push_back(std::move(model_name));
+    model_keys[model] = 0;
+  }
+}
+
+std::uint32_t Shard::Impl::get_or_create_domain(std::string_view tenant, std::string_view model,
+                                                std::string_view scheme, std::string_view adapter) {
+  const std::uint32_t found = find_domain(tenant, model, scheme, adapter);
+  if (found != kNone) return found;
+  DomainKey k{tenants.acquire(tenant), models.acquire(model), schemes.acquire(scheme),
+              adapters.acquire(adapter)};
+  std::uint32_t d;
+  if (!domain_free.empty()) {
+    d = domain_free.back();
+    domain_free.pop_back();
+  } else {
+    d = static_cast<std::uint32_t>(domains.size());
+    domains.emplace_back();
+  }
+  DomainRec& dr = domains[d];
+  dr = DomainRec{};
+  dr.k = k;
+  dr.tm = get_or_create_tm(k.tenant, k.model);
+  ++tms[dr.tm].domain_count;
+  const std::uint64_t sid = (std::uint64_t{dr.tm} << 32) | k.scheme;
+  auto it = scope_ids.find(sid);
+  if (it == scope_ids.end()) {
+    std::uint32_t s;
+    if (!scope_free.empty()) {
+      s = scope_free.back();
+      scope_free.pop_back();
+    } else {
+      s = static_cast<std::uint32_t>(scopes.size());
+      scopes.emplace_back();
+    }
+    scopes[s] = ScopeRec{};
+    scopes[s].tm = dr.tm;
+    scopes[s].scheme = k.scheme;
+    scopes[s].live = true;
+    it = scope_ids.emplace(sid, s).first;
+  }
+  dr.scope = it->second;
+  ++scopes[dr.scope].domain_count;
+  domain_ids.emplace(k, d);
+  return d;
+}
+
+void Shard::Impl::remove_domain(std::uint32_t d) {
+  DomainRec& dr = domains[d];
+  const DomainKey k = dr.k;
+  const std::uint32_t tm = dr.tm;
+  ScopeRec& sr = scopes[dr.scope];
+  if (--sr.domain_count == 0) {
+    scope_ids.erase((std::uint64_t{sr.tm} << 32) | sr.scheme);
+    sr.live = false;
+    sr.members.clear();
+    sr.members.shrink_to_fit();
+    scope_free.push_back(dr.scope);
+  }
+  domain_ids.erase(k);
+  dr = DomainRec{};
+  domain_free.push_back(d);
+  --tms[tm].domain_count;
+  // tm still holds tenant/model references; release the domain's own four.
+  schemes.release(k.scheme);
+  adapters.release(k.adapter);
+  tenants.release(k.tenant);
+  models.release(k.model);
+  maybe_remove_tm(tm);
+}
+
+std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes) {
+  const std::uint32_t k = keys.allocate();
+  KeyRec& kr = keys[k];
+  kr = KeyRec{};
+  kr.domain = domain;
+  kr.live = true;
+  if (bytes.size() <= 8) {
+    kr.hash_len = static_cast<std::uint8_t>(bytes.size());
+    std::memcpy(&kr.hash, bytes.data(), bytes.size());
+  } else {
+    kr.hash_len = kLongHash;
+    std::uint32_t slot;
+    if (!long_free.empty()) {
+      slot = long_free.back();
+      long_free.pop_back();
+      long_hashes[slot].assign(bytes);
+    } else {
+      slot = static_cast<std::uint32_t>(long_hashes.size());
+      long_hashes.emplace_back(bytes);
+    }
+    kr.hash = slot;
+  }
+  DomainRec& dr = domains[domain];
+  const std::uint64_t h = group_hash(dr.tm, bytes);
+  const std::uint32_t head = find_group(dr.tm, h, bytes);
+  if (head == kNone) {
+    groups.insert(h, k);
+  } else {
+    kr.next_in_group = keys[head].next_in_group;
+    keys[head].next_in_group = k;
+  }
+  TenantRec& t = tenant_recs[dr.k.tenant];
+  kr.tenant_next = t.key_head;
+  if (t.key_head != kNone) keys[t.key_head].tenant_prev = k;
+  t.key_head = k;
+  ++t.key_count;
+  ++tms[dr.tm].key_count;
+  ++model_keys[dr.k.model];
+  ++dr.key_count;
+  ++key_total;
+  return k;
+}
+
+void Shard::Impl::remove_key_record(std::uint32_t k) {
+  KeyRec& kr = keys[k];
+  const std::uint32_t d = kr.domain;
+  DomainRec& dr = domains[d];
+  const std::string_view bytes = key_bytes(kr);
+  const std::uint64_t h = group_hash(dr.tm, bytes);
+  const std::uint32_t head = find_group(dr.tm, h, bytes);
+  if (head == k) {
+    if (kr.next_in_group == kNone) {
+      groups.erase(h, k);
+    } else {
+      groups.replace(h, k, kr.next_in_group);
+    }
+  } else {
+    std::uint32_t p = head;
+    while (keys[p].next_in_group != k) p = keys[p].next_in_group;
+    keys[p].next_in_group = kr.next_in_group;
+  }
+  TenantRec& t = tenant_recs[dr.k.tenant];
+  if (kr.tenant_prev != kNone) {
+    keys[kr.tenant_prev].tenant_next = kr.tenant_next;
+  } else {
+    t.key_head = kr.tenant_next;
+  }
+  if (kr.tenant_next != kNone) keys[kr.tenant_next].tenant_prev = kr.tenant_prev;
+  --t.key_count;
+  --tms[dr.tm].key_count;
+  --model_keys[dr.k.model];
+  --key_total;
+  if (kr.hash_len == kLongHash) {
+    long_hashes[kr.hash].clear();
+    long_hashes[kr.hash].shrink_to_fit();
+    long_free.push_back(static_cast<std::uint32_t>(kr.hash));
+  }
+  kr.live = false;
+  keys.free(k);
+  if (--dr.key_count == 0) remove_domain(d);
+}
+
+std::uint32_t Shard::Impl::create_entry(std::uint32_t k, std::uint32_t replica) {
+  const std::uint32_t e = entries.allocate();
+  EntryRec& er = entries[e];
+  const std::uint16_t gen = er.gen;
+  er = EntryRec{};
+  er.gen = gen;
+  er.key = k;
+  er.replica = replica;
+  er.live = true;
+  er.next_in_key = keys[k].first_entry;
+  keys[k].first_entry = e;
+  replicas.ref(replica);
+  const DomainRec& dr = domains[keys[k].domain];
+  scope_add(dr.scope, replica);
+  ++entry_total;
+  ++unpublished;
+  return e;
+}
+
+void Shard::Impl::remove_entry(std::uint32_t e) {
+  EntryRec& er = entries[e];
+  const std::uint32_t k = er.key;
+  KeyRec& kr = keys[k];
+  if (kr.first_entry == e) {
+    kr.first_entry = er.next_in_key;
+  } else {
+    std::uint32_t p = kr.first_entry;
+    while (entries[p].next_in_key != e) p = entries[p].next_in_key;
+    entries[p].next_in_key = er.next_in_key;
+  }
+  const DomainRec& dr = domains[kr.domain];
+  scope_sub(dr.scope, er.replica);
+  tenant_replica_sub(dr.k.tenant, er.replica);
+  replicas.release(er.replica);
+  er.live = false;
+  ++er.gen;
+  entries.free(e);
+  --entry_total;
+  --unpublished;
+  if (kr.first_entry == kNone) remove_key_record(k);
+}
+
+void Shard::Impl::scope_add(std::uint32_t scope, std::uint32_t replica) {
+  auto& m = scopes[scope].members;
+  for (ScopeMember& s : m) {
+    if (s.replica == replica) {
+      ++s.entries;
+      return;
+    }
+  }
+  const std::string& name = replicas.name(replica);
+  auto pos = std::lower_bound(
+      m.begin(), m.end(), name,
+      [&](const ScopeMember& a, const std::string& n) { return replicas.name(a.replica) < n; });
+  m.insert(pos, ScopeMember{replica, 1});
+}
+
+void Shard::Impl::scope_sub(std::uint32_t scope, std::uint32_t replica) {
+  auto& m = scopes[scope].members;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    if (it->replica == replica) {
+      if (--it->entries == 0) m.erase(it);
+      return;
+    }
+  }
+}
+
+void Shard::Impl::tenant_replica_add(std::uint32_t tenant, std::uint32_t replica,
+                                     std::int64_t seen) {
+  TenantReplicaRec& r = tenant_replicas[(std::uint64_t{tenant} << 32) | replica];
+  ++r.entries;
+  r.newest = std::max(r.newest, seen);
+}
+
+void Shard::Impl::tenant_replica_sub(std::uint32_t tenant, std::uint32_t replica) {
+  auto it = tenant_replicas.find((std::uint64_t{tenant} << 32) | replica);
+  if (it != tenant_replicas.end() && --it->second.entries <= 0) tenant_replicas.erase(it);
+}
+
+std::int64_t Shard::Impl::publish() {
+  const std::int64_t d = unpublished;
+  unpublished = 0;
+  if (d == 0) return globals->total_entries.load(std::memory_order_relaxed);
+  return globals->total_entries.fetch_add(d, std::memory_order_relaxed) + d;
+}
+
+}  // namespace ic::index

@@ -1,0 +1,229 @@
+// Shard: construction, policy installation, GetCacheState, the TTL sweep and
+// the operator-facing aggregates. Ingest/events: ingest.cc; lookups: lookup.cc;
+// eviction: evict.cc; record plumbing: records.cc.
+
+#include "index/shard.hh"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+Shard::Impl::Impl(IndexConfig c, IndexGlobals* g, std::shared_ptr<const config::PolicySet> p)
+    : cfg(c), globals(g), policies(p ? std::move(p) : config::PolicySet::defaults()) {
+  if (globals == nullptr) {
+    own_globals = std::make_unique<IndexGlobals>();
+    globals = own_globals.get();
+  }
+  sha = EVP_MD_CTX_new();
+}
+
+Shard::Impl::~Impl() {
+  EVP_MD_CTX_free(sha);
+  // Leave the global count as if this shard's entries were gone.
+  if (own_globals == nullptr)
+    globals->total_entries.fetch_sub(entry_total - unpublished, std::memory_order_relaxed);
+}
+
+Shard::Shard(IndexConfig config, IndexGlobals* globals,
+             std::shared_ptr<const config::PolicySet> policies)
+    : impl_(std::make_unique<Impl>(config, globals, std::move(policies))) {}
+
+Shard::~Shard() = default;
+
+void Shard::set_policies(std::shared_ptr<const config::PolicySet> policies) {
+  Impl& s = *impl_;
+  s.policies = policies ? std::move(policies) : config::PolicySet::defaults();
+  for (std::uint32_t t = 0; t < s.tenant_recs.size(); ++t) {
+    if (s.tenant_recs[t].tm_count > 0) s.refresh_tenant_policy(t);
+  }
+  // LRU/LFU may have changed for some tenant: the victim order is rebuilt lazily.
+  s.invalidate_victims();
+}
+
+const std::shared_ptr<const config::PolicySet>& Shard::policies() const { return impl_->policies; }
+
+IngestResult Shard::ingest(const pb::CacheStateUpdate& update, std::int64_t now_wall_us) {
+  return impl_->ingest(update, now_wall_us);
+}
+
+std::size_t Shard::apply_event(const pb::CacheEvent& event, std::int64_t now_wall_us) {
+  return impl_->apply_event(event, now_wall_us);
+}
+
+void Shard::lookup_route(const pb::LookupRouteRequest& request, const LookupContext& ctx,
+                         pb::LookupRouteResponse* out) {
+  impl_->lookup(request, ctx, out);
+}
+
+void Shard::get_cache_state(const pb::GetCacheStateRequest& request,
+                            pb::GetCacheStateResponse* out) const {
+  const Impl& s = *impl_;
+  out->Clear();
+  auto* summary = out->mutable_summary();
+  summary->set_total_prefixes(0);
+  summary->set_hot_prefixes(0);
+  if (request.tenant_id() == config::kReservedTenant) return;
+  const std::uint32_t tm =
+      s.find_tm(s.tenants.find(request.tenant_id()), s.models.find(request.model_id()));
+  if (tm == kNone) return;
+  const TmRec& r = s.tms[tm];
+  summary->set_total_prefixes(r.key_count);
+  std::vector<const StatsRec*> sorted;
+  sorted.reserve(r.stats.size());
+  for (const StatsRec& st : r.stats) sorted.push_back(&st);
+  std::sort(sorted.begin(), sorted.end(), [&](const StatsRec* a, const StatsRec* b) {
+    return s.replicas.name(a->replica) < s.replicas.name(b->replica);
+  });
+  for (const StatsRec* st : sorted) {
+    auto* rs = out->add_replicas();
+    rs->set_replica_id(s.replicas.name(st->replica));
+    rs->set_cache_memory_bytes(st->cache_memory_bytes);
+    rs->set_hit_rate(static_cast<float>(st->hit_rate));
+    rs->set_pressure(static_cast<float>(st->pressure));
+    rs->set_t2_hit_tokens(st->t2_hit_tokens);
+    rs->set_t2_query_tokens(st->t2_query_tokens);
+  }
+}
+
+bool Shard::sweep_slice(std::int64_t now_wall_us, std::size_t budget) {
+  Impl& s = *impl_;
+  const std::uint32_t hw = s.entries.high_water();
+  std::uint32_t e = s.sweep_cursor;
+  for (std::size_t n = 0; n < budget && e < hw; ++n, ++e) {
+    const EntryRec& er = s.entries[e];
+    if (!er.live) continue;
+    const TenantRec& t = s.tenant_recs[s.domains[s.keys[er.key].domain].k.tenant];
+    if (now_wall_us - er.last_seen < t.ttl_us) continue;
+    ++(t.lfu ? s.evictions.lfu_ttl : s.evictions.lru_ttl);
+    s.remove_entry(e);
+  }
+  s.sweep_cursor = e;
+  const bool done = e >= hw;
+  if (done) {
+    // End of a pass: expire stats entries whose liveness is older than the TTL.
+    s.sweep_cursor = 0;
+    for (std::uint32_t tm = 0; tm < s.tms.size(); ++tm) {
+      TmRec& r = s.tms[tm];
+      if (!r.live || r.stats.empty()) continue;
+      const std::int64_t ttl = s.tenant_recs[r.tenant].ttl_us;
+      for (std::size_t i = r.stats.size(); i-- > 0;) {
+        if (now_wall_us - r.stats[i].last_seen < ttl) continue;
+        const std::uint32_t replica = r.stats[i].replica;
+        r.stats.erase(r.stats.begin() + static_cast<std::ptrdiff_t>(i));
+        s.replicas.release(replica);
+      }
+      s.maybe_remove_tm(tm);
+    }
+  }
+  s.publish();
+  return done;
+}
+
+std::int64_t Shard::entry_count() const noexcept { return impl_->entry_total; }
+std::int64_t Shard::key_count() const noexcept { return impl_->key_total; }
+const EvictionCounters& Shard::eviction_counters() const noexcept { return impl_->evictions; }
+
+void Shard::for_each_tenant_eviction(
+    const std::function<void(std::string_view, std::uint64_t)>& fn) const {
+  for (const auto& [tenant, n] : impl_->tenant_evictions) fn(tenant, n);
+}
+
+void Shard::for_each_model_keys(const std::function<void(std::string_view, std::int64_t)>& fn) {
+  Impl& s = *impl_;
+  for (const std::string& m : s.drained_models) {
+    if (s.models.find(m) == kNone) fn(m, 0);
+  }
+  s.drained_models.clear();
+  for (std::uint32_t m = 0; m < s.model_keys.size() && m < s.models.capacity(); ++m) {
+    const std::string& name = s.models.name(m);
+    if (s.models.find(name) == m) fn(name, s.model_keys[m]);
+  }
+}
+
+ShardSnapshot Shard::collect_snapshot() const {
+  const Impl& s = *impl_;
+  ShardSnapshot snap;
+  std::unordered_map<std::uint64_t, std::size_t> rows;  // tenant<<32|replica → row
+  auto row_of = [&](std::uint32_t tenant, std::uint32_t replica) -> ReplicaRow& {
+    const std::uint64_t id = (std::uint64_t{tenant} << 32) | replica;
+    auto [it, fresh] = rows.emplace(id, snap.replicas.size());
+    if (fresh) {
+      ReplicaRow& r = snap.replicas.emplace_back();
+      r.tenant = s.tenants.name(tenant);
+      r.replica_id = s.replicas.name(replica);
+    }
+    return snap.replicas[it->second];
+  };
+  for (const auto& [id, tr] : s.tenant_replicas) {
+    ReplicaRow& r = row_of(static_cast<std::uint32_t>(id >> 32), static_cast<std::uint32_t>(id));
+    r.prefix_count = tr.entries;
+    r.last_event_at_us = tr.newest;
+  }
+  std::vector<std::int64_t> stats_time(0);
+  std::unordered_map<std::size_t, std::int64_t> reported;  // row → stats_reported used
+  for (const TmRec& tm : s.tms) {
+    if (!tm.live) continue;
+    for (const StatsRec& st : tm.stats) {
+      ReplicaRow& r = row_of(tm.tenant, st.replica);
+      const std::size_t idx = static_cast<std::size_t>(&r - snap.replicas.data());
+      r.last_update_us = std::max(r.last_update_us, st.last_seen);
+      auto [it, first] = reported.emplace(idx, st.stats_reported);
+      if (!first && st.stats_reported < it->second) continue;
+      it->second = st.stats_reported;
+      // The replica-level values come from its latest stats across models.
+      r.stats_reported = true;
+      r.cache_memory_bytes = st.cache_memory_bytes;
+      r.hit_rate = st.hit_rate;
+      r.pressure = st.pressure;
+      r.t2_hit_tokens = st.t2_hit_tokens;
+      r.t2_query_tokens = st.t2_query_tokens;
+    }
+  }
+  std::unordered_map<std::string_view, std::size_t> tenant_rows;
+  for (std::uint32_t t = 0; t < s.tenant_recs.size(); ++t) {
+    const TenantRec& tr = s.tenant_recs[t];
+    if (tr.tm_count == 0) continue;
+    TenantRow& row = snap.tenants.emplace_back();
+    row.tenant_id = s.tenants.name(t);
+    row.index_entries = tr.key_count;
+    snap.total_prefixes += tr.key_count;
+  }
+  for (std::size_t i = 0; i < snap.tenants.size(); ++i) tenant_rows[snap.tenants[i].tenant_id] = i;
+  std::vector<std::int64_t> with_stats(snap.tenants.size(), 0);
+  for (const ReplicaRow& r : snap.replicas) {
+    auto it = tenant_rows.find(r.tenant);
+    if (it == tenant_rows.end() || !r.stats_reported) continue;
+    TenantRow& row = snap.tenants[it->second];
+    row.hit_rate_reported = true;
+    row.hit_rate += r.hit_rate;
+    row.memory_used += r.cache_memory_bytes;
+    ++with_stats[it->second];
+  }
+  for (std::size_t i = 0; i < snap.tenants.size(); ++i) {
+    if (with_stats[i] > 0) snap.tenants[i].hit_rate /= static_cast<double>(with_stats[i]);
+  }
+  return snap;
+}
+
+std::size_t Shard::memory_bytes() const noexcept {
+  const Impl& s = *impl_;
+  std::size_t b = s.keys.memory_bytes() + s.entries.memory_bytes() + s.groups.memory_bytes();
+  b += s.tenants.memory_bytes() + s.models.memory_bytes() + s.schemes.memory_bytes() +
+       s.adapters.memory_bytes() + s.replicas.memory_bytes();
+  b += s.domains.capacity() * sizeof(DomainRec) + s.domain_ids.size() * 48;
+  b += s.tms.capacity() * sizeof(TmRec) + s.tm_ids.size() * 32;
+  b += s.scopes.capacity() * sizeof(ScopeRec) + s.scope_ids.size() * 32;
+  for (const ScopeRec& sc : s.scopes) b += sc.members.capacity() * sizeof(ScopeMember);
+  for (const TmRec& tm : s.tms) b += tm.stats.capacity() * sizeof(StatsRec);
+  b += s.tenant_recs.capacity() * sizeof(TenantRec) + s.tenant_replicas.size() * 48;
+  b += s.victims.capacity() * sizeof(VictimRec) + s.group.capacity() * sizeof(VictimRec);
+  b += s.long_hashes.capacity() * sizeof(std::string);
+  return b;
+}
+
+}  // namespace ic::index
