@@ -11,6 +11,8 @@
 
 #include "runtime/task.hh"
 
+struct io_uring_sqe;
+
 namespace ic::runtime {
 
 class Reactor;
@@ -26,9 +28,9 @@ Reactor& current_reactor();
 class Runtime {
  public:
   struct Options {
-    unsigned cores = 0;               // 0 = all online CPUs
+    unsigned cores = 0;                  // 0 = all online CPUs
     std::uint32_t mailbox_depth = 4096;  // tasks in flight per (from, to) pair
-    bool pin_threads = true;          // sched_setaffinity each reactor to its CPU
+    bool pin_threads = true;             // sched_setaffinity each reactor to its CPU
   };
 
   explicit Runtime(Options options);
@@ -43,7 +45,14 @@ class Runtime {
   // this runtime; a post to the calling core runs at the end of this turn.
   // Returns false (task dropped) when that mailbox is full: the caller sheds
   // load (RESOURCE_EXHAUSTED / UNAVAILABLE) instead of queueing without bound.
+  // From a thread that is not one of this runtime's reactors (main thread,
+  // tests) the task goes through a locked, unbounded injection queue instead:
+  // that path is for startup/shutdown/control work, never the hot path.
   [[nodiscard]] bool post(unsigned core, Task task);
+
+  // Tasks queued from core `from` to core `to` and not yet run (approximate;
+  // for the cross-core queue depth gauge).
+  std::uint64_t mailbox_depth(unsigned from, unsigned to) const;
 
   // Starts the reactor threads; `on_start(core)` runs first on each of them.
   void start(std::function<void(unsigned core)> on_start);
@@ -52,15 +61,30 @@ class Runtime {
   void join();
 
  private:
+  friend class Reactor;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// The per-core event loop. Only its own thread calls its methods. (The
-// implementation adds private state and the I/O entry points src/net needs.)
+// The per-core event loop. Only its own thread calls its methods.
+//
+// One loop turn: read clocks; run tasks from the other cores' mailboxes (at
+// most `kMailboxBudget` per source); reap io_uring completions (at most
+// `kCqeBudget`); fire due timers (at most `kTimerBudget`); run deferred tasks;
+// run turn hooks (src/net flushes sessions and starts sends there); wake the
+// cores we posted to (IORING_OP_MSG_RING); submit and sleep until a completion
+// or the next timer deadline. Budgets bound the work of one turn (rule 2).
 class Reactor {
  public:
   using TimerId = std::uint64_t;
+
+  static constexpr unsigned kMailboxBudget = 256;
+  static constexpr unsigned kCqeBudget = 512;
+  static constexpr unsigned kTimerBudget = 256;
+
+  ~Reactor();
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
 
   unsigned core() const;
   // The runtime this reactor belongs to (to post to other cores).
@@ -69,12 +93,57 @@ class Reactor {
   std::int64_t now_us() const;
   // Wall clock in µs since the Unix epoch (CLOCK_REALTIME), read once per turn.
   std::int64_t wall_us() const;
-  // Runs `task` once after `delay_us` (≥ 0) µs; io_uring timeouts under the hood.
+  // Runs `task` once after `delay_us` (≥ 0) µs. A min-heap of deadlines; the
+  // loop sleeps in io_uring_submit_and_wait_timeout (an io_uring timeout) until
+  // the earliest. Timers with equal deadlines fire in the order added.
   TimerId add_timer(std::int64_t delay_us, Task task);
   // Cancels a pending timer; no-op if it already fired.
   void cancel_timer(TimerId id);
   // Runs `task` at the end of the current loop turn (after I/O completions).
+  // Tasks deferred by a deferred task run in the next turn (no sleep between).
   void defer(Task task);
+
+  // ---- I/O entry points (used by src/net) ----
+
+  // Receives the completions of the SQEs submitted for its slot. Rule 4: the
+  // handler and every buffer its SQEs point at must stay alive until the last
+  // of those completions arrived; only then may it unregister and be freed.
+  class IoHandler {
+   public:
+    // `op` is the tag given to prepare(); `res`/`flags` are the CQE's
+    // (res < 0 is -errno; flags carry IORING_CQE_F_MORE for multishot).
+    virtual void on_completion(std::uint8_t op, std::int32_t res, std::uint32_t flags) = 0;
+
+   protected:
+    ~IoHandler() = default;
+  };
+  // user_data = tag (8 bits) | generation (24 bits) | slot (32 bits), never a
+  // bare fd; a completion whose generation no longer matches is dropped.
+  using IoSlot = std::uint64_t;
+
+  // Registers a handler; returns its slot for prepare().
+  IoSlot register_io(IoHandler& handler);
+  // Forgets the slot (late completions for it are dropped).
+  void unregister_io(IoSlot slot);
+  // An SQE whose completion goes to `slot`'s handler with tag `op`. Never
+  // null: when the submission queue is full it is submitted first.
+  io_uring_sqe* prepare(IoSlot slot, std::uint8_t op);
+  // An SQE whose completion is ignored (cancels, fire-and-forget closes).
+  io_uring_sqe* prepare_untracked();
+
+  // Runs `hook` at the end of every turn, after deferred tasks.
+  void add_turn_hook(std::function<void()> hook);
+  // Runs `hook` on this thread once the loop stopped, before in-flight I/O is
+  // drained and the ring torn down (src/net aborts its sockets there).
+  void add_stop_hook(std::function<void()> hook);
+  // Handlers still registered (for tests and the stop drain).
+  std::size_t io_registered() const;
+
+ private:
+  friend class Runtime;
+  struct Impl;
+  Reactor(Runtime& runtime, unsigned core);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace ic::runtime

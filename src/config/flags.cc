@@ -1,0 +1,274 @@
+#include "config/flags.hh"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace ic::config {
+
+namespace {
+
+constexpr std::string_view kProgram = "inferencecache-server";
+
+// Raised by validation; carries the one-line reason.
+struct FlagError {
+  std::string why;
+};
+
+std::string quote_value(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+template <typename T>
+T parse_uint(std::string_view flag, const std::string& text, T min, T max) {
+  std::uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc{} || ptr != end || v < min || v > max) {
+    throw FlagError{std::string(flag) + ": want an integer in [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "], got " + quote_value(text)};
+  }
+  return static_cast<T>(v);
+}
+
+std::int64_t parse_duration_flag(std::string_view flag, const std::string& text,
+                                 std::int64_t min_us) {
+  const auto v = parse_duration_us(text);
+  if (!v) {
+    throw FlagError{std::string(flag) + ": invalid duration " + quote_value(text) +
+                    " (want e.g. 500ms, 10s, 30m, 1h30m)"};
+  }
+  if (*v < min_us) {
+    throw FlagError{std::string(flag) + ": must be at least " + std::to_string(min_us / 1000) +
+                    "ms, got " + quote_value(text)};
+  }
+  return *v;
+}
+
+LogFormat parse_log_format(const std::string& text) {
+  if (text == "json") return LogFormat::json;
+  if (text == "text") return LogFormat::text;
+  throw FlagError{"--log-format: want json or text, got " + quote_value(text)};
+}
+
+LogLevel parse_log_level(const std::string& text) {
+  if (text == "debug") return LogLevel::debug;
+  if (text == "info") return LogLevel::info;
+  if (text == "warn") return LogLevel::warn;
+  if (text == "error") return LogLevel::error;
+  throw FlagError{"--log-level: want debug, info, warn or error, got " + quote_value(text)};
+}
+
+void require_readable(std::string_view flag, const std::string& path) {
+  if (path.empty()) return;
+  if (::access(path.c_str(), R_OK) != 0) {
+    throw FlagError{std::string(flag) + ": cannot read " + quote_value(path) + ": " +
+                    std::strerror(errno)};
+  }
+}
+
+// Go's flag package accepts "-name"; CLI11 wants "--name" for long names.
+std::vector<std::string> normalize_args(int argc, const char* const* argv) {
+  std::vector<std::string> args;
+  bool past_terminator = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i > 0 && !past_terminator && a.size() > 2 && a[0] == '-' && a[1] != '-' &&
+        !(a[1] >= '0' && a[1] <= '9')) {
+      a.insert(0, "-");
+    }
+    if (a == "--") past_terminator = true;
+    args.push_back(std::move(a));
+  }
+  return args;
+}
+
+// The raw string form of every flag; converted and checked after CLI11 parsed.
+struct RawFlags {
+  std::string engine_block_size = "16";
+  std::string log_format = "json";
+  std::string log_level = "info";
+  std::string threads = "0";
+  std::string max_message_bytes = "4194304";
+  std::string max_concurrent_streams = "1024";
+  std::string max_connections = "10000";
+  std::string idle_timeout = "5m";
+  std::string shutdown_grace = "10s";
+  std::string index_ttl = "30m";
+  std::string index_max_entries = "1000000";
+  std::string sweep_interval = "1m";
+};
+
+void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
+  app.add_option("--grpc-bind-address", c.grpc_bind_address, "gRPC listener [host]:port")
+      ->capture_default_str();
+  app.add_option("--http-bind-address", c.http_bind_address,
+                 "public HTTP listener (/healthz, /readyz, /metrics)")
+      ->capture_default_str();
+  app.add_option("--snapshot-bind-address", c.snapshot_bind_address,
+                 "control HTTP listener (/snapshot, /policy)")
+      ->capture_default_str();
+  app.add_option("--tls-cert-file", c.tls_cert_file, "PEM certificate for gRPC TLS (with key)");
+  app.add_option("--tls-key-file", c.tls_key_file, "PEM private key for gRPC TLS (with cert)");
+  app.add_option("--engine-block-size", raw.engine_block_size, "tokens per KV block")
+      ->capture_default_str();
+  app.add_option("--tokenizer-models-dir", c.tokenizer_models_dir,
+                 "tokenizer models for prompt_text (empty: prompt_text fails open)");
+  app.add_option("--log-format", raw.log_format, "json|text")->capture_default_str();
+  app.add_option("--log-level", raw.log_level, "debug|info|warn|error")->capture_default_str();
+  app.add_flag("--insecure-disable-auth", c.insecure_disable_auth,
+               "serve /snapshot and /policy without a bearer token");
+  app.add_option("--threads", raw.threads, "reactor threads (0: one per CPU)")
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", raw.max_message_bytes, "largest gRPC message, bytes")
+      ->capture_default_str();
+  app.add_option("--max-concurrent-streams", raw.max_concurrent_streams,
+                 "HTTP/2 concurrent streams per connection")
+      ->capture_default_str();
+  app.add_option("--max-connections", raw.max_connections, "open connections per listener")
+      ->capture_default_str();
+  app.add_option("--idle-timeout", raw.idle_timeout, "close a connection idle this long (0: never)")
+      ->capture_default_str();
+  app.add_option("--shutdown-grace", raw.shutdown_grace,
+                 "time in-flight calls get after SIGTERM/SIGINT")
+      ->capture_default_str();
+  app.add_option("--index-ttl", raw.index_ttl, "index entry time-to-live")->capture_default_str();
+  app.add_option("--index-max-entries", raw.index_max_entries,
+                 "global cap on (key, replica) entries")
+      ->capture_default_str();
+  app.add_option("--sweep-interval", raw.sweep_interval, "period of the TTL sweep")
+      ->capture_default_str();
+  app.add_option("--policy-file", c.policy_file, "CachePolicy JSON loaded at start");
+  app.add_option("--control-token-file", c.control_token_file,
+                 "bearer token for the control listener");
+}
+
+void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+    throw FlagError{c.tls_cert_file.empty()
+                        ? "--tls-key-file given without --tls-cert-file (both or neither)"
+                        : "--tls-cert-file given without --tls-key-file (both or neither)"};
+  }
+  require_readable("--tls-cert-file", c.tls_cert_file);
+  require_readable("--tls-key-file", c.tls_key_file);
+  require_readable("--policy-file", c.policy_file);
+  require_readable("--control-token-file", c.control_token_file);
+  c.engine_block_size =
+      parse_uint<std::uint32_t>("--engine-block-size", raw.engine_block_size, 1, 1u << 16);
+  c.log_format = parse_log_format(raw.log_format);
+  c.log_level = parse_log_level(raw.log_level);
+  c.threads = parse_uint<unsigned>("--threads", raw.threads, 0, 1024);
+  c.max_message_bytes =
+      parse_uint<std::uint32_t>("--max-message-bytes", raw.max_message_bytes, 5, 1u << 30);
+  c.max_concurrent_streams = parse_uint<std::uint32_t>("--max-concurrent-streams",
+                                                       raw.max_concurrent_streams, 1, 1u << 20);
+  c.max_connections =
+      parse_uint<std::uint32_t>("--max-connections", raw.max_connections, 1, 1'000'000);
+  c.idle_timeout_us = parse_duration_flag("--idle-timeout", raw.idle_timeout, 0);
+  c.shutdown_grace_us = parse_duration_flag("--shutdown-grace", raw.shutdown_grace, 0);
+  c.index_ttl_us = parse_duration_flag("--index-ttl", raw.index_ttl, 1000);
+  c.index_max_entries = parse_uint<std::uint64_t>("--index-max-entries", raw.index_max_entries, 1,
+                                                  std::uint64_t{1} << 40);
+  c.sweep_interval_us = parse_duration_flag("--sweep-interval", raw.sweep_interval, 1000);
+}
+
+std::string one_line(std::string s) {
+  for (char& ch : s)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+FlagsOutcome error_outcome(const std::string& why) {
+  return FlagsOutcome{std::nullopt, 2, std::string(kProgram) + ": " + one_line(why)};
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_duration_us(std::string_view text) {
+  if (text == "0") return 0;
+  if (text.empty()) return std::nullopt;
+  // Accumulate in nanoseconds as long double to accept fractions ("1.5s").
+  long double total_ns = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t start = i;
+    while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+    const std::string_view number = text.substr(start, i - start);
+    if (number.empty() || number == "." || number.find('.') != number.rfind('.')) {
+      return std::nullopt;
+    }
+    long double value = 0;
+    long double scale = 1;
+    bool fraction = false;
+    for (char ch : number) {
+      if (ch == '.') {
+        fraction = true;
+        continue;
+      }
+      value = value * 10 + (ch - '0');
+      if (fraction) scale *= 10;
+    }
+    value /= scale;
+    const std::size_t unit_start = i;
+    while (i < text.size() && !((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+    const std::string_view unit = text.substr(unit_start, i - unit_start);
+    long double ns_per_unit;
+    if (unit == "ns") {
+      ns_per_unit = 1;
+    } else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") {
+      ns_per_unit = 1e3L;
+    } else if (unit == "ms") {
+      ns_per_unit = 1e6L;
+    } else if (unit == "s") {
+      ns_per_unit = 1e9L;
+    } else if (unit == "m") {
+      ns_per_unit = 60e9L;
+    } else if (unit == "h") {
+      ns_per_unit = 3600e9L;
+    } else {
+      return std::nullopt;
+    }
+    total_ns += value * ns_per_unit;
+  }
+  const long double us = total_ns / 1000;
+  if (us > static_cast<long double>(std::numeric_limits<std::int64_t>::max() / 2)) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(us);
+}
+
+FlagsOutcome parse_flags(int argc, const char* const* argv) {
+  ServerConfig config;
+  RawFlags raw;
+  CLI::App app{
+      "InferenceCache: tells LLM gateways which engine replica holds the KV cache "
+      "for a prompt prefix.",
+      std::string(kProgram)};
+  define_flags(app, config, raw);
+  const std::vector<std::string> args = normalize_args(argc, argv);
+  std::vector<const char*> ptrs;
+  ptrs.reserve(args.size());
+  for (const auto& a : args) ptrs.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(ptrs.size()), ptrs.data());
+  } catch (const CLI::CallForHelp&) {
+    return FlagsOutcome{std::nullopt, 0, app.help()};
+  } catch (const CLI::ExtrasError& e) {
+    return error_outcome(std::string("unknown flag or argument: ") +
+                         one_line(CLI::detail::join(app.remaining(), " ")));
+  } catch (const CLI::ParseError& e) {
+    return error_outcome(e.what());
+  }
+  try {
+    convert_and_validate(config, raw);
+  } catch (const FlagError& e) {
+    return error_outcome(e.why);
+  }
+  return FlagsOutcome{std::move(config), 0, {}};
+}
+
+}  // namespace ic::config

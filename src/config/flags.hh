@@ -1,0 +1,81 @@
+#pragma once
+// Command-line flags of inferencecache-server and the ServerConfig they build.
+// Names and defaults of the operator-facing flags are fixed by spec/admin.md
+// ("keep these names: operators' manifests already use them"); the rest are
+// ours and documented in `--help`. Go-style single-dash spellings
+// (`-grpc-bind-address`) are accepted too, since the manifests came from a Go
+// server.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/log.hh"
+
+namespace ic::config {
+
+// Everything the composition root (src/main.cc) and the subsystems read.
+// Durations are µs; sizes are bytes.
+struct ServerConfig {
+  // Listeners (spec/admin.md "Listeners"): "[host]:port", host may be
+  // "a.b.c.d", "[v6]" or empty (all interfaces).
+  std::string grpc_bind_address = ":9090";
+  std::string http_bind_address = ":8080";
+  std::string snapshot_bind_address = ":8081";
+  // TLS for the gRPC listener: both or neither (spec/contract.md).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Tokens per KV block assumed when chunking token ids (spec/lookup.md).
+  std::uint32_t engine_block_size = 16;
+  // Tokenizer models for prompt_text; empty: prompt_text fails open.
+  std::string tokenizer_models_dir;
+  LogFormat log_format = LogFormat::json;
+  LogLevel log_level = LogLevel::info;
+  // Serves /snapshot and /policy without a bearer token.
+  bool insecure_disable_auth = false;
+
+  // Reactor threads; 0 = one per CPU this process may run on.
+  unsigned threads = 0;
+  // Largest gRPC message accepted, bytes (spec/contract.md: 4 MiB).
+  std::uint32_t max_message_bytes = 4u << 20;
+  // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection.
+  std::uint32_t max_concurrent_streams = 1024;
+  // Open connections per listener; more are accepted and closed at once.
+  std::uint32_t max_connections = 10000;
+  // Close a connection with nothing in flight after this long without
+  // traffic, µs; 0 disables.
+  std::int64_t idle_timeout_us = 5 * 60 * 1'000'000LL;
+  // How long SIGTERM/SIGINT waits for in-flight calls before closing, µs.
+  std::int64_t shutdown_grace_us = 10 * 1'000'000LL;
+  // Index entry time-to-live (spec/index.md "Expiry"), µs.
+  std::int64_t index_ttl_us = 30 * 60 * 1'000'000LL;
+  // Global cap on (key, replica) entries (spec/index.md "Global cap").
+  std::uint64_t index_max_entries = 1'000'000;
+  // Period of the TTL sweep, µs.
+  std::int64_t sweep_interval_us = 60 * 1'000'000LL;
+  // CachePolicy JSON loaded at start (spec/policy.md); empty: defaults.
+  std::string policy_file;
+  // File holding the bearer token for the control listener (/snapshot,
+  // /policy); empty with auth enabled: every control request is refused.
+  std::string control_token_file;
+};
+
+// Result of parsing argv: a config, or an exit code with the text to print.
+struct FlagsOutcome {
+  std::optional<ServerConfig> config;  // set when the server should run
+  int exit_code = 0;                   // 0 for --help, 2 for a bad command line
+  // --help: the usage text; error: ONE line "inferencecache-server: <why>"
+  // (no newline), printed to stderr by main.
+  std::string message;
+};
+
+// Parses and validates the command line (argv[0] is the program name).
+// Unknown flags, bad values and bad combinations give exit_code 2.
+FlagsOutcome parse_flags(int argc, const char* const* argv);
+
+// Parses a Go time.Duration string ("300ms", "1.5s", "1h30m", "0") into µs.
+// Units ns, us, µs, ms, s, m, h; no sign; sub-µs rounds down. nullopt on error.
+std::optional<std::int64_t> parse_duration_us(std::string_view text);
+
+}  // namespace ic::config

@@ -1,0 +1,186 @@
+#include "net/core_net.hh"
+
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace ic::net {
+
+namespace {
+// Re-arm delay after the multishot accept ended with an error (EMFILE, ...),
+// so a persistent error does not spin the core.
+constexpr std::int64_t kAcceptRetryUs = 50'000;
+enum : std::uint8_t { kAcceptOp = 1 };
+}  // namespace
+
+// ---- Acceptor ----
+
+Acceptor::Acceptor(CoreNet& core, ListenerState& listener, int fd)
+    : core_(core), listener_(listener), fd_(fd) {}
+
+Acceptor::~Acceptor() {
+  if (retry_timer_ != 0) core_.reactor().cancel_timer(retry_timer_);
+  if (registered_) core_.reactor().unregister_io(slot_);
+  if (fd_ >= 0) ::close(fd_);
+  listener_.fds[core_.core()] = -1;
+}
+
+void Acceptor::arm() {
+  if (closing_ || fd_ < 0) return;
+  if (!registered_) {
+    slot_ = core_.reactor().register_io(*this);
+    registered_ = true;
+  }
+  io_uring_sqe* sqe = core_.reactor().prepare(slot_, kAcceptOp);
+  io_uring_prep_multishot_accept(sqe, fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  armed_ = true;
+}
+
+void Acceptor::release() {
+  if (registered_) core_.reactor().unregister_io(slot_);
+  registered_ = false;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  listener_.fds[core_.core()] = -1;
+}
+
+void Acceptor::close() {
+  if (closing_) return;
+  closing_ = true;
+  if (retry_timer_ != 0) {
+    core_.reactor().cancel_timer(retry_timer_);
+    retry_timer_ = 0;
+  }
+  if (!armed_) {
+    release();
+    return;
+  }
+  io_uring_sqe* sqe = core_.reactor().prepare_untracked();
+  io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
+}
+
+void Acceptor::on_completion(std::uint8_t /*op*/, std::int32_t res, std::uint32_t flags) {
+  if (res >= 0) accept_one(res);
+  if (flags & IORING_CQE_F_MORE) return;
+  armed_ = false;
+  if (closing_) {
+    release();
+    return;
+  }
+  if (res >= 0) {
+    arm();
+  } else {
+    retry_timer_ = core_.reactor().add_timer(kAcceptRetryUs, [this] {
+      retry_timer_ = 0;
+      arm();
+    });
+  }
+}
+
+void Acceptor::accept_one(int fd) {
+  if (closing_) {
+    ::close(fd);
+    return;
+  }
+  const auto open = listener_.stats.open.fetch_add(1, std::memory_order_relaxed);
+  if (open >= static_cast<std::int64_t>(listener_.options.max_connections)) {
+    listener_.stats.open.fetch_sub(1, std::memory_order_relaxed);
+    listener_.stats.rejected_total.fetch_add(1, std::memory_order_relaxed);
+    ::close(fd);
+    return;
+  }
+  listener_.stats.accepted_total.fetch_add(1, std::memory_order_relaxed);
+  // gRPC replies are small and latency-bound: never wait for Nagle.
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  auto* conn = new TcpConnection(core_, listener_, fd);
+  core_.link(conn);
+  conn->start(listener_.options.factory(*conn));
+}
+
+// ---- CoreNet ----
+
+CoreNet::~CoreNet() {
+  while (head_ != nullptr) {
+    TcpConnection* c = head_;
+    head_ = c->next;
+    delete c;
+  }
+}
+
+void CoreNet::start(runtime::Reactor& reactor, std::vector<ListenerState*> listeners) {
+  reactor_ = &reactor;
+  reactor.add_turn_hook([this] { turn_end(); });
+  reactor.add_stop_hook([this] { abort_all(); });
+  for (ListenerState* l : listeners) {
+    acceptors_.push_back(std::make_unique<Acceptor>(*this, *l, l->fds[core_]));
+    acceptors_.back()->arm();
+  }
+}
+
+void CoreNet::link(TcpConnection* c) {
+  c->next = head_;
+  if (head_ != nullptr) head_->prev = c;
+  head_ = c;
+  ++count_;
+  if (shutting_down_) c->begin_drain();
+}
+
+void CoreNet::turn_end() {
+  // Connections marked during this pass (a flush that sends more) are already
+  // flagged dirty, so they are not queued twice; they are handled in the next
+  // turn, which the reactor then runs without sleeping.
+  work_.swap(dirty_);
+  for (TcpConnection* c : work_) {
+    c->turn_end();
+    c->dirty = false;
+  }
+  for (TcpConnection* c : work_) {
+    if (!c->finished()) continue;
+    if (c->prev != nullptr) c->prev->next = c->next;
+    if (c->next != nullptr) c->next->prev = c->prev;
+    if (head_ == c) head_ = c->next;
+    --count_;
+    delete c;
+  }
+  work_.clear();
+  if (!dirty_.empty()) reactor_->defer([] {});  // keep the loop awake for them
+  if (shutting_down_) check_drained();
+}
+
+void CoreNet::begin_shutdown(std::int64_t grace_us, std::function<void()> drained) {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  drained_ = std::move(drained);
+  for (auto& a : acceptors_) a->close();
+  for (TcpConnection* c = head_; c != nullptr; c = c->next) c->begin_drain();
+  grace_timer_ = reactor_->add_timer(grace_us, [this] {
+    grace_timer_ = 0;
+    for (TcpConnection* c = head_; c != nullptr; c = c->next) c->close(true);
+  });
+  check_drained();
+}
+
+void CoreNet::check_drained() {
+  if (!drained_ || count_ != 0) return;
+  for (auto& a : acceptors_)
+    if (!a->closed()) return;
+  if (grace_timer_ != 0) {
+    reactor_->cancel_timer(grace_timer_);
+    grace_timer_ = 0;
+  }
+  auto done = std::move(drained_);
+  drained_ = nullptr;
+  done();
+}
+
+void CoreNet::abort_all() {
+  for (auto& a : acceptors_) a->close();
+  for (TcpConnection* c = head_; c != nullptr; c = c->next) c->close(true);
+}
+
+}  // namespace ic::net

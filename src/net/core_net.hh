@@ -1,0 +1,88 @@
+#pragma once
+// Per-core and per-listener state of net::Server (private to src/net).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "net/server.hh"
+#include "net/tcp_connection.hh"
+#include "runtime/runtime.hh"
+
+namespace ic::net {
+
+// One listener: its options, counters and the bound socket of each core.
+struct ListenerState {
+  ListenerOptions options;
+  ListenerStats stats;
+  std::vector<int> fds;  // fds[core]; -1 once that core closed it
+  std::uint16_t port = 0;
+  std::size_t hard_output_cap() const { return options.output_high_water * 16; }
+};
+
+class CoreNet;
+
+// Multishot accept on one core's socket of one listener.
+class Acceptor final : public runtime::Reactor::IoHandler {
+ public:
+  Acceptor(CoreNet& core, ListenerState& listener, int fd);
+  ~Acceptor();
+  void arm();
+  // Stops accepting; the socket is closed once the accept SQE completed.
+  void close();
+  bool closed() const { return fd_ < 0; }
+  void on_completion(std::uint8_t op, std::int32_t res, std::uint32_t flags) override;
+
+ private:
+  void accept_one(int fd);
+  void release();
+
+  CoreNet& core_;
+  ListenerState& listener_;
+  int fd_;
+  runtime::Reactor::IoSlot slot_ = 0;
+  bool registered_ = false;
+  bool armed_ = false;
+  bool closing_ = false;
+  runtime::Reactor::TimerId retry_timer_ = 0;
+};
+
+// The net layer's state on one core: its acceptors and connections.
+class CoreNet {
+ public:
+  explicit CoreNet(unsigned core) : core_(core) {}
+  ~CoreNet();
+
+  // Binds to the running reactor of this core and arms the acceptors.
+  void start(runtime::Reactor& reactor, std::vector<ListenerState*> listeners);
+  runtime::Reactor& reactor() { return *reactor_; }
+  unsigned core() const { return core_; }
+
+  void link(TcpConnection* c);
+  void mark_dirty(TcpConnection* c) { dirty_.push_back(c); }
+  std::size_t connections() const { return count_; }
+
+  // Stop accepting, drain connections, abort leftovers after `grace_us`;
+  // `drained` runs once nothing is left on this core.
+  void begin_shutdown(std::int64_t grace_us, std::function<void()> drained);
+  // Reactor stop hook: abort everything still open.
+  void abort_all();
+
+ private:
+  void turn_end();
+  void check_drained();
+
+  unsigned core_;
+  runtime::Reactor* reactor_ = nullptr;
+  std::vector<std::unique_ptr<Acceptor>> acceptors_;
+  TcpConnection* head_ = nullptr;
+  std::size_t count_ = 0;
+  std::vector<TcpConnection*> dirty_;
+  std::vector<TcpConnection*> work_;
+  bool shutting_down_ = false;
+  std::function<void()> drained_;
+  runtime::Reactor::TimerId grace_timer_ = 0;
+};
+
+}  // namespace ic::net

@@ -1,0 +1,254 @@
+#include "net/tcp_connection.hh"
+
+#include <liburing.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "net/address.hh"
+#include "net/core_net.hh"
+
+namespace ic::net {
+
+namespace {
+// A drained output buffer bigger than this is released rather than kept.
+constexpr std::size_t kKeepBufferBytes = 256 * 1024;
+}  // namespace
+
+TcpConnection::TcpConnection(CoreNet& core, ListenerState& listener, int fd)
+    : core_(core),
+      listener_(listener),
+      fd_(fd),
+      slot_(core.reactor().register_io(*this)),
+      rbuf_(new std::byte[kRecvBufferBytes]) {
+  last_active_us_ = core_.reactor().now_us();
+}
+
+TcpConnection::~TcpConnection() {
+  // finish() normally did all of this; the fallback covers a Server torn down
+  // with connections never started.
+  if (!finished_) {
+    if (idle_timer_ != 0) core_.reactor().cancel_timer(idle_timer_);
+    if (session_) session_->on_close();
+    session_.reset();
+    ::close(fd_);
+    core_.reactor().unregister_io(slot_);
+    listener_.stats.open.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void TcpConnection::start(std::unique_ptr<Session> session) {
+  session_ = std::move(session);
+  if (!session_) {
+    close(true);
+    return;
+  }
+  if (listener_.options.idle_timeout_us > 0) arm_idle_timer(listener_.options.idle_timeout_us);
+  mark_dirty();  // first turn_end arms the recv
+}
+
+void TcpConnection::mark_dirty() {
+  if (dirty || finished_) return;
+  dirty = true;
+  core_.mark_dirty(this);
+}
+
+void TcpConnection::send(std::span<const std::byte> bytes) {
+  if (closing_ || finished_ || bytes.empty()) return;
+  out_pending_.insert(out_pending_.end(), bytes.begin(), bytes.end());
+  if (queued_bytes() > listener_.hard_output_cap()) {
+    // The protocol ignored queued_bytes(): cut the peer off instead of
+    // growing without bound (rule 5).
+    close(true);
+    return;
+  }
+  mark_dirty();
+}
+
+std::size_t TcpConnection::queued_bytes() const {
+  return (out_inflight_.size() - inflight_off_) + out_pending_.size();
+}
+
+void TcpConnection::pause_reading() { user_paused_ = true; }
+
+void TcpConnection::resume_reading() {
+  if (!user_paused_) return;
+  user_paused_ = false;
+  mark_dirty();
+}
+
+void TcpConnection::request_flush() {
+  flush_wanted_ = true;
+  mark_dirty();
+}
+
+void TcpConnection::close(bool abort) {
+  closing_ = true;
+  aborting_ = aborting_ || abort;
+  mark_dirty();
+}
+
+unsigned TcpConnection::core() const { return core_.core(); }
+
+std::string_view TcpConnection::peer() const {
+  if (peer_.empty()) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    peer_ = getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0
+                ? format_address(reinterpret_cast<sockaddr*>(&ss), len)
+                : "?";
+  }
+  return peer_;
+}
+
+void TcpConnection::arm_recv() {
+  io_uring_sqe* sqe = core_.reactor().prepare(slot_, kRecv);
+  io_uring_prep_recv(sqe, fd_, rbuf_.get(), kRecvBufferBytes, 0);
+  recv_armed_ = true;
+  ++ops_;
+}
+
+void TcpConnection::try_send() {
+  if (send_armed_) return;
+  if (inflight_off_ == out_inflight_.size()) {
+    out_inflight_.clear();
+    inflight_off_ = 0;
+    if (out_inflight_.capacity() > kKeepBufferBytes) out_inflight_.shrink_to_fit();
+    if (out_pending_.empty()) return;
+    out_inflight_.swap(out_pending_);
+  }
+  io_uring_sqe* sqe = core_.reactor().prepare(slot_, kSend);
+  io_uring_prep_send(sqe, fd_, out_inflight_.data() + inflight_off_,
+                     out_inflight_.size() - inflight_off_, MSG_NOSIGNAL);
+  send_armed_ = true;
+  ++ops_;
+}
+
+void TcpConnection::cancel_all() {
+  if (cancel_sent_ || ops_ == 0) return;
+  cancel_sent_ = true;
+  io_uring_sqe* sqe = core_.reactor().prepare_untracked();
+  io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
+}
+
+void TcpConnection::on_completion(std::uint8_t op, std::int32_t res, std::uint32_t /*flags*/) {
+  --ops_;
+  if (op == kRecv) {
+    on_recv(res);
+  } else {
+    on_send(res);
+  }
+  mark_dirty();
+}
+
+void TcpConnection::on_recv(std::int32_t res) {
+  recv_armed_ = false;
+  if (res > 0) {
+    last_active_us_ = core_.reactor().now_us();
+    if (closing_ || !session_) return;
+    if (!session_->on_data(
+            std::span<const std::byte>(rbuf_.get(), static_cast<std::size_t>(res)))) {
+      close(false);
+    }
+    flush_wanted_ = true;
+  } else if (res == 0) {
+    peer_eof_ = true;
+  } else if (res != -ECANCELED) {
+    close(true);  // ECONNRESET and friends: the peer is gone
+  }
+}
+
+void TcpConnection::on_send(std::int32_t res) {
+  send_armed_ = false;
+  if (res < 0) {
+    if (res != -ECANCELED) close(true);  // EPIPE, ECONNRESET
+    return;
+  }
+  last_active_us_ = core_.reactor().now_us();
+  inflight_off_ += static_cast<std::size_t>(res);
+  // The queue shrank: let the protocol produce what it held back.
+  flush_wanted_ = true;
+}
+
+void TcpConnection::apply_backpressure() {
+  const std::size_t queued = queued_bytes();
+  if (queued > listener_.options.output_high_water) {
+    bp_paused_ = true;
+  } else if (queued <= listener_.options.output_high_water / 2) {
+    bp_paused_ = false;
+  }
+}
+
+void TcpConnection::turn_end() {
+  if (finished_) return;
+  if (!closing_ && session_ && flush_wanted_) {
+    flush_wanted_ = false;
+    session_->flush();
+  }
+  if (aborting_) {
+    cancel_all();
+  } else {
+    try_send();
+    apply_backpressure();
+    const bool written = queued_bytes() == 0 && !send_armed_;
+    if (!closing_ && written && session_ && (peer_eof_ || draining_) && session_->idle()) {
+      closing_ = true;
+    }
+    if (closing_) {
+      if (written) cancel_all();  // the pending recv
+    } else if (!recv_armed_ && !peer_eof_ && !user_paused_ && !bp_paused_) {
+      arm_recv();
+    }
+  }
+  if (closing_ && ops_ == 0) finish();
+}
+
+void TcpConnection::begin_drain() {
+  if (draining_ || finished_) return;
+  draining_ = true;
+  if (session_ && !closing_) session_->on_shutdown();
+  flush_wanted_ = true;
+  mark_dirty();
+}
+
+void TcpConnection::finish() {
+  finished_ = true;
+  if (idle_timer_ != 0) {
+    core_.reactor().cancel_timer(idle_timer_);
+    idle_timer_ = 0;
+  }
+  if (session_) {
+    session_->on_close();
+    session_.reset();
+  }
+  ::close(fd_);
+  core_.reactor().unregister_io(slot_);
+  listener_.stats.open.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void TcpConnection::arm_idle_timer(std::int64_t delay_us) {
+  idle_timer_ = core_.reactor().add_timer(delay_us, [this] { on_idle_timer(); });
+}
+
+void TcpConnection::on_idle_timer() {
+  idle_timer_ = 0;
+  if (finished_ || closing_) return;
+  const std::int64_t timeout = listener_.options.idle_timeout_us;
+  const std::int64_t quiet = core_.reactor().now_us() - last_active_us_;
+  if (quiet < timeout) {
+    arm_idle_timer(timeout - quiet);
+    return;
+  }
+  if (!session_->idle() || queued_bytes() > 0) {
+    arm_idle_timer(timeout);  // busy (a long call): look again later
+    return;
+  }
+  // Idle too long: say goodbye (GOAWAY) and close once it is written.
+  session_->on_shutdown();
+  session_->flush();
+  close(false);
+}
+
+}  // namespace ic::net

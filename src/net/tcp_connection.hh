@@ -1,0 +1,112 @@
+#pragma once
+// A reactor-driven TCP connection: the src/net implementation of
+// net::Connection (ARCHITECTURE.md rules 4, 5, 6).
+//
+// Reading: one recv in flight into a per-connection buffer; re-armed after the
+// Session consumed the bytes, unless reading is paused (by the Session, or by
+// backpressure when the output queue is over its high-water mark).
+// Writing: send() appends to a pending buffer; at the end of the turn the
+// pending bytes become the in-flight buffer of the single send SQE (so all
+// frames of a turn go out in one send); a short write re-sends the rest; the
+// in-flight buffer is not touched until its completion.
+// Closing: stop reading, write what is queued (unless aborting), cancel what is
+// in flight, wait for the last completion, then on_close(), close(2), free.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "net/session.hh"
+#include "runtime/runtime.hh"
+
+namespace ic::net {
+
+class CoreNet;
+struct ListenerState;
+
+class TcpConnection final : public Connection, public runtime::Reactor::IoHandler {
+ public:
+  // Bytes read per recv.
+  static constexpr std::size_t kRecvBufferBytes = 16 * 1024;
+
+  // Takes ownership of the connected socket `fd`.
+  TcpConnection(CoreNet& core, ListenerState& listener, int fd);
+  ~TcpConnection() override;
+
+  // Installs the protocol and starts reading. A null session aborts.
+  void start(std::unique_ptr<Session> session);
+
+  // net::Connection
+  void send(std::span<const std::byte> bytes) override;
+  std::size_t queued_bytes() const override;
+  void pause_reading() override;
+  void resume_reading() override;
+  void request_flush() override;
+  void close(bool abort = false) override;
+  unsigned core() const override;
+  std::string_view peer() const override;
+
+  // runtime::Reactor::IoHandler
+  void on_completion(std::uint8_t op, std::int32_t res, std::uint32_t flags) override;
+
+  // End-of-turn work, run by CoreNet for connections marked dirty: flush the
+  // Session, start the send, apply backpressure, advance closing.
+  void turn_end();
+  // Server shutdown: on_shutdown() (GOAWAY), then close once idle.
+  void begin_drain();
+  // True once on_close() ran and the socket is closed; CoreNet frees it.
+  bool finished() const { return finished_; }
+
+  // Intrusive list links of CoreNet's connection list.
+  TcpConnection* prev = nullptr;
+  TcpConnection* next = nullptr;
+  // Set while queued in CoreNet's dirty list.
+  bool dirty = false;
+
+ private:
+  enum Op : std::uint8_t { kRecv = 1, kSend = 2 };
+
+  void mark_dirty();
+  void arm_recv();
+  void try_send();
+  void cancel_all();
+  void finish();
+  void apply_backpressure();
+  void arm_idle_timer(std::int64_t delay_us);
+  void on_idle_timer();
+  void on_recv(std::int32_t res);
+  void on_send(std::int32_t res);
+
+  CoreNet& core_;
+  ListenerState& listener_;
+  int fd_;
+  runtime::Reactor::IoSlot slot_;
+  std::unique_ptr<Session> session_;
+
+  std::unique_ptr<std::byte[]> rbuf_;
+  std::vector<std::byte> out_inflight_;  // pointed at by the send SQE
+  std::size_t inflight_off_ = 0;         // bytes of out_inflight_ already sent
+  std::vector<std::byte> out_pending_;   // appended by send()
+
+  unsigned ops_ = 0;  // SQEs submitted and not completed
+  bool recv_armed_ = false;
+  bool send_armed_ = false;
+  bool user_paused_ = false;
+  bool bp_paused_ = false;
+  bool flush_wanted_ = false;
+  bool peer_eof_ = false;
+  bool draining_ = false;
+  bool closing_ = false;
+  bool aborting_ = false;
+  bool cancel_sent_ = false;
+  bool finished_ = false;
+
+  std::int64_t last_active_us_ = 0;
+  runtime::Reactor::TimerId idle_timer_ = 0;
+  mutable std::string peer_;
+};
+
+}  // namespace ic::net

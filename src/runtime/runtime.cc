@@ -1,0 +1,116 @@
+// Runtime: the reactor threads and the mailbox matrix between them.
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "runtime/reactor_impl.hh"
+
+namespace ic::runtime {
+
+namespace {
+
+thread_local Reactor* tls_reactor = nullptr;
+
+// CPUs this process may run on, in order (honours taskset/cgroup limits).
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  if (cpus.empty()) {
+    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < n; ++i) cpus.push_back(static_cast<int>(i));
+  }
+  return cpus;
+}
+
+}  // namespace
+
+unsigned current_core() { return tls_reactor != nullptr ? tls_reactor->core() : 0; }
+
+Reactor& current_reactor() { return *tls_reactor; }
+
+Runtime::Impl::Impl(Options opts) : options(opts), cpus(allowed_cpus()) {
+  n = options.cores != 0 ? options.cores : static_cast<unsigned>(cpus.size());
+  mailboxes.resize(std::size_t{n} * n);
+  for (unsigned from = 0; from < n; ++from)
+    for (unsigned to = 0; to < n; ++to)
+      if (from != to)
+        mailboxes[from * n + to] = std::make_unique<SpscRing<Task>>(options.mailbox_depth);
+}
+
+void Runtime::Impl::thread_main(unsigned core, const std::function<void(unsigned)>& on_start) {
+  Reactor& reactor = *reactors[core];
+  tls_reactor = &reactor;
+  if (options.pin_threads) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpus[core % cpus.size()], &set);
+    // Best effort: a container may forbid it; the runtime works unpinned.
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
+  reactor.impl_->init_ring();
+  // Every ring must exist before anyone sends a MSG_RING wake to it.
+  rings_ready->arrive_and_wait();
+  if (on_start) on_start(core);
+  reactor.impl_->run();
+  tls_reactor = nullptr;
+}
+
+Runtime::Runtime(Options options) : impl_(std::make_unique<Impl>(options)) {
+  impl_->reactors.reserve(impl_->n);
+  for (unsigned core = 0; core < impl_->n; ++core)
+    impl_->reactors.emplace_back(new Reactor(*this, core));
+}
+
+Runtime::~Runtime() {
+  stop();
+  join();
+}
+
+unsigned Runtime::cores() const { return impl_->n; }
+
+Reactor& Runtime::reactor(unsigned core) { return *impl_->reactors[core]; }
+
+bool Runtime::post(unsigned core, Task task) {
+  Reactor* self = tls_reactor;
+  if (self == nullptr || &self->runtime() != this) {
+    impl_->reactors[core]->impl_->post_external(std::move(task));
+    return true;
+  }
+  const unsigned from = self->core();
+  if (from == core) {
+    self->defer(std::move(task));
+    return true;
+  }
+  if (!impl_->box(from, core).try_push(task)) return false;
+  self->impl_->note_wake(core);
+  return true;
+}
+
+std::uint64_t Runtime::mailbox_depth(unsigned from, unsigned to) const {
+  if (from == to || from >= impl_->n || to >= impl_->n) return 0;
+  return impl_->box(from, to).size_approx();
+}
+
+void Runtime::start(std::function<void(unsigned core)> on_start) {
+  impl_->rings_ready = std::make_unique<std::latch>(impl_->n);
+  impl_->threads.reserve(impl_->n);
+  for (unsigned core = 0; core < impl_->n; ++core)
+    impl_->threads.emplace_back([this, core, on_start] { impl_->thread_main(core, on_start); });
+}
+
+void Runtime::stop() {
+  for (auto& r : impl_->reactors) r->impl_->request_stop();
+}
+
+void Runtime::join() {
+  for (auto& t : impl_->threads)
+    if (t.joinable()) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace ic::runtime
