@@ -49,7 +49,8 @@ base_server="$build_dir/perf/baseline/ic-baseline-server"
 preload="$build_dir/perf/baseline/ic-perf-preload"
 bench="$build_dir/tools/inferencecache-bench"
 ic_port=${IC_PORT:-19090}
-ic_admin_port=${IC_ADMIN_PORT:-19091}
+ic_http_port=${IC_HTTP_PORT:-19080}
+ic_snapshot_port=${IC_SNAPSHOT_PORT:-19081}
 base_port=${BASE_PORT:-19191}
 service=inferencecache.v1alpha1.InferenceCache
 
@@ -106,8 +107,9 @@ else
 fi
 
 # The InferenceCache command line; override with IC_SERVER_ARGS if flags differ.
-ic_args_default="--listen 127.0.0.1:$ic_port --admin-listen 127.0.0.1:$ic_admin_port --threads $server_threads"
-read -r -a ic_args <<<"${IC_SERVER_ARGS:-$ic_args_default}"
+ic_args_default="--grpc-bind-address 127.0.0.1:$ic_port --http-bind-address 127.0.0.1:$ic_http_port
+  --snapshot-bind-address 127.0.0.1:$ic_snapshot_port --threads $server_threads"
+read -r -d '' -a ic_args <<<"${IC_SERVER_ARGS:-$ic_args_default}" || true
 base_args=(--listen "127.0.0.1:$base_port" --threads "$server_threads")
 
 # --- servers -----------------------------------------------------------------
@@ -147,7 +149,7 @@ server_cpu_us() {
 
 # --- load ----------------------------------------------------------------------
 results="$work/results.tsv"
-printf 'server\tround\ttool\trpc\tmode\tqps\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tok\tfailed\n' >"$results"
+printf 'server\tround\ttool\trpc\tmode\tqps\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tok\tfailed\tload1\n' >"$results"
 
 # Percentiles (µs) of column 3 of an h2load log, status 200 rows only.
 log_percentiles() {
@@ -178,7 +180,8 @@ h2load_run() {
     -H 'content-type: application/grpc' -H 'te: trailers')
   # Warm-up run (not recorded): connections, caches, allocator pools.
   "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$warmup" "$url" >/dev/null 2>&1 || true
-  local cpu0 cpu1 out="$work/h2load.out" hlog="$work/h2load.log"
+  local cpu0 cpu1 out="$work/h2load.out" hlog="$work/h2load.log" load1
+  load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
   "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$duration" --log-file "$hlog" "$url" \
     >"$out" 2>&1 || true
@@ -190,8 +193,8 @@ h2load_run() {
   read -r p50 p99 p999 < <(log_percentiles "$hlog")
   local per_req
   per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
-  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rpc" "$mode" \
-    "${qps:-nan}" "$p50" "$p99" "$p999" "$per_req" "${ok:-0}" "${failed:-0}" >>"$results"
+  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rpc" "$mode" \
+    "${qps:-nan}" "$p50" "$p99" "$p999" "$per_req" "${ok:-0}" "${failed:-0}" "$load1" >>"$results"
   log "  h2load $rpc $mode: ${qps:-?} req/s, p50 ${p50} µs, p99 ${p99} µs, p99.9 ${p999} µs, ${per_req} CPU-µs/req, failed ${failed:-?}"
 }
 
@@ -206,7 +209,8 @@ bench_run() {
   else
     args+=(--rate "$mode")
   fi
-  local cpu0 cpu1 out="$work/bench.out"
+  local cpu0 cpu1 out="$work/bench.out" load1
+  load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
   if ! "${pin_load[@]}" "$bench" "${args[@]}" >"$out" 2>&1; then
     log "  inferencecache-bench failed: $(tail -3 "$out")"
@@ -217,8 +221,8 @@ bench_run() {
   local qps p50 p99 p999 ok failed per_req
   read -r qps p50 p99 p999 ok failed < <(tail -1 "$out")
   per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
-  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
-    "$qps" "$p50" "$p99" "$p999" "$per_req" "$ok" "$failed" >>"$results"
+  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
+    "$qps" "$p50" "$p99" "$p999" "$per_req" "$ok" "$failed" "$load1" >>"$results"
   log "  bench LookupRoute $mode: $qps req/s, p50 $p50 µs, p99 $p99 µs, p99.9 $p999 µs"
 }
 
