@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,11 +38,23 @@ class Registry {
   // Reads the process-wide gauges and RSS now (one small /proc read).
   ProcessFigures process_figures() const;
 
+  // Fills process-wide values into the merged sample of every scrape, on the
+  // scraping core (e.g. open/accepted connections from the net layer's
+  // atomic ListenerStats, which are not per core). Set before the runtime
+  // starts; `fn` must be safe to call from any reactor thread.
+  using GlobalCollector = std::function<void(Sample& merged)>;
+  void set_global_collector(GlobalCollector fn) { global_collector_ = std::move(fn); }
+  // Runs the global collector (if any) on `merged`.
+  void collect_global(Sample& merged) const {
+    if (global_collector_) global_collector_(merged);
+  }
+
  private:
   std::vector<std::unique_ptr<CoreMetrics>> cores_;
   std::atomic<bool> server_up_{false};
   std::atomic<bool> tls_{false};
   double start_time_seconds_;
+  GlobalCollector global_collector_;
 };
 
 // The calling thread's core registry (bound by Registry::bind_current_thread).

@@ -17,7 +17,9 @@ void scrape(runtime::Runtime& rt, Registry& registry, std::function<void(std::st
   gather<Sample>(
       rt, [&registry](unsigned core) { return registry.core(core).collect(); },
       [&registry, done = std::move(done)](std::vector<std::optional<Sample>> copies) {
-        done(render_prometheus(merge_samples(copies), registry.process_figures()));
+        Sample merged = merge_samples(copies);
+        registry.collect_global(merged);
+        done(render_prometheus(merged, registry.process_figures()));
       });
 }
 

@@ -1,0 +1,168 @@
+#include "admin/server.hh"
+
+#include <utility>
+#include <vector>
+
+#include "admin/auth.hh"
+#include "admin/snapshot_json.hh"
+#include "metrics/gather.hh"
+#include "metrics/prometheus.hh"
+#include "metrics/scrape.hh"
+
+namespace ic::admin {
+
+namespace {
+
+constexpr std::string_view kJsonContentType = "application/json";
+
+HttpResponse not_found() { return HttpResponse::text(404, "not found"); }
+
+void serve_metrics(const AdminContext& ctx, const Responder& respond) {
+  metrics::scrape(*ctx.runtime, *ctx.registry, [respond](std::string body) {
+    HttpResponse r;
+    r.content_type = std::string(metrics::kPrometheusContentType);
+    r.body = std::move(body);
+    respond(std::move(r));
+  });
+}
+
+void serve_snapshot(const AdminContext& ctx, const Responder& respond) {
+  if (!ctx.collect_snapshot) {
+    respond(HttpResponse::text(503, "snapshot not available"));
+    return;
+  }
+  metrics::gather<index::ShardSnapshot>(
+      *ctx.runtime, ctx.collect_snapshot,
+      [respond](std::vector<std::optional<index::ShardSnapshot>> shards) {
+        for (const auto& shard : shards) {
+          if (!shard) {
+            respond(HttpResponse::text(503, "snapshot incomplete: a core did not answer"));
+            return;
+          }
+        }
+        HttpResponse r;
+        r.content_type = std::string(kJsonContentType);
+        r.body = render_snapshot_json(merge_snapshots(shards));
+        respond(std::move(r));
+      });
+}
+
+void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Responder& respond) {
+  config::PolicyParseResult parsed = config::parse_policy_json(request.body);
+  if (!parsed.ok()) {
+    metrics::local().add_policy_reload(metrics::PolicySource::kHttp, false);
+    respond(HttpResponse::text(400, parsed.error));
+    return;
+  }
+  if (!ctx.apply_policy) {
+    respond(HttpResponse::text(503, "policy store not available"));
+    return;
+  }
+  // Every core installs the same immutable set; 204 only once all have, so a
+  // caller's next LookupRoute sees it whatever core serves it.
+  auto apply = ctx.apply_policy;
+  std::shared_ptr<const config::PolicySet> set = std::move(parsed.set);
+  metrics::gather<bool>(
+      *ctx.runtime,
+      [apply, set](unsigned core) {
+        apply(core, set);
+        return true;
+      },
+      [respond](std::vector<std::optional<bool>> applied) {
+        for (const auto& core : applied) {
+          if (!core) {
+            metrics::local().add_policy_reload(metrics::PolicySource::kHttp, false);
+            respond(HttpResponse::text(503, "policy not applied on every core; retry"));
+            return;
+          }
+        }
+        metrics::local().add_policy_reload(metrics::PolicySource::kHttp, true);
+        HttpResponse r;
+        r.status = 204;
+        respond(std::move(r));
+      });
+}
+
+// Runs the bearer check for `endpoint`, counts it, answers refusals.
+bool authorized(TokenAuth& auth, metrics::AuthEndpoint endpoint, const HttpRequest& request,
+                const Responder& respond) {
+  const AuthDecision decision = auth.check(request.header("authorization"));
+  metrics::local().add_auth(endpoint, decision.result);
+  if (decision.result == metrics::AuthResult::kOk) return true;
+  HttpResponse r = HttpResponse::text(decision.status, decision.reason);
+  if (decision.status == 401) {
+    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"inferencecache\"");
+  }
+  respond(std::move(r));
+  return false;
+}
+
+}  // namespace
+
+HttpHandler make_public_handler(std::shared_ptr<const AdminContext> ctx) {
+  return [ctx](HttpRequest& request, Responder respond) {
+    const std::string_view path = request.path();
+    if (path != "/healthz" && path != "/readyz" && path != "/metrics") {
+      respond(not_found());
+    } else if (request.method != "GET") {
+      respond(HttpResponse::method_not_allowed("GET"));
+    } else if (path == "/healthz") {
+      respond(HttpResponse::text(200, "ok"));
+    } else if (path == "/readyz") {
+      const bool ready = ctx->readiness == nullptr || ctx->readiness->ready();
+      respond(ready ? HttpResponse::text(200, "ok") : HttpResponse::text(503, "not ready"));
+    } else {
+      serve_metrics(*ctx, respond);
+    }
+  };
+}
+
+HttpHandler make_control_handler(std::shared_ptr<const AdminContext> ctx, TokenAuth& auth) {
+  return [ctx, &auth](HttpRequest& request, Responder respond) {
+    const std::string_view path = request.path();
+    if (path == "/snapshot") {
+      if (request.method != "GET") {
+        respond(HttpResponse::method_not_allowed("GET"));
+      } else if (authorized(auth, metrics::AuthEndpoint::kSnapshot, request, respond)) {
+        serve_snapshot(*ctx, respond);
+      }
+    } else if (path == "/policy") {
+      if (request.method != "POST" && request.method != "PUT") {
+        respond(HttpResponse::method_not_allowed("POST, PUT"));
+      } else if (authorized(auth, metrics::AuthEndpoint::kPolicy, request, respond)) {
+        serve_policy(*ctx, request, respond);
+      }
+    } else {
+      respond(not_found());
+    }
+  };
+}
+
+net::SessionFactory make_public_session_factory(std::shared_ptr<const AdminContext> ctx) {
+  HttpHandler handler = make_public_handler(ctx);
+  return [ctx, handler](net::Connection& connection) -> std::unique_ptr<net::Session> {
+    return std::make_unique<HttpSession>(connection, handler, reactor_timers(), ctx->session);
+  };
+}
+
+net::SessionFactory make_control_session_factory(std::shared_ptr<const AdminContext> ctx) {
+  // One TokenAuth per core: each is touched only by its own core's sessions.
+  auto auths = std::make_shared<std::vector<std::unique_ptr<TokenAuth>>>();
+  const unsigned cores = ctx->runtime != nullptr ? ctx->runtime->cores() : 1;
+  for (unsigned core = 0; core < cores; ++core) {
+    auths->push_back(
+        std::make_unique<TokenAuth>(ctx->control_token_file, ctx->insecure_disable_auth));
+  }
+  return [ctx, auths](net::Connection& connection) -> std::unique_ptr<net::Session> {
+    TokenAuth& auth = *auths->at(connection.core() % auths->size());
+    HttpHandler inner = make_control_handler(ctx, auth);
+    // The handler keeps the per-core TokenAuth table alive with it.
+    HttpHandler handler = [auths, inner = std::move(inner)](HttpRequest& r, Responder respond) {
+      inner(r, std::move(respond));
+    };
+    return std::make_unique<HttpSession>(connection, std::move(handler), reactor_timers(),
+                                         ctx->session);
+  };
+}
+
+}  // namespace ic::admin

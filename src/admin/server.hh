@@ -1,0 +1,66 @@
+#pragma once
+// The admin listeners for the composition root (src/main.cc):
+//
+//   auto ctx = std::make_shared<ic::admin::AdminContext>();
+//   ctx->runtime = &runtime; ctx->registry = &registry; ctx->readiness = &readiness;
+//   ctx->collect_snapshot = [&](unsigned core) { return shards[core]->collect_snapshot(); };
+//   ctx->apply_policy = [&](unsigned core, auto set) { shards[core]->set_policies(set); };
+//   ctx->control_token_file = cfg.control_token_file;
+//   ctx->insecure_disable_auth = cfg.insecure_disable_auth;
+//   server.add_listener({.name = "http", .address = cfg.http_bind_address,
+//                        .factory = ic::admin::make_public_session_factory(ctx)});
+//   server.add_listener({.name = "snapshot", .address = cfg.snapshot_bind_address,
+//                        .factory = ic::admin::make_control_session_factory(ctx)});
+//
+// Public listener (:8080): GET /healthz → 200 "ok"; GET /readyz → 200 "ok" /
+// 503 "not ready"; GET /metrics → Prometheus text 0.0.4. Control listener
+// (:8081): GET /snapshot (JSON), POST|PUT /policy (spec/policy.md) → 204 / 400.
+// Unknown path 404; wrong method 405 with Allow. Control requests need
+// "Authorization: Bearer <token>" (401 missing/not Bearer, 403 wrong token,
+// 503 token file unreadable) unless insecure_disable_auth.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "admin/http_session.hh"
+#include "admin/readiness.hh"
+#include "config/policy.hh"
+#include "index/snapshot.hh"
+#include "metrics/registry.hh"
+#include "net/session.hh"
+#include "runtime/runtime.hh"
+
+namespace ic::admin {
+
+// Everything the admin endpoints reach. Filled before the runtime starts,
+// read-only afterwards (shared by every core's sessions).
+struct AdminContext {
+  runtime::Runtime* runtime = nullptr;    // cross-core gather (scrape, snapshot, policy)
+  metrics::Registry* registry = nullptr;  // /metrics
+  Readiness* readiness = nullptr;         // /readyz (nullptr: always ready)
+  // Runs ON `core`: that core's index shard rows for /snapshot.
+  std::function<index::ShardSnapshot(unsigned core)> collect_snapshot;
+  // Runs ON `core`: make `policies` that core's policy from its next call.
+  std::function<void(unsigned core, std::shared_ptr<const config::PolicySet> policies)>
+      apply_policy;
+  // Bearer token file of the control listener; re-read when it changes.
+  std::string control_token_file;
+  bool insecure_disable_auth = false;
+  // Parser limits and timeouts of both listeners.
+  HttpSessionOptions session;
+};
+
+// Session factories for net::ListenerOptions::factory. Call them on the
+// connection's core (the net layer does). `ctx` must be complete.
+net::SessionFactory make_public_session_factory(std::shared_ptr<const AdminContext> ctx);
+net::SessionFactory make_control_session_factory(std::shared_ptr<const AdminContext> ctx);
+
+// The request handlers behind the factories (for tests). The control handler
+// uses `auth`, which must belong to the calling core.
+HttpHandler make_public_handler(std::shared_ptr<const AdminContext> ctx);
+class TokenAuth;
+HttpHandler make_control_handler(std::shared_ptr<const AdminContext> ctx, TokenAuth& auth);
+
+}  // namespace ic::admin
