@@ -2,7 +2,7 @@
 # perf/compare.sh — inferencecache-server vs the grpc++ baseline, side by side.
 #
 #   perf/compare.sh [--quick] [--rounds N] [--duration S] [--build-dir DIR] [--no-build]
-#                   [--out FILE]
+#                   [--out FILE] [--profile DIR]
 #
 # Builds both servers, then per round (baseline first, then InferenceCache —
 # B A B A, so machine drift hits both) starts one server pinned to its CPUs,
@@ -16,6 +16,9 @@
 #     ceiling, i.e. how much of LookupRoute's cost is transport vs index.
 # Prints ONE table with the ratios InferenceCache / baseline, preceded by the
 # machine description. Full run ≤ ~10 min, --quick ≈ 2 min.
+# --profile DIR: instead of the table, samples each server (perf record,
+# cpu-clock) during a LookupRoute saturation run and writes the top symbols to
+# DIR/profile-<server>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +28,7 @@ rounds=2
 duration=6
 do_build=1
 out=""
+profile_dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -33,7 +37,8 @@ while [ $# -gt 0 ]; do
     --build-dir) build_dir="$2"; shift ;;
     --no-build) do_build=0 ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --profile) profile_dir="$2"; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 64 ;;
   esac
   shift
@@ -237,6 +242,46 @@ median_of() {  # median_of SERVER TOOL RPC MODE COLUMN (mawk-safe: no asort)
 
 # --- the run -------------------------------------------------------------------
 "$preload" --skip-ingest --emit-lookup "$work/lookup.bin" --emit-render "$work/render.bin"
+
+# profile_server NAME: perf record (software cpu-clock: works in VMs without
+# PMU access) of the whole server process during one saturation run.
+profile_server() {
+  local name=$1 port
+  [ "$name" = ic ] && port=$ic_port || port=$base_port
+  start_server "$name"
+  perf record -e cpu-clock -F 1999 -g -p "$server_pid" -o "$work/$name.perf" \
+    >/dev/null 2>&1 &
+  local perf_pid=$!
+  sleep 0.5
+  "${pin_load[@]}" h2load -t "$load_threads" -c "${SAT_CLIENTS:-4}" -m "${SAT_STREAMS:-16}" \
+    -d "$work/lookup.bin" -H 'content-type: application/grpc' -H 'te: trailers' \
+    -D "$duration" "http://127.0.0.1:$port/$service/LookupRoute" >"$work/$name.h2load" 2>&1 || true
+  kill -INT "$perf_pid" 2>/dev/null || true
+  wait "$perf_pid" 2>/dev/null || true
+  stop_server
+  {
+    echo "# $name: perf record -e cpu-clock -F 1999 -g during h2load LookupRoute saturation"
+    echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $placement; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    grep -E '^finished in|^requests:' "$work/$name.h2load" || true
+    echo
+    echo "## by shared object"
+    perf report -i "$work/$name.perf" --stdio --no-children --sort dso -g none 2>/dev/null |
+      grep -v '^#' | grep -v '^$' | sed -E 's/[[:space:]]+$//' | head -15 || true
+    echo
+    echo "## top symbols (self time)"
+    perf report -i "$work/$name.perf" --stdio --no-children --sort dso,symbol -g none \
+      --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' |
+      sed -E 's/[[:space:]]+-[[:space:]]+-[[:space:]]*$//; s/[[:space:]]+$//' | head -45 || true
+  } >"$profile_dir/profile-$name.txt"
+  log "wrote $profile_dir/profile-$name.txt"
+}
+if [ -n "$profile_dir" ]; then
+  command -v perf >/dev/null || { log "compare.sh: perf missing (apt-get install linux-perf)"; exit 1; }
+  mkdir -p "$profile_dir"
+  for name in base ic; do profile_server "$name"; done
+  exit 0
+fi
+
 started=$(date +%s)
 lr_rates=()
 rt_rates=()
