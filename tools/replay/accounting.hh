@@ -1,0 +1,75 @@
+// What the replay measures per policy: hit tokens, load balance over the run and per time
+// window, the unbounded-cache upper bound, and LookupRoute reasons.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common/trace.hh"
+
+namespace ic::tools::replay {
+
+// Tokens of one trace time window [index·window_ms, (index+1)·window_ms).
+struct Window {
+  std::int64_t hit_tokens = 0;
+  std::int64_t prompt_tokens = 0;
+  std::vector<std::int64_t> requests;  // per replica
+};
+
+// max / mean of per-replica request counts (1.0 = perfectly even; N = all on one replica);
+// 0 when there were no requests.
+double max_over_mean(const std::vector<std::int64_t>& requests);
+
+// Load balance of one policy: over the whole run and over time windows.
+struct Balance {
+  double overall = 0;       // max/mean of total requests per replica
+  double window_mean = 0;   // mean over non-empty windows of their max/mean
+  double window_worst = 0;  // worst non-empty window
+};
+
+class PolicyAccount {
+ public:
+  PolicyAccount(std::size_t replicas, std::int64_t window_ms);
+
+  // Records one served request at trace time `timestamp_ms`.
+  void add(std::int64_t timestamp_ms, std::size_t replica, std::int64_t hit_tokens,
+           std::int64_t prompt_tokens);
+
+  std::int64_t hit_tokens() const { return hit_tokens_; }
+  std::int64_t prompt_tokens() const { return prompt_tokens_; }
+  std::int64_t requests() const { return requests_; }
+  // hit tokens / prompt tokens, 0 when nothing ran.
+  double hit_ratio() const;
+  const std::vector<std::int64_t>& requests_per_replica() const { return per_replica_; }
+  const std::vector<Window>& windows() const { return windows_; }
+  Balance balance() const;
+
+ private:
+  Window& window_at(std::int64_t timestamp_ms);
+  std::size_t replicas_;
+  std::int64_t window_ms_;
+  std::int64_t hit_tokens_ = 0;
+  std::int64_t prompt_tokens_ = 0;
+  std::int64_t requests_ = 0;
+  std::vector<std::int64_t> per_replica_;
+  std::vector<Window> windows_;
+};
+
+// The unbounded-cache upper bound: one cache that never evicts and sees every request, so a
+// request hits the longest leading run of blocks any earlier request stored.
+class UpperBound {
+ public:
+  explicit UpperBound(std::int64_t window_ms) : account_(1, window_ms) {}
+  // Returns the request's hit tokens under the bound and then stores its blocks.
+  std::int64_t add(const TraceRequest& request);
+  const PolicyAccount& account() const { return account_; }
+
+ private:
+  std::unordered_set<std::uint64_t> seen_;
+  PolicyAccount account_;
+};
+
+}  // namespace ic::tools::replay

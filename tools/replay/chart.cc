@@ -1,0 +1,112 @@
+#include "replay/chart.hh"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace ic::tools::replay {
+namespace {
+
+constexpr double kWidth = 900, kHeight = 480;
+constexpr double kLeft = 70, kRight = 200, kTop = 50, kBottom = 60;
+constexpr const char* kColors[] = {"#d62728", "#1f77b4", "#2ca02c", "#555555", "#9467bd"};
+
+std::string fmt(const char* format, double a, double b = 0, double c = 0, double d = 0) {
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, format, a, b, c, d);
+  return buffer;
+}
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_hit_ratio_svg(const std::string& title, const std::vector<Series>& series,
+                                 double window_minutes) {
+  std::size_t windows = 0;
+  double top = 0.1;
+  for (const auto& s : series) {
+    windows = std::max(windows, s.values.size());
+    for (double v : s.values) {
+      if (!std::isnan(v)) top = std::max(top, v);
+    }
+  }
+  top = std::ceil(top * 10.0) / 10.0;  // y axis to the next 10 %
+  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  const double minutes = std::max(1.0, static_cast<double>(windows) * window_minutes);
+  auto x_of = [&](double minute) { return kLeft + plot_w * minute / minutes; };
+  auto y_of = [&](double ratio) { return kTop + plot_h * (1.0 - ratio / top); };
+
+  std::string svg =
+      fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+          kWidth, kHeight, kWidth, kHeight);
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg += fmt("<text x=\"%.0f\" y=\"28\" font-size=\"16\">", kLeft) + escape(title) + "</text>\n";
+  for (int tick = 0; tick <= 10; ++tick) {
+    const double ratio = top * tick / 10.0;
+    const double y = y_of(ratio);
+    svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n",
+               kLeft, y, kLeft + plot_w, y);
+    svg += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f%%</text>\n", kLeft - 6, y + 4,
+               ratio * 100.0);
+  }
+  const double step = minutes > 30 ? 10 : (minutes > 10 ? 5 : 1);
+  for (double m = 0; m <= minutes + 1e-9; m += step) {
+    svg += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", x_of(m),
+               kTop + plot_h + 18, m);
+  }
+  svg +=
+      fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+          "stroke=\"black\"/>\n",
+          kLeft, kTop, plot_w, plot_h);
+  svg += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">trace time (minutes)</text>\n",
+             kLeft + plot_w / 2, kHeight - 18);
+  svg +=
+      fmt("<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">"
+          "prefix-hit ratio (hit tokens / prompt tokens)</text>\n",
+          kTop + plot_h / 2, kTop + plot_h / 2);
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto& s = series[i];
+    const char* color = kColors[i % std::size(kColors)];
+    std::string points;
+    auto flush = [&] {
+      if (points.empty()) return;
+      svg += std::string("<polyline fill=\"none\" stroke-width=\"2\" stroke=\"") + color + "\"" +
+             (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + " points=\"" + points + "\"/>\n";
+      points.clear();
+    };
+    for (std::size_t w = 0; w < s.values.size(); ++w) {
+      if (std::isnan(s.values[w])) {
+        flush();
+        continue;
+      }
+      points += fmt("%.1f,%.1f ", x_of((static_cast<double>(w) + 0.5) * window_minutes),
+                    y_of(s.values[w]));
+    }
+    flush();
+    const double ly = kTop + 20.0 + 22.0 * static_cast<double>(i);
+    svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"2\" ",
+               kLeft + plot_w + 15, ly, kLeft + plot_w + 45, ly) +
+           "stroke=\"" + color + "\"" + (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
+    svg += fmt("<text x=\"%.1f\" y=\"%.1f\">", kLeft + plot_w + 52, ly + 4) + escape(s.label) +
+           "</text>\n";
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+}  // namespace ic::tools::replay

@@ -1,0 +1,21 @@
+// A plain-SVG line chart (SVG 1.1, no library): hit ratio per trace time window per policy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ic::tools::replay {
+
+// One line: a label and one value per window (fraction in [0, 1]; NaN = no data, a gap).
+struct Series {
+  std::string label;
+  std::vector<double> values;
+  bool dashed = false;
+};
+
+// Renders the chart: x = trace time in minutes (window i spans [i, i+1)·window_minutes),
+// y = hit ratio in percent, one polyline per series, a legend and a title.
+std::string render_hit_ratio_svg(const std::string& title, const std::vector<Series>& series,
+                                 double window_minutes);
+
+}  // namespace ic::tools::replay

@@ -1,0 +1,161 @@
+// inferencecache-replay: replays a Mooncake trace against a running InferenceCache server and
+// compares routing policies on a simulated engine cluster (tools/replay/README.md).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+
+#include "common/channel.hh"
+#include "common/interrupt.hh"
+#include "common/progress.hh"
+#include "common/trace.hh"
+#include "replay/grpc_index_client.hh"
+#include "replay/replay_run.hh"
+#include "replay/report.hh"
+
+namespace {
+
+using namespace ic::tools;
+using namespace ic::tools::replay;
+
+constexpr const char* kDefaultTrace =
+    "/work/shared/data/traces/mooncake_fast25_conversation_trace.jsonl";
+
+struct Flags {
+  std::string address = "127.0.0.1:9090";
+  std::string trace = kDefaultTrace;
+  std::string on_bad_line = "skip";
+  std::int64_t limit = 0;
+  std::string svg_path;
+  bool json = false;
+  bool no_progress = false;
+  bool keep_state = false;
+  int connect_timeout_ms = 3000;
+  int rpc_timeout_ms = 2000;
+  double window_s = 60;
+  double stats_interval_s = 1;
+};
+
+void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
+  app.add_option("--server", f.address, "gRPC address of the InferenceCache server")
+      ->capture_default_str();
+  app.add_option("--trace", f.trace, "Mooncake-format JSONL trace")->capture_default_str();
+  app.add_option("--limit", f.limit, "replay only the first N requests (0 = all)");
+  app.add_option("--on-bad-line", f.on_bad_line, "malformed trace line: skip (report) or fail")
+      ->check(CLI::IsMember({"skip", "fail"}))
+      ->capture_default_str();
+  app.add_option("--replicas", o.replicas, "simulated engine replicas")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--capacity-blocks", o.capacity_blocks,
+                 "KV capacity per replica in 512-token blocks (default 3000 = 1.5M tokens, "
+                 "about one 8x80GB node serving a 70B model; the cluster then holds roughly the "
+                 "trace's 5-minute working set)")
+      ->check(CLI::Range(1, 100'000'000))
+      ->capture_default_str();
+  app.add_option("--slots", o.engine.slots, "requests per replica at pressure 1.0")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  app.add_option("--prefill-tokens-per-ms", o.engine.prefill_tokens_per_ms,
+                 "simulated prefill speed (uncached prompt tokens per ms)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--decode-ms-per-token", o.engine.decode_ms_per_token,
+                 "simulated decode time per output token")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--window-s", f.window_s, "trace-time window for balance and the chart (s)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--stats-interval-s", f.stats_interval_s,
+                 "trace-time interval between ReplicaStats reports (s)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--realtime", o.realtime, "pace requests at trace time (see --speed)");
+  app.add_option("--speed", o.speed, "speed-up factor for --realtime")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--tenant-prefix", o.tenant_prefix,
+                 "tenant of each policy = PREFIX-<policy> (default replay-<unix time>)");
+  app.add_option("--model", o.model_id, "model_id sent with every call")->capture_default_str();
+  app.add_option("--hash-scheme", o.hash_scheme, "hash_scheme (must be non-empty)")
+      ->check([](const std::string& s) { return s.empty() ? "hash scheme must be non-empty" : ""; })
+      ->capture_default_str();
+  app.add_flag("--keep-state", f.keep_state,
+               "leave the replayed entries in the server (default: ALL_CLEARED at the end)");
+  app.add_option("--svg", f.svg_path, "write the hit-ratio-over-time chart (SVG) here");
+  app.add_flag("--json", f.json, "print the results as JSON on stdout");
+  app.add_flag("--no-progress", f.no_progress, "no progress bar even on a terminal");
+  app.add_option("--connect-timeout-ms", f.connect_timeout_ms, "wait this long for the server")
+      ->capture_default_str();
+  app.add_option("--rpc-timeout-ms", f.rpc_timeout_ms, "deadline of each unary call")
+      ->capture_default_str();
+}
+
+int run(const Flags& f, ReplayOptions& o) {
+  o.window_ms = static_cast<std::int64_t>(f.window_s * 1000);
+  o.stats_interval_ms = static_cast<std::int64_t>(f.stats_interval_s * 1000);
+  o.clear_at_end = !f.keep_state;
+  const auto policy = *parse_bad_line_policy(f.on_bad_line);
+  auto load = load_trace(f.trace, policy, f.limit, [](const std::string& message) {
+    std::cerr << "inferencecache-replay: bad trace line: " << message << "\n";
+  });
+  if (!load.error.empty()) {
+    std::cerr << "inferencecache-replay: error: " << load.error << "\n";
+    return 1;
+  }
+  if (load.requests.empty()) {
+    std::cerr << "inferencecache-replay: error: no requests in " << f.trace << "\n";
+    return 1;
+  }
+  std::string error;
+  auto lookups = connect_channel(f.address, f.connect_timeout_ms, "lookup", &error);
+  auto ingest =
+      lookups ? connect_channel(f.address, f.connect_timeout_ms, "ingest", &error) : nullptr;
+  if (!lookups || !ingest) {
+    std::cerr << "inferencecache-replay: error: " << error << "\n";
+    return 1;
+  }
+  GrpcIndexClient client(lookups, ingest, f.rpc_timeout_ms);
+  ProgressBar progress(static_cast<std::int64_t>(load.requests.size()), !f.no_progress);
+  const ReplayResult result = run_replay(load.requests, o, client, progress);
+
+  const RunInfo info{f.trace, static_cast<std::int64_t>(load.requests.size()), load.bad_lines,
+                     f.address};
+  if (f.json) {
+    std::cout << render_json(result, o, info).dump(2) << "\n";
+  } else {
+    std::cout << render_text(result, o, info);
+  }
+  if (!f.svg_path.empty()) {
+    std::ofstream svg(f.svg_path);
+    svg << render_svg(result, o);
+    if (!svg) {
+      std::cerr << "inferencecache-replay: error: cannot write " << f.svg_path << "\n";
+      return 1;
+    }
+    if (!f.json) std::cout << "chart: " << f.svg_path << "\n";
+  }
+  if (result.interrupted) return kInterruptedExit;
+  if (!result.fatal_error.empty()) {
+    std::cerr << "inferencecache-replay: error: " << result.fatal_error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Replay a Mooncake trace against InferenceCache and compare routing policies"};
+  Flags flags;
+  ReplayOptions options;
+  options.tenant_prefix = "replay-" + std::to_string(std::time(nullptr));
+  add_flags(app, flags, options);
+  CLI11_PARSE(app, argc, argv);
+  install_interrupt_handler();
+  return run(flags, options);
+}
