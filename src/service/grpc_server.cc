@@ -1,0 +1,36 @@
+#include "service/grpc_server.hh"
+
+#include "service/inference_cache.hh"
+#include "service/reactor_timers.hh"
+#include "service/reflection.hh"
+
+namespace ic::service {
+
+CoreGrpcServer::CoreGrpcServer(const GrpcServiceOptions& options, runtime::Reactor& reactor)
+    : owned_timers_(std::make_unique<ReactorTimers>(reactor)) {
+  context_.timers = owned_timers_.get();
+  build(options);
+}
+
+CoreGrpcServer::CoreGrpcServer(const GrpcServiceOptions& options, grpc::Timers& timers) {
+  context_.timers = &timers;
+  build(options);
+}
+
+CoreGrpcServer::~CoreGrpcServer() = default;
+
+void CoreGrpcServer::build(const GrpcServiceOptions& options) {
+  add_inference_cache(methods_);
+  add_health(methods_, options.ready);
+  add_reflection(methods_);
+  context_.methods = &methods_;
+  context_.options = options.grpc;
+}
+
+net::SessionFactory CoreGrpcServer::session_factory() {
+  return [this](net::Connection& connection) -> std::unique_ptr<net::Session> {
+    return std::make_unique<grpc::GrpcSession>(connection, context_);
+  };
+}
+
+}  // namespace ic::service

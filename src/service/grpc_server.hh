@@ -1,0 +1,64 @@
+#pragma once
+// Composition-root API of the gRPC port (used by src/main.cc).
+//
+// Wiring, per core, on that core's reactor thread (Runtime::start on_start):
+//
+//   ic::service::GrpcServiceOptions opts;            // from the ServerConfig
+//   opts.grpc.max_message_bytes = cfg.max_recv_bytes;  // 4 MiB default
+//   opts.grpc.h2.max_concurrent_streams = cfg.max_streams;
+//   opts.ready = [&] { return ready_flag.load(std::memory_order_relaxed); };
+//   auto server = std::make_unique<ic::service::CoreGrpcServer>(
+//       opts, ic::runtime::current_reactor());
+//   net.listen_grpc(server->session_factory());     // SessionFactory per core
+//
+// Keep each CoreGrpcServer alive until its core's reactor has stopped (the
+// sessions and their timers point into it). Shutdown: Session::on_shutdown()
+// sends GOAWAY, ends Health.Watch streams, lets in-flight calls finish;
+// Session::idle() turns true when no stream is left, and the session closes
+// its connection itself once the GOAWAY is out and the last stream ended.
+
+#include <memory>
+
+#include "grpc/call.hh"
+#include "grpc/session.hh"
+#include "grpc/timers.hh"
+#include "net/session.hh"
+#include "runtime/runtime.hh"
+#include "service/health.hh"
+
+namespace ic::service {
+
+struct GrpcServiceOptions {
+  // Per-message receive limit and HTTP/2 hostile-peer limits (contract.md:
+  // 4 MiB; h2::Limits defaults: 100 concurrent streams, 16 KiB header list,
+  // 8 CONTINUATIONs, RST_STREAM rate 1000 burst / 33 per s, 4 MiB out queue).
+  grpc::ServerOptions grpc;
+  // Health reports SERVING while this returns true; nullptr = always ready.
+  ReadyFn ready;
+};
+
+// One core's gRPC server: the method table (InferenceCache, Health,
+// reflection v1 + v1alpha), the per-core ServerContext and its timers.
+class CoreGrpcServer {
+ public:
+  // Timers on `reactor` (this core's); call on the reactor's thread.
+  CoreGrpcServer(const GrpcServiceOptions& options, runtime::Reactor& reactor);
+  // Tests: any clock/timer source.
+  CoreGrpcServer(const GrpcServiceOptions& options, grpc::Timers& timers);
+  ~CoreGrpcServer();
+  CoreGrpcServer(const CoreGrpcServer&) = delete;
+  CoreGrpcServer& operator=(const CoreGrpcServer&) = delete;
+
+  // Builds a grpc::GrpcSession per accepted connection (captures `this`).
+  net::SessionFactory session_factory();
+  const grpc::MethodTable& methods() const { return methods_; }
+
+ private:
+  void build(const GrpcServiceOptions& options);
+
+  std::unique_ptr<grpc::Timers> owned_timers_;
+  grpc::MethodTable methods_;
+  grpc::ServerContext context_;
+};
+
+}  // namespace ic::service

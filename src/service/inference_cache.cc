@@ -1,0 +1,95 @@
+#include "service/inference_cache.hh"
+
+#include <memory>
+#include <string>
+
+#include "grpc/typed.hh"
+#include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "metrics/registry.hh"
+
+namespace ic::service {
+namespace {
+
+namespace pb = ::inferencecache::v1alpha1;
+
+std::string path(std::string_view method) {
+  return "/" + std::string(kInferenceCacheService) + "/" + std::string(method);
+}
+
+pb::Ack accepted() {
+  pb::Ack ack;
+  ack.set_accepted(true);
+  return ack;
+}
+
+// ReportCacheState without an index: decode (to reject garbage), drop, and
+// acknowledge at half-close.
+class DrainHandler final : public grpc::CallHandler {
+ public:
+  explicit DrainHandler(grpc::CallHandle call) : call_(std::move(call)) {}
+  void on_message(std::span<const std::byte> message) override {
+    pb::CacheStateUpdate update;
+    grpc::parse_request(message, update, call_);
+  }
+  void on_half_close() override { call_.reply(accepted()); }
+
+ private:
+  grpc::CallHandle call_;
+};
+
+template <typename Request, typename Fn>
+void unary(grpc::MethodTable& methods, std::string_view name, Fn fn) {
+  methods.add(path(name), grpc::single_request_method<Request>(grpc::CallKind::kUnary, fn));
+}
+
+template <typename Request>
+void empty_stream(grpc::MethodTable& methods, std::string_view name) {
+  methods.add(path(name),
+              grpc::single_request_method<Request>(
+                  grpc::CallKind::kServerStreaming,
+                  [](grpc::CallHandle call, Request&&) { call.finish(grpc::Status::ok()); }));
+}
+
+void add_defaults(grpc::MethodTable& methods) {
+  unary<pb::LookupRouteRequest>(
+      methods, "LookupRoute", [](grpc::CallHandle call, pb::LookupRouteRequest&& request) {
+        pb::LookupRouteResponse response;
+        response.set_reason_code("NO_HINT");
+        metrics::local().record_lookup(request.model_id(), "NO_HINT", false, 0);
+        call.reply(response);
+      });
+  grpc::Method report;
+  report.kind = grpc::CallKind::kClientStreaming;
+  report.make = [](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+    return std::make_unique<DrainHandler>(std::move(call));
+  };
+  methods.add(path("ReportCacheState"), std::move(report));
+  unary<pb::CacheEvent>(methods, "PublishEvent",
+                        [](grpc::CallHandle call, pb::CacheEvent&&) { call.reply(accepted()); });
+  unary<pb::GetCacheStateRequest>(methods, "GetCacheState",
+                                  [](grpc::CallHandle call, pb::GetCacheStateRequest&&) {
+                                    call.reply(pb::GetCacheStateResponse());
+                                  });
+}
+
+}  // namespace
+
+void add_inference_cache(grpc::MethodTable& methods) {
+  add_defaults(methods);
+  unary<pb::RenderTemplateRequest>(methods, "RenderTemplate",
+                                   [](grpc::CallHandle call, pb::RenderTemplateRequest&&) {
+                                     pb::RenderTemplateResponse response;
+                                     response.set_reason_code("OK");
+                                     call.reply(response);
+                                   });
+  unary<pb::LookupPDRouteRequest>(methods, "LookupPDRoute",
+                                  [](grpc::CallHandle call, pb::LookupPDRouteRequest&&) {
+                                    pb::LookupPDRouteResponse response;
+                                    response.set_reason_code("NO_HINT");
+                                    call.reply(response);
+                                  });
+  empty_stream<pb::StreamEventsRequest>(methods, "StreamCacheEvents");
+  empty_stream<pb::StreamMetricsRequest>(methods, "StreamMetrics");
+}
+
+}  // namespace ic::service

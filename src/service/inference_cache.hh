@@ -1,0 +1,23 @@
+#pragma once
+// The inferencecache.v1alpha1.InferenceCache methods (spec/contract.md "RPCs").
+//
+// Contract defaults (no index attached): LookupRoute → {reason_code NO_HINT};
+// ReportCacheState drains the stream and answers Ack{accepted:true} on
+// half-close; PublishEvent → Ack{accepted:true}; GetCacheState → empty;
+// RenderTemplate → {reason_code "OK"}; LookupPDRoute → {reason_code
+// "NO_HINT"}; StreamCacheEvents / StreamMetrics close at once with OK.
+// Every undecodable request is INVALID_ARGUMENT (src/grpc/typed.hh).
+
+#include <string_view>
+
+#include "grpc/call.hh"
+
+namespace ic::service {
+
+// Service name and the method path prefix.
+inline constexpr std::string_view kInferenceCacheService = "inferencecache.v1alpha1.InferenceCache";
+
+// Registers the eight methods with the contract defaults in `methods`.
+void add_inference_cache(grpc::MethodTable& methods);
+
+}  // namespace ic::service
