@@ -209,7 +209,7 @@ PolicyParseResult parse_policy_json(std::string_view body) {
     // nlohmann reports trailing content after the document as a parse error at
     // the first extra byte ("syntax error ... expected end of input").
     const std::string what = e.what();
-    result.error = what.find("end of input") != std::string::npos
+    result.error = what.find("; expected end of input") != std::string::npos
                        ? "trailing data after the JSON document"
                        : "invalid JSON: " + what;
     return result;
