@@ -1,0 +1,153 @@
+#include "config/flags.hh"
+
+#include <doctest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+using ic::config::FlagsOutcome;
+using ic::config::parse_duration_us;
+using ic::config::parse_flags;
+
+namespace {
+
+FlagsOutcome parse(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{"inferencecache-server"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return parse_flags(static_cast<int>(argv.size()), argv.data());
+}
+
+// The exit-2 line for `args`.
+std::string error_of(std::initializer_list<const char*> args) {
+  const FlagsOutcome out = parse(args);
+  CHECK_FALSE(out.config.has_value());
+  CHECK(out.exit_code == 2);
+  CHECK(out.message.find('\n') == std::string::npos);
+  return out.message;
+}
+
+}  // namespace
+
+TEST_SUITE("runtime") {
+  TEST_CASE("flags: defaults match spec/admin.md and our documented ones") {
+    const FlagsOutcome out = parse({});
+    REQUIRE(out.config.has_value());
+    const auto& c = *out.config;
+    CHECK(c.grpc_bind_address == ":9090");
+    CHECK(c.http_bind_address == ":8080");
+    CHECK(c.snapshot_bind_address == ":8081");
+    CHECK(c.tls_cert_file.empty());
+    CHECK(c.engine_block_size == 16);
+    CHECK(c.log_format == ic::config::LogFormat::json);
+    CHECK(c.log_level == ic::config::LogLevel::info);
+    CHECK_FALSE(c.insecure_disable_auth);
+    CHECK(c.threads == 0);
+    CHECK(c.max_message_bytes == 4194304);
+    CHECK(c.max_concurrent_streams == 1024);
+    CHECK(c.max_connections == 10000);
+    CHECK(c.idle_timeout_us == 300'000'000);
+    CHECK(c.shutdown_grace_us == 10'000'000);
+    CHECK(c.index_ttl_us == 1'800'000'000);
+    CHECK(c.index_max_entries == 1'000'000);
+    CHECK(c.sweep_interval_us == 60'000'000);
+  }
+
+  TEST_CASE("flags: values are read, Go-style single dash accepted") {
+    const FlagsOutcome out = parse({"--grpc-bind-address",
+                                    "127.0.0.1:0",
+                                    "-http-bind-address=[::1]:18080",
+                                    "--log-format=text",
+                                    "--log-level",
+                                    "debug",
+                                    "--insecure-disable-auth",
+                                    "--threads",
+                                    "3",
+                                    "--idle-timeout",
+                                    "1m30s",
+                                    "--shutdown-grace",
+                                    "500ms",
+                                    "--index-ttl",
+                                    "2h",
+                                    "--sweep-interval",
+                                    "1.5s",
+                                    "--index-max-entries",
+                                    "42",
+                                    "--engine-block-size",
+                                    "32"});
+    REQUIRE(out.config.has_value());
+    const auto& c = *out.config;
+    CHECK(c.grpc_bind_address == "127.0.0.1:0");
+    CHECK(c.http_bind_address == "[::1]:18080");
+    CHECK(c.log_format == ic::config::LogFormat::text);
+    CHECK(c.log_level == ic::config::LogLevel::debug);
+    CHECK(c.insecure_disable_auth);
+    CHECK(c.threads == 3);
+    CHECK(c.idle_timeout_us == 90'000'000);
+    CHECK(c.shutdown_grace_us == 500'000);
+    CHECK(c.index_ttl_us == 7'200'000'000);
+    CHECK(c.sweep_interval_us == 1'500'000);
+    CHECK(c.index_max_entries == 42);
+    CHECK(c.engine_block_size == 32);
+  }
+
+  TEST_CASE("flags: each bad value or combination is one exact line, exit 2") {
+    CHECK(error_of({"--log-format", "xml"}) ==
+          "inferencecache-server: --log-format: want json or text, got \"xml\"");
+    CHECK(error_of({"--log-level", "trace"}) ==
+          "inferencecache-server: --log-level: want debug, info, warn or error, got \"trace\"");
+    CHECK(error_of({"--threads", "abc"}) ==
+          "inferencecache-server: --threads: want an integer in [0, 1024], got \"abc\"");
+    CHECK(error_of({"--engine-block-size", "0"}) ==
+          "inferencecache-server: --engine-block-size: want an integer in [1, 65536], got \"0\"");
+    CHECK(error_of({"--idle-timeout", "5x"}) ==
+          "inferencecache-server: --idle-timeout: invalid duration \"5x\" (want e.g. 500ms, "
+          "10s, 30m, 1h30m)");
+    CHECK(error_of({"--index-ttl", "0"}) ==
+          "inferencecache-server: --index-ttl: must be at least 1ms, got \"0\"");
+    CHECK(error_of({"--tls-cert-file", "/etc/hostname"}) ==
+          "inferencecache-server: --tls-cert-file given without --tls-key-file (both or "
+          "neither)");
+    CHECK(error_of({"--tls-key-file", "/etc/hostname"}) ==
+          "inferencecache-server: --tls-key-file given without --tls-cert-file (both or "
+          "neither)");
+    CHECK(error_of({"--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/etc/hostname"}) ==
+          "inferencecache-server: --tls-cert-file: cannot read \"/nonexistent/c.pem\": No such "
+          "file or directory");
+    CHECK(error_of({"--no-such-flag"}) ==
+          "inferencecache-server: unknown flag or argument: --no-such-flag");
+    CHECK(error_of({"stray"}) == "inferencecache-server: unknown flag or argument: stray");
+  }
+
+  TEST_CASE("flags: a flag without its value is an error line") {
+    const std::string line = error_of({"--threads"});
+    CHECK(line.rfind("inferencecache-server: ", 0) == 0);
+    CHECK(line.find("--threads") != std::string::npos);
+  }
+
+  TEST_CASE("flags: --help is exit 0 with the usage text") {
+    const FlagsOutcome out = parse({"--help"});
+    CHECK_FALSE(out.config.has_value());
+    CHECK(out.exit_code == 0);
+    CHECK(out.message.find("--grpc-bind-address") != std::string::npos);
+    CHECK(out.message.find("--shutdown-grace") != std::string::npos);
+  }
+
+  TEST_CASE("durations parse the Go time.Duration syntax into µs") {
+    CHECK(parse_duration_us("0") == 0);
+    CHECK(parse_duration_us("500ms") == 500'000);
+    CHECK(parse_duration_us("10s") == 10'000'000);
+    CHECK(parse_duration_us("30m") == 1'800'000'000);
+    CHECK(parse_duration_us("1h30m") == 5'400'000'000);
+    CHECK(parse_duration_us("1.5s") == 1'500'000);
+    CHECK(parse_duration_us("250us") == 250);
+    CHECK(parse_duration_us("250\xC2\xB5s") == 250);
+    CHECK(parse_duration_us("1500ns") == 1);
+    CHECK_FALSE(parse_duration_us("").has_value());
+    CHECK_FALSE(parse_duration_us("10").has_value());
+    CHECK_FALSE(parse_duration_us("-1s").has_value());
+    CHECK_FALSE(parse_duration_us("1.2.3s").has_value());
+    CHECK_FALSE(parse_duration_us("s").has_value());
+    CHECK_FALSE(parse_duration_us("5d").has_value());
+  }
+}

@@ -1,0 +1,200 @@
+#include "runtime/runtime.hh"
+
+#include <doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <latch>
+#include <mutex>
+#include <string>
+#include <vector>
+
+using ic::runtime::current_core;
+using ic::runtime::current_reactor;
+using ic::runtime::Runtime;
+
+namespace {
+
+Runtime::Options opts(unsigned cores, std::uint32_t depth = 4096) {
+  Runtime::Options o;
+  o.cores = cores;
+  o.mailbox_depth = depth;
+  o.pin_threads = false;  // tests share 2 CPUs with the rest of the build
+  return o;
+}
+
+// Waits (bounded) for the test's completion signal, then stops the runtime.
+void finish(Runtime& rt, std::future<void>& done) {
+  const auto status = done.wait_for(std::chrono::seconds(20));
+  rt.stop();
+  rt.join();
+  REQUIRE(status == std::future_status::ready);
+}
+
+}  // namespace
+
+TEST_SUITE("runtime") {
+  TEST_CASE("a task posted to another core runs there and can post back") {
+    Runtime rt(opts(2));
+    constexpr int kRoundTrips = 1000;
+    std::promise<void> promise;
+    auto done = promise.get_future();
+    std::atomic<int> wrong_core{0};
+    int trips = 0;  // touched only on core 0
+    std::function<void()> ping = [&] {
+      if (trips == kRoundTrips) {
+        promise.set_value();
+        return;
+      }
+      const bool ok = rt.post(1, [&] {
+        if (current_core() != 1) wrong_core.fetch_add(1);
+        const bool back = rt.post(0, [&] {
+          if (current_core() != 0) wrong_core.fetch_add(1);
+          ++trips;
+          ping();
+        });
+        CHECK(back);
+      });
+      CHECK(ok);
+    };
+    rt.start([&](unsigned core) {
+      if (core == 0) ping();
+    });
+    finish(rt, done);
+    CHECK(trips == kRoundTrips);
+    CHECK(wrong_core.load() == 0);
+  }
+
+  TEST_CASE("a full mailbox refuses the post; queued tasks run in order") {
+    Runtime rt(opts(2, 4));
+    std::latch posted(1);
+    std::promise<void> promise;
+    auto done = promise.get_future();
+    std::vector<bool> accepted;
+    std::vector<int> ran;  // core 1 only
+    rt.start([&](unsigned core) {
+      if (core == 1) {
+        posted.wait();  // hold core 1 so nothing drains its mailbox yet
+        return;
+      }
+      for (int i = 0; i < 6; ++i) {
+        accepted.push_back(rt.post(1, [&ran, &promise, i] {
+          ran.push_back(i);
+          if (i == 3) promise.set_value();
+        }));
+      }
+      posted.count_down();
+    });
+    finish(rt, done);
+    CHECK(accepted == std::vector<bool>{true, true, true, true, false, false});
+    CHECK(ran == std::vector<int>{0, 1, 2, 3});
+  }
+
+  TEST_CASE("posts between one pair of cores keep their order") {
+    Runtime rt(opts(2));
+    constexpr int kPosts = 3000;
+    std::promise<void> promise;
+    auto done = promise.get_future();
+    int next = 0;
+    int out_of_order = 0;
+    rt.start([&](unsigned core) {
+      if (core != 0) return;
+      for (int i = 0; i < kPosts; ++i) {
+        const bool ok = rt.post(1, [&, i] {
+          if (i != next) ++out_of_order;
+          ++next;
+          if (next == kPosts) promise.set_value();
+        });
+        REQUIRE(ok);
+      }
+    });
+    finish(rt, done);
+    CHECK(next == kPosts);
+    CHECK(out_of_order == 0);
+  }
+
+  TEST_CASE("timers fire in deadline order and a cancelled one never fires") {
+    Runtime rt(opts(1));
+    std::promise<void> promise;
+    auto done = promise.get_future();
+    std::string order;
+    rt.start([&](unsigned) {
+      auto& r = current_reactor();
+      r.add_timer(30'000, [&] { order += 'c'; });
+      r.add_timer(10'000, [&] { order += 'a'; });
+      const auto cancelled = r.add_timer(15'000, [&] { order += 'x'; });
+      r.add_timer(20'000, [&] { order += 'b'; });
+      r.add_timer(0, [&] { order += '0'; });
+      r.add_timer(40'000, [&] { promise.set_value(); });
+      r.cancel_timer(cancelled);
+    });
+    finish(rt, done);
+    CHECK(order == "0abc");
+  }
+
+  TEST_CASE("a timer does not fire before its delay") {
+    Runtime rt(opts(1));
+    std::promise<void> promise;
+    auto done = promise.get_future();
+    std::int64_t armed_at = 0;
+    std::int64_t fired_at = 0;
+    rt.start([&](unsigned) {
+      auto& r = current_reactor();
+      armed_at = r.now_us();
+      r.add_timer(20'000, [&] {
+        fired_at = current_reactor().now_us();
+        promise.set_value();
+      });
+    });
+    finish(rt, done);
+    CHECK(fired_at - armed_at >= 20'000);
+  }
+
+  TEST_CASE("defer and post-to-self run after the current task, in order") {
+    Runtime rt(opts(2));
+    std::promise<void> promise;
+    auto done = promise.get_future();
+    std::string order;
+    rt.start([&](unsigned core) {
+      if (core != 1) return;
+      auto& r = current_reactor();
+      r.defer([&] { order += 'b'; });
+      CHECK(rt.post(1, [&] { order += 'c'; }));
+      r.defer([&] {
+        order += 'd';
+        // Deferred from a deferred task: runs in the next turn.
+        current_reactor().defer([&] {
+          order += 'e';
+          promise.set_value();
+        });
+      });
+      order += 'a';
+    });
+    finish(rt, done);
+    CHECK(order == "abcde");
+  }
+
+  TEST_CASE("a post from a non-reactor thread runs on the target core") {
+    Runtime rt(opts(2));
+    rt.start(nullptr);
+    std::promise<unsigned> where;
+    auto result = where.get_future();
+    CHECK(rt.post(1, [&] { where.set_value(current_core()); }));
+    REQUIRE(result.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    CHECK(result.get() == 1);
+    rt.stop();
+    rt.join();
+  }
+
+  TEST_CASE("cores() honours the requested count and stop() ends every loop") {
+    Runtime rt(opts(3));
+    CHECK(rt.cores() == 3);
+    std::atomic<int> started{0};
+    rt.start([&](unsigned) { started.fetch_add(1); });
+    while (started.load() < 3) std::this_thread::yield();
+    rt.stop();
+    rt.join();
+    CHECK(started.load() == 3);
+  }
+}
