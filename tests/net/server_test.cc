@@ -202,7 +202,7 @@ TEST_SUITE("net") {
     CHECK(bytes.size() < 2 + probe.bulk_reply);  // cut short by the abort
     CHECK(eventually([&] { return probe.destroyed.load() == 1; }));
     CHECK(probe.closed.load() == 1);
-    CHECK(lb.stats().open.load() == 0);
+    CHECK(eventually([&] { return lb.stats().open.load() == 0; }));
     ::close(fd);
   }
 
@@ -222,7 +222,7 @@ TEST_SUITE("net") {
     }
     CHECK(eventually([&] { return probe.destroyed.load() == 8; }));
     CHECK(probe.closed.load() == 8);
-    CHECK(lb.stats().open.load() == 0);
+    CHECK(eventually([&] { return lb.stats().open.load() == 0; }));
   }
 
   TEST_CASE("connections over max_connections are closed at once and counted") {
