@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "support/grpc_frame.hh"
+#include "support/text.hh"
 
 namespace ic::itest {
 
@@ -174,8 +175,7 @@ H2Client::H2Client(uint16_t port) : port_(port) {
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     int err = errno;
     ::close(fd_);
-    throw std::runtime_error("connect 127.0.0.1:" + std::to_string(port) + ": " +
-                             std::strerror(err));
+    throw std::runtime_error("connect " + loopback(port) + ": " + std::strerror(err));
   }
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -207,7 +207,7 @@ int32_t H2Client::start(std::string_view path, const BodyPlan& body, const Heade
   HeaderList headers = {{":method", "POST"},
                         {":scheme", "http"},
                         {":path", std::string(path)},
-                        {":authority", "127.0.0.1:" + std::to_string(port_)}};
+                        {":authority", loopback(port_)}};
   bool has_content_type = false;
   for (const auto& [k, v] : extra) has_content_type = has_content_type || k == "content-type";
   if (!has_content_type) headers.emplace_back("content-type", "application/grpc");
@@ -325,7 +325,7 @@ bool H2Client::run_until(const std::function<bool()>& done, std::chrono::millise
 
 const H2Response& H2Client::wait(int32_t id, std::chrono::milliseconds timeout) {
   if (!run_until([&] { return response(id).done(); }, timeout)) {
-    throw std::runtime_error("stream " + std::to_string(id) + " did not finish in " +
+    throw std::runtime_error(numbered("stream ", id) + " did not finish in " +
                              std::to_string(timeout.count()) + " ms");
   }
   return response(id);

@@ -21,6 +21,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "support/grpc_frame.hh"
 #include "support/h2_client.hh"
+#include "support/text.hh"
 
 extern char** environ;
 
@@ -71,8 +72,8 @@ ServerProcess::ServerProcess(ServerOptions options) {
   std::string failures;
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (launch(options) && wait_ready(options.ready_timeout)) return;
-    failures += "attempt " + std::to_string(attempt + 1) + ": " +
-                (exited_ ? "exited with status " + std::to_string(exit_status_)
+    failures += numbered("attempt ", attempt + 1) + ": " +
+                (exited_ ? numbered("exited with status ", exit_status_)
                          : std::string("not SERVING in time")) +
                 "\n--- server log ---\n" + log() + "\n";
     if (!exited_) {
@@ -96,13 +97,10 @@ bool ServerProcess::launch(const ServerOptions& options) {
   if (log_fd < 0) throw std::runtime_error(std::string("mkstemps: ") + std::strerror(errno));
   log_path_ = tmpl;
 
-  std::vector<std::string> args = {options.binary.string(),
-                                   "--grpc-bind-address",
-                                   "127.0.0.1:" + std::to_string(grpc_port_),
-                                   "--http-bind-address",
-                                   "127.0.0.1:" + std::to_string(http_port_),
-                                   "--snapshot-bind-address",
-                                   "127.0.0.1:" + std::to_string(snapshot_port_)};
+  std::vector<std::string> args = {options.binary.string(), "--grpc-bind-address",
+                                   loopback(grpc_port_),    "--http-bind-address",
+                                   loopback(http_port_),    "--snapshot-bind-address",
+                                   loopback(snapshot_port_)};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

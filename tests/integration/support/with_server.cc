@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support/server_process.hh"
+#include "support/text.hh"
 
 extern char** environ;
 
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
     ::setenv("IC_GRPC_PORT", std::to_string(server.grpc_port()).c_str(), 1);
     ::setenv("IC_HTTP_PORT", std::to_string(server.http_port()).c_str(), 1);
     ::setenv("IC_SNAPSHOT_PORT", std::to_string(server.snapshot_port()).c_str(), 1);
-    ::setenv("IC_GRPC_TARGET", ("127.0.0.1:" + std::to_string(server.grpc_port())).c_str(), 1);
+    ::setenv("IC_GRPC_TARGET", ic::itest::loopback(server.grpc_port()).c_str(), 1);
     int rc = run_command(std::vector<char*>(argv + sep + 1, argv + argc));
     int server_rc = server.stop();
     if (rc != 0) return rc;

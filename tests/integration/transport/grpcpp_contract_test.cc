@@ -1,0 +1,346 @@
+// grpc++ (Debian libgrpc++-dev, a client nobody here wrote) against the real
+// inferencecache-server on loopback: every RPC of the contract, the health
+// service and both reflection services (spec/contract.md "RPCs", "Identity").
+// Assertions hold on a cold index (spec/lookup.md step 7: "index globally
+// empty → none (cold start stays NO_HINT)"), so each test starts its own
+// server and writes only the reserved tenant, which the index drops.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest.h>
+#include <google/protobuf/descriptor.pb.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/grpc_channel.hh"
+#include "support/server_process.hh"
+#include "support/text.hh"
+
+namespace pb = inferencecache::v1alpha1;
+namespace health = grpc::health::v1;
+using ic::itest::deadline_in;
+using ic::itest::numbered;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr char kProbeTenant[] = "inferencecache.io/probe";  // contract.md "Reserved tenant"
+constexpr char kServiceName[] = "inferencecache.v1alpha1.InferenceCache";
+
+// One server and a connected grpc++ channel; the test ends with stop().
+struct Served {
+  ic::itest::ServerProcess server;
+  std::shared_ptr<grpc::Channel> channel = ic::itest::insecure_channel(server.grpc_port());
+  std::unique_ptr<pb::InferenceCache::Stub> stub = pb::InferenceCache::NewStub(channel);
+
+  // SIGTERM with the channel closed; the contract's exit status is 0.
+  int stop() {
+    stub.reset();
+    channel.reset();
+    return server.stop();
+  }
+};
+
+// A request a gateway would send: scope, an exact prefix hash and an adapter.
+pb::LookupRouteRequest gateway_request() {
+  pb::LookupRouteRequest req;
+  req.set_model_id("llama-3-8b");
+  req.set_tenant_id("team-a");
+  req.set_hash_scheme("vllm-sha256");
+  req.set_prefix_hash(std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8));
+  req.set_prefix_token_count(64);
+  req.set_adapter_id("lora-7");
+  return req;
+}
+
+pb::CacheStateUpdate probe_update(int i) {
+  pb::CacheStateUpdate u;
+  u.set_replica_id(numbered("replica-", i % 4));
+  u.set_model_id("llama-3-8b");
+  u.set_tenant_id(kProbeTenant);
+  u.set_hash_scheme("vllm-sha256");
+  auto* p = u.add_prefixes();
+  p->set_prefix_hash(std::string(8, static_cast<char>(i)));
+  p->set_token_count(16);
+  u.mutable_stats()->set_replica_id(u.replica_id());
+  u.mutable_stats()->set_hit_rate(0.5f);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("LookupRoute on a cold index answers NO_HINT with no replica scores") {
+  Served s;
+  SUBCASE("a gateway request: adapter_id echoed, no token_ids") {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(5s));
+    pb::LookupRouteResponse resp;
+    grpc::Status st = s.stub->LookupRoute(&ctx, gateway_request(), &resp);
+    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    CHECK(resp.reason_code() == "NO_HINT");
+    CHECK(resp.replica_scores_size() == 0);
+    CHECK(resp.lookup_latency_us() >= 0);
+    CHECK(resp.token_ids_size() == 0);
+    CHECK(resp.adapter_id() == "lora-7");
+  }
+  SUBCASE("an empty request") {
+    grpc::ClientContext ctx;
+    pb::LookupRouteResponse resp;
+    grpc::Status st = s.stub->LookupRoute(&ctx, pb::LookupRouteRequest(), &resp);
+    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    CHECK(resp.reason_code() == "NO_HINT");
+    CHECK(resp.replica_scores_size() == 0);
+  }
+  SUBCASE("the reserved tenant: NO_HINT with latency 0 (lookup.md step 1)") {
+    pb::LookupRouteRequest req = gateway_request();
+    req.set_tenant_id(kProbeTenant);
+    grpc::ClientContext ctx;
+    pb::LookupRouteResponse resp;
+    grpc::Status st = s.stub->LookupRoute(&ctx, req, &resp);
+    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    CHECK(resp.reason_code() == "NO_HINT");
+    CHECK(resp.replica_scores_size() == 0);
+    CHECK(resp.lookup_latency_us() == 0);
+  }
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("ReportCacheState acks a client stream of 100 updates") {
+  Served s;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline_in(10s));
+  pb::Ack ack;
+  auto writer = s.stub->ReportCacheState(&ctx, &ack);
+  for (int i = 0; i < 100; ++i) REQUIRE(writer->Write(probe_update(i)));
+  REQUIRE(writer->WritesDone());
+  grpc::Status st = writer->Finish();
+  REQUIRE(st.error_code() == grpc::StatusCode::OK);
+  CHECK(ack.accepted());
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("ReportCacheState with no messages is acked") {
+  Served s;
+  grpc::ClientContext ctx;
+  pb::Ack ack;
+  auto writer = s.stub->ReportCacheState(&ctx, &ack);
+  REQUIRE(writer->WritesDone());
+  grpc::Status st = writer->Finish();
+  REQUIRE(st.error_code() == grpc::StatusCode::OK);
+  CHECK(ack.accepted());
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("PublishEvent acks every decodable event") {
+  Served s;
+  for (auto type : {pb::CacheEvent::TYPE_UNSPECIFIED, pb::CacheEvent::PREFIX_ADDED,
+                    pb::CacheEvent::PREFIX_EVICTED, pb::CacheEvent::REPLICA_UPDATED,
+                    pb::CacheEvent::ALL_CLEARED}) {
+    CAPTURE(type);
+    pb::CacheEvent ev;
+    ev.set_type(type);
+    ev.set_replica_id("replica-0");
+    ev.set_model_id("llama-3-8b");
+    ev.set_tenant_id(kProbeTenant);
+    ev.set_prefix_hash(std::string(8, '\x11'));
+    grpc::ClientContext ctx;
+    pb::Ack ack;
+    grpc::Status st = s.stub->PublishEvent(&ctx, ev, &ack);
+    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    CHECK(ack.accepted());
+  }
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("GetCacheState on a cold index is empty") {
+  Served s;
+  pb::GetCacheStateRequest req;
+  req.set_model_id("llama-3-8b");
+  req.set_tenant_id("team-a");
+  grpc::ClientContext ctx;
+  pb::GetCacheStateResponse resp;
+  grpc::Status st = s.stub->GetCacheState(&ctx, req, &resp);
+  REQUIRE(st.error_code() == grpc::StatusCode::OK);
+  CHECK(resp.replicas_size() == 0);
+  CHECK(resp.summary().total_prefixes() == 0);
+  CHECK(resp.summary().hot_prefixes() == 0);
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("RenderTemplate and LookupPDRoute answer the contract defaults") {
+  Served s;
+  {
+    pb::RenderTemplateRequest req;
+    req.set_template_ref("chat-v1");
+    (*req.mutable_variables())["name"] = "world";
+    req.set_tenant_id("team-a");
+    grpc::ClientContext ctx;
+    pb::RenderTemplateResponse resp;
+    grpc::Status st = s.stub->RenderTemplate(&ctx, req, &resp);
+    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    CHECK(resp.reason_code() == "OK");
+    CHECK(resp.rendered_prompt().empty());
+    CHECK(resp.stable_prefix_hash().empty());
+    CHECK(resp.tenant_namespace().empty());
+    CHECK(resp.template_revision().empty());
+  }
+  {
+    pb::LookupPDRouteRequest req;
+    req.set_model_id("llama-3-8b");
+    req.set_tenant_id("team-a");
+    req.set_prefix_hash("abc");
+    grpc::ClientContext ctx;
+    pb::LookupPDRouteResponse resp;
+    grpc::Status st = s.stub->LookupPDRoute(&ctx, req, &resp);
+    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    CHECK(resp.reason_code() == "NO_HINT");
+    CHECK(resp.prefill_replica_id().empty());
+    CHECK(resp.decode_replica_id().empty());
+    CHECK(resp.transport_hint().empty());
+  }
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("StreamCacheEvents and StreamMetrics close at once with OK and no messages") {
+  Served s;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(5s));
+    auto reader = s.stub->StreamCacheEvents(&ctx, pb::StreamEventsRequest());
+    pb::CacheEvent ev;
+    int n = 0;
+    while (reader->Read(&ev)) ++n;
+    CHECK(n == 0);
+    CHECK(reader->Finish().error_code() == grpc::StatusCode::OK);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(5s));
+    auto reader = s.stub->StreamMetrics(&ctx, pb::StreamMetricsRequest());
+    pb::Metric m;
+    int n = 0;
+    while (reader->Read(&m)) ++n;
+    CHECK(n == 0);
+    CHECK(reader->Finish().error_code() == grpc::StatusCode::OK);
+  }
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("grpc.health.v1.Health: SERVING for the server and the service, NOT_FOUND otherwise") {
+  Served s;
+  auto stub = health::Health::NewStub(s.channel);
+  for (const std::string service : {"", kServiceName}) {
+    CAPTURE(service);
+    health::HealthCheckRequest req;
+    req.set_service(service);
+    grpc::ClientContext ctx;
+    health::HealthCheckResponse resp;
+    grpc::Status st = stub->Check(&ctx, req, &resp);
+    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    CHECK(resp.status() == health::HealthCheckResponse::SERVING);
+  }
+  {
+    // grpc/grpc doc/health-checking.md: an unknown service is NOT_FOUND.
+    health::HealthCheckRequest req;
+    req.set_service("no.such.Service");
+    grpc::ClientContext ctx;
+    health::HealthCheckResponse resp;
+    CHECK(stub->Check(&ctx, req, &resp).error_code() == grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    // Watch sends the current status first and keeps the stream open.
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(5s));
+    auto reader = stub->Watch(&ctx, health::HealthCheckRequest());
+    health::HealthCheckResponse resp;
+    REQUIRE(reader->Read(&resp));
+    CHECK(resp.status() == health::HealthCheckResponse::SERVING);
+    ctx.TryCancel();
+    CHECK(reader->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  }
+  stub.reset();
+  CHECK(s.stop() == 0);
+}
+
+// The two reflection versions share message shapes under different packages.
+struct ReflectionV1 {
+  using Service = grpc::reflection::v1::ServerReflection;
+  using Request = grpc::reflection::v1::ServerReflectionRequest;
+  using Response = grpc::reflection::v1::ServerReflectionResponse;
+};
+struct ReflectionV1alpha {
+  using Service = grpc::reflection::v1alpha::ServerReflection;
+  using Request = grpc::reflection::v1alpha::ServerReflectionRequest;
+  using Response = grpc::reflection::v1alpha::ServerReflectionResponse;
+};
+
+// Lists services and fetches the contract's file descriptor through one
+// reflection version, then asks for a symbol that does not exist.
+template <class Reflection>
+void check_reflection(const std::shared_ptr<grpc::Channel>& channel) {
+  using Request = typename Reflection::Request;
+  using Response = typename Reflection::Response;
+  auto stub = Reflection::Service::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline_in(5s));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+
+  Request list;
+  list.set_list_services("*");
+  REQUIRE(stream->Write(list));
+  Response resp;
+  REQUIRE(stream->Read(&resp));
+  REQUIRE(resp.has_list_services_response());
+  std::set<std::string> names;
+  for (const auto& svc : resp.list_services_response().service()) names.insert(svc.name());
+  CHECK(names.count(kServiceName) == 1);
+  CHECK(names.count("grpc.health.v1.Health") == 1);
+  CHECK(names.count("grpc.reflection.v1.ServerReflection") == 1);
+  CHECK(names.count("grpc.reflection.v1alpha.ServerReflection") == 1);
+
+  Request symbol;
+  symbol.set_file_containing_symbol(kServiceName);
+  REQUIRE(stream->Write(symbol));
+  Response file;
+  REQUIRE(stream->Read(&file));
+  REQUIRE(file.has_file_descriptor_response());
+  bool found = false;
+  for (const auto& bytes : file.file_descriptor_response().file_descriptor_proto()) {
+    google::protobuf::FileDescriptorProto fd;
+    REQUIRE(fd.ParseFromString(bytes));
+    if (fd.name() != "inferencecache/v1alpha1/inferencecache.proto") continue;
+    found = true;
+    CHECK(fd.package() == "inferencecache.v1alpha1");
+    REQUIRE(fd.service_size() == 1);
+    std::vector<std::string> methods;
+    for (const auto& m : fd.service(0).method()) methods.push_back(m.name());
+    std::sort(methods.begin(), methods.end());
+    CHECK(methods == std::vector<std::string>{"GetCacheState", "LookupPDRoute", "LookupRoute",
+                                              "PublishEvent", "RenderTemplate", "ReportCacheState",
+                                              "StreamCacheEvents", "StreamMetrics"});
+  }
+  CHECK(found);
+
+  Request unknown;
+  unknown.set_file_containing_symbol("no.such.Symbol");
+  REQUIRE(stream->Write(unknown));
+  Response err;
+  REQUIRE(stream->Read(&err));
+  REQUIRE(err.has_error_response());
+  CHECK(err.error_response().error_code() == static_cast<int>(grpc::StatusCode::NOT_FOUND));
+
+  REQUIRE(stream->WritesDone());
+  CHECK(stream->Finish().error_code() == grpc::StatusCode::OK);
+}
+
+TEST_CASE("server reflection v1 and v1alpha list the services and describe the contract") {
+  Served s;
+  SUBCASE("v1") { check_reflection<ReflectionV1>(s.channel); }
+  SUBCASE("v1alpha") { check_reflection<ReflectionV1alpha>(s.channel); }
+  CHECK(s.stop() == 0);
+}
