@@ -88,6 +88,14 @@ pb::CacheStateUpdate new_update(const Shape& shape, unsigned tenant, unsigned re
   return u;
 }
 
+// A Write failed: the stream is broken; Finish says why. Returns -1.
+long finish_failed(grpc::ClientWriter<pb::CacheStateUpdate>& writer, const pb::Ack& ack) {
+  const grpc::Status status = writer.Finish();
+  std::fprintf(stderr, "ReportCacheState: write failed: %d %s (accepted=%d)\n",
+               status.error_code(), status.error_message().c_str(), ack.accepted());
+  return -1;
+}
+
 // Streams every (tenant, replica)'s prefixes in messages of at most
 // prefixes_per_message entries. Returns the number of messages or -1.
 long ingest(pb::InferenceCache::Stub& stub, const Shape& shape) {
@@ -103,19 +111,19 @@ long ingest(pb::InferenceCache::Stub& stub, const Shape& shape) {
         if (!holds(shape, r, p)) continue;
         add_prefix(shape, t, p, u);
         if (static_cast<unsigned>(u.prefixes_size()) == shape.prefixes_per_message) {
-          if (!writer->Write(u)) return -1;
+          if (!writer->Write(u)) return finish_failed(*writer, ack);
           ++messages;
           u = new_update(shape, t, r);
         }
       }
       if (u.prefixes_size() > 0) {
-        if (!writer->Write(u)) return -1;
+        if (!writer->Write(u)) return finish_failed(*writer, ack);
         ++messages;
       }
     }
   }
   writer->WritesDone();
-  grpc::Status status = writer->Finish();
+  grpc::Status status = writer->Finish();  // also reports why a Write failed
   if (!status.ok() || !ack.accepted()) {
     std::fprintf(stderr, "ReportCacheState: %d %s (accepted=%d)\n", status.error_code(),
                  status.error_message().c_str(), ack.accepted());
