@@ -1,0 +1,166 @@
+#pragma once
+// Builders and assertions shared by the index unit tests.
+
+#include <doctest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/policy.hh"
+#include "index/shard.hh"
+
+namespace ic::index::test {
+
+namespace pb = ::inferencecache::v1alpha1;
+
+inline constexpr std::int64_t kMin = 60'000'000;             // one minute in µs
+inline constexpr std::int64_t kNow = 1'700'000'000'000'000;  // wall µs of the tests
+
+// 8-byte big-endian block hash of v (the fingerprint wire form).
+inline std::string hb(std::uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
+  return s;
+}
+
+// One update carrying a chain of `blocks` (16 tokens each unless given).
+inline pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& model,
+                                         const std::string& scheme, const std::string& replica,
+                                         std::int64_t ts, std::vector<std::uint64_t> blocks,
+                                         int tier = 0, const std::string& adapter = "",
+                                         std::int32_t per_block = 16) {
+  pb::CacheStateUpdate u;
+  u.set_tenant_id(tenant);
+  u.set_model_id(model);
+  u.set_hash_scheme(scheme);
+  u.set_replica_id(replica);
+  u.set_timestamp_us(ts);
+  auto* p = u.add_prefixes();
+  for (std::uint64_t b : blocks) {
+    p->add_block_hashes(hb(b));
+    p->add_block_token_counts(per_block);
+  }
+  p->set_tier(static_cast<pb::CacheTier>(tier));
+  p->set_adapter_id(adapter);
+  return u;
+}
+
+// One update carrying legacy exact prefixes (hash, token_count).
+inline pb::CacheStateUpdate exact_update(const std::string& tenant, const std::string& model,
+                                         const std::string& scheme, const std::string& replica,
+                                         std::int64_t ts,
+                                         std::vector<std::pair<std::uint64_t, std::int32_t>> keys,
+                                         int tier = 0, const std::string& adapter = "") {
+  pb::CacheStateUpdate u;
+  u.set_tenant_id(tenant);
+  u.set_model_id(model);
+  u.set_hash_scheme(scheme);
+  u.set_replica_id(replica);
+  u.set_timestamp_us(ts);
+  for (auto [h, n] : keys) {
+    auto* p = u.add_prefixes();
+    p->set_prefix_hash(hb(h));
+    p->set_token_count(n);
+    p->set_tier(static_cast<pb::CacheTier>(tier));
+    p->set_adapter_id(adapter);
+  }
+  return u;
+}
+
+inline pb::LookupRouteRequest chain_req(const std::string& tenant, const std::string& model,
+                                        const std::string& scheme,
+                                        std::vector<std::uint64_t> blocks,
+                                        std::int32_t per_block = 16) {
+  pb::LookupRouteRequest r;
+  r.set_tenant_id(tenant);
+  r.set_model_id(model);
+  r.set_hash_scheme(scheme);
+  for (std::uint64_t b : blocks) {
+    r.add_block_hashes(hb(b));
+    r.add_block_token_counts(per_block);
+  }
+  return r;
+}
+
+inline pb::LookupRouteRequest exact_req(const std::string& tenant, const std::string& model,
+                                        const std::string& scheme, std::uint64_t hash,
+                                        std::int32_t tokens) {
+  pb::LookupRouteRequest r;
+  r.set_tenant_id(tenant);
+  r.set_model_id(model);
+  r.set_hash_scheme(scheme);
+  r.set_prefix_hash(hb(hash));
+  r.set_prefix_token_count(tokens);
+  return r;
+}
+
+inline std::shared_ptr<const config::PolicySet> policies(const std::string& json) {
+  auto r = config::parse_policy_json(json);
+  INFO(r.error);
+  REQUIRE(r.ok());
+  return r.set;
+}
+
+// A shard with a manual clock at kNow.
+struct Harness {
+  ManualClock clock;
+  std::unique_ptr<Shard> shard;
+  explicit Harness(IndexConfig cfg = {}, IndexGlobals* globals = nullptr) {
+    clock.wall = kNow;
+    clock.mono = 5'000'000;
+    shard = std::make_unique<Shard>(cfg, globals);
+  }
+  void policy(const std::string& json) { shard->set_policies(policies(json)); }
+  IngestResult ingest(const pb::CacheStateUpdate& u) { return shard->ingest(u, clock.wall); }
+  pb::LookupRouteResponse lookup(const pb::LookupRouteRequest& r,
+                                 std::int64_t deadline = INT64_MAX) {
+    LookupContext ctx;
+    ctx.clock = &clock;
+    ctx.deadline_mono_us = deadline;
+    pb::LookupRouteResponse out;
+    shard->lookup_route(r, ctx, &out);
+    return out;
+  }
+  std::size_t event(pb::CacheEvent::Type type, const std::string& tenant, const std::string& model,
+                    const std::string& replica, const std::string& hash = "",
+                    const std::string& adapter = "", std::int64_t ts = 0) {
+    pb::CacheEvent ev;
+    ev.set_type(type);
+    ev.set_tenant_id(tenant);
+    ev.set_model_id(model);
+    ev.set_replica_id(replica);
+    ev.set_prefix_hash(hash);
+    ev.set_adapter_id(adapter);
+    ev.set_timestamp_us(ts);
+    return shard->apply_event(ev, clock.wall);
+  }
+};
+
+// Expected ReplicaScore.
+struct Want {
+  std::string replica;
+  double score;
+  std::int32_t matched;
+  double prob;
+  pb::CacheTier tier;
+};
+
+inline void check_scores(const pb::LookupRouteResponse& r, const std::vector<Want>& want) {
+  CAPTURE(r.ShortDebugString());
+  REQUIRE(static_cast<std::size_t>(r.replica_scores_size()) == want.size());
+  int i = 0;
+  for (const Want& w : want) {
+    const auto& s = r.replica_scores(i++);
+    CAPTURE(i);
+    CHECK(s.replica_id() == w.replica);
+    CHECK(s.score() == doctest::Approx(w.score).epsilon(1e-6));
+    CHECK(s.matched_tokens() == w.matched);
+    CHECK(s.estimated_cache_hit_prob() == doctest::Approx(w.prob).epsilon(1e-6));
+    CHECK(s.tier() == w.tier);
+  }
+}
+
+}  // namespace ic::index::test
