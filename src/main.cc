@@ -1,29 +1,33 @@
 // inferencecache-server: the composition root.
 //
-// Start order (ARCHITECTURE.md rule 10): flags → logging → runtime → per-core
-// state (index partitions, services) → listeners bound → reactor threads
-// start, each arming its accepts last. SIGTERM/SIGINT: listeners close, every
-// connection gets GOAWAY, in-flight calls finish within --shutdown-grace,
-// connections close, reactors stop and join, exit 0.
+// Start order (ARCHITECTURE.md rule 10): flags → logging → runtime → metrics
+// registry → policies → index partitions (one Shard per core) → listeners
+// bound (a busy port fails the start) → reactor threads start; on each core:
+// services (gRPC method table, index sweep, policy file poll), then its
+// accepts are armed last. SIGTERM/SIGINT: not ready, listeners close, every
+// connection gets on_shutdown() (GOAWAY), in-flight calls finish within
+// --shutdown-grace, connections close, reactors stop and join, exit 0.
 
 #include <signal.h>
 
 #include <atomic>
 #include <cstdio>
-#include <cstring>
-#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "admin/readiness.hh"
+#include "admin/server.hh"
 #include "config/flags.hh"
 #include "config/log.hh"
-#include "grpc/call.hh"
-#include "grpc/session.hh"
-#include "grpc/timers.hh"
+#include "config/policy_store.hh"
+#include "index/shard.hh"
+#include "metrics/labels.hh"
+#include "metrics/registry.hh"
 #include "net/address.hh"
 #include "net/server.hh"
 #include "runtime/runtime.hh"
+#include "service/grpc_server.hh"
 
 namespace {
 
@@ -32,26 +36,10 @@ using ic::config::ServerConfig;
 
 constexpr int kExitUsage = 2;
 constexpr int kExitStartup = 1;
-
-// grpc::Timers on the connection's core reactor (call deadlines).
-class ReactorTimers final : public ic::grpc::Timers {
- public:
-  void bind(ic::runtime::Reactor& reactor) { reactor_ = &reactor; }
-  std::int64_t now_us() const override { return reactor_->now_us(); }
-  TimerId add_timer(std::int64_t delay_us, ic::runtime::Task task) override {
-    return reactor_->add_timer(delay_us, std::move(task));
-  }
-  void cancel_timer(TimerId id) override { reactor_->cancel_timer(id); }
-
- private:
-  ic::runtime::Reactor* reactor_ = nullptr;
-};
-
-// What the gRPC sessions of one core share; lives until the runtime joined.
-struct CoreGrpc {
-  ReactorTimers timers;
-  ic::grpc::ServerContext context;
-};
+// Entry slots one TTL sweep slice examines (spec/index.md: bounded slices).
+constexpr std::size_t kSweepSliceBudget = 4096;
+// How often core 0 stats --policy-file for changes.
+constexpr std::int64_t kPolicyPollUs = 1'000'000;
 
 // Rejects unparsable listen addresses with the flag name (exit 2).
 std::string check_addresses(const ServerConfig& config) {
@@ -67,6 +55,218 @@ std::string check_addresses(const ServerConfig& config) {
     }
   }
   return {};
+}
+
+ic::index::IndexConfig index_config(const ServerConfig& config) {
+  ic::index::IndexConfig ic;
+  ic.default_ttl_us = config.index_ttl_us;
+  ic.max_entries = static_cast<std::int64_t>(config.index_max_entries);
+  ic.engine_block_size = static_cast<std::int32_t>(config.engine_block_size);
+  return ic;
+}
+
+// Everything the server is made of, in construction order; destroyed in
+// reverse, after the reactors joined.
+struct App {
+  explicit App(const ServerConfig& cfg)
+      : config(cfg),
+        runtime(ic::runtime::Runtime::Options{.cores = cfg.threads}),
+        registry(runtime.cores()),
+        readiness(runtime.cores()),
+        server(runtime) {}
+
+  bool load_policies();
+  void build_shards();
+  std::string add_listeners();
+  void install_collectors();
+  void start_core(unsigned core);
+  void sweep_index(unsigned core);
+  void poll_policy_file();
+  void broadcast_policies(std::shared_ptr<const ic::config::PolicySet> set);
+
+  const ServerConfig& config;
+  ic::runtime::Runtime runtime;
+  ic::metrics::Registry registry;
+  ic::admin::Readiness readiness;
+  std::unique_ptr<ic::config::PolicyStore> policy_file;
+  std::shared_ptr<const ic::config::PolicySet> initial_policies;
+  ic::index::IndexGlobals index_globals;
+  std::vector<std::unique_ptr<ic::index::Shard>> shards;
+  std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
+  std::vector<ic::net::SessionFactory> grpc_factories;
+  std::atomic<unsigned> cores_serving{0};
+  ic::net::Server server;  // last member: destroyed first
+};
+
+bool App::load_policies() {
+  initial_policies = ic::config::PolicySet::defaults();
+  if (config.policy_file.empty()) return true;
+  policy_file = std::make_unique<ic::config::PolicyStore>(config.policy_file);
+  if (!policy_file->load()) {
+    std::fprintf(stderr, "inferencecache-server: --policy-file: %s\n",
+                 policy_file->last_error().c_str());
+    return false;
+  }
+  initial_policies = policy_file->current();
+  return true;
+}
+
+void App::build_shards() {
+  for (unsigned core = 0; core < runtime.cores(); ++core) {
+    shards.push_back(
+        std::make_unique<ic::index::Shard>(index_config(config), &index_globals, initial_policies));
+  }
+  grpc_servers.resize(runtime.cores());
+  grpc_factories.resize(runtime.cores());
+}
+
+std::string App::add_listeners() {
+  ic::net::ListenerOptions grpc;
+  grpc.name = "grpc";
+  grpc.address = config.grpc_bind_address;
+  grpc.max_connections = config.max_connections;
+  grpc.idle_timeout_us = config.idle_timeout_us;
+  grpc.output_high_water = std::size_t{4} << 20;  // one max-size message in flight
+  grpc.factory = [this](ic::net::Connection& conn) { return grpc_factories[conn.core()](conn); };
+  if (std::string e = server.add_listener(std::move(grpc)); !e.empty()) {
+    return "--grpc-bind-address: " + e;
+  }
+
+  auto admin = std::make_shared<ic::admin::AdminContext>();
+  admin->runtime = &runtime;
+  admin->registry = &registry;
+  admin->readiness = &readiness;
+  admin->collect_snapshot = [this](unsigned core) { return shards[core]->collect_snapshot(); };
+  admin->apply_policy = [this](unsigned core,
+                               std::shared_ptr<const ic::config::PolicySet> policies) {
+    shards[core]->set_policies(std::move(policies));
+  };
+  admin->control_token_file = config.control_token_file;
+  admin->insecure_disable_auth = config.insecure_disable_auth;
+
+  ic::net::ListenerOptions http;
+  http.name = "http";
+  http.address = config.http_bind_address;
+  http.max_connections = config.max_connections;
+  http.idle_timeout_us = config.idle_timeout_us;
+  http.factory = ic::admin::make_public_session_factory(admin);
+  if (std::string e = server.add_listener(std::move(http)); !e.empty()) {
+    return "--http-bind-address: " + e;
+  }
+  ic::net::ListenerOptions control;
+  control.name = "snapshot";
+  control.address = config.snapshot_bind_address;
+  control.max_connections = config.max_connections;
+  control.idle_timeout_us = config.idle_timeout_us;
+  control.factory = ic::admin::make_control_session_factory(admin);
+  if (std::string e = server.add_listener(std::move(control)); !e.empty()) {
+    return "--snapshot-bind-address: " + e;
+  }
+  return {};
+}
+
+void App::install_collectors() {
+  using ic::metrics::Listener;
+  // Connection gauges come from the net layer's per-listener atomics.
+  const ic::net::ListenerStats* grpc = server.stats("grpc");
+  const ic::net::ListenerStats* http = server.stats("http");
+  const ic::net::ListenerStats* control = server.stats("snapshot");
+  registry.set_global_collector([grpc, http, control](ic::metrics::Sample& merged) {
+    const std::pair<Listener, const ic::net::ListenerStats*> rows[] = {
+        {Listener::kGrpc, grpc}, {Listener::kHttp, http}, {Listener::kControl, control}};
+    for (const auto& [listener, stats] : rows) {
+      const auto i = static_cast<std::size_t>(listener);
+      merged.open_connections[i] = stats->open.load(std::memory_order_relaxed);
+      merged.accepted_connections[i] = stats->accepted_total.load(std::memory_order_relaxed);
+    }
+  });
+  // Index and mailbox gauges are read on each core from its own shard.
+  for (unsigned core = 0; core < runtime.cores(); ++core) {
+    registry.core(core).add_collector([this, core](ic::metrics::CoreMetrics& m) {
+      using ic::metrics::EvictionAlgorithm;
+      using ic::metrics::EvictionReason;
+      ic::index::Shard& shard = *shards[core];
+      shard.for_each_model_keys(
+          [&m](std::string_view model, std::int64_t keys) { m.set_index_entries(model, keys); });
+      shard.for_each_tenant_eviction([&m](std::string_view tenant, std::uint64_t count) {
+        m.set_tenant_evictions(tenant, count);
+      });
+      const ic::index::EvictionCounters& ev = shard.eviction_counters();
+      m.set_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, ev.lru_cap);
+      m.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kCap, ev.lfu_cap);
+      m.set_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kTtl, ev.lru_ttl);
+      m.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kTtl, ev.lfu_ttl);
+      m.set_core_index_entries(shard.entry_count());
+      std::int64_t depth = 0;
+      for (unsigned from = 0; from < runtime.cores(); ++from) {
+        depth += static_cast<std::int64_t>(runtime.mailbox_depth(from, core));
+      }
+      m.set_mailbox_depth(depth);
+    });
+  }
+}
+
+// One TTL pass in bounded slices, one slice per loop turn, then wait for the
+// next interval (spec/index.md "Expiry": never stall the core).
+void App::sweep_index(unsigned core) {
+  ic::runtime::Reactor& reactor = runtime.reactor(core);
+  const bool pass_done = shards[core]->sweep_slice(reactor.wall_us(), kSweepSliceBudget);
+  reactor.add_timer(pass_done ? config.sweep_interval_us : 0, [this, core] { sweep_index(core); });
+}
+
+void App::broadcast_policies(std::shared_ptr<const ic::config::PolicySet> set) {
+  for (unsigned core = 0; core < runtime.cores(); ++core) {
+    ic::index::Shard* shard = shards[core].get();
+    auto task = [shard, set] { shard->set_policies(set); };
+    // A full mailbox retries from a timer: a policy change must not be lost.
+    if (!runtime.post(core, task)) {
+      runtime.reactor(0).add_timer(1000, [this, set] { broadcast_policies(set); });
+      return;
+    }
+  }
+}
+
+// Core 0 owns the --policy-file store (not thread-safe) and fans changes out.
+void App::poll_policy_file() {
+  if (policy_file->poll()) {
+    ic::metrics::local().add_policy_reload(ic::metrics::PolicySource::kFile, true);
+    ic::config::log(LogLevel::info, "policy file reloaded", {{"path", policy_file->path()}});
+    broadcast_policies(policy_file->current());
+  } else if (!policy_file->last_error().empty() && policy_file->error_count() > 0) {
+    // poll() only re-reads a changed file, so each failure is logged once.
+    static std::uint64_t logged_errors = 0;
+    if (policy_file->error_count() != logged_errors) {
+      logged_errors = policy_file->error_count();
+      ic::metrics::local().add_policy_reload(ic::metrics::PolicySource::kFile, false);
+      ic::config::log(LogLevel::warn, "policy file rejected",
+                      {{"path", policy_file->path()}, {"error", policy_file->last_error()}});
+    }
+  }
+  runtime.reactor(0).add_timer(kPolicyPollUs, [this] { poll_policy_file(); });
+}
+
+void App::start_core(unsigned core) {
+  registry.bind_current_thread(core);
+  ic::service::GrpcServiceOptions opts;
+  opts.grpc.max_message_bytes = config.max_message_bytes;
+  opts.grpc.h2.max_concurrent_streams = config.max_concurrent_streams;
+  opts.ready = [this] { return readiness.ready(); };
+  grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
+  grpc_factories[core] = grpc_servers[core]->session_factory();
+  runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });
+  if (core == 0 && policy_file) {
+    runtime.reactor(0).add_timer(kPolicyPollUs, [this] { poll_policy_file(); });
+  }
+  server.start_core(core);  // listeners last
+  readiness.core_serving(core);
+  if (cores_serving.fetch_add(1) + 1 == runtime.cores()) {
+    registry.set_server_up(true);
+    ic::config::log(LogLevel::info, "serving",
+                    {{"grpc_port", std::to_string(server.port("grpc"))},
+                     {"http_port", std::to_string(server.port("http"))},
+                     {"snapshot_port", std::to_string(server.port("snapshot"))},
+                     {"threads", std::to_string(runtime.cores())}});
+  }
 }
 
 sigset_t termination_signals() {
@@ -88,7 +288,7 @@ int wait_for_signal(const sigset_t& set) {
 // Waits for `drained` (set by a reactor) while honouring a second signal,
 // which skips the rest of the grace period.
 void wait_drained(const std::atomic<bool>& drained, const sigset_t& set) {
-  const timespec tick{0, 20'000'000};
+  const timespec tick{0, 10'000'000};
   while (!drained.load(std::memory_order_acquire)) {
     if (sigtimedwait(&set, nullptr, &tick) > 0) {
       ic::config::log(LogLevel::warn, "second signal: stopping without waiting for calls");
@@ -98,65 +298,34 @@ void wait_drained(const std::atomic<bool>& drained, const sigset_t& set) {
 }
 
 int run(const ServerConfig& config) {
-  // Signals are taken synchronously by the main thread; reactor threads
-  // inherit the blocked mask and never see them. SIGPIPE never matters: sends
-  // use MSG_NOSIGNAL.
+  // Signals are taken synchronously by this thread; reactor threads inherit
+  // the blocked mask. Sends use MSG_NOSIGNAL; SIGPIPE is ignored anyway.
   const sigset_t term = termination_signals();
   pthread_sigmask(SIG_BLOCK, &term, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  ic::runtime::Runtime runtime(ic::runtime::Runtime::Options{.cores = config.threads});
-  const unsigned cores = runtime.cores();
-
-  // Services: the gRPC method table shared by every core's sessions.
-  ic::grpc::MethodTable methods;
-  std::vector<std::unique_ptr<CoreGrpc>> grpc_cores;
-  for (unsigned core = 0; core < cores; ++core) {
-    auto g = std::make_unique<CoreGrpc>();
-    g->context.methods = &methods;
-    g->context.options.max_message_bytes = config.max_message_bytes;
-    g->context.options.h2.max_concurrent_streams = config.max_concurrent_streams;
-    g->context.timers = &g->timers;
-    grpc_cores.push_back(std::move(g));
-  }
-
-  // Listeners: bound now so a busy port fails the start, armed last.
-  ic::net::Server server(runtime);
-  ic::net::ListenerOptions grpc;
-  grpc.name = "grpc";
-  grpc.address = config.grpc_bind_address;
-  grpc.max_connections = config.max_connections;
-  grpc.idle_timeout_us = config.idle_timeout_us;
-  grpc.output_high_water = std::size_t{4} << 20;
-  grpc.factory = [&grpc_cores](ic::net::Connection& conn) -> std::unique_ptr<ic::net::Session> {
-    return std::make_unique<ic::grpc::GrpcSession>(conn, grpc_cores[conn.core()]->context);
-  };
-  if (std::string error = server.add_listener(std::move(grpc)); !error.empty()) {
-    ic::config::log(LogLevel::error, "cannot listen", {{"listener", "grpc"}, {"error", error}});
+  App app(config);
+  if (!app.load_policies()) return kExitUsage;
+  app.build_shards();
+  if (std::string error = app.add_listeners(); !error.empty()) {
+    ic::config::log(LogLevel::error, "cannot listen", {{"error", error}});
     return kExitStartup;
   }
-
-  std::atomic<unsigned> started{0};
-  runtime.start([&](unsigned core) {
-    grpc_cores[core]->timers.bind(runtime.reactor(core));
-    server.start_core(core);  // listeners last
-    if (started.fetch_add(1) + 1 == cores) {
-      ic::config::log(
-          LogLevel::info, "serving",
-          {{"grpc_port", std::to_string(server.port("grpc"))}, {"threads", std::to_string(cores)}});
-    }
-  });
+  app.install_collectors();
+  app.runtime.start([&app](unsigned core) { app.start_core(core); });
 
   const int sig = wait_for_signal(term);
   ic::config::log(LogLevel::info, "shutting down",
                   {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
                    {"grace_ms", std::to_string(config.shutdown_grace_us / 1000)}});
+  app.readiness.set_draining();
+  app.registry.set_server_up(false);
   std::atomic<bool> drained{false};
-  server.shutdown(config.shutdown_grace_us,
-                  [&drained] { drained.store(true, std::memory_order_release); });
+  app.server.shutdown(config.shutdown_grace_us,
+                      [&drained] { drained.store(true, std::memory_order_release); });
   wait_drained(drained, term);
-  runtime.stop();
-  runtime.join();
+  app.runtime.stop();
+  app.runtime.join();
   ic::config::log(LogLevel::info, "stopped");
   return 0;
 }
