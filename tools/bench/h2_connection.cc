@@ -1,0 +1,273 @@
+#include "bench/h2_connection.hh"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include "common/grpc_frame.hh"
+
+namespace ic::tools::bench {
+
+std::int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+namespace {
+
+const char* grpc_status_name(int code) {
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
+  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : nullptr;
+}
+
+int connect_blocking(const std::string& host, int port, int timeout_ms) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string where = host + ":" + std::to_string(port);
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) {
+    throw std::runtime_error("cannot resolve " + where);
+  }
+  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int rc = fd < 0 ? -1 : ::connect(fd, found->ai_addr, found->ai_addrlen);
+  freeaddrinfo(found);
+  int err = rc == 0 ? 0 : errno;
+  if (fd >= 0 && rc < 0 && err == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    if (poll(&p, 1, timeout_ms) == 1) {
+      socklen_t len = sizeof err;
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    } else {
+      err = ETIMEDOUT;
+    }
+  }
+  if (fd < 0 || err != 0) {
+    if (fd >= 0) close(fd);
+    throw std::runtime_error("cannot connect to " + where + ": " + std::strerror(err));
+  }
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+}  // namespace
+
+struct H2Connection::Stream {
+  std::shared_ptr<const std::string> body;
+  std::size_t offset = 0;
+  CallOutcome outcome;
+  int http_status = 0;
+  int grpc_status = -1;
+  GrpcFrameDecoder decoder;
+};
+
+H2Connection::H2Connection(const std::string& host, int port, int timeout_ms, OnDone on_done)
+    : fd_(connect_blocking(host, port, timeout_ms)),
+      authority_(host + ":" + std::to_string(port)),
+      on_done_(std::move(on_done)) {
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_header_callback(
+      callbacks, reinterpret_cast<nghttp2_on_header_callback>(&H2Connection::on_header));
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &H2Connection::on_data);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &H2Connection::on_close);
+  nghttp2_session_client_new(&session_, callbacks, this);
+  nghttp2_session_callbacks_del(callbacks);
+  // Large windows: a load generator must never be the one throttling the flow.
+  const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                             {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 24}};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 1 << 30);
+}
+
+H2Connection::~H2Connection() {
+  // nghttp2_session_del frees its streams without callbacks: free our per-stream state here.
+  for (auto [id, stream] : open_) delete stream;
+  if (session_) nghttp2_session_del(session_);
+  if (fd_ >= 0) close(fd_);
+}
+
+void H2Connection::start(const std::string& path, std::shared_ptr<const std::string> body,
+                         std::int64_t intended_ns) {
+  auto* stream = new Stream;
+  stream->body = std::move(body);
+  stream->outcome.intended_ns = intended_ns;
+  auto nv = [](const char* name, const std::string& value) {
+    return nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(name)),
+                      reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())),
+                      std::strlen(name), value.size(), NGHTTP2_NV_FLAG_NONE};
+  };
+  static const std::string kPost = "POST", kHttp = "http", kGrpc = "application/grpc",
+                           kTrailers = "trailers", kAgent = "inferencecache-bench";
+  const nghttp2_nv headers[] = {nv(":method", kPost),         nv(":scheme", kHttp),
+                                nv(":authority", authority_), nv(":path", path),
+                                nv("content-type", kGrpc),    nv("te", kTrailers),
+                                nv("user-agent", kAgent)};
+  nghttp2_data_provider provider{};
+  provider.source.ptr = stream;
+  provider.read_callback = [](nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
+                              std::uint32_t* flags, nghttp2_data_source* src, void*) -> ssize_t {
+    auto* s = static_cast<Stream*>(src->ptr);
+    const std::size_t n = std::min(length, s->body->size() - s->offset);
+    std::memcpy(buf, s->body->data() + s->offset, n);
+    s->offset += n;
+    if (s->offset == s->body->size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  };
+  const std::int32_t id =
+      nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &provider, stream);
+  if (id < 0) {
+    stream->outcome.status = std::string("submit-") + nghttp2_strerror(id);
+    stream->outcome.done_ns = now_ns();
+    on_done_(std::move(stream->outcome));
+    delete stream;
+    return;
+  }
+  open_.emplace(id, stream);
+  ++active_;
+}
+
+int H2Connection::on_header(nghttp2_session* session, const void* frame_ptr,
+                            const std::uint8_t* name, std::size_t namelen,
+                            const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void*) {
+  const auto* frame = static_cast<const nghttp2_frame*>(frame_ptr);
+  auto* stream =
+      static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+  if (!stream) return 0;
+  const std::string_view n(reinterpret_cast<const char*>(name), namelen);
+  const std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+  if (n == ":status") {
+    stream->http_status = std::atoi(std::string(v).c_str());
+  } else if (n == "grpc-status") {
+    stream->grpc_status = std::atoi(std::string(v).c_str());
+  }
+  return 0;
+}
+
+int H2Connection::on_data(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
+                          const std::uint8_t* data, std::size_t len, void*) {
+  auto* stream = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, stream_id));
+  if (stream) stream->decoder.feed({reinterpret_cast<const char*>(data), len});
+  return 0;
+}
+
+int H2Connection::on_close(nghttp2_session* session, std::int32_t stream_id,
+                           std::uint32_t error_code, void* user) {
+  auto* self = static_cast<H2Connection*>(user);
+  auto* stream = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, stream_id));
+  if (!stream) return 0;
+  auto& outcome = stream->outcome;
+  outcome.done_ns = now_ns();
+  if (stream->grpc_status >= 0) {
+    const char* name = grpc_status_name(stream->grpc_status);
+    outcome.status = name ? name : "grpc-" + std::to_string(stream->grpc_status);
+  } else if (error_code != NGHTTP2_NO_ERROR) {
+    outcome.status = std::string("reset-") + nghttp2_http2_strerror(error_code);
+  } else if (stream->http_status != 200 && stream->http_status != 0) {
+    outcome.status = "http-" + std::to_string(stream->http_status);
+  } else {
+    outcome.status = "no-grpc-status";
+  }
+  stream->decoder.next(&outcome.response);
+  self->open_.erase(stream_id);
+  --self->active_;
+  self->on_done_(std::move(outcome));
+  delete stream;
+  return 0;
+}
+
+bool H2Connection::read_socket() {
+  std::uint8_t buffer[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+    if (n > 0) {
+      if (nghttp2_session_mem_recv(session_, buffer, static_cast<std::size_t>(n)) < 0) {
+        return false;
+      }
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+bool H2Connection::write_socket() {
+  for (;;) {
+    if (out_off_ == out_.size()) {
+      out_.clear();
+      out_off_ = 0;
+      // Coalesce everything nghttp2 has into one buffer, then one write per turn.
+      for (;;) {
+        const std::uint8_t* data = nullptr;
+        const ssize_t n = nghttp2_session_mem_send(session_, &data);
+        if (n < 0) return false;
+        if (n == 0) break;
+        out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+      }
+      if (out_.empty()) return true;
+    }
+    const ssize_t n = ::send(fd_, out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL);
+    if (n > 0) {
+      out_off_ += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+void H2Connection::fail_all() {
+  alive_ = false;
+  // Completing the streams through nghttp2 would re-enter it; finish them here instead.
+  for (auto [id, stream] : open_) {
+    nghttp2_session_set_stream_user_data(session_, id, nullptr);
+    stream->outcome.done_ns = now_ns();
+    stream->outcome.status = "connection-lost";
+    on_done_(std::move(stream->outcome));
+    delete stream;
+  }
+  open_.clear();
+  active_ = 0;
+}
+
+bool H2Connection::pump() {
+  if (!alive_) return false;
+  if (!read_socket() || !write_socket() ||
+      (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))) {
+    fail_all();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ic::tools::bench

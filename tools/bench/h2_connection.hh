@@ -1,0 +1,87 @@
+// One gRPC-over-HTTP/2 client connection on libnghttp2's client API (nghttp2 1.52:
+// nghttp2_session_client_new, nghttp2_submit_request, nghttp2_session_mem_recv / mem_send),
+// over a non-blocking TCP socket that the owning thread's epoll loop drives. Single-threaded:
+// a connection lives on the thread that created it. nghttp2 is never re-entered from its own
+// callbacks: they only record state; pump() does recv → callbacks → send.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+struct nghttp2_session;
+
+namespace ic::tools::bench {
+
+// How a call ended, as the client saw it.
+struct CallOutcome {
+  std::int64_t intended_ns = 0;  // when the call was meant to start (open loop: the schedule)
+  std::int64_t done_ns = 0;      // stream closed (monotonic clock)
+  // "OK", a gRPC status name ("UNAVAILABLE"), "http-<status>", "reset-<h2 error>",
+  // "no-grpc-status" or "connection-lost".
+  std::string status;
+  std::string response;  // the first response message payload (unframed), "" if none
+};
+
+class H2Connection {
+ public:
+  using OnDone = std::function<void(CallOutcome&&)>;
+
+  // Connects (blocking, up to timeout_ms) to host:port, then switches the socket to
+  // non-blocking and queues the HTTP/2 preface and SETTINGS. Throws std::runtime_error with
+  // "cannot connect to HOST:PORT: <strerror>" when the server is not there.
+  H2Connection(const std::string& host, int port, int timeout_ms, OnDone on_done);
+  ~H2Connection();
+  H2Connection(const H2Connection&) = delete;
+  H2Connection& operator=(const H2Connection&) = delete;
+
+  int fd() const { return fd_; }
+  // Streams opened and not yet closed.
+  int active() const { return active_; }
+  // False once the connection failed or the server sent GOAWAY and all streams closed.
+  bool alive() const { return alive_; }
+
+  // Starts a unary-shaped call: POST `path` with gRPC headers and `body` (already framed, shared
+  // so thousands of calls can reuse one payload), END_STREAM after it. intended_ns is echoed in
+  // the outcome.
+  void start(const std::string& path, std::shared_ptr<const std::string> body,
+             std::int64_t intended_ns);
+
+  // Reads what the socket has (EPOLLIN), feeds nghttp2, then writes what nghttp2 wants to send
+  // until the socket would block. Returns false when the connection is dead; every open stream
+  // has then been completed as "connection-lost".
+  bool pump();
+  // True when bytes are waiting for the socket to become writable (arm EPOLLOUT).
+  bool wants_write() const { return !out_.empty(); }
+
+ private:
+  struct Stream;
+  static int on_header(nghttp2_session*, const void* frame, const std::uint8_t* name,
+                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                       std::uint8_t flags, void* user);
+  static int on_data(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
+                     const std::uint8_t* data, std::size_t len, void* user);
+  static int on_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                      void* user);
+  bool read_socket();
+  bool write_socket();
+  void fail_all();
+
+  int fd_ = -1;
+  std::string authority_;
+  nghttp2_session* session_ = nullptr;
+  OnDone on_done_;
+  std::string out_;  // bytes from mem_send not yet written
+  std::size_t out_off_ = 0;
+  std::unordered_map<std::int32_t, Stream*> open_;  // streams opened and not closed
+  int active_ = 0;
+  bool alive_ = true;
+};
+
+// Monotonic clock in ns (CLOCK_MONOTONIC), the time base of every outcome.
+std::int64_t now_ns();
+
+}  // namespace ic::tools::bench

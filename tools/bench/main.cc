@@ -1,0 +1,246 @@
+// inferencecache-bench: a load generator for LookupRoute / ReportCacheState on libnghttp2's
+// client API (tools/bench/README.md). Open loop at a fixed rate (latency from the intended send
+// time) or closed loop at fixed concurrency, C connections x S streams over T threads.
+#include <poll.h>
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "bench/h2_connection.hh"
+#include "bench/report.hh"
+#include "bench/worker.hh"
+#include "bench/workload.hh"
+#include "common/interrupt.hh"
+#include "common/trace.hh"
+
+namespace {
+
+using namespace ic::tools;
+using namespace ic::tools::bench;
+
+struct Flags {
+  std::string server = "127.0.0.1:9090";
+  std::string rpc = "lookup";
+  double rate = 1000;
+  int connections = 4;
+  int streams = 16;
+  int threads = 1;
+  double duration_s = 10;
+  int drain_ms = 2000;
+  int connect_timeout_ms = 3000;
+  std::string trace;
+  std::int64_t limit = 0;
+  std::string on_bad_line = "skip";
+  bool preload = true;
+  SyntheticSpec synthetic;
+  Scope scope{"bench", "bench-model", "mooncake"};
+  std::string dump_body;
+  bool json = false;
+};
+
+void add_flags(CLI::App& app, Flags& f) {
+  app.add_option("--server", f.server, "gRPC host:port of the InferenceCache server")
+      ->capture_default_str();
+  app.add_option("--rpc", f.rpc,
+                 "measured call: lookup (LookupRoute) or report "
+                 "(ReportCacheState, one update per call)")
+      ->check(CLI::IsMember({"lookup", "report"}))
+      ->capture_default_str();
+  app.add_option("-r,--rate", f.rate,
+                 "target calls/s over all connections, open loop; 0 = closed loop (every stream "
+                 "always busy)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("-c,--connections", f.connections, "TCP connections")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("-m,--streams", f.streams, "concurrent streams per connection")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("-t,--threads", f.threads, "threads (each drives a group of connections)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("-D,--duration", f.duration_s, "measurement time (s)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--drain-ms", f.drain_ms, "after the duration, wait this long for answers")
+      ->capture_default_str();
+  app.add_option("--connect-timeout-ms", f.connect_timeout_ms)->capture_default_str();
+  app.add_option("--trace", f.trace,
+                 "take requests from this Mooncake JSONL trace (else synthetic)");
+  app.add_option("--limit", f.limit, "use only the first N trace requests");
+  app.add_option("--on-bad-line", f.on_bad_line, "malformed trace line: skip (report) or fail")
+      ->check(CLI::IsMember({"skip", "fail"}))
+      ->capture_default_str();
+  app.add_option("--preload", f.preload,
+                 "store the prompts (ReportCacheState) before measuring lookups")
+      ->capture_default_str();
+  app.add_option("--blocks", f.synthetic.blocks, "synthetic: blocks per prompt")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--replicas", f.synthetic.replicas, "replicas the prompts are stored on")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--hit-ratio", f.synthetic.hit_ratio, "synthetic: share of lookups that hit")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--distinct", f.synthetic.distinct, "synthetic: distinct stored prompts")
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
+  app.add_option("--seed", f.synthetic.seed, "synthetic: random seed")->capture_default_str();
+  app.add_option("--tenant", f.scope.tenant_id, "tenant_id")->capture_default_str();
+  app.add_option("--model", f.scope.model_id, "model_id")->capture_default_str();
+  app.add_option("--hash-scheme", f.scope.hash_scheme, "hash_scheme (non-empty)")
+      ->check([](const std::string& s) { return s.empty() ? "hash scheme must be non-empty" : ""; })
+      ->capture_default_str();
+  app.add_option("--dump-body", f.dump_body,
+                 "write the first request body (gRPC-framed) here, for h2load -d");
+  app.add_flag("--json", f.json, "print the results as JSON on stdout");
+}
+
+bool split_host_port(const std::string& address, std::string* host, int* port) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *host = address.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  try {
+    *port = std::stoi(address.substr(colon + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return *port > 0 && *port < 65536;
+}
+
+// Sends every preload body as its own ReportCacheState call and waits for all Acks.
+bool preload(const std::string& host, int port, const Flags& f, const Workload& w,
+             std::string* error) {
+  if (w.preload.empty()) return true;
+  std::uint64_t done = 0, failed = 0;
+  std::string first_failure;
+  H2Connection conn(host, port, f.connect_timeout_ms, [&](CallOutcome&& outcome) {
+    ++done;
+    if (outcome.status != "OK" && failed++ == 0) first_failure = outcome.status;
+  });
+  const auto deadline = now_ns() + 30'000'000'000;
+  std::size_t next = 0;
+  while (done < w.preload.size() && now_ns() < deadline && !interrupted() && conn.alive()) {
+    while (next < w.preload.size() && conn.active() < 64) {
+      conn.start(kReportPath, w.preload[next++], now_ns());
+    }
+    conn.pump();
+    pollfd p{conn.fd(), static_cast<short>(POLLIN | (conn.wants_write() ? POLLOUT : 0)), 0};
+    poll(&p, 1, 10);
+  }
+  if (failed > 0 || done < w.preload.size()) {
+    *error = "preload: " + std::to_string(done) + "/" + std::to_string(w.preload.size()) +
+             " ReportCacheState calls answered, " + std::to_string(failed) +
+             " failed (first: " + first_failure + ")";
+    return false;
+  }
+  return true;
+}
+
+int run(const Flags& f) {
+  std::string host;
+  int port = 0;
+  if (!split_host_port(f.server, &host, &port)) {
+    std::cerr << "inferencecache-bench: error: --server must be host:port, got " << f.server
+              << "\n";
+    return 2;
+  }
+  const Rpc rpc = f.rpc == "lookup" ? Rpc::kLookup : Rpc::kReport;
+  Workload workload;
+  std::int64_t bad_lines = 0;
+  if (!f.trace.empty()) {
+    auto load = load_trace(f.trace, *parse_bad_line_policy(f.on_bad_line), f.limit,
+                           [](const std::string& m) {
+                             std::cerr << "inferencecache-bench: bad trace line: " << m << "\n";
+                           });
+    bad_lines = load.bad_lines;
+    if (!load.error.empty() || load.requests.empty()) {
+      std::cerr << "inferencecache-bench: error: "
+                << (load.error.empty() ? "no requests in " + f.trace : load.error) << "\n";
+      return 1;
+    }
+    workload = trace_workload(load.requests, f.scope, rpc, f.synthetic.replicas, f.preload);
+  } else {
+    workload = synthetic_workload(f.synthetic, f.scope, rpc);
+    if (!f.preload) workload.preload.clear();
+  }
+  if (!f.dump_body.empty()) {
+    std::ofstream out(f.dump_body, std::ios::binary);
+    out << *workload.bodies[workload.order[0]];
+    if (!out) {
+      std::cerr << "inferencecache-bench: error: cannot write " << f.dump_body << "\n";
+      return 1;
+    }
+  }
+
+  std::vector<WorkerResult> results(static_cast<std::size_t>(f.threads));
+  std::vector<WorkerPlan> plans(static_cast<std::size_t>(f.threads));
+  std::vector<std::vector<std::unique_ptr<H2Connection>>> groups(plans.size());
+  try {
+    std::string error;
+    if (!preload(host, port, f, workload, &error)) {
+      std::cerr << "inferencecache-bench: error: " << error << "\n";
+      return 1;
+    }
+    for (int c = 0; c < f.connections; ++c) {
+      const auto t = static_cast<std::size_t>(c % f.threads);
+      WorkerPlan* plan = &plans[t];
+      WorkerResult* result = &results[t];
+      groups[t].push_back(std::make_unique<H2Connection>(
+          host, port, f.connect_timeout_ms,
+          [plan, result](CallOutcome&& o) { record_outcome(*plan, std::move(o), result); }));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "inferencecache-bench: error: " << e.what() << "\n";
+    return 1;
+  }
+  // Start a little in the future so every thread begins on the same schedule.
+  const std::int64_t start = now_ns() + 20'000'000;
+  const auto duration_ns = static_cast<std::int64_t>(f.duration_s * 1e9);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < plans.size(); ++t) {
+    auto& plan = plans[t];
+    const auto share = static_cast<double>(groups[t].size()) / f.connections;
+    plan.rate_per_s = f.rate * share;
+    plan.streams = f.streams;
+    plan.start_ns = start;
+    plan.end_ns = start + duration_ns;
+    plan.drain_ns = static_cast<std::int64_t>(f.drain_ms) * 1'000'000;
+    plan.order_offset = t * 7919;  // threads walk the order from different points
+    plan.decode_reasons = rpc == Rpc::kLookup;
+    if (groups[t].empty()) continue;
+    threads.emplace_back([&, t] { run_worker(plans[t], workload, groups[t], &results[t]); });
+  }
+  for (auto& thread : threads) thread.join();
+
+  RunDescription run{f.server,  f.rpc,         workload.path,
+                     f.rate,    f.connections, f.streams,
+                     f.threads, f.duration_s,  f.trace.empty() ? "synthetic" : f.trace,
+                     bad_lines, start,         interrupted()};
+  const Summary summary = merge(run, results);
+  if (f.json) {
+    std::cout << render_json(summary).dump(2) << "\n";
+  } else {
+    std::cout << render_text(summary);
+  }
+  if (interrupted()) return kInterruptedExit;
+  return summary.completed > 0 && summary.ok == summary.completed ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Load generator for the InferenceCache gRPC API (nghttp2 client, open loop)"};
+  Flags flags;
+  add_flags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  install_interrupt_handler();
+  return run(flags);
+}

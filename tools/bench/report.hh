@@ -1,0 +1,51 @@
+// The bench's results: merged across threads, rendered as text or JSON.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/worker.hh"
+#include "common/latency.hh"
+
+namespace ic::tools::bench {
+
+// The run's settings as given on the command line.
+struct RunDescription {
+  std::string server;
+  std::string rpc;
+  std::string path;
+  double rate = 0;  // 0 = closed loop
+  int connections = 0;
+  int streams = 0;
+  int threads = 0;
+  double duration_s = 0;
+  std::string source;  // "synthetic" or the trace path
+  std::int64_t bad_lines = 0;
+  std::int64_t start_ns = 0;
+  bool interrupted = false;
+};
+
+struct Summary {
+  RunDescription run;
+  std::uint64_t sent = 0, completed = 0, ok = 0, not_sent = 0, unfinished = 0;
+  double elapsed_s = 0;     // first intended send → last answer
+  double achieved_qps = 0;  // completed / elapsed_s
+  double ok_qps = 0;        // OK answers / elapsed_s
+  std::map<std::string, std::uint64_t> statuses;
+  std::map<std::string, std::uint64_t> reasons;
+  LatencySummary latency;
+  std::vector<HistogramBucket> histogram;
+};
+
+// Adds up the workers' results and computes rates, percentiles and the histogram.
+Summary merge(const RunDescription& run, std::vector<WorkerResult>& results);
+
+std::string render_text(const Summary& summary);
+
+// Schema "inferencecache-bench/v1".
+nlohmann::json render_json(const Summary& summary);
+
+}  // namespace ic::tools::bench
