@@ -17,6 +17,9 @@ struct ListenerState {
   ListenerOptions options;
   ListenerStats stats;
   std::vector<int> fds;  // fds[core]; -1 once that core closed it
+  // The same sockets as bound, never modified: Server::shutdown() stops them
+  // listening from the signal thread before any core closes its fd.
+  std::vector<int> bound_fds;
   std::uint16_t port = 0;
   std::size_t hard_output_cap() const { return options.output_high_water * 16; }
 };

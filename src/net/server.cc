@@ -151,6 +151,7 @@ std::string Server::add_listener(ListenerOptions options) {
   state->fds.assign(impl_->runtime.cores(), -1);
   error = impl_->bind_all(*state, *addr);
   if (!error.empty()) return error;
+  state->bound_fds = state->fds;
   impl_->listeners.push_back(std::move(state));
   return {};
 }
@@ -178,6 +179,12 @@ void Server::start_core(unsigned core) {
 }
 
 void Server::shutdown(std::int64_t grace_us, std::function<void()> done) {
+  // Stop listening on every core's socket right now (shutdown(2) on a
+  // listening socket takes it out of the SO_REUSEPORT group and refuses new
+  // connections), so no client can connect after any core sent GOAWAY. Each
+  // core then reaps its accept and closes the fd itself.
+  for (const auto& l : impl_->listeners)
+    for (int fd : l->bound_fds) ::shutdown(fd, SHUT_RDWR);
   const unsigned n = impl_->runtime.cores();
   auto remaining = std::make_shared<std::atomic<unsigned>>(n);
   auto shared_done = std::make_shared<std::function<void()>>(std::move(done));

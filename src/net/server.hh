@@ -79,8 +79,9 @@ class Server {
   // on that core's thread (Runtime::start's on_start), after the services.
   void start_core(unsigned core);
 
-  // Graceful stop, callable from any thread (the signal-handling thread):
-  // every core closes its listeners, calls Session::on_shutdown() on each
+  // Graceful stop, called once from a non-reactor thread (the signal-handling
+  // thread): every listening socket stops accepting before this returns; then
+  // every core closes its listener fds, calls Session::on_shutdown() on each
   // connection, closes each one as soon as its Session is idle() and its
   // output is written, and aborts the rest after `grace_us`. `done` runs once,
   // on a reactor thread, when every core has no connection left.
