@@ -134,10 +134,12 @@ void HttpSession::serve() {
 void HttpSession::complete(HttpResponse response) {
   if (closing_) return;
   metrics::local().add_http_request();
-  send(serialize(response, keep_alive_));
+  // Shutdown may have begun while this request was served elsewhere.
+  const bool keep_alive = keep_alive_ && !draining_;
+  send(serialize(response, keep_alive));
   busy_ = false;
   link_.reset();
-  if (!keep_alive_) {
+  if (!keep_alive) {
     closing_ = true;
     connection_.close();
   }

@@ -39,6 +39,14 @@ double float_precision(double value) {
   return out;
 }
 
+// A rate as JSON the way Go's encoding/json prints a float: an integral
+// value has no fraction ("0", "1"), others the shortest spelling.
+nlohmann::ordered_json rate_json(double value) {
+  const double v = float_precision(value);
+  if (v == 0 || v == 1) return static_cast<std::int64_t>(v);
+  return v;
+}
+
 }  // namespace
 
 std::string format_rfc3339_nano(std::int64_t wall_us) {
@@ -105,8 +113,8 @@ std::string render_snapshot_json(const index::ShardSnapshot& merged) {
         {"replicaId", r.replica_id},
         {"tenant", r.tenant},
         {"cacheMemoryBytes", r.cache_memory_bytes},
-        {"hitRate", float_precision(r.hit_rate)},
-        {"pressure", float_precision(r.pressure)},
+        {"hitRate", rate_json(r.hit_rate)},
+        {"pressure", rate_json(r.pressure)},
         {"lastUpdate", format_rfc3339_nano(r.last_update_us)},
         {"prefixCount", r.prefix_count},
         {"lastEventAt", format_rfc3339_nano(r.last_event_at_us)},
@@ -120,7 +128,7 @@ std::string render_snapshot_json(const index::ShardSnapshot& merged) {
     tenants.push_back(Json{
         {"tenantId", t.tenant_id},
         {"indexEntries", t.index_entries},
-        {"hitRate", float_precision(t.hit_rate)},
+        {"hitRate", rate_json(t.hit_rate)},
         {"hitRateReported", t.hit_rate_reported},
         {"memoryUsed", t.memory_used},
     });

@@ -23,7 +23,8 @@ index::ShardSnapshot merge_snapshots(std::vector<std::optional<index::ShardSnaps
 //   "t2QueryTokens"}],"tenants":[{"tenantId","indexEntries","hitRate",
 //   "hitRateReported","memoryUsed"}],"totalPrefixes","hotPrefixes"}
 // Rates are reported at float precision (the wire type of ReplicaStats), so
-// 0.1f reads 0.1. Invalid UTF-8 in ids is replaced by U+FFFD.
+// 0.1f reads 0.1, and 0 / 1 print without a fraction as Go's encoder does. Invalid UTF-8 in ids is
+// replaced by U+FFFD.
 std::string render_snapshot_json(const index::ShardSnapshot& merged);
 
 // RFC 3339 with nanosecond precision as Go's time.RFC3339Nano prints a UTC
