@@ -26,6 +26,7 @@
 #include "metrics/registry.hh"
 #include "net/address.hh"
 #include "net/server.hh"
+#include "net/tls.hh"
 #include "runtime/runtime.hh"
 #include "service/grpc_server.hh"
 
@@ -76,6 +77,7 @@ struct App {
         server(runtime) {}
 
   bool load_policies();
+  bool load_tls();
   void build_shards();
   std::string add_listeners();
   void install_collectors();
@@ -88,6 +90,7 @@ struct App {
   ic::runtime::Runtime runtime;
   ic::metrics::Registry registry;
   ic::admin::Readiness readiness;
+  std::shared_ptr<ic::net::TlsContext> tls;  // gRPC listener TLS, when configured
   std::unique_ptr<ic::config::PolicyStore> policy_file;
   std::shared_ptr<const ic::config::PolicySet> initial_policies;
   ic::index::IndexGlobals index_globals;
@@ -111,6 +114,20 @@ bool App::load_policies() {
   return true;
 }
 
+// --tls-cert-file/--tls-key-file: gRPC over TLS with ALPN h2. An unusable
+// certificate or key is a bad flag value (exit 2).
+bool App::load_tls() {
+  if (config.tls_cert_file.empty()) return true;
+  std::string error;
+  tls = ic::net::TlsContext::load(config.tls_cert_file, config.tls_key_file, {"h2"}, &error);
+  if (!tls) {
+    std::fprintf(stderr, "inferencecache-server: %s\n", error.c_str());
+    return false;
+  }
+  registry.set_grpc_tls_enabled(true);
+  return true;
+}
+
 void App::build_shards() {
   for (unsigned core = 0; core < runtime.cores(); ++core) {
     shards.push_back(
@@ -128,6 +145,7 @@ std::string App::add_listeners() {
   grpc.idle_timeout_us = config.idle_timeout_us;
   grpc.output_high_water = std::size_t{4} << 20;  // one max-size message in flight
   grpc.factory = [this](ic::net::Connection& conn) { return grpc_factories[conn.core()](conn); };
+  if (tls) grpc.factory = ic::net::tls_session_factory(tls, std::move(grpc.factory));
   if (std::string e = server.add_listener(std::move(grpc)); !e.empty()) {
     return "--grpc-bind-address: " + e;
   }
@@ -305,7 +323,7 @@ int run(const ServerConfig& config) {
   signal(SIGPIPE, SIG_IGN);
 
   App app(config);
-  if (!app.load_policies()) return kExitUsage;
+  if (!app.load_policies() || !app.load_tls()) return kExitUsage;
   app.build_shards();
   if (std::string error = app.add_listeners(); !error.empty()) {
     ic::config::log(LogLevel::error, "cannot listen", {{"error", error}});
