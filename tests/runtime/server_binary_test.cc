@@ -1,0 +1,152 @@
+// The inferencecache-server binary's command-line and signal contract
+// (spec/admin.md: bad flags exit 2 with one line; spec/contract.md: SIGTERM /
+// SIGINT drain and exit 0).
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <doctest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  std::string err;
+  std::string out;
+};
+
+std::string slurp(int fd) {
+  std::string s;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<std::size_t>(n));
+  return s;
+}
+
+pid_t spawn(const std::vector<std::string>& args, int out_fd, int err_fd) {
+  std::vector<char*> argv;
+  std::string bin = IC_SERVER_BINARY;
+  argv.push_back(bin.data());
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+  pid_t pid = -1;
+  posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs the server to completion (it must exit by itself).
+Run run_to_exit(const std::vector<std::string>& args) {
+  int out[2], err[2];
+  REQUIRE(pipe(out) == 0);
+  REQUIRE(pipe(err) == 0);
+  const pid_t pid = spawn(args, out[1], err[1]);
+  ::close(out[1]);
+  ::close(err[1]);
+  Run r;
+  r.out = slurp(out[0]);
+  r.err = slurp(err[0]);
+  ::close(out[0]);
+  ::close(err[0]);
+  r.exit_code = wait_exit(pid);
+  return r;
+}
+
+const std::vector<std::string> kLoopback = {"--grpc-bind-address",
+                                            "127.0.0.1:0",
+                                            "--http-bind-address",
+                                            "127.0.0.1:0",
+                                            "--snapshot-bind-address",
+                                            "127.0.0.1:0",
+                                            "--threads",
+                                            "2",
+                                            "--log-format",
+                                            "text"};
+
+}  // namespace
+
+TEST_SUITE("runtime") {
+  TEST_CASE("binary: a bad flag exits 2 with exactly one line on stderr") {
+    const Run r = run_to_exit({"--log-format", "xml"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "inferencecache-server: --log-format: want json or text, got \"xml\"\n");
+    CHECK(r.out.empty());
+  }
+
+  TEST_CASE("binary: exactly one of the TLS flags exits 2") {
+    const Run r = run_to_exit({"--tls-cert-file", IC_SERVER_BINARY});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "inferencecache-server: --tls-cert-file given without --tls-key-file (both or "
+          "neither)\n");
+  }
+
+  TEST_CASE("binary: an unparsable listen address exits 2 naming the flag") {
+    const Run r = run_to_exit({"--http-bind-address", "8080"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "inferencecache-server: --http-bind-address: invalid address \"8080\": missing "
+          "\":port\"\n");
+  }
+
+  TEST_CASE("binary: a TLS certificate that is not one exits 2") {
+    const Run r = run_to_exit({"--tls-cert-file", IC_SERVER_BINARY, "--tls-key-file",
+                               IC_SERVER_BINARY, "--grpc-bind-address", "127.0.0.1:0"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("inferencecache-server: --tls-cert-file: ", 0) == 0);
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+  }
+
+  TEST_CASE("binary: --help exits 0 with usage on stdout") {
+    const Run r = run_to_exit({"--help"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("--max-connections") != std::string::npos);
+  }
+
+  TEST_CASE("binary: SIGTERM and SIGINT stop a serving server with exit 0") {
+    for (int sig : {SIGTERM, SIGINT}) {
+      CAPTURE(sig);
+      int err[2];
+      REQUIRE(pipe(err) == 0);
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      const pid_t pid = spawn(kLoopback, devnull, err[1]);
+      ::close(err[1]);
+      ::close(devnull);
+      // Wait for the "serving" line, then signal.
+      std::string log;
+      char buf[512];
+      while (log.find("serving") == std::string::npos) {
+        const ssize_t n = ::read(err[0], buf, sizeof buf);
+        if (n <= 0) break;
+        log.append(buf, static_cast<std::size_t>(n));
+      }
+      REQUIRE(log.find(" INFO serving grpc_port=") != std::string::npos);
+      ::kill(pid, sig);
+      log += slurp(err[0]);
+      ::close(err[0]);
+      CHECK(wait_exit(pid) == 0);
+      CHECK(log.find(" INFO shutting down signal=") != std::string::npos);
+      CHECK(log.find(" INFO stopped") != std::string::npos);
+    }
+  }
+}
