@@ -229,8 +229,17 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
       }
     }
     std::size_t active = cands.size();
+    const std::uint32_t dtm = domain == kNone ? kNone : domains[domain].tm;
+    std::uint64_t h_next =
+        active > 0 && chain_hashes.size() > 1 ? group_hash(dtm, chain_hashes[1]) : 0;
     for (std::size_t i = 1; i < chain_hashes.size() && active > 0; ++i) {
-      const std::uint32_t k = find_key(domain, chain_hashes[i]);
+      // Hash and prefetch block i+1's slot while block i is matched.
+      const std::uint64_t h = h_next;
+      if (i + 1 < chain_hashes.size()) {
+        h_next = group_hash(dtm, chain_hashes[i + 1]);
+        groups.prefetch(h_next);
+      }
+      const std::uint32_t k = find_key_hashed(domain, dtm, h, chain_hashes[i]);
       if (k == kNone) break;
       std::size_t next = 0;
       for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
@@ -243,7 +252,10 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
           cc.matched += chain_counts[i];
           cc.oldest = std::min(cc.oldest, er.last_seen);
           cc.coldest = std::max(cc.coldest, er.tier);
-          std::swap(cands[c], cands[next]);
+          // Keep continuing replicas in front; usually c == next already
+          // (entries of a key are listed in the same replica order), and a
+          // self-swap would stall on store-to-load forwarding.
+          if (c != next) std::swap(cands[c], cands[next]);
           ++next;
           break;
         }

@@ -12,39 +12,9 @@ namespace ic::index {
 
 using namespace detail;
 
-namespace {
-constexpr std::uint64_t kGroupSeed = 0x5EED1DC0FFEEull;
-
-std::uint64_t fmix64(std::uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
-}  // namespace
-
-std::uint64_t Shard::Impl::group_hash(std::uint32_t tm, std::string_view bytes) {
-  if (bytes.size() == 8) {
-    std::uint64_t v;
-    std::memcpy(&v, bytes.data(), 8);
-    return fmix64(v ^ fmix64(kGroupSeed + tm));
-  }
-  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), kGroupSeed + tm);
-}
-
 std::string_view Shard::Impl::key_bytes(const KeyRec& k) const {
   if (k.hash_len == kLongHash) return long_hashes[k.hash];
   return {reinterpret_cast<const char*>(&k.hash), k.hash_len};
-}
-
-bool Shard::Impl::key_bytes_equal(const KeyRec& k, std::string_view bytes) const {
-  if (k.hash_len == kLongHash) return long_hashes[k.hash] == bytes;
-  if (k.hash_len != bytes.size()) return false;
-  std::uint64_t v = 0;
-  std::memcpy(&v, bytes.data(), bytes.size());
-  return v == k.hash;
 }
 
 std::uint32_t Shard::Impl::find_group(std::uint32_t tm, std::uint64_t h,
@@ -58,8 +28,12 @@ std::uint32_t Shard::Impl::find_group(std::uint32_t tm, std::uint64_t h,
 
 std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes) const {
   const std::uint32_t tm = domains[domain].tm;
-  for (std::uint32_t k = find_group(tm, group_hash(tm, bytes), bytes); k != kNone;
-       k = keys[k].next_in_group) {
+  return find_key_hashed(domain, tm, group_hash(tm, bytes), bytes);
+}
+
+std::uint32_t Shard::Impl::find_key_hashed(std::uint32_t domain, std::uint32_t tm, std::uint64_t h,
+                                           std::string_view bytes) const {
+  for (std::uint32_t k = find_group(tm, h, bytes); k != kNone; k = keys[k].next_in_group) {
     if (keys[k].domain == domain) return k;
   }
   return kNone;

@@ -24,6 +24,11 @@ class GroupTable {
       if (s.tag == tag && eq(s.key_plus1 - 1)) return s.key_plus1 - 1;
     }
   }
+  // Hints the cache about the home slot of `h` (lookups walking a chain
+  // prefetch the next block's slot while matching the current one).
+  void prefetch(std::uint64_t h) const {
+    __builtin_prefetch(&slots_[static_cast<std::uint32_t>(h) & mask_]);
+  }
   // Adds a group head (the caller checked it is absent).
   void insert(std::uint64_t h, std::uint32_t key) {
     if ((size_ + 1) * 4 > slots_.size() * 3) grow();

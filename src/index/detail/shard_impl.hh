@@ -12,6 +12,7 @@
 // All ids are dense uint32 (Interner / Slab indexes).
 
 #include <openssl/evp.h>
+#include <xxhash.h>
 
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,16 @@
 namespace ic::index {
 
 namespace detail {
+
+// MurmurHash3's 64-bit finalizer: a full-avalanche mix of one word.
+inline std::uint64_t fmix64(std::uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return k;
+}
 
 // Stored tier values: 1..3 as in CacheTier; kTierInvalid = unknown/negative
 // (coldest, reported UNSPECIFIED).
@@ -220,13 +231,33 @@ struct Shard::Impl {
   EVP_MD_CTX* sha = nullptr;
 
   // ===== key / record plumbing (records.cc) =====
-  static std::uint64_t group_hash(std::uint32_t tm, std::string_view bytes);
+  // Seeded hash of (tenant-model id, prefix hash bytes) for the GroupTable;
+  // the 8-byte wire form (the common case) takes a multiply-xorshift mix.
+  static std::uint64_t group_hash(std::uint32_t tm, std::string_view bytes) {
+    constexpr std::uint64_t kGroupSeed = 0x5EED1DC0FFEEull;
+    if (bytes.size() == 8) {
+      std::uint64_t v;
+      __builtin_memcpy(&v, bytes.data(), 8);
+      return detail::fmix64(v ^ detail::fmix64(kGroupSeed + tm));
+    }
+    return XXH3_64bits_withSeed(bytes.data(), bytes.size(), kGroupSeed + tm);
+  }
   std::string_view key_bytes(const detail::KeyRec& k) const;
-  bool key_bytes_equal(const detail::KeyRec& k, std::string_view bytes) const;
+  // Inline: this is the innermost comparison of every probe.
+  bool key_bytes_equal(const detail::KeyRec& k, std::string_view bytes) const {
+    if (k.hash_len == detail::kLongHash) return long_hashes[k.hash] == bytes;
+    if (k.hash_len != bytes.size()) return false;
+    std::uint64_t v = 0;
+    __builtin_memcpy(&v, bytes.data(), bytes.size() < 8 ? bytes.size() : 8);
+    return v == k.hash;
+  }
   // Group head for (tm, bytes) or kNone.
   std::uint32_t find_group(std::uint32_t tm, std::uint64_t h, std::string_view bytes) const;
   // Key of (domain, bytes) or kNone. No allocation.
   std::uint32_t find_key(std::uint32_t domain, std::string_view bytes) const;
+  // Same with the group hash precomputed (h = group_hash(tm of domain, bytes)).
+  std::uint32_t find_key_hashed(std::uint32_t domain, std::uint32_t tm, std::uint64_t h,
+                                std::string_view bytes) const;
   // Entry of `replica` in key `k` or kNone.
   std::uint32_t find_entry(std::uint32_t k, std::uint32_t replica) const;
 

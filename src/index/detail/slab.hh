@@ -1,46 +1,47 @@
 #pragma once
-// Chunked slab of fixed-size records addressed by uint32 index: growth never
-// moves records and never doubles memory (chunks of 4096), freed slots are
-// reused LIFO. Records carry their own liveness; the slab only hands out slots.
+// Slab of fixed-size records addressed by uint32 index, contiguous so that a
+// hop along an index-linked list is a single dependent load (the chain walk of
+// a lookup is latency-bound on these hops). Freed slots are reused LIFO.
+// Growth reallocates (records are trivially copyable and only referenced by
+// index); capacity beyond the live records is untouched virtual memory.
 
 #include <cstdint>
-#include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace ic::index::detail {
 
 template <class T>
 class Slab {
- public:
-  static constexpr std::uint32_t kChunkBits = 12;
-  static constexpr std::uint32_t kChunk = 1u << kChunkBits;
+  static_assert(std::is_trivially_copyable_v<T>);
 
-  // A free slot index (its record is default-initialized storage to overwrite).
+ public:
+  // A free slot index; the caller overwrites its record. May reallocate:
+  // references into the slab do not survive this call.
   std::uint32_t allocate() {
     if (!free_.empty()) {
       const std::uint32_t i = free_.back();
       free_.pop_back();
       return i;
     }
-    if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<T[]>(kChunk));
-    return size_++;
+    records_.emplace_back();
+    return static_cast<std::uint32_t>(records_.size() - 1);
   }
   void free(std::uint32_t i) { free_.push_back(i); }
 
-  T& operator[](std::uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
-  const T& operator[](std::uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
+  T& operator[](std::uint32_t i) { return records_[i]; }
+  const T& operator[](std::uint32_t i) const { return records_[i]; }
   // Slots ever handed out: iterate [0, high_water()) and skip dead records.
-  std::uint32_t high_water() const { return size_; }
-  std::size_t live() const { return size_ - free_.size(); }
+  std::uint32_t high_water() const { return static_cast<std::uint32_t>(records_.size()); }
+  std::size_t live() const { return records_.size() - free_.size(); }
+  // Bytes of records and free list actually in use (not reserved capacity).
   std::size_t memory_bytes() const {
-    return chunks_.size() * kChunk * sizeof(T) + chunks_.capacity() * sizeof(void*) +
-           free_.capacity() * sizeof(std::uint32_t);
+    return records_.size() * sizeof(T) + free_.size() * sizeof(std::uint32_t);
   }
 
  private:
-  std::vector<std::unique_ptr<T[]>> chunks_;
+  std::vector<T> records_;
   std::vector<std::uint32_t> free_;
-  std::uint32_t size_ = 0;
 };
 
 }  // namespace ic::index::detail
