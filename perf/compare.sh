@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 build_dir=build-perf
 quick=0
 rounds=2
-duration=6
+duration=5
 do_build=1
 out=""
 profile_dir=""
@@ -45,18 +45,23 @@ while [ $# -gt 0 ]; do
 done
 if [ "$quick" = 1 ]; then
   rounds=1
-  duration=3
+  duration=2
 fi
 warmup=1
 
 ic_server="$build_dir/src/inferencecache-server"
 base_server="$build_dir/perf/baseline/ic-baseline-server"
 preload="$build_dir/perf/baseline/ic-perf-preload"
-bench="$build_dir/tools/inferencecache-bench"
-ic_port=${IC_PORT:-19090}
-ic_http_port=${IC_HTTP_PORT:-19080}
-ic_snapshot_port=${IC_SNAPSHOT_PORT:-19081}
-base_port=${BASE_PORT:-19191}
+bench="$build_dir/tools/bench/inferencecache-bench"
+# Free loopback ports picked now (the machine is shared: fixed ports collide
+# with other people's servers).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+ic_port=${IC_PORT:-$(free_port)}
+ic_http_port=${IC_HTTP_PORT:-$(free_port)}
+ic_snapshot_port=${IC_SNAPSHOT_PORT:-$(free_port)}
+base_port=${BASE_PORT:-$(free_port)}
 service=inferencecache.v1alpha1.InferenceCache
 
 work=$(mktemp -d /tmp/ic-compare.XXXXXX)
@@ -76,8 +81,8 @@ log() { printf '%s\n' "$*" >&2; }
 if [ "$do_build" = 1 ]; then
   [ -d "$build_dir" ] || meson setup "$build_dir" >/dev/null
   targets=(perf/baseline/ic-baseline-server perf/baseline/ic-perf-preload src/inferencecache-server)
-  if ninja -C "$build_dir" -t targets all 2>/dev/null | grep -q '^tools/inferencecache-bench:'; then
-    targets+=(tools/inferencecache-bench)
+  if ninja -C "$build_dir" -t targets all 2>/dev/null | grep -q '^tools/bench/inferencecache-bench:'; then
+    targets+=(tools/bench/inferencecache-bench)
   fi
   ninja -C "$build_dir" -j2 "${targets[@]}" >&2
 fi
@@ -136,6 +141,11 @@ start_server() {
     cat "$work/$name.preload" "$work/$name.out" >&2
     exit 1
   fi
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    log "compare.sh: $name exited at startup (another process answered on $target):"
+    cat "$work/$name.out" >&2
+    exit 1
+  fi
   sed 's/^/  /' "$work/$name.preload" >&2
 }
 
@@ -183,8 +193,11 @@ h2load_run() {
   local url="http://127.0.0.1:$port/$service/$rpc"
   local common=(-t "$load_threads" -c "$clients" -m "$streams" -d "$body"
     -H 'content-type: application/grpc' -H 'te: trailers')
-  # Warm-up run (not recorded): connections, caches, allocator pools.
-  "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$warmup" "$url" >/dev/null 2>&1 || true
+  # Warm-up before each saturation run (not recorded): connections, caches,
+  # allocator pools. Fixed-rate runs follow on an already warm server.
+  if [ "$mode" = sat ]; then
+    "${pin_load[@]}" h2load "${common[@]}" -D "$warmup" "$url" >/dev/null 2>&1 || true
+  fi
   local cpu0 cpu1 out="$work/h2load.out" hlog="$work/h2load.log" load1
   load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
@@ -203,32 +216,51 @@ h2load_run() {
   log "  h2load $rpc $mode: ${qps:-?} req/s, p50 ${p50} µs, p99 ${p99} µs, p99.9 ${p999} µs, ${per_req} CPU-µs/req, failed ${failed:-?}"
 }
 
-# bench_run SERVER ROUND MODE: inferencecache-bench on LookupRoute (hook
-# filled in once tools/inferencecache-bench lands; see bench_args below).
+# bench_args SERVER: inferencecache-bench's common flags (its synthetic
+# workload: tenant "bench", 1024 stored prompts of 8 blocks on 8 replicas,
+# 90 % of lookups hit), same connection shape as h2load's saturation.
+bench_args() {
+  local port
+  [ "$1" = ic ] && port=$ic_port || port=$base_port
+  echo --server "127.0.0.1:$port" -c "${SAT_CLIENTS:-4}" -m "${SAT_STREAMS:-16}" \
+    -t "$load_threads"
+}
+
+# bench_preload SERVER: stores the bench workload's prompts once per server
+# start, outside any measured window.
+bench_preload() {
+  # shellcheck disable=SC2046
+  "${pin_load[@]}" "$bench" $(bench_args "$1") --preload 1 -r 100 -D 0.2 >/dev/null 2>&1 ||
+    log "  inferencecache-bench preload failed"
+}
+
+# bench_run SERVER ROUND MODE: inferencecache-bench on LookupRoute; MODE
+# "sat" = closed loop (every stream busy), else an open-loop rate (req/s)
+# with latency from the intended send time (no coordinated omission).
 bench_run() {
-  local name=$1 round=$2 mode=$3 port
-  [ "$name" = ic ] && port=$ic_port || port=$base_port
-  local args=(--target "127.0.0.1:$port" --duration "${duration}s" --format tsv)
-  if [ "$mode" = sat ]; then
-    args+=(--concurrency $((${SAT_CLIENTS:-4} * ${SAT_STREAMS:-16})))
-  else
-    args+=(--rate "$mode")
-  fi
-  local cpu0 cpu1 out="$work/bench.out" load1
+  local name=$1 round=$2 mode=$3 rate
+  [ "$mode" = sat ] && rate=0 || rate=$mode
+  local cpu0 cpu1 out="$work/bench.json" load1
   load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
-  if ! "${pin_load[@]}" "$bench" "${args[@]}" >"$out" 2>&1; then
-    log "  inferencecache-bench failed: $(tail -3 "$out")"
+  # shellcheck disable=SC2046
+  if ! "${pin_load[@]}" "$bench" $(bench_args "$name") --preload 0 -r "$rate" -D "$duration" \
+      --json >"$out" 2>"$work/bench.err"; then
+    log "  inferencecache-bench failed: $(tail -3 "$work/bench.err")"
     return 0
   fi
   cpu1=$(server_cpu_us)
-  # Expected last line: qps p50_us p99_us p999_us ok failed (tab-separated).
   local qps p50 p99 p999 ok failed per_req
-  read -r qps p50 p99 p999 ok failed < <(tail -1 "$out")
+  read -r qps p50 p99 p999 ok failed < <(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+lat = r["latency"]
+print("%.2f" % r["ok_qps"], lat["p50_us"], lat["p99_us"], lat["p999_us"], r["ok"],
+      r["sent"] - r["ok"] + r.get("not_sent", 0))' "$out")
   per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
   printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
     "$qps" "$p50" "$p99" "$p999" "$per_req" "$ok" "$failed" "$load1" >>"$results"
-  log "  bench LookupRoute $mode: $qps req/s, p50 $p50 µs, p99 $p99 µs, p99.9 $p999 µs"
+  log "  bench LookupRoute $mode: $qps req/s, p50 $p50 µs, p99 $p99 µs, p99.9 $p999 µs, ${per_req} CPU-µs/req, failed $failed"
 }
 
 median_of() {  # median_of SERVER TOOL RPC MODE COLUMN (mawk-safe: no asort)
@@ -289,6 +321,7 @@ for round in $(seq 1 "$rounds"); do
   for name in base ic; do
     log "round $round: $name"
     start_server "$name"
+    [ "$have_bench" = 1 ] && bench_preload "$name"
     for rpc in LookupRoute RenderTemplate; do
       h2load_run "$name" "$round" "$rpc" sat
     done
@@ -319,7 +352,7 @@ report() {
   echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
   echo "- load average at start of report: $(cut -d' ' -f1-3 /proc/loadavg) (shared machine: others may be compiling)"
   echo "- placement: $placement"
-  echo "- mode: $([ "$quick" = 1 ] && echo quick || echo full), $rounds round(s) B A B A, ${duration} s per run after ${warmup} s warm-up, medians over rounds; elapsed ${elapsed} s"
+  echo "- mode: $([ "$quick" = 1 ] && echo quick || echo full), $rounds round(s) B A B A, ${duration} s per run (saturation runs after a ${warmup} s warm-up), medians over rounds; elapsed ${elapsed} s"
   echo "- saturation: h2load -c ${SAT_CLIENTS:-4} -m ${SAT_STREAMS:-16} (closed loop); fixed rates: h2load --rps (paced per connection)$([ "$have_bench" = 1 ] && echo ' and inferencecache-bench (open loop)')"
   echo "- rates: LookupRoute ${lr_rates[*]} req/s, RenderTemplate ${rt_rates[*]} req/s (25/50/75 % of the baseline's round-1 saturation)"
   [ "$have_bench" = 1 ] || echo "- inferencecache-bench was not built: h2load only"
