@@ -164,7 +164,7 @@ server_cpu_us() {
 
 # --- load ----------------------------------------------------------------------
 results="$work/results.tsv"
-printf 'server\tround\ttool\trpc\tmode\tqps\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tok\tfailed\tload1\n' >"$results"
+printf 'server\tround\ttool\trpc\tmode\tqps\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tserver_cpu_pct\tok\tfailed\tload1\n' >"$results"
 
 # Percentiles (µs) of column 3 of an h2load log, status 200 rows only.
 log_percentiles() {
@@ -198,7 +198,7 @@ h2load_run() {
   if [ "$mode" = sat ]; then
     "${pin_load[@]}" h2load "${common[@]}" -D "$warmup" "$url" >/dev/null 2>&1 || true
   fi
-  local cpu0 cpu1 out="$work/h2load.out" hlog="$work/h2load.log" load1
+  local cpu0 cpu1 out="$work/h2load.out" hlog="$work/h2load.log" load1 cpu_pct
   load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
   "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$duration" --log-file "$hlog" "$url" \
@@ -211,8 +211,11 @@ h2load_run() {
   read -r p50 p99 p999 < <(log_percentiles "$hlog")
   local per_req
   per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
-  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rpc" "$mode" \
-    "${qps:-nan}" "$p50" "$p99" "$p999" "$per_req" "${ok:-0}" "${failed:-0}" "$load1" >>"$results"
+  # Server CPU over the run in % of one CPU: < ~90 % at saturation means the
+  # load generator, not the server, was the limit.
+  cpu_pct=$(awk -v c=$((cpu1 - cpu0)) -v d="$duration" 'BEGIN {printf "%.0f", c / (d * 10000)}')
+  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rpc" "$mode" \
+    "${qps:-nan}" "$p50" "$p99" "$p999" "$per_req" "$cpu_pct" "${ok:-0}" "${failed:-0}" "$load1" >>"$results"
   log "  h2load $rpc $mode: ${qps:-?} req/s, p50 ${p50} µs, p99 ${p99} µs, p99.9 ${p999} µs, ${per_req} CPU-µs/req, failed ${failed:-?}"
 }
 
@@ -240,7 +243,7 @@ bench_preload() {
 bench_run() {
   local name=$1 round=$2 mode=$3 rate
   [ "$mode" = sat ] && rate=0 || rate=$mode
-  local cpu0 cpu1 out="$work/bench.json" load1
+  local cpu0 cpu1 out="$work/bench.json" load1 cpu_pct
   load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
   # shellcheck disable=SC2046
@@ -258,8 +261,11 @@ lat = r["latency"]
 print("%.2f" % r["ok_qps"], lat["p50_us"], lat["p99_us"], lat["p999_us"], r["ok"],
       r["sent"] - r["ok"] + r.get("not_sent", 0))' "$out")
   per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
-  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
-    "$qps" "$p50" "$p99" "$p999" "$per_req" "$ok" "$failed" "$load1" >>"$results"
+  # Server CPU over the run in % of one CPU: < ~90 % at saturation means the
+  # load generator, not the server, was the limit.
+  cpu_pct=$(awk -v c=$((cpu1 - cpu0)) -v d="$duration" 'BEGIN {printf "%.0f", c / (d * 10000)}')
+  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
+    "$qps" "$p50" "$p99" "$p999" "$per_req" "$cpu_pct" "$ok" "$failed" "$load1" >>"$results"
   log "  bench LookupRoute $mode: $qps req/s, p50 $p50 µs, p99 $p99 µs, p99.9 $p999 µs, ${per_req} CPU-µs/req, failed $failed"
 }
 
@@ -358,6 +364,27 @@ report() {
   [ "$have_bench" = 1 ] || echo "- inferencecache-bench was not built: h2load only"
   echo "- state: ic-perf-preload defaults (8 tenants x 1024 prefixes x 8 blocks x 2 replicas); hot request = tenant-0 prefix 0 chain (PREFIX_MATCH on 2 replicas, verified on both servers)"
   echo
+  echo "## Targets (LookupRoute)"
+  echo
+  local t q50 tool_label
+  for t in h2load bench; do
+    [ "$t" = bench ] && [ "$have_bench" = 0 ] && continue
+    q50=${lr_rates[1]}
+    [ "$t" = h2load ] && tool_label="h2load" || tool_label="inferencecache-bench"
+    awk -v tool="$tool_label" \
+      -v qi="$(median_of ic "$t" LookupRoute sat qps)" -v qb="$(median_of base "$t" LookupRoute sat qps)" \
+      -v pi="$(median_of ic "$t" LookupRoute "$q50" p99_us)" -v pb="$(median_of base "$t" LookupRoute "$q50" p99_us)" '
+      function verdict(ok) { return ok ? "met" : "MISSED" }
+      BEGIN {
+        if (qb > 0 && qi != "nan") printf "- %s: saturation QPS ratio %.2f (target >= 2: %s)\n", tool, qi / qb, verdict(qi / qb >= 2)
+        if (pb > 0 && pi != "nan") printf "- %s: p99 at 50%% load ratio %.2f (target <= 0.5: %s)\n", tool, pi / pb, verdict(pi / pb <= 0.5)
+      }'
+  done
+  echo
+  echo "Ratios: > 1 is better for qps; < 1 is better for latency and CPU-µs/request."
+  echo "server_cpu_pct: server CPU over the run (% of one CPU); well below 100 × threads at"
+  echo "saturation means the load generator, not the server, was the limit."
+  echo
   echo "| RPC | tool | load | metric | InferenceCache | grpc++ baseline | ratio IC/baseline |"
   echo "|---|---|---|---|---:|---:|---:|"
   local tool rpc mode metric ic base label rates
@@ -368,7 +395,7 @@ report() {
       for mode in sat "${rates[@]}"; do
         if [ "$mode" = sat ]; then
           label="saturation"
-          metrics=(qps p99_us cpu_us_per_req)
+          metrics=(qps p99_us cpu_us_per_req server_cpu_pct)
         else
           label="${pcts[$i]}% ($mode/s)"
           i=$((i + 1))
