@@ -9,6 +9,7 @@
 
 #include "net/address.hh"
 #include "net/core_net.hh"
+#include "runtime/buffer_ring.hh"
 
 namespace ic::net {
 
@@ -22,7 +23,9 @@ TcpConnection::TcpConnection(CoreNet& core, ListenerState& listener, int fd)
       listener_(listener),
       fd_(fd),
       slot_(core.reactor().register_io(*this)),
-      rbuf_(new std::byte[kRecvBufferBytes]) {
+      pool_(core.reactor().recv_buffers()) {
+  // Without the core's shared buffer ring, read into a buffer of our own.
+  if (pool_ == nullptr) rbuf_.reset(new std::byte[kRecvBufferBytes]);
   last_active_us_ = core_.reactor().now_us();
 }
 
@@ -105,7 +108,14 @@ std::string_view TcpConnection::peer() const {
 
 void TcpConnection::arm_recv() {
   io_uring_sqe* sqe = core_.reactor().prepare(slot_, kRecv);
-  io_uring_prep_recv(sqe, fd_, rbuf_.get(), kRecvBufferBytes, 0);
+  if (pool_ != nullptr) {
+    // The kernel picks a buffer from the pool when data arrives.
+    io_uring_prep_recv(sqe, fd_, nullptr, pool_->buffer_size(), 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = pool_->group();
+  } else {
+    io_uring_prep_recv(sqe, fd_, rbuf_.get(), kRecvBufferBytes, 0);
+  }
   recv_armed_ = true;
   ++ops_;
 }
@@ -133,28 +143,35 @@ void TcpConnection::cancel_all() {
   io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
 }
 
-void TcpConnection::on_completion(std::uint8_t op, std::int32_t res, std::uint32_t /*flags*/) {
+void TcpConnection::on_completion(std::uint8_t op, std::int32_t res, std::uint32_t flags) {
   --ops_;
   if (op == kRecv) {
-    on_recv(res);
+    if (flags & IORING_CQE_F_BUFFER) {
+      const auto bid = static_cast<std::uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+      on_recv(res, pool_->view(bid, res > 0 ? static_cast<std::size_t>(res) : 0));
+      pool_->recycle(bid);  // on_data's view ended with the call
+    } else {
+      on_recv(res,
+              std::span<const std::byte>(rbuf_.get(), res > 0 ? static_cast<std::size_t>(res) : 0));
+    }
   } else {
     on_send(res);
   }
   mark_dirty();
 }
 
-void TcpConnection::on_recv(std::int32_t res) {
+void TcpConnection::on_recv(std::int32_t res, std::span<const std::byte> data) {
   recv_armed_ = false;
   if (res > 0) {
     last_active_us_ = core_.reactor().now_us();
     if (closing_ || !session_) return;
-    if (!session_->on_data(
-            std::span<const std::byte>(rbuf_.get(), static_cast<std::size_t>(res)))) {
-      close(false);
-    }
+    if (!session_->on_data(data)) close(false);
     flush_wanted_ = true;
   } else if (res == 0) {
     peer_eof_ = true;
+  } else if (res == -ENOBUFS) {
+    // The core's buffer pool ran dry for this batch: the bytes wait in the
+    // socket and the next turn re-arms the read.
   } else if (res != -ECANCELED) {
     close(true);  // ECONNRESET and friends: the peer is gone
   }

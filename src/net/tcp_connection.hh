@@ -2,7 +2,8 @@
 // A reactor-driven TCP connection: the src/net implementation of
 // net::Connection (ARCHITECTURE.md rules 4, 5, 6).
 //
-// Reading: one recv in flight into a per-connection buffer; re-armed after the
+// Reading: one recv in flight; the kernel picks a buffer from the core's
+// shared pool when bytes arrive (no buffer held while idle); re-armed after the
 // Session consumed the bytes, unless reading is paused (by the Session, or by
 // backpressure when the output queue is over its high-water mark).
 // Writing: send() appends to a pending buffer; at the end of the turn the
@@ -29,7 +30,7 @@ struct ListenerState;
 
 class TcpConnection final : public Connection, public runtime::Reactor::IoHandler {
  public:
-  // Bytes read per recv.
+  // Bytes read per recv when the core has no shared buffer ring.
   static constexpr std::size_t kRecvBufferBytes = 16 * 1024;
 
   // Takes ownership of the connected socket `fd`.
@@ -77,7 +78,7 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   void apply_backpressure();
   void arm_idle_timer(std::int64_t delay_us);
   void on_idle_timer();
-  void on_recv(std::int32_t res);
+  void on_recv(std::int32_t res, std::span<const std::byte> data);
   void on_send(std::int32_t res);
 
   CoreNet& core_;
@@ -86,7 +87,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   runtime::Reactor::IoSlot slot_;
   std::unique_ptr<Session> session_;
 
-  std::unique_ptr<std::byte[]> rbuf_;
+  runtime::BufferRing* pool_;            // the core's shared read buffers, or null
+  std::unique_ptr<std::byte[]> rbuf_;    // own read buffer when pool_ is null
   std::vector<std::byte> out_inflight_;  // pointed at by the send SQE
   std::size_t inflight_off_ = 0;         // bytes of out_inflight_ already sent
   std::vector<std::byte> out_pending_;   // appended by send()

@@ -16,6 +16,12 @@ namespace ic::runtime {
 namespace {
 
 constexpr unsigned kRingEntries = 2048;
+// Shared receive buffers per core: enough for a full CQE batch of reads of
+// typical request sizes; a read that finds none fails with ENOBUFS and is
+// simply re-armed (the bytes wait in the socket).
+constexpr std::uint16_t kRecvBufferGroup = 0;
+constexpr std::uint16_t kRecvBufferCount = 256;
+constexpr std::uint32_t kRecvBufferBytes = 16 * 1024;
 constexpr std::uint64_t kSlotMask = 0xffffffffull;
 constexpr std::uint32_t kGenerationMask = 0xffffffu;
 // How long the stop drain waits for in-flight I/O to complete after the stop
@@ -54,11 +60,15 @@ void Reactor::Impl::init_ring() {
   if (rc < 0) rc = io_uring_queue_init(kRingEntries, &ring, 0);  // older kernels
   if (rc < 0) throw std::runtime_error(std::string("io_uring_queue_init: ") + std::strerror(-rc));
   ring_ready = true;
+  recv_buffers =
+      std::make_unique<BufferRing>(ring, kRecvBufferGroup, kRecvBufferCount, kRecvBufferBytes);
+  if (!recv_buffers->ok()) recv_buffers.reset();
   arm_event_read();
 }
 
 void Reactor::Impl::exit_ring() {
   if (!ring_ready) return;
+  recv_buffers.reset();
   io_uring_queue_exit(&ring);
   ring_ready = false;
 }
@@ -317,6 +327,8 @@ io_uring_sqe* Reactor::prepare_untracked() {
   io_uring_sqe_set_data64(sqe, kUntrackedUserData);
   return sqe;
 }
+
+BufferRing* Reactor::recv_buffers() { return impl_->recv_buffers.get(); }
 
 void Reactor::add_turn_hook(std::function<void()> hook) {
   impl_->turn_hooks.push_back(std::move(hook));

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/buffer_ring.hh"
 #include "runtime/runtime.hh"
 #include "runtime/spsc_ring.hh"
 #include "runtime/timer_heap.hh"
@@ -60,6 +61,7 @@ struct Reactor::Impl {
   unsigned core;
   io_uring ring{};
   bool ring_ready = false;
+  std::unique_ptr<BufferRing> recv_buffers;  // null when unsupported
   int event_fd = -1;
   std::uint64_t event_buf = 0;
 

@@ -16,6 +16,7 @@ struct io_uring_sqe;
 namespace ic::runtime {
 
 class Reactor;
+class BufferRing;
 
 class Runtime;
 
@@ -130,6 +131,10 @@ class Reactor {
   io_uring_sqe* prepare(IoSlot slot, std::uint8_t op);
   // An SQE whose completion is ignored (cancels, fire-and-forget closes).
   io_uring_sqe* prepare_untracked();
+  // This core's shared receive buffers (runtime/buffer_ring.hh: 256 × 16 KiB,
+  // buffer group 0) for recv SQEs with IOSQE_BUFFER_SELECT, or nullptr when
+  // the kernel has no provided buffer rings (use a buffer of your own then).
+  BufferRing* recv_buffers();
 
   // Runs `hook` at the end of every turn, after deferred tasks.
   void add_turn_hook(std::function<void()> hook);

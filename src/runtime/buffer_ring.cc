@@ -1,0 +1,45 @@
+#include "runtime/buffer_ring.hh"
+
+#include <liburing.h>
+
+#include <cstdlib>
+
+namespace ic::runtime {
+
+BufferRing::BufferRing(io_uring& ring, std::uint16_t group, std::uint16_t count, std::uint32_t size)
+    : ring_(ring), group_(group), count_(count), size_(size) {
+  void* descriptors = nullptr;
+  if (posix_memalign(&descriptors, 4096, sizeof(io_uring_buf) * count_) != 0) return;
+  br_ = static_cast<io_uring_buf_ring*>(descriptors);
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<std::uint64_t>(br_);
+  reg.ring_entries = count_;
+  reg.bgid = group_;
+  if (io_uring_register_buf_ring(&ring_, &reg, 0) != 0) return;
+  registered_ = true;
+  // Not value-initialised: pages are touched only as the kernel fills them.
+  memory_ = std::make_unique_for_overwrite<std::byte[]>(std::size_t{count_} * size_);
+  io_uring_buf_ring_init(br_);
+  const int mask = io_uring_buf_ring_mask(count_);
+  for (std::uint16_t bid = 0; bid < count_; ++bid) {
+    io_uring_buf_ring_add(br_, memory_.get() + std::size_t{bid} * size_, size_, bid, mask, bid);
+  }
+  io_uring_buf_ring_advance(br_, count_);
+}
+
+BufferRing::~BufferRing() {
+  if (registered_) io_uring_unregister_buf_ring(&ring_, group_);
+  std::free(br_);
+}
+
+std::span<const std::byte> BufferRing::view(std::uint16_t bid, std::size_t length) const {
+  return {memory_.get() + std::size_t{bid} * size_, length};
+}
+
+void BufferRing::recycle(std::uint16_t bid) {
+  io_uring_buf_ring_add(br_, memory_.get() + std::size_t{bid} * size_, size_, bid,
+                        io_uring_buf_ring_mask(count_), 0);
+  io_uring_buf_ring_advance(br_, 1);
+}
+
+}  // namespace ic::runtime
