@@ -4,6 +4,7 @@
 
 #include "grpc/call_state.hh"
 #include "grpc/timeout.hh"
+#include "metrics/registry.hh"
 
 namespace ic::grpc {
 namespace {
@@ -96,6 +97,7 @@ void GrpcSession::reject(h2::StreamId id, const Status& status) {
 }
 
 void GrpcSession::on_request(h2::StreamId id, std::vector<h2::Header>& headers) {
+  metrics::local().stream_opened();
   std::string_view method, path, content_type, timeout;
   for (const auto& h : headers) {
     if (h.name == ":method")
@@ -173,6 +175,7 @@ void GrpcSession::on_request_end(h2::StreamId id) {
 }
 
 void GrpcSession::on_stream_close(h2::StreamId id, std::uint32_t) {
+  metrics::local().stream_closed();
   const auto it = calls_.find(id);
   if (it == calls_.end()) return;
   const std::shared_ptr<detail::CallState> call = std::move(it->second);

@@ -9,6 +9,7 @@
 // Request messages go through a MessageReader with the per-message limit
 // (RESOURCE_EXHAUSTED), compressed flag → UNIMPLEMENTED. Every response ends
 // with grpc-status in trailers (trailers-only when no message was sent).
+// Open streams are counted in the core's metrics (stream_opened/closed).
 
 #include <cstddef>
 #include <cstdint>

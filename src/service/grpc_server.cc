@@ -1,5 +1,6 @@
 #include "service/grpc_server.hh"
 
+#include "service/index_routes.hh"
 #include "service/inference_cache.hh"
 #include "service/reactor_timers.hh"
 #include "service/reflection.hh"
@@ -21,6 +22,7 @@ CoreGrpcServer::~CoreGrpcServer() = default;
 
 void CoreGrpcServer::build(const GrpcServiceOptions& options) {
   add_inference_cache(methods_);
+  if (options.router != nullptr) add_index_routes(methods_, *options.router);
   add_health(methods_, options.ready);
   add_reflection(methods_);
   context_.methods = &methods_;
@@ -28,9 +30,11 @@ void CoreGrpcServer::build(const GrpcServiceOptions& options) {
 }
 
 net::SessionFactory CoreGrpcServer::session_factory() {
-  return [this](net::Connection& connection) -> std::unique_ptr<net::Session> {
-    return std::make_unique<grpc::GrpcSession>(connection, context_);
-  };
+  return [this](net::Connection& connection) { return make_session(connection); };
+}
+
+std::unique_ptr<net::Session> CoreGrpcServer::make_session(net::Connection& connection) {
+  return std::make_unique<grpc::GrpcSession>(connection, context_);
 }
 
 }  // namespace ic::service

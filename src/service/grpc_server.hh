@@ -7,6 +7,11 @@
 //   opts.grpc.max_message_bytes = cfg.max_recv_bytes;  // 4 MiB default
 //   opts.grpc.h2.max_concurrent_streams = cfg.max_streams;
 //   opts.ready = [&] { return ready_flag.load(std::memory_order_relaxed); };
+//   // once, before Runtime::start: shards[c] = core c's index::Shard
+//   static ic::service::RuntimeLink link(runtime);
+//   static ic::index::SystemClock clock;
+//   static ic::service::IndexRouter router(link, shards, clock);
+//   opts.router = &router;
 //   auto server = std::make_unique<ic::service::CoreGrpcServer>(
 //       opts, ic::runtime::current_reactor());
 //   net.listen_grpc(server->session_factory());     // SessionFactory per core
@@ -28,6 +33,8 @@
 
 namespace ic::service {
 
+class IndexRouter;
+
 struct GrpcServiceOptions {
   // Per-message receive limit and HTTP/2 hostile-peer limits (contract.md:
   // 4 MiB; h2::Limits defaults: 100 concurrent streams, 16 KiB header list,
@@ -35,6 +42,10 @@ struct GrpcServiceOptions {
   grpc::ServerOptions grpc;
   // Health reports SERVING while this returns true; nullptr = always ready.
   ReadyFn ready;
+  // Index routing for LookupRoute / ReportCacheState / PublishEvent /
+  // GetCacheState (service/index_router.hh); nullptr = contract defaults.
+  // Shared by every core's server; outlives them.
+  IndexRouter* router = nullptr;
 };
 
 // One core's gRPC server: the method table (InferenceCache, Health,
@@ -51,6 +62,9 @@ class CoreGrpcServer {
 
   // Builds a grpc::GrpcSession per accepted connection (captures `this`).
   net::SessionFactory session_factory();
+  // The same, for a factory shared by all cores that picks the server of
+  // `connection.core()`.
+  std::unique_ptr<net::Session> make_session(net::Connection& connection);
   const grpc::MethodTable& methods() const { return methods_; }
 
  private:

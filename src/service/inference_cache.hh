@@ -17,7 +17,8 @@ namespace ic::service {
 // Service name and the method path prefix.
 inline constexpr std::string_view kInferenceCacheService = "inferencecache.v1alpha1.InferenceCache";
 
-// Registers the eight methods with the contract defaults in `methods`.
+// Registers the eight methods with the contract defaults in `methods`
+// (service/index_routes.hh then replaces four of them when an index is wired).
 void add_inference_cache(grpc::MethodTable& methods);
 
 }  // namespace ic::service
