@@ -76,11 +76,13 @@ ServerProcess::ServerProcess(ServerOptions options) {
                 (exited_ ? numbered("exited with status ", exit_status_)
                          : std::string("not SERVING in time")) +
                 "\n--- server log ---\n" + log() + "\n";
+    std::filesystem::remove(log_path_);
     if (!exited_) {
+      // Running but not SERVING: fresh ports would not help.
       ::kill(pid_, SIGKILL);
       wait_exit(std::chrono::seconds(10));
+      break;
     }
-    std::filesystem::remove(log_path_);
   }
   throw std::runtime_error("inferencecache-server did not become ready:\n" + failures);
 }

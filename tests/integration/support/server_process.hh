@@ -37,8 +37,9 @@ class ServerProcess {
   // Starts the server with --grpc-bind-address, --http-bind-address and
   // --snapshot-bind-address on free 127.0.0.1 ports and returns once
   // grpc.health.v1.Health/Check for service "" answers SERVING. Throws
-  // std::runtime_error (with the server's log) if it exits or is not ready in
-  // time (3 attempts with fresh ports).
+  // std::runtime_error (with the server's log) if it is not ready in time, or
+  // if it exits at startup 3 times (each retry takes fresh ports, in case
+  // another process took one).
   explicit ServerProcess(ServerOptions options = {});
   // Kills the server (SIGKILL) if it still runs; prints its log to stderr
   // unless it was stopped with exit status 0.
