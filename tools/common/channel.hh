@@ -3,6 +3,7 @@
 #pragma once
 
 #include <grpcpp/channel.h>
+#include <grpcpp/support/status.h>
 
 #include <memory>
 #include <string>
@@ -15,5 +16,8 @@ namespace ic::tools {
 // different tags use separate TCP connections (e.g. lookups apart from ingest).
 std::shared_ptr<grpc::Channel> connect_channel(const std::string& address, int timeout_ms,
                                                const std::string& tag, std::string* error);
+
+// "UNAVAILABLE", "DEADLINE_EXCEEDED", … for a grpc::StatusCode ("STATUS_<n>" if unknown).
+std::string status_name(grpc::StatusCode code);
 
 }  // namespace ic::tools

@@ -17,7 +17,26 @@ extern "C" void on_signal(int) {
   if (g_signals.fetch_add(1) >= 1) _exit(kInterruptedExit);
 }
 
+const char* g_exit_message = "";
+
+extern "C" void on_signal_exit(int) {
+  const char* m = g_exit_message;
+  std::size_t n = 0;
+  while (m[n] != '\0') ++n;
+  [[maybe_unused]] auto written = write(STDERR_FILENO, m, n);
+  _exit(kInterruptedExit);
+}
+
 }  // namespace
+
+void install_exit_on_interrupt(const char* message) {
+  g_exit_message = message;
+  struct sigaction action {};
+  action.sa_handler = on_signal_exit;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
 
 void install_interrupt_handler() {
   struct sigaction action {};

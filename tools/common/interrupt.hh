@@ -11,6 +11,10 @@ inline constexpr int kInterruptedExit = 130;
 // A second Ctrl-C while the first is being handled exits at once with 130.
 void install_interrupt_handler();
 
+// For one-shot tools (a single blocking call): SIGINT/SIGTERM write `message` (a string with
+// static storage) to stderr and _exit(kInterruptedExit) at once.
+void install_exit_on_interrupt(const char* message);
+
 // True once SIGINT or SIGTERM arrived.
 bool interrupted();
 

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "common/channel.hh"
+
 namespace ic::tools::replay {
 
 namespace v1 = inferencecache::v1alpha1;
@@ -15,28 +17,6 @@ std::chrono::system_clock::time_point deadline_after(int ms) {
   return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
 }
 }  // namespace
-
-std::string status_name(grpc::StatusCode code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  const auto index = static_cast<std::size_t>(code);
-  return index < std::size(kNames) ? kNames[index] : "STATUS_" + std::to_string(index);
-}
 
 struct GrpcIndexClient::PendingEvent {
   grpc::ClientContext context;

@@ -51,7 +51,4 @@ class GrpcIndexClient final : public IndexClient {
   std::string first_event_error_;
 };
 
-// "UNAVAILABLE", "DEADLINE_EXCEEDED", … for a grpc::StatusCode.
-std::string status_name(grpc::StatusCode code);
-
 }  // namespace ic::tools::replay

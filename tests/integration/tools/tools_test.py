@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Integration tests of the tools against a real inferencecache-server.
+
+Run by meson under tests/integration/support's with-server (which exports IC_GRPC_TARGET):
+  tools_test.py CASE --replay BIN --bench BIN --cli BIN --trace PATH
+Each CASE is one meson test. Golden numbers come from tests/tools/replay_golden.py.
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+# tests/tools/replay_golden.py TRACE 500 4 3000
+GOLDEN_500x4 = {"round_robin_hit_tokens": 554104, "upper_bound_hit_tokens": 1167589,
+                "prompt_tokens": 7124855}
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+def run(cmd, timeout=300):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return "127.0.0.1:%d" % port
+
+
+def case_replay_golden(a, target):
+    rc, out, err = run([a.replay, "--server", target, "--trace", a.trace, "--limit", "500",
+                        "--replicas", "4", "--json", "--no-progress", "--tenant-prefix", "golden"])
+    check(rc == 0, "replay exit %d: %s" % (rc, err))
+    doc = json.loads(out)
+    pol = {p["policy"]: p for p in doc["policies"]}
+    rr, ic = pol["round-robin"], pol["inferencecache"]
+    check(doc["requests_replayed"] == 500, "requests_replayed %s" % doc["requests_replayed"])
+    check(rr["hit_tokens"] == GOLDEN_500x4["round_robin_hit_tokens"],
+          "round-robin hit tokens %d, want %d" % (rr["hit_tokens"],
+                                                  GOLDEN_500x4["round_robin_hit_tokens"]))
+    check(rr["prompt_tokens"] == GOLDEN_500x4["prompt_tokens"], "prompt tokens %d" % rr["prompt_tokens"])
+    check(doc["upper_bound"]["hit_tokens"] == GOLDEN_500x4["upper_bound_hit_tokens"],
+          "upper bound %d" % doc["upper_bound"]["hit_tokens"])
+    check(ic["hit_tokens"] >= rr["hit_tokens"],
+          "inferencecache hits %d < round-robin %d" % (ic["hit_tokens"], rr["hit_tokens"]))
+    for p in doc["policies"]:
+        check(p["errors"] == {}, "%s lookup errors %s" % (p["policy"], p["errors"]))
+        check(p["lookup_latency"]["count"] == 500, "%s latency samples" % p["policy"])
+        check(p["tenant_id"] == "golden-" + p["policy"], "tenant %s" % p["tenant_id"])
+    check(ic["reasons"].get("PREFIX_MATCH", 0) > 0, "no PREFIX_MATCH at all: %s" % ic["reasons"])
+    print("round-robin %d, inferencecache %d, upper bound %d hit tokens" %
+          (rr["hit_tokens"], ic["hit_tokens"], doc["upper_bound"]["hit_tokens"]))
+
+
+def case_cli(a, target):
+    base = [a.cli, "--server", target]
+    scope = ["--tenant", "cli-t", "--model", "m"]
+    rc, out, err = run(base + ["health"])
+    check(rc == 0 and out.strip() == "SERVING", "health: %d %r %r" % (rc, out, err))
+    rc, out, err = run(base + ["report"] + scope + ["--replica", "r-1", "--block-ids", "7,8,9",
+                                                    "--input-length", "1100"])
+    check(rc == 0 and "accepted: yes" in out, "report: %d %r %r" % (rc, out, err))
+    rc, out, err = run(base + ["--json", "lookup"] + scope + ["--block-ids", "7,8,9",
+                                                              "--input-length", "1100"])
+    check(rc == 0, "lookup: %d %r" % (rc, err))
+    doc = json.loads(out)
+    check(doc["reason_code"] == "PREFIX_MATCH", "lookup reason %s" % doc["reason_code"])
+    check(doc["replica_scores"][0]["replica_id"] == "r-1", "replica %s" % doc["replica_scores"])
+    check(doc["replica_scores"][0]["matched_tokens"] == 1100, "matched %s" % doc["replica_scores"])
+    rc, out, err = run(base + ["lookup"] + scope + ["--block-ids", "7,8,9", "--input-length", "1100"])
+    check(rc == 0 and "reason: PREFIX_MATCH" in out and "r-1" in out, "human lookup %r" % out)
+    rc, out, err = run(base + ["--json", "state"] + scope)
+    check(rc == 0 and json.loads(out)["summary"]["total_prefixes"] == "3",
+          "state: %d %r %r" % (rc, out, err))
+    rc, out, err = run(base + ["event"] + scope + ["--replica", "r-1", "--type", "evicted",
+                                                   "--block-id", "7"])
+    check(rc == 0 and "accepted: yes" in out, "event: %d %r %r" % (rc, out, err))
+    rc, out, err = run(base + ["--json", "lookup"] + scope + ["--block-ids", "7,8,9"])
+    check(rc == 0 and json.loads(out)["reason_code"] != "PREFIX_MATCH",
+          "after eviction: %r" % out)
+    rc, out, err = run(base + ["lookup"] + scope + ["--block-hashes", "00", "--block-tokens", "1,2"])
+    check(rc == 2 and "--block-hashes has 1 entries" in err, "usage error: %d %r" % (rc, err))
+
+
+def case_bench(a, target):
+    rc, out, err = run([a.bench, "--server", target, "-D", "1", "-r", "200", "-c", "2", "-m", "4",
+                        "--blocks", "4", "--replicas", "2", "--hit-ratio", "1", "--json"])
+    check(rc == 0, "bench exit %d: %s" % (rc, err))
+    doc = json.loads(out)
+    check(doc["sent"] == 200, "sent %d, want 200 (open loop, 1 s at 200/s)" % doc["sent"])
+    check(doc["completed"] == 200 and doc["ok"] == 200, "completed %d ok %d" % (doc["completed"], doc["ok"]))
+    check(doc["reasons"] == {"PREFIX_MATCH": 200}, "reasons %s" % doc["reasons"])
+    check(doc["latency"]["count"] == 200, "latency count")
+    rc, out, err = run([a.bench, "--server", target, "-D", "1", "-r", "100", "--rpc", "report",
+                        "--json"])
+    check(rc == 0, "bench report exit %d: %s" % (rc, err))
+    doc = json.loads(out)
+    check(doc["ok"] == 100 and doc["statuses"] == {"OK": 100}, "report statuses %s" % doc["statuses"])
+
+
+def case_missing_server(a, target):
+    dead = closed_port()
+    for name, cmd in (("replay", [a.replay, "--server", dead, "--trace", a.trace, "--limit", "5",
+                                  "--connect-timeout-ms", "500"]),
+                      ("bench", [a.bench, "--server", dead, "-D", "1"]),
+                      ("cli", [a.cli, "--server", dead, "--timeout-ms", "500", "health"])):
+        rc, out, err = run(cmd)
+        check(rc == 1, "%s against a closed port: exit %d" % (name, rc))
+        check("cannot" in err and dead in err, "%s error message %r" % (name, err))
+
+
+def case_bad_lines(a, target):
+    good = '{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [0, 1]}\n'
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        f.write(good + '{"timestamp": 1, "input_length": 600}\n' + good)
+        path = f.name
+    try:
+        rc, out, err = run([a.replay, "--server", target, "--trace", path, "--on-bad-line=fail"])
+        check(rc == 1 and "line 2: missing field \"hash_ids\"" in err, "fail: %d %r" % (rc, err))
+        rc, out, err = run([a.replay, "--server", target, "--trace", path, "--json"])
+        check(rc == 0, "skip: exit %d %r" % (rc, err))
+        check("line 2" in err, "skip must still report the line: %r" % err)
+        doc = json.loads(out)
+        check(doc["trace"]["bad_lines"] == 1 and doc["requests_replayed"] == 2, "skip doc %s" % doc["trace"])
+        rc, out, err = run([a.bench, "--server", target, "--trace", path, "--on-bad-line=fail", "-D", "1"])
+        check(rc == 1 and "line 2" in err, "bench fail: %d %r" % (rc, err))
+    finally:
+        os.unlink(path)
+
+
+def interrupt(cmd, after_s):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after_s)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    return p.returncode, out, err
+
+
+def case_interrupt(a, target):
+    rc, out, err = interrupt([a.replay, "--server", target, "--trace", a.trace, "--realtime"], 1.5)
+    check(rc == 130, "replay after Ctrl-C: exit %d %r" % (rc, err))
+    check("(INTERRUPTED)" in out and "round-robin" in out, "replay summary %r" % out)
+    rc, out, err = interrupt([a.bench, "--server", target, "-D", "30", "-r", "100"], 1.5)
+    check(rc == 130, "bench after Ctrl-C: exit %d %r" % (rc, err))
+    check("(INTERRUPTED)" in out and "calls: sent" in out, "bench summary %r" % out)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case")
+    for flag in ("--replay", "--bench", "--cli", "--trace"):
+        parser.add_argument(flag, required=True)
+    a = parser.parse_args()
+    target = os.environ["IC_GRPC_TARGET"]
+    globals()["case_" + a.case](a, target)
+    print("ok: " + a.case)
+
+
+if __name__ == "__main__":
+    main()

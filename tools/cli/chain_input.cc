@@ -1,0 +1,51 @@
+#include "cli/chain_input.hh"
+
+#include "common/requests.hh"
+#include "common/trace.hh"
+
+namespace ic::tools::cli {
+
+bool chain_from_ids(const std::vector<std::uint64_t>& ids, std::int32_t input_length, Chain* out,
+                    std::string* error) {
+  const auto n = static_cast<std::int32_t>(ids.size());
+  if (input_length > 0) {
+    const std::int32_t last = input_length - kMooncakeBlockTokens * (n - 1);
+    if (last < 1 || last > kMooncakeBlockTokens) {
+      *error = "--input-length " + std::to_string(input_length) + " does not fit " +
+               std::to_string(n) + " blocks of 512 tokens";
+      return false;
+    }
+  }
+  for (std::int32_t i = 0; i < n; ++i) {
+    out->hashes.push_back(block_hash_bytes(ids[static_cast<std::size_t>(i)]));
+    out->tokens.push_back(i + 1 == n && input_length > 0
+                              ? input_length - kMooncakeBlockTokens * (n - 1)
+                              : kMooncakeBlockTokens);
+  }
+  return true;
+}
+
+bool chain_from_hex(const std::vector<std::string>& hex, const std::vector<std::int32_t>& tokens,
+                    Chain* out, std::string* error) {
+  if (hex.size() != tokens.size()) {
+    *error = "--block-hashes has " + std::to_string(hex.size()) + " entries but --block-tokens " +
+             std::to_string(tokens.size());
+    return false;
+  }
+  for (std::size_t i = 0; i < hex.size(); ++i) {
+    std::string bytes;
+    if (!hex_decode(hex[i], &bytes) || bytes.empty()) {
+      *error = "block hash #" + std::to_string(i) + " is not hex: " + hex[i];
+      return false;
+    }
+    if (tokens[i] <= 0) {
+      *error = "block token count #" + std::to_string(i) + " must be > 0";
+      return false;
+    }
+    out->hashes.push_back(bytes);
+    out->tokens.push_back(tokens[i]);
+  }
+  return true;
+}
+
+}  // namespace ic::tools::cli

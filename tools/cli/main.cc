@@ -1,0 +1,358 @@
+// inferencecache-cli: call any InferenceCache RPC from a shell (tools/cli/README.md). Human
+// output by default, the proto3 JSON mapping with --json. grpc++ sync client (a client only).
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/client_context.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/chain_input.hh"
+#include "common/channel.hh"
+#include "common/interrupt.hh"
+#include "common/requests.hh"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+
+namespace {
+
+using namespace ic::tools;
+namespace v1 = inferencecache::v1alpha1;
+
+struct Global {
+  std::string server = "127.0.0.1:9090";
+  bool json = false;
+  int timeout_ms = 5000;
+};
+
+// Everything a chain/prefix can be given as, shared by lookup and report.
+struct PrefixFlags {
+  std::vector<std::uint64_t> block_ids;
+  std::int32_t input_length = 0;
+  std::vector<std::string> block_hashes;
+  std::vector<std::int32_t> block_tokens;
+  std::string prefix_hash;
+  std::int32_t prefix_tokens = 0;
+};
+
+struct Args {
+  std::string tenant, model, scheme = "mooncake", adapter, replica, type = "evicted", service;
+  PrefixFlags prefix;
+  std::vector<std::uint32_t> token_ids;
+  std::string prompt;
+  int ttft_ms = 0;
+  int tier = 1;
+  float pressure = -1, hit_rate = -1;
+};
+
+void add_prefix_flags(CLI::App* cmd, PrefixFlags& p) {
+  cmd->add_option("--block-ids", p.block_ids, "Mooncake hash ids (decimal), 8-byte big-endian")
+      ->delimiter(',');
+  cmd->add_option("--input-length", p.input_length,
+                  "prompt tokens: the last --block-ids block holds input_length - 512*(n-1)");
+  cmd->add_option("--block-hashes", p.block_hashes, "block hashes in hex")->delimiter(',');
+  cmd->add_option("--block-tokens", p.block_tokens, "tokens per --block-hashes block")
+      ->delimiter(',');
+  cmd->add_option("--prefix-hash", p.prefix_hash, "exact prefix hash in hex");
+  cmd->add_option("--prefix-tokens", p.prefix_tokens, "tokens of --prefix-hash");
+}
+
+// Usage errors exit 2, like CLI11's own.
+[[noreturn]] void usage_error(const std::string& message) {
+  std::cerr << "inferencecache-cli: error: " << message << "\n";
+  std::exit(2);
+}
+
+cli::Chain chain_of(const PrefixFlags& p) {
+  cli::Chain chain;
+  std::string error;
+  if (!p.block_ids.empty() && !p.block_hashes.empty()) {
+    usage_error("give --block-ids or --block-hashes, not both");
+  }
+  const bool ok = !p.block_ids.empty()
+                      ? cli::chain_from_ids(p.block_ids, p.input_length, &chain, &error)
+                      : cli::chain_from_hex(p.block_hashes, p.block_tokens, &chain, &error);
+  if (!ok) usage_error(error);
+  return chain;
+}
+
+std::string prefix_bytes(const PrefixFlags& p) {
+  std::string bytes;
+  if (!p.prefix_hash.empty() && !hex_decode(p.prefix_hash, &bytes)) {
+    usage_error("--prefix-hash is not hex: " + p.prefix_hash);
+  }
+  return bytes;
+}
+
+std::string to_json(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+const char* tier_name(int tier) {
+  switch (tier) {
+    case 1:
+      return "T1";
+    case 2:
+      return "T2";
+    case 3:
+      return "T3";
+    default:
+      return "-";
+  }
+}
+
+int rpc_failed(const char* method, const grpc::Status& status) {
+  std::cerr << "inferencecache-cli: " << method << " failed: " << status_name(status.error_code())
+            << (status.error_message().empty() ? "" : ": " + status.error_message()) << "\n";
+  return 1;
+}
+
+void set_deadline(grpc::ClientContext& context, const Global& g) {
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(g.timeout_ms));
+}
+
+int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
+  v1::LookupRouteRequest request;
+  request.set_tenant_id(a.tenant);
+  request.set_model_id(a.model);
+  request.set_hash_scheme(a.scheme);
+  request.set_adapter_id(a.adapter);
+  if (a.ttft_ms > 0) request.mutable_slo()->set_ttft_ms(a.ttft_ms);
+  if (!a.prefix.block_ids.empty() || !a.prefix.block_hashes.empty()) {
+    const auto chain = chain_of(a.prefix);
+    for (const auto& h : chain.hashes) request.add_block_hashes(h);
+    for (auto t : chain.tokens) request.add_block_token_counts(t);
+  }
+  request.set_prefix_hash(prefix_bytes(a.prefix));
+  request.set_prefix_token_count(a.prefix.prefix_tokens);
+  for (auto t : a.token_ids) request.add_token_ids(t);
+  request.set_prompt_text(a.prompt);
+  grpc::ClientContext context;
+  set_deadline(context, g);
+  v1::LookupRouteResponse response;
+  const auto status = stub.LookupRoute(&context, request, &response);
+  if (!status.ok()) return rpc_failed("LookupRoute", status);
+  if (g.json) {
+    std::cout << to_json(response);
+    return 0;
+  }
+  std::printf("reason: %s  (server lookup latency %lld us)\n", response.reason_code().c_str(),
+              static_cast<long long>(response.lookup_latency_us()));
+  if (response.replica_scores_size() == 0) {
+    std::printf("no replica scores: route as usual\n");
+  } else {
+    std::printf("%-24s %12s %10s %8s %5s\n", "replica", "score", "matched", "p(hit)", "tier");
+    for (const auto& s : response.replica_scores()) {
+      std::printf("%-24s %12.3f %10d %8.3f %5s\n", s.replica_id().c_str(), s.score(),
+                  s.matched_tokens(), s.estimated_cache_hit_prob(), tier_name(s.tier()));
+    }
+  }
+  if (response.token_ids_size() > 0) {
+    std::printf("token ids: %d\n", response.token_ids_size());
+  }
+  return 0;
+}
+
+int do_report(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
+  v1::CacheStateUpdate update;
+  update.set_replica_id(a.replica);
+  update.set_tenant_id(a.tenant);
+  update.set_model_id(a.model);
+  update.set_hash_scheme(a.scheme);
+  update.set_adapter_id(a.adapter);
+  const bool has_chain = !a.prefix.block_ids.empty() || !a.prefix.block_hashes.empty();
+  const std::string exact = prefix_bytes(a.prefix);
+  if (has_chain || !exact.empty()) {
+    auto* entry = update.add_prefixes();
+    entry->set_tier(static_cast<v1::CacheTier>(a.tier));
+    if (has_chain) {
+      const auto chain = chain_of(a.prefix);
+      std::int32_t total = 0;
+      for (const auto& h : chain.hashes) entry->add_block_hashes(h);
+      for (auto t : chain.tokens) {
+        entry->add_block_token_counts(t);
+        total += t;
+      }
+      entry->set_token_count(total);
+    }
+    if (!exact.empty()) {
+      entry->set_prefix_hash(exact);
+      entry->set_token_count(a.prefix.prefix_tokens);
+    }
+  }
+  if (a.pressure >= 0 || a.hit_rate >= 0) {
+    auto* stats = update.mutable_stats();
+    stats->set_replica_id(a.replica);
+    stats->set_pressure(std::max(a.pressure, 0.0f));
+    stats->set_hit_rate(std::max(a.hit_rate, 0.0f));
+    stats->set_client_version("inferencecache-cli");
+  }
+  if (update.prefixes_size() == 0 && !update.has_stats()) {
+    usage_error(
+        "report needs a prefix (--block-ids, --block-hashes, --prefix-hash) or stats "
+        "(--pressure, --hit-rate)");
+  }
+  grpc::ClientContext context;
+  set_deadline(context, g);
+  v1::Ack ack;
+  auto writer = stub.ReportCacheState(&context, &ack);
+  writer->Write(update);
+  writer->WritesDone();
+  const auto status = writer->Finish();
+  if (!status.ok()) return rpc_failed("ReportCacheState", status);
+  if (g.json) {
+    std::cout << to_json(ack);
+  } else {
+    std::printf("accepted: %s%s%s\n", ack.accepted() ? "yes" : "no",
+                ack.reason_code().empty() ? "" : "  reason: ", ack.reason_code().c_str());
+  }
+  return ack.accepted() ? 0 : 1;
+}
+
+int do_event(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
+  static const std::map<std::string, v1::CacheEvent::Type> kTypes = {
+      {"added", v1::CacheEvent::PREFIX_ADDED},
+      {"evicted", v1::CacheEvent::PREFIX_EVICTED},
+      {"replica-updated", v1::CacheEvent::REPLICA_UPDATED},
+      {"all-cleared", v1::CacheEvent::ALL_CLEARED}};
+  v1::CacheEvent event;
+  event.set_type(kTypes.at(a.type));
+  event.set_replica_id(a.replica);
+  event.set_tenant_id(a.tenant);
+  event.set_model_id(a.model);
+  event.set_adapter_id(a.adapter);
+  std::string hash = prefix_bytes(a.prefix);
+  if (hash.empty() && a.prefix.block_ids.size() == 1) {
+    hash = block_hash_bytes(a.prefix.block_ids[0]);
+  }
+  event.set_prefix_hash(hash);
+  grpc::ClientContext context;
+  set_deadline(context, g);
+  v1::Ack ack;
+  const auto status = stub.PublishEvent(&context, event, &ack);
+  if (!status.ok()) return rpc_failed("PublishEvent", status);
+  if (g.json) {
+    std::cout << to_json(ack);
+  } else {
+    std::printf("accepted: %s%s%s\n", ack.accepted() ? "yes" : "no",
+                ack.reason_code().empty() ? "" : "  reason: ", ack.reason_code().c_str());
+  }
+  return ack.accepted() ? 0 : 1;
+}
+
+int do_state(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
+  v1::GetCacheStateRequest request;
+  request.set_tenant_id(a.tenant);
+  request.set_model_id(a.model);
+  grpc::ClientContext context;
+  set_deadline(context, g);
+  v1::GetCacheStateResponse response;
+  const auto status = stub.GetCacheState(&context, request, &response);
+  if (!status.ok()) return rpc_failed("GetCacheState", status);
+  if (g.json) {
+    std::cout << to_json(response);
+    return 0;
+  }
+  std::printf("prefixes: %lld (hot %lld)\n",
+              static_cast<long long>(response.summary().total_prefixes()),
+              static_cast<long long>(response.summary().hot_prefixes()));
+  if (response.replicas_size() > 0) {
+    std::printf("%-24s %9s %9s %16s %14s %14s\n", "replica", "hit rate", "pressure", "cache bytes",
+                "t2 hit tok", "t2 query tok");
+  }
+  for (const auto& r : response.replicas()) {
+    std::printf("%-24s %9.3f %9.3f %16lld %14lld %14lld\n", r.replica_id().c_str(), r.hit_rate(),
+                r.pressure(), static_cast<long long>(r.cache_memory_bytes()),
+                static_cast<long long>(r.t2_hit_tokens()),
+                static_cast<long long>(r.t2_query_tokens()));
+  }
+  return 0;
+}
+
+int do_health(const std::shared_ptr<grpc::Channel>& channel, const Global& g, const Args& a) {
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(a.service);
+  grpc::ClientContext context;
+  set_deadline(context, g);
+  grpc::health::v1::HealthCheckResponse response;
+  const auto status = stub->Check(&context, request, &response);
+  if (!status.ok()) return rpc_failed("Health/Check", status);
+  const bool serving = response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  if (g.json) {
+    std::cout << to_json(response);
+  } else {
+    std::printf(
+        "%s\n",
+        grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status()).c_str());
+  }
+  return serving ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Call the InferenceCache gRPC API from a shell"};
+  app.require_subcommand(1);
+  Global g;
+  Args a;
+  app.add_option("--server", g.server, "gRPC host:port")->capture_default_str();
+  app.add_flag("--json", g.json, "print the response in the proto3 JSON mapping");
+  app.add_option("--timeout-ms", g.timeout_ms, "deadline of the call (and of connecting)")
+      ->capture_default_str();
+
+  auto* lookup = app.add_subcommand("lookup", "LookupRoute: which replica holds this prefix");
+  auto* report = app.add_subcommand("report", "ReportCacheState: a replica now holds a prefix");
+  auto* event = app.add_subcommand("event", "PublishEvent: evictions, liveness, clears");
+  auto* state = app.add_subcommand("state", "GetCacheState: the (tenant, model) aggregate");
+  auto* health = app.add_subcommand("health", "grpc.health.v1 Check");
+  for (auto* cmd : {lookup, report, event, state}) {
+    cmd->add_option("--tenant", a.tenant, "tenant_id")->required();
+    cmd->add_option("--model", a.model, "model_id")->required();
+  }
+  for (auto* cmd : {lookup, report}) {
+    cmd->add_option("--scheme", a.scheme, "hash_scheme")->capture_default_str();
+    add_prefix_flags(cmd, a.prefix);
+  }
+  for (auto* cmd : {lookup, report, event}) cmd->add_option("--adapter", a.adapter, "adapter_id");
+  lookup->add_option("--token-ids", a.token_ids, "token ids (the server fingerprints them)")
+      ->delimiter(',');
+  lookup->add_option("--prompt", a.prompt, "prompt text (needs a server-side tokenizer)");
+  lookup->add_option("--ttft-ms", a.ttft_ms, "SLO ttft_ms (0 < v < 200 is 'tight')");
+  for (auto* cmd : {report, event})
+    cmd->add_option("--replica", a.replica, "replica_id")->required();
+  report->add_option("--tier", a.tier, "1 = T1 (engine), 2 = T2 (offload), 3 = T3 (remote)")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  report->add_option("--pressure", a.pressure, "stats: pressure in [0, 1]");
+  report->add_option("--hit-rate", a.hit_rate, "stats: hit rate in [0, 1]");
+  event->add_option("--type", a.type, "added | evicted | replica-updated | all-cleared")
+      ->check(CLI::IsMember({"added", "evicted", "replica-updated", "all-cleared"}))
+      ->capture_default_str();
+  event->add_option("--prefix-hash", a.prefix.prefix_hash, "prefix hash in hex");
+  event->add_option("--block-id", a.prefix.block_ids, "a Mooncake id instead of --prefix-hash")
+      ->expected(1);
+  health->add_option("--service", a.service, "service name (\"\" = the whole server)");
+  CLI11_PARSE(app, argc, argv);
+  install_exit_on_interrupt("inferencecache-cli: interrupted\n");
+
+  std::string error;
+  auto channel = connect_channel(g.server, g.timeout_ms, "cli", &error);
+  if (!channel) {
+    std::cerr << "inferencecache-cli: error: " << error << "\n";
+    return 1;
+  }
+  auto stub = v1::InferenceCache::NewStub(channel);
+  if (lookup->parsed()) return do_lookup(*stub, g, a);
+  if (report->parsed()) return do_report(*stub, g, a);
+  if (event->parsed()) return do_event(*stub, g, a);
+  if (state->parsed()) return do_state(*stub, g, a);
+  return do_health(channel, g, a);
+}
