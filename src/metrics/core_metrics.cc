@@ -20,7 +20,13 @@ V& CoreMetrics::slot(LabelMap<V>& map, std::string_view label) {
 
 void CoreMetrics::record_lookup(std::string_view model, Reason reason, bool hint_used,
                                 std::int64_t latency_us) {
-  LookupSeries& series = slot(lookups_, model);
+  // Most cores serve a handful of models in bursts: a byte compare with the
+  // previous call's model skips hashing it (map nodes never move).
+  if (last_series_ == nullptr || model != last_model_) {
+    last_series_ = &slot(lookups_, model);
+    last_model_.assign(model);
+  }
+  LookupSeries& series = *last_series_;
   ++series.calls[static_cast<std::size_t>(reason)][hint_used ? 1 : 0];
   const std::int64_t us = std::max<std::int64_t>(latency_us, 0);
   // First bound ≥ us; past the last bound only `count` (the +Inf bucket) sees it.

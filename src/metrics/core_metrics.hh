@@ -145,6 +145,8 @@ class CoreMetrics {
   unsigned core_;
   Sample sample_;  // fixed-label counters; dynamic maps below
   LabelMap<LookupSeries> lookups_;
+  std::string last_model_;               // model of the previous record_lookup
+  LookupSeries* last_series_ = nullptr;  // its series (node-stable map)
   LabelMap<std::int64_t> index_entries_;
   LabelMap<std::uint64_t> tenant_evictions_;
   std::vector<Collector> collectors_;

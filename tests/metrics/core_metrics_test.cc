@@ -155,3 +155,13 @@ TEST_CASE("collectors copy cumulative eviction totals kept by the shard") {
   CHECK(s.index_evictions[1][0] == 8);
   CHECK(s.tenant_evictions.at("team-b") == 16);
 }
+
+TEST_CASE("alternating models land in their own series") {
+  CoreMetrics m(0);
+  for (int i = 0; i < 6; ++i) m.record_lookup(i % 2 == 0 ? "a" : "bb", Reason::kTenantHot, true, 1);
+  m.record_lookup("a", Reason::kTenantHot, false, 1);
+  Sample s = m.collect();
+  CHECK(s.lookups.at("a").calls[1][1] == 3);
+  CHECK(s.lookups.at("a").calls[1][0] == 1);
+  CHECK(s.lookups.at("bb").calls[1][1] == 3);
+}
