@@ -132,7 +132,7 @@ def case_bad_lines(a, target):
         path = f.name
     try:
         rc, out, err = run([a.replay, "--server", target, "--trace", path, "--on-bad-line=fail"])
-        check(rc == 1 and "line 2: missing field \"hash_ids\"" in err, "fail: %d %r" % (rc, err))
+        check(rc == 1 and "line 2: missing field \"output_length\"" in err, "fail: %d %r" % (rc, err))
         rc, out, err = run([a.replay, "--server", target, "--trace", path, "--json"])
         check(rc == 0, "skip: exit %d %r" % (rc, err))
         check("line 2" in err, "skip must still report the line: %r" % err)
