@@ -42,22 +42,33 @@ class Loop {
 
   void run() {
     bool stopping = false;
+    bool aborted = false;
     std::int64_t give_up_ns = 0;
     epoll_event events[64];
     while (true) {
       const std::int64_t now = now_ns();
       if (!stopping && (now >= plan_.end_ns || interrupted() || all_dead())) {
         stopping = true;
-        // Ctrl-C or a dead server: a short drain; the normal end: the full one.
-        give_up_ns = now >= plan_.end_ns ? plan_.end_ns + plan_.drain_ns : now + plan_.drain_ns / 4;
-        if (period_ns_ > 0) add_not_sent(now);
+        // Ctrl-C or a dead server: a short drain and nothing new; the normal end: the full
+        // drain, during which calls already due (and the backlog) still go out, late.
+        aborted = now < plan_.end_ns;
+        give_up_ns = aborted ? now + plan_.drain_ns / 4 : plan_.end_ns + plan_.drain_ns;
+        if (aborted && period_ns_ > 0) {
+          add_not_sent(now);
+          result_->not_sent += backlog_.size();
+          backlog_.clear();
+        }
       }
-      if (!stopping) issue(now);
+      const bool issuing = !stopping || (period_ns_ > 0 && !aborted);
+      if (issuing) issue(now);
       const std::uint64_t completed_before = result_->completed;
       flush_all();
-      if (stopping && (active() == 0 || now_ns() >= give_up_ns || all_dead())) break;
+      if (stopping && ((active() == 0 && backlog_.empty() && scheduled_all()) ||
+                       now_ns() >= give_up_ns || all_dead())) {
+        break;
+      }
       // Answers read while flushing freed streams: use them before sleeping.
-      if (!stopping && result_->completed != completed_before) continue;
+      if (issuing && result_->completed != completed_before) continue;
       arm_timer(stopping ? give_up_ns : next_wakeup());
       const int n = epoll_wait(epoll_, events, 64, -1);
       for (int i = 0; i < n; ++i) {
@@ -143,6 +154,9 @@ class Loop {
       ++result_->not_sent;
     }
   }
+
+  // Every intended call before end_ns has been started or queued (open loop).
+  bool scheduled_all() const { return period_ns_ <= 0 || intended(scheduled_) >= plan_.end_ns; }
 
   std::int64_t next_wakeup() const {
     if (period_ns_ <= 0) return now_ns() < plan_.start_ns ? plan_.start_ns : plan_.end_ns;
