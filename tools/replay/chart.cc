@@ -7,8 +7,8 @@
 namespace ic::tools::replay {
 namespace {
 
-constexpr double kWidth = 900, kHeight = 480;
-constexpr double kLeft = 70, kRight = 200, kTop = 50, kBottom = 60;
+constexpr double kWidth = 960, kHeight = 480;
+constexpr double kLeft = 70, kRight = 250, kTop = 50, kBottom = 60;
 constexpr const char* kColors[] = {"#d62728", "#1f77b4", "#2ca02c", "#555555", "#9467bd"};
 
 std::string fmt(const char* format, double a, double b = 0, double c = 0, double d = 0) {
@@ -56,8 +56,10 @@ std::string render_hit_ratio_svg(const std::string& title, const std::vector<Ser
           kWidth, kHeight, kWidth, kHeight);
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += fmt("<text x=\"%.0f\" y=\"28\" font-size=\"16\">", kLeft) + escape(title) + "</text>\n";
-  for (int tick = 0; tick <= 10; ++tick) {
-    const double ratio = top * tick / 10.0;
+  const double tick_step = top <= 0.3 ? 0.05 : 0.1;  // round percentages on the y axis
+  const int ticks = static_cast<int>(std::lround(top / tick_step));
+  for (int tick = 0; tick <= ticks; ++tick) {
+    const double ratio = tick_step * tick;
     const double y = y_of(ratio);
     svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n",
                kLeft, y, kLeft + plot_w, y);

@@ -158,9 +158,13 @@ nlohmann::json render_json(const ReplayResult& result, const ReplayOptions& opti
 std::string render_svg(const ReplayResult& result, const ReplayOptions& options) {
   std::vector<Series> series;
   for (const auto& p : result.policies) {
-    series.push_back({std::string(policy_name(p.policy)), window_ratios(p.account), false});
+    series.push_back({printf_string("%s (%.1f%%)", std::string(policy_name(p.policy)).c_str(),
+                                    100.0 * p.account.hit_ratio()),
+                      window_ratios(p.account), false});
   }
-  series.push_back({"upper bound (unbounded)", window_ratios(result.bound.account()), true});
+  series.push_back(
+      {printf_string("upper bound (%.1f%%)", 100.0 * result.bound.account().hit_ratio()),
+       window_ratios(result.bound.account()), true});
   const std::string title = printf_string(
       "Prefix-hit ratio per %llds window: %zu replicas x %zu blocks (Mooncake conversation)",
       static_cast<long long>(options.window_ms / 1000), options.replicas, options.capacity_blocks);
