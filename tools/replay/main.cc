@@ -37,6 +37,7 @@ struct Flags {
   int rpc_timeout_ms = 2000;
   double window_s = 60;
   double stats_interval_s = 1;
+  std::vector<std::string> policies = {"round-robin", "least-loaded", "inferencecache"};
 };
 
 void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
@@ -74,6 +75,10 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
                  "trace-time interval between ReplicaStats reports (s)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--policies", f.policies, "policies to compare, in this order")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"round-robin", "least-loaded", "inferencecache"}))
+      ->capture_default_str();
   app.add_flag("--realtime", o.realtime, "pace requests at trace time (see --speed)");
   app.add_option("--speed", o.speed, "speed-up factor for --realtime")
       ->check(CLI::PositiveNumber)
@@ -99,6 +104,12 @@ int run(const Flags& f, ReplayOptions& o) {
   o.window_ms = static_cast<std::int64_t>(f.window_s * 1000);
   o.stats_interval_ms = static_cast<std::int64_t>(f.stats_interval_s * 1000);
   o.clear_at_end = !f.keep_state;
+  o.policies.clear();
+  for (const auto& name : f.policies) {
+    for (auto p : {Policy::kRoundRobin, Policy::kLeastLoaded, Policy::kInferenceCache}) {
+      if (policy_name(p) == name) o.policies.push_back(p);
+    }
+  }
   const auto policy = *parse_bad_line_policy(f.on_bad_line);
   auto load = load_trace(f.trace, policy, f.limit, [](const std::string& message) {
     std::cerr << "inferencecache-replay: bad trace line: " << message << "\n";
