@@ -155,10 +155,9 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
       return finish(reason::kNoHint, false);  // malformed: never downgrade to prefix_hash
     if (req.block_hashes_size() > 0) {
       chain = true;
-      for (int i = 0; i < req.block_hashes_size(); ++i) {
-        chain_hashes.emplace_back(req.block_hashes(i));
-        chain_counts.push_back(req.block_token_counts(i));
-      }
+      // Range iteration stays inline (indexed Get() is an out-of-line call).
+      for (const std::string& h : req.block_hashes()) chain_hashes.emplace_back(h);
+      chain_counts.assign(req.block_token_counts().begin(), req.block_token_counts().end());
     } else {
       exact_hash = req.prefix_hash();
       exact_tokens = req.prefix_token_count();
