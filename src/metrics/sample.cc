@@ -14,16 +14,20 @@ void add_arrays(A& into, const A& from) {
   }
 }
 
+void add_value(LookupSeries& into, const LookupSeries& from) { into.merge(from); }
+template <typename N>
+void add_value(N& into, N from) {
+  into += from;
+}
+
 template <typename M>
 void add_maps(M& into, const M& from) {
-  for (const auto& [label, value] : from) {
-    auto it = into.find(label);
+  for (const auto& entry : from) {
+    auto it = into.find(entry.first);
     if (it == into.end()) {
-      into.emplace(label, value);
-    } else if constexpr (requires { it->second.merge(value); }) {
-      it->second.merge(value);
+      into.emplace(entry.first, entry.second);
     } else {
-      it->second += value;
+      add_value(it->second, entry.second);
     }
   }
 }
