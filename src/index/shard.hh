@@ -57,10 +57,18 @@ struct IndexConfig {
 };
 
 // State shared by all shards of one server. Create once, outlive the shards.
-// Only relaxed atomics: shards publish their deltas once per operation.
+//
+// The global cap (spec/index.md "Global cap") across shards: every shard
+// publishes its entry delta with one fetch_add at the end of each operation;
+// the fetch_add of an ingest returns the global total at that instant, and if
+// it is over max_entries the ingesting shard evicts (from its own entries, in
+// the spec's victim order) until the total is back at the cap. Every ingest
+// that crosses the cap sees its own excess, so the total never stays above the
+// cap after an ingest returns, whatever the interleaving; the victims are the
+// oldest of the ingesting shard, not of the whole server (exact with one core).
 struct IndexGlobals {
   // Sum of every shard's (key, replica) entries (reserved tenant never stored).
-  // Read for the cold-start carve-out ("index globally empty") and the cap.
+  // Also read (relaxed) for the cold-start carve-out: 0 = "index globally empty".
   alignas(64) std::atomic<std::int64_t> total_entries{0};
 };
 
