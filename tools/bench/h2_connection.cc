@@ -260,6 +260,15 @@ void H2Connection::fail_all() {
   active_ = 0;
 }
 
+bool H2Connection::flush() {
+  if (!alive_) return false;
+  if (!write_socket()) {
+    fail_all();
+    return false;
+  }
+  return true;
+}
+
 bool H2Connection::pump() {
   if (!alive_) return false;
   if (!read_socket() || !write_socket() ||

@@ -54,6 +54,9 @@ class H2Connection {
   // until the socket would block. Returns false when the connection is dead; every open stream
   // has then been completed as "connection-lost".
   bool pump();
+  // Writes what nghttp2 has queued (new requests, WINDOW_UPDATEs) without reading: a syscall
+  // only when there are bytes. Returns false when the connection is dead (as pump()).
+  bool flush();
   // True when bytes are waiting for the socket to become writable (arm EPOLLOUT).
   bool wants_write() const { return !out_.empty(); }
 

@@ -75,6 +75,7 @@ class Loop {
         if (events[i].data.u64 == kTimerTag) {
           std::uint64_t expirations = 0;
           [[maybe_unused]] auto r = read(timer_, &expirations, sizeof expirations);
+          armed_at_ns_ = -1;
           continue;
         }
         conns_[events[i].data.u64]->pump();
@@ -164,6 +165,8 @@ class Loop {
   }
 
   void arm_timer(std::int64_t at_ns) {
+    if (at_ns == armed_at_ns_) return;  // already set: spare the syscall
+    armed_at_ns_ = at_ns;
     itimerspec spec{};
     at_ns = std::max<std::int64_t>(at_ns, 1);
     spec.it_value.tv_sec = at_ns / 1'000'000'000;
@@ -175,7 +178,7 @@ class Loop {
     for (std::size_t i = 0; i < conns_.size(); ++i) {
       auto& c = *conns_[i];
       if (!c.alive()) continue;
-      c.pump();
+      c.flush();
       const bool want = c.alive() && c.wants_write();
       if (want != armed_[i]) {
         epoll_event ev{};
@@ -199,6 +202,7 @@ class Loop {
   std::size_t next_seq_ = 0;
   std::size_t cursor_ = 0;
   std::deque<std::int64_t> backlog_;
+  std::int64_t armed_at_ns_ = -1;
 };
 
 }  // namespace
