@@ -81,6 +81,38 @@ void check_ack(const H2Response& r) {
   CHECK(parse_single<pb::Ack>(r.body).accepted());
 }
 
+// An update for a real tenant: replica r<i % 8>, one prefix unique to `i`,
+// stats; GetCacheState then counts what was ingested (index.md "GetCacheState").
+pb::CacheStateUpdate tenant_update(std::string_view tenant, int i) {
+  pb::CacheStateUpdate u;
+  u.set_replica_id(numbered("r", i % 8));
+  u.set_model_id("llama-3-8b");
+  u.set_tenant_id(std::string(tenant));
+  u.set_hash_scheme("vllm-sha256");
+  auto* p = u.add_prefixes();
+  p->set_prefix_hash(numbered("prefix-", i));
+  p->set_token_count(16);
+  u.mutable_stats()->set_replica_id(u.replica_id());
+  u.mutable_stats()->set_hit_rate(0.5f);
+  return u;
+}
+
+std::string tenant_stream(std::string_view tenant, int first, int n) {
+  std::string body;
+  for (int i = first; i < first + n; ++i) body += frame_message(tenant_update(tenant, i));
+  return body;
+}
+
+// GetCacheState for (tenant, llama-3-8b) on connection `c`.
+pb::GetCacheStateResponse cache_state(H2Client& c, std::string_view tenant) {
+  pb::GetCacheStateRequest req;
+  req.set_tenant_id(std::string(tenant));
+  req.set_model_id("llama-3-8b");
+  const H2Response& r = c.wait(c.start(method_path("GetCacheState"), BodyPlan{frame_message(req)}));
+  REQUIRE(r.grpc_status() == kOk);
+  return parse_single<pb::GetCacheStateResponse>(r.body);
+}
+
 // The connection still serves a normal call after an error on one stream.
 void check_connection_usable(H2Client& c) {
   int32_t id = c.start(kLookup, BodyPlan{frame_message(gateway_request())});
@@ -190,6 +222,20 @@ TEST_CASE("message boundaries are independent of DATA frame boundaries") {
     c.send(id, "", true);
     check_ack(c.wait(id));
   }
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("every message of a client stream split across DATA frames is ingested") {
+  ServerProcess server;
+  H2Client c(server.grpc_port());
+  // 40 updates in 1-byte frames, 40 in 7-byte frames, 40 in frames as large as allowed.
+  check_ack(c.wait(c.start(kReport, BodyPlan{tenant_stream("team-frames", 0, 40), 1}), 60s));
+  check_ack(c.wait(c.start(kReport, BodyPlan{tenant_stream("team-frames", 40, 40), 7}), 30s));
+  check_ack(c.wait(c.start(kReport, BodyPlan{tenant_stream("team-frames", 80, 40), 0})));
+  pb::GetCacheStateResponse state = cache_state(c, "team-frames");
+  CHECK(state.summary().total_prefixes() == 120);
+  REQUIRE(state.replicas_size() == 8);
+  for (int i = 0; i < 8; ++i) CHECK(state.replicas(i).replica_id() == numbered("r", i));
   CHECK(server.stop() == 0);
 }
 
@@ -318,6 +364,27 @@ TEST_CASE("a client that cancels mid-stream loses nothing else and leaks nothing
     check_connection_usable(c);
     H2Client fresh(server.grpc_port());
     check_connection_usable(fresh);
+  }
+  {
+    // A client stream cut mid-way keeps every message already fully received
+    // (contract.md "Transport rules"): 5 whole updates, half of a 6th, CANCEL.
+    H2Client c(server.grpc_port());
+    std::string sixth = frame_message(tenant_update("team-cut", 5));
+    int32_t id =
+        c.start(kReport, BodyPlan{tenant_stream("team-cut", 0, 5) + sixth.substr(0, 20), 0, false});
+    c.flush();
+    c.run_until([] { return false; }, 200ms);
+    c.reset(id);
+    c.flush();
+    // Ingest is asynchronous to the ack-less stream: poll briefly, then assert exactly 5.
+    pb::GetCacheStateResponse state;
+    for (int i = 0; i < 40; ++i) {
+      state = cache_state(c, "team-cut");
+      if (state.summary().total_prefixes() >= 5) break;
+      c.run_until([] { return false; }, 50ms);
+    }
+    CHECK(state.summary().total_prefixes() == 5);
+    CHECK(state.replicas_size() == 5);
   }
   {
     // 100 streams cancelled right after their HEADERS (well under the rapid
