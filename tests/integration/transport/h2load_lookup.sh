@@ -55,7 +55,7 @@ fi
 
 cmd=(h2load -n "$requests" -c "$clients" -m "$streams"
      -H 'content-type: application/grpc' -H 'te: trailers' -d "$body" "$url")
-echo "+ ${cmd[*]}"
+printf '+'; printf ' %q' "${cmd[@]}"; echo
 out="$("${cmd[@]}")"
 echo "$out"
 
