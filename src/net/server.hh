@@ -40,7 +40,9 @@ struct ListenerOptions {
   // closed at once and counted in rejected_total (rule 9).
   std::uint32_t max_connections = 10000;
   // Close a connection whose Session is idle() after this long without
-  // traffic (µs); it gets on_shutdown() first (GOAWAY). 0 disables.
+  // traffic (µs); it gets on_shutdown() first (GOAWAY). Also the longest its
+  // queued output may go without any send progress (a peer that stopped
+  // reading) before the connection is aborted. 0 disables both.
   std::int64_t idle_timeout_us = 0;
   // Output bytes queued on one connection above which reading pauses until it
   // drains below half (rule 5). A connection whose queue passes 16× this (the

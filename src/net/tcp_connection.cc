@@ -60,6 +60,7 @@ void TcpConnection::mark_dirty() {
 
 void TcpConnection::send(std::span<const std::byte> bytes) {
   if (closing_ || finished_ || bytes.empty()) return;
+  if (queued_bytes() == 0) stall_since_us_ = core_.reactor().now_us();
   out_pending_.insert(out_pending_.end(), bytes.begin(), bytes.end());
   if (queued_bytes() > listener_.hard_output_cap()) {
     // The protocol ignored queued_bytes(): cut the peer off instead of
@@ -184,6 +185,7 @@ void TcpConnection::on_send(std::int32_t res) {
     return;
   }
   last_active_us_ = core_.reactor().now_us();
+  if (res > 0) stall_since_us_ = last_active_us_;
   inflight_off_ += static_cast<std::size_t>(res);
   // The queue shrank: let the protocol produce what it held back.
   flush_wanted_ = true;
@@ -256,6 +258,12 @@ void TcpConnection::on_idle_timer() {
   const std::int64_t quiet = core_.reactor().now_us() - last_active_us_;
   if (quiet < timeout) {
     arm_idle_timer(timeout - quiet);
+    return;
+  }
+  if (queued_bytes() > 0 && core_.reactor().now_us() - stall_since_us_ >= timeout) {
+    // The peer stopped reading: our output made no progress for a whole
+    // timeout. Cut it off rather than hold its queue forever (rule 9).
+    close(true);
     return;
   }
   if (!session_->idle() || queued_bytes() > 0) {

@@ -106,7 +106,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   bool cancel_sent_ = false;
   bool finished_ = false;
 
-  std::int64_t last_active_us_ = 0;
+  std::int64_t last_active_us_ = 0;  // last byte received or sent
+  std::int64_t stall_since_us_ = 0;  // output queued and no send progress since
   runtime::Reactor::TimerId idle_timer_ = 0;
   mutable std::string peer_;
 };

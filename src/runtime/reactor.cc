@@ -120,10 +120,11 @@ void Reactor::Impl::read_clocks() {
 }
 
 bool Reactor::Impl::drain_mailboxes() {
-  // Clear our "wake in flight" flag before looking, so a peer that pushes after
-  // our look sees false and sends a new wake (Dekker-style with its fence).
-  notified.store(false, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Clear our "wake in flight" flag before looking, with a read-modify-write:
+  // a peer whose exchange(true) we read from has pushed before it (release →
+  // acquire), so we see its task; a peer that comes after us reads false and
+  // sends a new wake. No task is left unseen without a wake on the way.
+  notified.exchange(false, std::memory_order_acq_rel);
   bool more = false;
   const unsigned n = runtime.cores();
   Task task;
@@ -202,8 +203,7 @@ void Reactor::Impl::send_wakeups() {
   for (unsigned target : wake_targets) {
     wake_marked[target] = 0;
     Reactor::Impl& peer = *runtime.reactor(target).impl_;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (peer.notified.exchange(true, std::memory_order_seq_cst)) continue;
+    if (peer.notified.exchange(true, std::memory_order_acq_rel)) continue;
     io_uring_sqe* sqe = get_sqe();
     io_uring_prep_msg_ring(sqe, peer.ring.ring_fd, 0, kWakeUserData, 0);
     io_uring_sqe_set_data64(sqe, kUntrackedUserData);

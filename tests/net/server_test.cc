@@ -281,6 +281,22 @@ TEST_SUITE("net") {
     ::close(fd);
   }
 
+  TEST_CASE("a peer that stops reading is cut off after the idle timeout") {
+    Probe probe;
+    probe.bulk_reply = 16u << 20;
+    auto opts = echo_listener(probe);
+    opts.output_high_water = 4u << 20;
+    opts.idle_timeout_us = 100'000;
+    Loopback lb(1, std::move(opts));
+    const int fd = connect_to(lb.port());
+    REQUIRE(write_all(fd, "go"));
+    // Never read: the server's output stalls, then the connection is aborted.
+    CHECK(eventually([&] { return probe.closed.load() == 1; }));
+    CHECK(probe.destroyed.load() == 1);
+    CHECK(eventually([&] { return lb.stats().open.load() == 0; }));
+    ::close(fd);
+  }
+
   TEST_CASE("graceful shutdown: no new connections, in-flight work finishes, then done") {
     Probe probe;
     probe.busy_until_x = true;
