@@ -28,6 +28,7 @@ struct CallOutcome {
 
 class H2Connection {
  public:
+  // Called once per call when its stream closes (from inside pump(); must not call back in).
   using OnDone = std::function<void(CallOutcome&&)>;
 
   // Connects (blocking, up to timeout_ms) to host:port, then switches the socket to
@@ -38,6 +39,7 @@ class H2Connection {
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
 
+  // The socket, for the owner's epoll set.
   int fd() const { return fd_; }
   // Streams opened and not yet closed.
   int active() const { return active_; }

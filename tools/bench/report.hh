@@ -28,6 +28,7 @@ struct RunDescription {
   bool interrupted = false;
 };
 
+// The merged results of a run.
 struct Summary {
   RunDescription run;
   std::uint64_t sent = 0, completed = 0, ok = 0, not_sent = 0, unfinished = 0;
@@ -43,6 +44,7 @@ struct Summary {
 // Adds up the workers' results and computes rates, percentiles and the histogram.
 Summary merge(const RunDescription& run, std::vector<WorkerResult>& results);
 
+// The human report: counts, rate, statuses, reasons, percentiles and a log2 histogram.
 std::string render_text(const Summary& summary);
 
 // Schema "inferencecache-bench/v1".

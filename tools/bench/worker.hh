@@ -14,6 +14,7 @@
 
 namespace ic::tools::bench {
 
+// What one worker thread does.
 struct WorkerPlan {
   double rate_per_s = 0;                  // this worker's share of the target rate; 0 = closed loop
   int streams = 16;                       // concurrent streams per connection
@@ -25,6 +26,7 @@ struct WorkerPlan {
   std::size_t max_backlog = 1'000'000;    // intended calls waiting for a free stream, at most
 };
 
+// What one worker thread measured (merged by report.hh).
 struct WorkerResult {
   std::vector<std::uint64_t> latency_us;          // one per completed call
   std::map<std::string, std::uint64_t> statuses;  // "OK", gRPC status names, transport errors

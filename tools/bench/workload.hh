@@ -17,8 +17,10 @@ inline constexpr const char* kLookupPath = "/inferencecache.v1alpha1.InferenceCa
 inline constexpr const char* kReportPath =
     "/inferencecache.v1alpha1.InferenceCache/ReportCacheState";
 
+// The measured method: LookupRoute or ReportCacheState (one update per call).
 enum class Rpc { kLookup, kReport };
 
+// Everything the workers send, built before the run.
 struct Workload {
   std::string path;                                        // the measured method
   std::vector<std::shared_ptr<const std::string>> bodies;  // gRPC-framed request bodies

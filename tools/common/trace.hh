@@ -48,9 +48,12 @@ class TraceReader {
   // Opens `path`; ok() is false (and error() says why) when it cannot be read.
   explicit TraceReader(const std::string& path);
 
+  // False when the file could not be opened.
   bool ok() const { return ok_; }
+  // Why the file could not be opened, or "line N: reason" after a kBadLine.
   const std::string& error() const { return error_; }
 
+  // Outcome of next(): a request, a malformed line, or the end of the file.
   enum class Next { kRequest, kBadLine, kEnd };
   // Reads the next non-blank line into *request. kBadLine leaves *request untouched and sets
   // error() to "line N: reason"; the caller decides (BadLinePolicy) whether to go on.

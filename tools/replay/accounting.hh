@@ -38,13 +38,17 @@ class PolicyAccount {
   void add(std::int64_t timestamp_ms, std::size_t replica, std::int64_t hit_tokens,
            std::int64_t prompt_tokens);
 
+  // Totals over the run: hit tokens, prompt tokens, requests.
   std::int64_t hit_tokens() const { return hit_tokens_; }
   std::int64_t prompt_tokens() const { return prompt_tokens_; }
   std::int64_t requests() const { return requests_; }
   // hit tokens / prompt tokens, 0 when nothing ran.
   double hit_ratio() const;
+  // Requests per replica over the run.
   const std::vector<std::int64_t>& requests_per_replica() const { return per_replica_; }
+  // Every window from trace time 0 to the last request (empty ones included).
   const std::vector<Window>& windows() const { return windows_; }
+  // Load balance over the run and over the non-empty windows.
   Balance balance() const;
 
  private:
@@ -65,6 +69,7 @@ class UpperBound {
   explicit UpperBound(std::int64_t window_ms) : account_(1, window_ms) {}
   // Returns the request's hit tokens under the bound and then stores its blocks.
   std::int64_t add(const TraceRequest& request);
+  // The bound's totals and windows (as one replica).
   const PolicyAccount& account() const { return account_; }
 
  private:

@@ -34,6 +34,7 @@ class Cluster {
  public:
   Cluster(std::size_t replicas, std::size_t capacity_blocks, EngineModel model);
 
+  // Number of replicas.
   std::size_t size() const { return replicas_.size(); }
 
   // Requests still running on `replica` at trace time now_ms (finished ones are retired).
@@ -47,9 +48,11 @@ class Cluster {
   // its blocks (LRU) and occupy the replica for the modelled service time.
   Served serve(std::size_t replica, const TraceRequest& request);
 
+  // Requests `replica` has served so far.
   std::int64_t served(std::size_t replica) const { return replicas_[replica].served; }
   // Cumulative hit tokens / prompt tokens of `replica` (0 before its first request).
   float hit_rate(std::size_t replica) const;
+  // KV blocks in `replica`'s cache now.
   std::size_t cached_blocks(std::size_t replica) const { return replicas_[replica].cache.size(); }
 
  private:

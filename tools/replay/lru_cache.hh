@@ -25,8 +25,11 @@ class LruBlockCache {
   // longer than the capacity).
   void store(std::span<const std::uint64_t> blocks, std::vector<std::uint64_t>* evicted);
 
+  // True when `block` is cached (no recency change).
   bool contains(std::uint64_t block) const { return index_.contains(block); }
+  // Cached blocks, <= capacity().
   std::size_t size() const { return index_.size(); }
+  // Most blocks held at once.
   std::size_t capacity() const { return capacity_; }
 
  private:

@@ -17,6 +17,7 @@
 
 namespace ic::tools::replay {
 
+// Knobs of one replay (flags in main.cc).
 struct ReplayOptions {
   std::size_t replicas = 8;
   std::size_t capacity_blocks = 3000;  // per replica; see tools/replay/README.md for why
@@ -49,6 +50,7 @@ struct PolicyResult {
   std::int64_t evictions = 0;
 };
 
+// Everything one replay measured.
 struct ReplayResult {
   explicit ReplayResult(std::int64_t window_ms) : bound(window_ms) {}
   std::vector<PolicyResult> policies;

@@ -11,6 +11,7 @@
 
 namespace ic::tools::replay {
 
+// The routing policies compared (see Router::choose).
 enum class Policy { kRoundRobin, kLeastLoaded, kInferenceCache };
 
 // "round-robin", "least-loaded", "inferencecache".
@@ -28,6 +29,7 @@ struct Choice {
 
 class Router {
  public:
+  // A router for `replicas` replicas named replica-0 … replica-(N−1).
   Router(Policy policy, std::size_t replicas) : policy_(policy), replicas_(replicas) {}
 
   // round-robin: i mod N. least-loaded: Cluster::least_loaded. inferencecache: on PREFIX_MATCH or
