@@ -53,6 +53,7 @@ void Runtime::Impl::thread_main(unsigned core, const std::function<void(unsigned
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
   reactor.impl_->init_ring();
+  reactor.impl_->read_clocks();  // timers added by on_start count from now
   // Every ring must exist before anyone sends a MSG_RING wake to it.
   rings_ready->arrive_and_wait();
   if (on_start) on_start(core);
