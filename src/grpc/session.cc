@@ -136,7 +136,6 @@ void GrpcSession::on_request(h2::StreamId id, std::vector<h2::Header>& headers) 
 void GrpcSession::arm_deadline(const std::shared_ptr<detail::CallState>& call,
                                std::int64_t timeout_us) {
   call->deadline_us = context_.timers->now_us() + timeout_us;
-  if (call->method->handles_deadline) return;
   std::weak_ptr<detail::CallState> weak = call;
   call->deadline_timer = context_.timers->add_timer(timeout_us, [weak] {
     const auto s = weak.lock();
@@ -170,6 +169,11 @@ void GrpcSession::on_request_end(h2::StreamId id) {
     finish_call(*call, {StatusCode::kInternal, "stream ended inside a message"});
     call->handler->on_cancel();
     return;
+  }
+  if (call->method->handles_deadline && call->deadline_timer) {
+    // The request is complete: from here the handler answers a late call.
+    context_.timers->cancel_timer(*call->deadline_timer);
+    call->deadline_timer.reset();
   }
   call->handler->on_half_close();
 }

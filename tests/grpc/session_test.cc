@@ -77,6 +77,12 @@ struct Fixture {
                                         CallKind::kUnary, [this](CallHandle c, StringValue&& r) {
                                           parked.emplace_back(std::move(c), r.value());
                                         }));
+    methods.add("/test.Echo/Self", ic::grpc::single_request_method<StringValue>(
+                                       CallKind::kUnary,
+                                       [this](CallHandle c, StringValue&& r) {
+                                         parked.emplace_back(std::move(c), r.value());
+                                       },
+                                       /*handles_deadline=*/true));
     methods.add("/test.Echo/Fail", ic::grpc::single_request_method<StringValue>(
                                        CallKind::kUnary, [](CallHandle c, StringValue&&) {
                                          c.finish({StatusCode::kNotFound, "no such thing: 100%"});
@@ -454,4 +460,31 @@ TEST_CASE_FIXTURE(Fixture, "shutdown sends GOAWAY, finishes in-flight calls, the
   CHECK(session->idle());
   CHECK(conn.closed);
   CHECK_FALSE(conn.aborted);
+}
+
+TEST_CASE_FIXTURE(Fixture, "handles_deadline: the server times out an incomplete request") {
+  const auto id = client.grpc_call("/test.Echo/Self", frame(sv_bytes("x")).substr(0, 4), false,
+                                   {{"grpc-timeout", "300000u"}});
+  run();
+  timers.advance(300'000);
+  run();
+  CHECK(client.streams[id].grpc_status() == "4");
+  CHECK(parked.empty());
+}
+
+TEST_CASE_FIXTURE(Fixture, "handles_deadline: after half-close the handler owns the deadline") {
+  const auto id =
+      client.grpc_call("/test.Echo/Self", frame(sv_bytes("x")), true, {{"grpc-timeout", "1m"}});
+  run();
+  REQUIRE(parked.size() == 1);
+  CHECK(timers.pending.empty());
+  CHECK(parked[0].first.deadline_us() == timers.now + 1'000);
+  timers.advance(5'000);
+  run();
+  CHECK_FALSE(client.streams[id].closed);
+  StringValue late;
+  late.set_value("late but answered");
+  parked[0].first.reply(late);
+  run();
+  CHECK(client.streams[id].trailer("grpc-status") == "0");
 }
