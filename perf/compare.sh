@@ -2,7 +2,7 @@
 # perf/compare.sh — inferencecache-server vs the grpc++ baseline, side by side.
 #
 #   perf/compare.sh [--quick] [--rounds N] [--duration S] [--build-dir DIR] [--no-build]
-#                   [--out FILE] [--profile DIR]
+#                   [--out FILE] [--profile DIR] [--from-head DIR]
 #
 # Builds both servers, then per round (baseline first, then InferenceCache —
 # B A B A, so machine drift hits both) starts one server pinned to its CPUs,
@@ -16,6 +16,9 @@
 #     ceiling, i.e. how much of LookupRoute's cost is transport vs index.
 # Prints ONE table with the ratios InferenceCache / baseline, preceded by the
 # machine description. Full run ≤ ~10 min, --quick ≈ 2 min.
+# --from-head DIR: measure the committed HEAD, not the shared work tree (which
+# holds other people's unfinished edits): git archive HEAD into DIR, build
+# there with -Dtests=false.
 # --profile DIR: instead of the table, samples each server (perf record,
 # cpu-clock) during a LookupRoute saturation run and writes the top symbols to
 # DIR/profile-<server>.txt.
@@ -29,6 +32,8 @@ duration=5
 do_build=1
 out=""
 profile_dir=""
+head_dir=""
+measured=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -38,7 +43,8 @@ while [ $# -gt 0 ]; do
     --no-build) do_build=0 ;;
     --out) out="$2"; shift ;;
     --profile) profile_dir="$2"; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --from-head) head_dir="$2"; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 64 ;;
   esac
   shift
@@ -49,10 +55,6 @@ if [ "$quick" = 1 ]; then
 fi
 warmup=1
 
-ic_server="$build_dir/src/inferencecache-server"
-base_server="$build_dir/perf/baseline/ic-baseline-server"
-preload="$build_dir/perf/baseline/ic-perf-preload"
-bench="$build_dir/tools/bench/inferencecache-bench"
 # Free loopback ports picked now (the machine is shared: fixed ports collide
 # with other people's servers).
 free_port() {
@@ -78,6 +80,20 @@ trap cleanup EXIT
 log() { printf '%s\n' "$*" >&2; }
 
 # --- build -------------------------------------------------------------------
+if [ -n "$head_dir" ]; then
+  # One export per commit (a new commit is a full build, ~5 min at -j2).
+  head_sha=$(git rev-parse --short HEAD)
+  head_src="$head_dir/src-$head_sha"
+  if [ ! -d "$head_src" ]; then
+    mkdir -p "$head_src"
+    git archive HEAD | tar -x -C "$head_src"
+  fi
+  log "measuring HEAD $head_sha exported to $head_src"
+  measured="commit $head_sha (clean export of HEAD, release build)"
+  build_dir="$head_src/build-perf"
+  [ -d "$build_dir" ] || meson setup "$build_dir" "$head_src" -Dtests=false >/dev/null
+  do_build=1
+fi
 if [ "$do_build" = 1 ]; then
   [ -d "$build_dir" ] || meson setup "$build_dir" >/dev/null
   targets=(perf/baseline/ic-baseline-server perf/baseline/ic-perf-preload src/inferencecache-server)
@@ -86,6 +102,11 @@ if [ "$do_build" = 1 ]; then
   fi
   ninja -C "$build_dir" -j2 "${targets[@]}" >&2
 fi
+[ -n "$measured" ] || measured="build dir $build_dir of the work tree at $(git rev-parse --short HEAD) (may include uncommitted edits)"
+ic_server="$build_dir/src/inferencecache-server"
+base_server="$build_dir/perf/baseline/ic-baseline-server"
+preload="$build_dir/perf/baseline/ic-perf-preload"
+bench="$build_dir/tools/bench/inferencecache-bench"
 for exe in "$ic_server" "$base_server" "$preload"; do
   [ -x "$exe" ] || { log "compare.sh: $exe is not built"; exit 1; }
 done
@@ -357,6 +378,7 @@ report() {
   echo
   echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
   echo "- load average at start of report: $(cut -d' ' -f1-3 /proc/loadavg) (shared machine: others may be compiling)"
+  echo "- measured: $measured"
   echo "- placement: $placement"
   echo "- mode: $([ "$quick" = 1 ] && echo quick || echo full), $rounds round(s) B A B A, ${duration} s per run (saturation runs after a ${warmup} s warm-up), medians over rounds; elapsed ${elapsed} s"
   echo "- saturation: h2load -c ${SAT_CLIENTS:-4} -m ${SAT_STREAMS:-16} (closed loop); fixed rates: h2load --rps (paced per connection)$([ "$have_bench" = 1 ] && echo ' and inferencecache-bench (open loop)')"
