@@ -32,8 +32,13 @@ std::int32_t saturate32(std::int64_t v) {
 void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int32_t tokens,
                          std::int64_t seen, std::uint8_t tier, std::uint32_t replica,
                          IngestResult& r) {
-  std::uint32_t k = find_key(domain, bytes);
-  if (k == kNone) k = create_key(domain, bytes);
+  // One probe serves both the lookup and, for a new key, the group link.
+  const std::uint32_t tm = domains[domain].tm;
+  const std::uint64_t h = group_hash(tm, bytes);
+  const std::uint32_t head = find_group(tm, h, bytes);
+  std::uint32_t k = head;
+  while (k != kNone && keys[k].domain != domain) k = keys[k].next_in_group;
+  if (k == kNone) k = create_key(domain, bytes, h, head);
   std::uint32_t e = find_entry(k, replica);
   bool changed = false;
   if (e == kNone) {

@@ -200,7 +200,8 @@ void Shard::Impl::remove_domain(std::uint32_t d) {
   maybe_remove_tm(tm);
 }
 
-std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes) {
+std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
+                                      std::uint32_t head) {
   const std::uint32_t k = keys.allocate();
   KeyRec& kr = keys[k];
   kr = KeyRec{};
@@ -223,8 +224,6 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
     kr.hash = slot;
   }
   DomainRec& dr = domains[domain];
-  const std::uint64_t h = group_hash(dr.tm, bytes);
-  const std::uint32_t head = find_group(dr.tm, h, bytes);
   if (head == kNone) {
     groups.insert(h, k);
   } else {
@@ -249,15 +248,15 @@ void Shard::Impl::remove_key_record(std::uint32_t k) {
   DomainRec& dr = domains[d];
   const std::string_view bytes = key_bytes(kr);
   const std::uint64_t h = group_hash(dr.tm, bytes);
-  const std::uint32_t head = find_group(dr.tm, h, bytes);
-  if (head == k) {
+  if (groups.is_head(h, k)) {
+    // Most keys head their group: one probe decides and unlinks.
     if (kr.next_in_group == kNone) {
       groups.erase(h, k);
     } else {
       groups.replace(h, k, kr.next_in_group);
     }
   } else {
-    std::uint32_t p = head;
+    std::uint32_t p = find_group(dr.tm, h, bytes);
     while (keys[p].next_in_group != k) p = keys[p].next_in_group;
     keys[p].next_in_group = kr.next_in_group;
   }

@@ -35,6 +35,14 @@ class GroupTable {
     place(static_cast<std::uint32_t>(h), key + 1);
     ++size_;
   }
+  // True when `key` is the head stored for hash `h`.
+  bool is_head(std::uint64_t h, std::uint32_t key) const {
+    const std::uint32_t tag = static_cast<std::uint32_t>(h);
+    for (std::size_t i = tag & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].key_plus1 == 0) return false;
+      if (slots_[i].key_plus1 == key + 1) return true;
+    }
+  }
   // The group's head key changes from `old_key` to `new_key`.
   void replace(std::uint64_t h, std::uint32_t old_key, std::uint32_t new_key) {
     slots_[slot_of(h, old_key)].key_plus1 = new_key + 1;

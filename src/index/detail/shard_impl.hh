@@ -269,7 +269,10 @@ struct Shard::Impl {
   std::uint32_t get_or_create_domain(std::string_view tenant, std::string_view model,
                                      std::string_view scheme, std::string_view adapter);
   std::uint32_t get_or_create_tm(std::uint32_t tenant, std::uint32_t model);
-  std::uint32_t create_key(std::uint32_t domain, std::string_view bytes);
+  // New key of (domain, bytes); `h` = its group hash, `head` = the group's
+  // current head key or kNone (the caller just probed for both).
+  std::uint32_t create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
+                           std::uint32_t head);
   std::uint32_t create_entry(std::uint32_t k, std::uint32_t replica);
 
   void remove_entry(std::uint32_t e);  // cascades to key/domain/tm/tenant
