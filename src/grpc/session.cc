@@ -96,7 +96,7 @@ void GrpcSession::reject(h2::StreamId id, const Status& status) {
   h2_.respond(id, headers, true);
 }
 
-void GrpcSession::on_request(h2::StreamId id, std::vector<h2::Header>& headers) {
+void GrpcSession::on_request(h2::StreamId id, std::span<const h2::HeaderView> headers) {
   metrics::local().stream_opened();
   std::string_view method, path, content_type, timeout;
   for (const auto& h : headers) {

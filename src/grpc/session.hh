@@ -66,7 +66,7 @@ class GrpcSession final : public net::Session, private h2::Application {
 
  private:
   // h2::Application
-  void on_request(h2::StreamId id, std::vector<h2::Header>& headers) override;
+  void on_request(h2::StreamId id, std::span<const h2::HeaderView> headers) override;
   void on_request_data(h2::StreamId id, std::span<const std::byte> data) override;
   void on_request_end(h2::StreamId id) override;
   void on_stream_close(h2::StreamId id, std::uint32_t error_code) override;

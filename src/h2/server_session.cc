@@ -12,9 +12,21 @@ namespace ic::h2 {
 // drained by the data source read callback.
 struct ServerSession::Stream {
   explicit Stream(StreamId stream_id) : id(stream_id) {}
+  ~Stream() { release_headers(); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  // Drops our references on the header buffers.
+  void release_headers() {
+    for (auto& [name, value] : headers) {
+      nghttp2_rcbuf_decref(name);
+      nghttp2_rcbuf_decref(value);
+    }
+    headers.clear();
+  }
   StreamId id;
-  // request
-  std::vector<Header> headers;
+  // request: header fields stay in nghttp2's ref-counted buffers (no copy);
+  // HPACK static-table names are static buffers.
+  std::vector<std::pair<nghttp2_rcbuf*, nghttp2_rcbuf*>> headers;
   std::size_t header_bytes = 0;
   std::string in;  // body bytes received since the last dispatch
   bool headers_done = false;
@@ -38,17 +50,37 @@ struct ServerSession::Stream {
 
 namespace {
 
-// Builds nghttp2 name/value pairs that point into `fields` (nghttp2 copies).
-template <typename Field>
-std::vector<nghttp2_nv> to_nv(std::span<const Field> fields) {
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(fields.size());
-  for (const auto& f : fields) {
-    nva.push_back({reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
-                   reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())),
-                   f.name.size(), f.value.size(), NGHTTP2_NV_FLAG_NONE});
+// nghttp2 name/value pairs pointing into `fields` (nghttp2 copies them):
+// up to kInline fields without touching the heap.
+class NvList {
+ public:
+  template <typename Field>
+  explicit NvList(std::span<const Field> fields) {
+    nghttp2_nv* out = inline_;
+    if (fields.size() > kInline) {
+      heap_.resize(fields.size());
+      out = heap_.data();
+    }
+    for (const auto& f : fields) {
+      *out++ = {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
+                reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(),
+                f.value.size(), NGHTTP2_NV_FLAG_NONE};
+    }
+    size_ = fields.size();
   }
-  return nva;
+  const nghttp2_nv* data() const { return heap_.empty() ? inline_ : heap_.data(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  static constexpr std::size_t kInline = 8;
+  nghttp2_nv inline_[kInline];
+  std::vector<nghttp2_nv> heap_;
+  std::size_t size_ = 0;
+};
+
+std::string_view view(nghttp2_rcbuf* buf) {
+  const nghttp2_vec v = nghttp2_rcbuf_get_buf(buf);
+  return {reinterpret_cast<const char*>(v.base), v.len};
 }
 
 bool is_request_headers(const nghttp2_frame* frame) {
@@ -68,22 +100,22 @@ struct ServerSession::Callbacks {
     return 0;
   }
 
-  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
-                       std::uint8_t, void* user) {
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                       nghttp2_rcbuf* value, std::uint8_t, void* user) {
     if (!is_request_headers(frame)) return 0;  // request trailers carry nothing we use
     auto& s = self(user);
     Stream* st = s.find(frame->hd.stream_id);
     if (st == nullptr || st->headers_too_large) return 0;
     // RFC 9113 §6.5.2: the size of a field is name + value + 32 octets.
-    st->header_bytes += namelen + valuelen + 32;
+    st->header_bytes += nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
     if (st->header_bytes > s.limits_.max_header_list_bytes) {
       st->headers_too_large = true;
-      st->headers.clear();
+      st->release_headers();
       return 0;
     }
-    st->headers.push_back({std::string(reinterpret_cast<const char*>(name), namelen),
-                           std::string(reinterpret_cast<const char*>(value), valuelen)});
+    nghttp2_rcbuf_incref(name);
+    nghttp2_rcbuf_incref(value);
+    st->headers.emplace_back(name, value);
     return 0;
   }
 
@@ -148,7 +180,7 @@ struct ServerSession::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;
       if (!st->trailers.empty()) {
         *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        const auto nva = to_nv(std::span<const Header>(st->trailers));
+        const NvList nva(std::span<const Header>(st->trailers));
         if (nghttp2_submit_trailer(session, stream_id, nva.data(), nva.size()) != 0) {
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         }
@@ -168,7 +200,7 @@ struct ServerSession::Callbacks {
       nghttp2_session_callbacks* c = nullptr;
       nghttp2_session_callbacks_new(&c);
       nghttp2_session_callbacks_set_on_begin_headers_callback(c, &on_begin_headers);
-      nghttp2_session_callbacks_set_on_header_callback(c, &on_header);
+      nghttp2_session_callbacks_set_on_header_callback2(c, &on_header);
       nghttp2_session_callbacks_set_on_frame_recv_callback(c, &on_frame_recv);
       nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, &on_data_chunk);
       nghttp2_session_callbacks_set_on_stream_close_callback(c, &on_stream_close);
@@ -202,12 +234,23 @@ ServerSession::ServerSession(net::Connection& connection, Application& app, cons
 
 ServerSession::~ServerSession() {
   closed_ = true;
+  streams_.clear();  // release header buffers before their session goes
   nghttp2_session_del(session_);
 }
 
 ServerSession::Stream* ServerSession::find(StreamId id) {
+  // nghttp2 calls back for one stream several times in a row (each header
+  // field, then the frame): remember the last hit.
+  if (last_found_ != nullptr && last_found_->id == id) return last_found_;
   const auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : it->second.get();
+  if (it == streams_.end()) return nullptr;
+  last_found_ = it->second.get();
+  return last_found_;
+}
+
+void ServerSession::erase(StreamId id) {
+  if (last_found_ != nullptr && last_found_->id == id) last_found_ = nullptr;
+  streams_.erase(id);
 }
 
 void ServerSession::mark_dirty(Stream& s) {
@@ -246,8 +289,8 @@ bool ServerSession::dispatch() {
       }
     }
   }
-  std::vector<StreamId> ids;
-  std::string body;
+  std::vector<StreamId>& ids = dispatch_ids_;
+  std::string& body = dispatch_body_;
   while (!dirty_.empty()) {
     ids.clear();
     ids.swap(dirty_);
@@ -264,9 +307,13 @@ bool ServerSession::dispatch() {
           respond(id, h431, true);
         } else {
           st->delivered_request = true;
-          app_.on_request(id, st->headers);
-          st->headers.clear();
-          st->headers.shrink_to_fit();
+          header_views_.clear();
+          for (const auto& [name, value] : st->headers) {
+            header_views_.push_back({view(name), view(value)});
+          }
+          app_.on_request(id, header_views_);
+          header_views_.clear();
+          st->release_headers();
         }
       }
       if (st->delivered_request && !st->in.empty()) {
@@ -280,7 +327,7 @@ bool ServerSession::dispatch() {
       }
       if (st->closed) {
         if (st->delivered_request) app_.on_stream_close(id, st->close_code);
-        streams_.erase(id);
+        erase(id);
       }
     }
   }
@@ -348,6 +395,7 @@ void ServerSession::on_close() {
   for (auto& [id, st] : streams_) {
     if (st->delivered_request) app_.on_stream_close(id, NGHTTP2_CANCEL);
   }
+  last_found_ = nullptr;
   streams_.clear();
   dirty_.clear();
 }
@@ -355,7 +403,7 @@ void ServerSession::on_close() {
 bool ServerSession::respond(StreamId id, std::span<const HeaderView> headers, bool end_stream) {
   Stream* st = find(id);
   if (st == nullptr || st->responded || st->closed || closed_) return false;
-  const auto nva = to_nv(headers);
+  const NvList nva(headers);
   int rv = 0;
   if (end_stream) {
     rv = nghttp2_submit_response(session_, id, nva.data(), nva.size(), nullptr);

@@ -28,14 +28,15 @@ namespace ic::h2 {
 
 using StreamId = std::int32_t;
 
-// One request header field as received (lower-case name, RFC 9113 §8.2).
+// An owned header field (response trailers kept until they are sent).
 struct Header {
   std::string name;
   std::string value;
 };
 
-// One response header field; the views must stay valid for the call that
-// takes them (nghttp2 copies them).
+// One header field by view: request fields as received (lower-case names,
+// RFC 9113 §8.2), valid during Application::on_request; response fields,
+// valid for the call that takes them (nghttp2 copies them).
 struct HeaderView {
   std::string_view name;
   std::string_view value;
@@ -49,8 +50,8 @@ class Application {
  public:
   virtual ~Application() = default;
   // A request header block is complete (nghttp2 has validated the
-  // pseudo-headers). `headers` may be moved from.
-  virtual void on_request(StreamId id, std::vector<Header>& headers) = 0;
+  // pseudo-headers). The views are valid only during the call.
+  virtual void on_request(StreamId id, std::span<const HeaderView> headers) = 0;
   // Request body bytes, in order (view valid only during the call).
   virtual void on_request_data(StreamId id, std::span<const std::byte> data) = 0;
   // The client half-closed the stream (END_STREAM).
@@ -101,6 +102,7 @@ class ServerSession final : public net::Session {
   friend struct Callbacks;
 
   Stream* find(StreamId id);
+  void erase(StreamId id);
   // Marks a stream as having events to hand to the application.
   void mark_dirty(Stream& s);
   // Hands recorded events to the application; returns true if any ran.
@@ -116,9 +118,13 @@ class ServerSession final : public net::Session {
   nghttp2_session* session_ = nullptr;
   std::unordered_map<StreamId, std::unique_ptr<Stream>> streams_;
   std::vector<StreamId> dirty_;
-  std::vector<StreamId> rst_after_end_;  // answered while the client still sends
-  std::string out_;                      // coalesced output of one pump
-  bool in_nghttp2_ = false;              // guards against re-entry (rule 3)
+  std::vector<StreamId> rst_after_end_;   // answered while the client still sends
+  std::string out_;                       // coalesced output of one pump
+  Stream* last_found_ = nullptr;          // find() cache
+  std::vector<HeaderView> header_views_;  // reused by dispatch()
+  std::vector<StreamId> dispatch_ids_;
+  std::string dispatch_body_;
+  bool in_nghttp2_ = false;  // guards against re-entry (rule 3)
   bool paused_ = false;
   bool shutting_down_ = false;
   bool closed_ = false;

@@ -15,9 +15,9 @@ using ic::h2::StreamId;
 
 // Records what the session hands up; answers nothing by itself.
 struct RecordingApp : ic::h2::Application {
-  void on_request(StreamId id, std::vector<ic::h2::Header>& headers) override {
+  void on_request(StreamId id, std::span<const HeaderView> headers) override {
     auto& r = requests[id];
-    for (auto& h : headers) r.headers[h.name] = h.value;
+    for (const auto& h : headers) r.headers[std::string(h.name)] = std::string(h.value);
     order.push_back("request:" + std::to_string(id));
   }
   void on_request_data(StreamId id, std::span<const std::byte> data) override {
