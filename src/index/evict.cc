@@ -195,61 +195,84 @@ std::uint32_t Shard::Impl::evict_cap(std::int64_t need) {
   return done;
 }
 
-std::uint32_t Shard::Impl::enforce_quota(std::uint32_t tenant) {
-  TenantRec& t = tenant_recs[tenant];
-  if (t.quota < 0 || t.key_count <= t.quota) return 0;
-  const std::int64_t over = t.key_count - t.quota;
-  // Key order: newest last_seen over its replicas, oldest first; ties by key
-  // bytes then scheme/adapter names (model is part of the key too).
-  struct Cand {
-    std::int64_t newest;
-    std::uint32_t key;
-  };
-  auto newest_of = [&](std::uint32_t k) {
-    std::int64_t n = INT64_MIN;
-    for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key)
-      n = std::max(n, entries[e].last_seen);
-    return n;
-  };
-  auto less = [&](const Cand& x, const Cand& y) {
-    if (x.newest != y.newest) return x.newest < y.newest;
-    const KeyRec& kx = keys[x.key];
-    const KeyRec& ky = keys[y.key];
-    if (int c = key_bytes(kx).compare(key_bytes(ky)); c != 0) return c < 0;
-    const DomainKey& dx = domains[kx.domain].k;
-    const DomainKey& dy = domains[ky.domain].k;
-    if (int c = models.name(dx.model).compare(models.name(dy.model)); c != 0) return c < 0;
-    if (int c = schemes.name(dx.scheme).compare(schemes.name(dy.scheme)); c != 0) return c < 0;
-    return adapters.name(dx.adapter) < adapters.name(dy.adapter);
-  };
-  std::vector<Cand> pick;
-  pick.reserve(static_cast<std::size_t>(std::min<std::int64_t>(over, t.key_count)));
+std::int64_t Shard::Impl::key_newest(std::uint32_t k) const {
+  std::int64_t n = INT64_MIN;
+  for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key)
+    n = std::max(n, entries[e].last_seen);
+  return n;
+}
+
+// Quota order: newest last_seen over the key's replicas, oldest first; ties by
+// key bytes, then model / scheme / adapter names (all part of the key).
+bool Shard::Impl::quota_less(std::int64_t xn, std::uint32_t x, std::int64_t yn,
+                             std::uint32_t y) const {
+  if (xn != yn) return xn < yn;
+  const KeyRec& kx = keys[x];
+  const KeyRec& ky = keys[y];
+  if (int c = key_bytes(kx).compare(key_bytes(ky)); c != 0) return c < 0;
+  const DomainKey& dx = domains[kx.domain].k;
+  const DomainKey& dy = domains[ky.domain].k;
+  if (int c = models.name(dx.model).compare(models.name(dy.model)); c != 0) return c < 0;
+  if (int c = schemes.name(dx.scheme).compare(schemes.name(dy.scheme)); c != 0) return c < 0;
+  return adapters.name(dx.adapter) < adapters.name(dy.adapter);
+}
+
+// One scan of the tenant's keys keeps the `batch` smallest (bounded max-heap),
+// so a tenant pinned at its quota rescans once per `batch` evictions instead of
+// on every ingest.
+void Shard::Impl::rebuild_quota_victims(TenantRec& t, std::uint32_t tenant, std::int64_t batch) {
+  (void)tenant;
+  using V = TenantRec::QuotaVictim;
+  auto less = [&](const V& a, const V& b) { return quota_less(a.newest, a.key, b.newest, b.key); };
+  std::vector<V>& pick = t.quota_victims;
+  pick.clear();
+  t.quota_pos = 0;
   for (std::uint32_t k = t.key_head; k != kNone; k = keys[k].tenant_next) {
-    const Cand c{newest_of(k), k};
-    if (static_cast<std::int64_t>(pick.size()) < over) {
-      pick.push_back(c);
+    const V v{key_newest(k), k, keys[k].gen};
+    if (static_cast<std::int64_t>(pick.size()) < batch) {
+      pick.push_back(v);
       std::push_heap(pick.begin(), pick.end(), less);
-    } else if (less(c, pick.front())) {
+    } else if (less(v, pick.front())) {
       std::pop_heap(pick.begin(), pick.end(), less);
-      pick.back() = c;
+      pick.back() = v;
       std::push_heap(pick.begin(), pick.end(), less);
     }
   }
   std::sort_heap(pick.begin(), pick.end(), less);
+  t.quota_threshold = pick.empty() ? INT64_MIN : pick.back().newest;
+  t.quota_valid = !pick.empty();
+}
+
+std::uint32_t Shard::Impl::enforce_quota(std::uint32_t tenant) {
+  TenantRec& t = tenant_recs[tenant];
+  if (t.quota < 0 || t.key_count <= t.quota) return 0;
   std::uint64_t& counter = tenant_evictions[tenants.name(tenant)];
   std::uint32_t removed = 0;
-  for (const Cand& c : pick) {
-    // Removing the key's last entry removes the key (and maybe the tenant's
-    // records: `t` is not touched after the loop).
-    while (keys[c.key].first_entry != kNone) {
-      const std::uint32_t e = keys[c.key].first_entry;
+  quota_evicting = true;
+  // `t` stays valid: removals never resize tenant_recs, and the tenant keeps
+  // its record while it has keys (the loop stops before the last one goes).
+  while (t.key_count > t.quota) {
+    if (!t.quota_valid || t.quota_pos >= t.quota_victims.size()) {
+      const std::int64_t over = t.key_count - t.quota;
+      rebuild_quota_victims(t, tenant, std::max<std::int64_t>(over, t.key_count / 16));
+      if (!t.quota_valid) break;
+    }
+    const TenantRec::QuotaVictim v = t.quota_victims[t.quota_pos++];
+    const KeyRec& kr = keys[v.key];
+    if (!kr.live || kr.gen != v.gen || key_newest(v.key) != v.newest) continue;  // changed
+    const bool last_key = t.key_count == 1;
+    // Removing the key's last entry removes the key.
+    while (keys[v.key].first_entry != kNone) {
+      const std::uint32_t e = keys[v.key].first_entry;
       const bool last = entries[e].next_in_key == kNone;
       remove_entry(e);
       if (last) break;
     }
     ++counter;
     ++removed;
+    if (last_key) break;  // budget 0: the tenant's records may be gone now
   }
+  quota_evicting = false;
   return removed;
 }
 

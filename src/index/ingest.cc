@@ -39,6 +39,8 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int3
   std::uint32_t k = head;
   while (k != kNone && keys[k].domain != domain) k = keys[k].next_in_group;
   if (k == kNone) k = create_key(domain, bytes, h, head);
+  TenantRec& t = tenant_recs[domains[domain].k.tenant];
+  if (t.quota_valid && seen <= t.quota_threshold) t.drop_quota_victims();
   std::uint32_t e = find_entry(k, replica);
   bool changed = false;
   if (e == kNone) {

@@ -204,7 +204,9 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
                                       std::uint32_t head) {
   const std::uint32_t k = keys.allocate();
   KeyRec& kr = keys[k];
+  const std::uint16_t gen = kr.gen;
   kr = KeyRec{};
+  kr.gen = gen;
   kr.domain = domain;
   kr.live = true;
   if (bytes.size() <= 8) {
@@ -277,6 +279,7 @@ void Shard::Impl::remove_key_record(std::uint32_t k) {
     long_free.push_back(static_cast<std::uint32_t>(kr.hash));
   }
   kr.live = false;
+  ++kr.gen;
   keys.free(k);
   if (--dr.key_count == 0) remove_domain(d);
 }
@@ -312,6 +315,8 @@ void Shard::Impl::remove_entry(std::uint32_t e) {
     entries[p].next_in_key = er.next_in_key;
   }
   const DomainRec& dr = domains[kr.domain];
+  // A removal may lower a key's newest last_seen below the quota threshold.
+  if (!quota_evicting) tenant_recs[dr.k.tenant].drop_quota_victims();
   scope_sub(dr.scope, er.replica);
   tenant_replica_sub(dr.k.tenant, er.replica);
   replicas.release(er.replica);

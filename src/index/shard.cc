@@ -40,6 +40,7 @@ void Shard::set_policies(std::shared_ptr<const config::PolicySet> policies) {
   s.policies = policies ? std::move(policies) : config::PolicySet::defaults();
   for (std::uint32_t t = 0; t < s.tenant_recs.size(); ++t) {
     if (s.tenant_recs[t].tm_count > 0) s.refresh_tenant_policy(t);
+    s.tenant_recs[t].drop_quota_victims();
   }
   // LRU/LFU may have changed for some tenant: the victim order is rebuilt lazily.
   s.invalidate_victims();

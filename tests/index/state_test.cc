@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "helpers.hh"
 #include "index/partition.hh"
@@ -524,4 +525,53 @@ TEST_CASE("memory: interned names are released when their entries go") {
   h.policy(R"({"version":7,"policies":[{"namespace":"t5","minimumMatchedTokens":0}]})");
   check_scores(h.lookup(exact_req("t5", "m", "vllm", 1, 16)),
                {{"rX", 16, 16, 1, T::CACHE_TIER_T1}});
+}
+
+TEST_CASE("tenant quota under a stream of 4x the budget with refreshes and out-of-order reports") {
+  Harness h;
+  h.policy(
+      R"({"version":7,"policies":[{"namespace":"q","minimumMatchedTokens":0,"routingFloorScore":0}],"tenants":[{"tenantID":"q","maxIndexEntries":50}]})");
+  // Reference model: key → newest last_seen; survivors are the 50 largest
+  // (newest, key bytes) after every ingest.
+  std::map<std::uint64_t, std::int64_t> model;
+  auto enforce = [&] {
+    while (model.size() > 50) {
+      auto victim = model.begin();
+      for (auto it = model.begin(); it != model.end(); ++it) {
+        if (std::pair(it->second, hb(it->first)) < std::pair(victim->second, hb(victim->first)))
+          victim = it;
+      }
+      model.erase(victim);
+    }
+  };
+  std::uint64_t evicted_expected = 0;
+  for (int i = 0; i < 200; ++i) {
+    const auto key = static_cast<std::uint64_t>(1000 + i);
+    // Every 7th report is 10 min in the past; every 5th refreshes an older key.
+    const std::int64_t ts = i % 7 == 3 ? kNow - 10 * kMin + i : kNow + i;
+    h.ingest(exact_update("q", "m", "vllm", "r", ts, {{key, 16}}));
+    model[key] = std::max(model.count(key) ? model[key] : INT64_MIN, ts);
+    const std::size_t before = model.size();
+    enforce();
+    evicted_expected += before - model.size();
+    if (i % 5 == 4) {
+      const auto old = static_cast<std::uint64_t>(1000 + i - 3);
+      if (model.count(old)) {
+        h.ingest(exact_update("q", "m", "vllm", "r", kNow + 1000 + i, {{old, 16}}));
+        model[old] = kNow + 1000 + i;
+      }
+    }
+  }
+  CHECK(h.shard->key_count() == 50);
+  for (int i = 0; i < 200; ++i) {
+    const auto key = static_cast<std::uint64_t>(1000 + i);
+    CAPTURE(i);
+    CHECK(matches(h, exact_req("q", "m", "vllm", key, 16), "r") == (model.count(key) == 1));
+  }
+  std::uint64_t evicted = 0;
+  h.shard->for_each_tenant_eviction([&](std::string_view t, std::uint64_t n) {
+    if (t == "q") evicted = n;
+  });
+  CHECK(evicted == evicted_expected);
+  CHECK(evicted == 150);
 }

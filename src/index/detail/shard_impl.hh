@@ -53,6 +53,7 @@ struct KeyRec {
   std::uint32_t tenant_next = kNone;
   std::uint8_t hash_len = 0;  // 0..8 inline; kLongHash → long_hashes[hash]
   bool live = false;
+  std::uint16_t gen = 0;  // bumped on free: quota victim records go stale
 };
 inline constexpr std::uint8_t kLongHash = 0xFF;
 
@@ -131,6 +132,24 @@ struct TenantRec {
   std::int64_t ttl_us = 0;
   std::int64_t quota = -1;  // -1 = unbounded
   bool lfu = false;
+  // Quota victims (evict.cc enforce_quota): the smallest keys by (newest
+  // last_seen, key bytes, names) from the last scan, ascending, from
+  // quota_pos on. Valid while every key outside it is larger: an upsert at or
+  // below quota_threshold or any removal not made by the quota drops it.
+  struct QuotaVictim {
+    std::int64_t newest;
+    std::uint32_t key;
+    std::uint16_t gen;
+  };
+  std::vector<QuotaVictim> quota_victims;
+  std::size_t quota_pos = 0;
+  std::int64_t quota_threshold = 0;
+  bool quota_valid = false;
+  void drop_quota_victims() {
+    quota_victims.clear();
+    quota_pos = 0;
+    quota_valid = false;
+  }
 };
 
 // (tenant, replica) aggregate for /snapshot.
@@ -303,6 +322,10 @@ struct Shard::Impl {
   std::uint32_t pop_victim();
   std::uint32_t evict_cap(std::int64_t need);
   std::uint32_t enforce_quota(std::uint32_t tenant);
+  std::int64_t key_newest(std::uint32_t k) const;
+  bool quota_less(std::int64_t xn, std::uint32_t x, std::int64_t yn, std::uint32_t y) const;
+  void rebuild_quota_victims(detail::TenantRec& t, std::uint32_t tenant, std::int64_t batch);
+  bool quota_evicting = false;  // removals by the quota keep its victim list
   void invalidate_victims();
 
   // ===== ingest / events (ingest.cc) =====
