@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "helpers.hh"
 #include "index/partition.hh"
@@ -574,4 +575,98 @@ TEST_CASE("tenant quota under a stream of 4x the budget with refreshes and out-o
   });
   CHECK(evicted == evicted_expected);
   CHECK(evicted == 150);
+}
+
+TEST_CASE("cap victim order matches a brute-force reference under random LRU/LFU traffic") {
+  IndexConfig cfg;
+  cfg.max_entries = 30;
+  Harness h(cfg);
+  const char* lfu =
+      R"({"version":7,"policies":[{"namespace":"t","eviction":"lfu","minimumMatchedTokens":0,"routingFloorScore":0}]})";
+  const char* lru =
+      R"({"version":7,"policies":[{"namespace":"t","minimumMatchedTokens":0,"routingFloorScore":0}]})";
+  bool on_lfu = false;
+  h.policy(lru);
+  struct Ref {
+    std::int64_t last_seen;
+    std::uint32_t access;
+  };
+  // (key, replica) → state; the order key is (a, last_seen, key bytes, replica).
+  std::map<std::pair<std::uint64_t, std::string>, Ref> ref;
+  auto evict_to_cap = [&] {
+    while (ref.size() > 30) {
+      auto victim = ref.begin();
+      auto order = [&](const auto& it) {
+        return std::tuple(on_lfu ? it->second.access : 0u, it->second.last_seen,
+                          hb(it->first.first), it->first.second);
+      };
+      for (auto it = ref.begin(); it != ref.end(); ++it)
+        if (order(it) < order(victim)) victim = it;
+      ref.erase(victim);
+    }
+  };
+  std::uint64_t rng = 12345;
+  auto next = [&](std::uint64_t n) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (rng >> 33) % n;
+  };
+  const std::string replicas[] = {"a", "b", "c"};
+  for (int step = 0; step < 2000; ++step) {
+    const std::uint64_t op = next(100);
+    if (op < 60) {  // ingest 1..4 keys from one replica, timestamps with ties
+      const std::string& r = replicas[next(3)];
+      const std::int64_t ts = kNow - static_cast<std::int64_t>(next(40)) * 1000;
+      std::vector<std::pair<std::uint64_t, std::int32_t>> keys;
+      const std::uint64_t n = 1 + next(4);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t k = next(60);
+        bool dup = false;
+        for (auto& [kk, _] : keys) dup = dup || kk == k;
+        if (!dup) keys.push_back({k, 16});
+      }
+      h.ingest(exact_update("t", "m", "vllm", r, ts, keys));
+      for (auto& [k, _] : keys) {
+        auto [it, fresh] = ref.try_emplace({k, r}, Ref{ts, 0});
+        if (!fresh) it->second.last_seen = ts;
+      }
+      evict_to_cap();
+    } else if (op < 85) {  // exact lookup: LFU credit for every holder
+      const std::uint64_t k = next(60);
+      auto resp = h.lookup(exact_req("t", "m", "vllm", k, 16));
+      int holders = 0;
+      for (auto& [key, st] : ref) {
+        if (key.first != k) continue;
+        ++holders;
+        if (on_lfu) ++st.access;
+      }
+      if (holders == 0) {
+        CHECK(resp.reason_code() != reason::kPrefixMatch);
+      } else {
+        CHECK(resp.reason_code() == reason::kPrefixMatch);
+        CHECK(resp.replica_scores_size() == holders);
+      }
+    } else if (op < 95) {  // PREFIX_EVICTED
+      const std::uint64_t k = next(60);
+      const std::string& r = replicas[next(3)];
+      h.event(pb::CacheEvent::PREFIX_EVICTED, "t", "m", r, hb(k));
+      ref.erase({k, r});
+    } else {  // switch LRU <-> LFU (access counts are kept)
+      on_lfu = !on_lfu;
+      h.policy(on_lfu ? lfu : lru);
+    }
+    REQUIRE(h.shard->entry_count() == static_cast<std::int64_t>(ref.size()));
+    // Per-replica entry counts (no LFU side effect, unlike a lookup).
+    std::map<std::string, std::int64_t> want, got;
+    for (auto& [key, st] : ref) ++want[key.second];
+    for (const auto& row : h.shard->collect_snapshot().replicas)
+      if (row.prefix_count > 0) got[row.replica_id] = row.prefix_count;
+    REQUIRE(got == want);
+  }
+  // Every reference entry is in the index.
+  for (auto& [key, st] : ref) {
+    CAPTURE(key.first);
+    CHECK(matches(h, exact_req("t", "m", "vllm", key.first, 16), key.second));
+  }
+  const auto& ev = h.shard->eviction_counters();
+  CHECK(ev.lru_cap + ev.lfu_cap > 100);
 }
