@@ -11,6 +11,7 @@
 // evictions), making the amortized cost O(entries / K) per eviction.
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "index/detail/shard_impl.hh"
@@ -64,6 +65,13 @@ bool Shard::Impl::victim_full_less(const VictimRec& x, const VictimRec& y) const
   if (ex.key != ey.key) {
     const KeyRec& kx = keys[ex.key];
     const KeyRec& ky = keys[ey.key];
+    if (kx.hash_len == 8 && ky.hash_len == 8 && kx.hash != ky.hash) {
+      // Two 8-byte hashes (the wire form): bytewise order = big-endian value order.
+      auto be = [](std::uint64_t v) {
+        return std::endian::native == std::endian::little ? __builtin_bswap64(v) : v;
+      };
+      return be(kx.hash) < be(ky.hash);
+    }
     if (int c = key_bytes(kx).compare(key_bytes(ky)); c != 0) return c < 0;
     const DomainKey& dx = domains[kx.domain].k;
     const DomainKey& dy = domains[ky.domain].k;

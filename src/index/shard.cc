@@ -38,12 +38,19 @@ Shard::~Shard() = default;
 void Shard::set_policies(std::shared_ptr<const config::PolicySet> policies) {
   Impl& s = *impl_;
   s.policies = policies ? std::move(policies) : config::PolicySet::defaults();
+  // The controller re-pushes the same snapshot every 30 s: keep the victim
+  // orders unless an eviction algorithm or a quota actually changed.
+  bool order_changed = false;
   for (std::uint32_t t = 0; t < s.tenant_recs.size(); ++t) {
-    if (s.tenant_recs[t].tm_count > 0) s.refresh_tenant_policy(t);
-    s.tenant_recs[t].drop_quota_victims();
+    TenantRec& rec = s.tenant_recs[t];
+    if (rec.tm_count == 0) continue;
+    const bool lfu = rec.lfu;
+    const std::int64_t quota = rec.quota;
+    s.refresh_tenant_policy(t);
+    order_changed = order_changed || lfu != rec.lfu;
+    if (lfu != rec.lfu || quota != rec.quota) rec.drop_quota_victims();
   }
-  // LRU/LFU may have changed for some tenant: the victim order is rebuilt lazily.
-  s.invalidate_victims();
+  if (order_changed) s.invalidate_victims();
 }
 
 const std::shared_ptr<const config::PolicySet>& Shard::policies() const { return impl_->policies; }
