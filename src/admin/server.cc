@@ -18,10 +18,14 @@ constexpr std::string_view kJsonContentType = "application/json";
 HttpResponse not_found() { return HttpResponse::text(404, "not found"); }
 
 void serve_metrics(const AdminContext& ctx, const Responder& respond) {
-  metrics::scrape(*ctx.runtime, *ctx.registry, [respond](std::string body) {
+  metrics::scrape(*ctx.runtime, *ctx.registry, [respond](std::optional<std::string> body) {
+    if (!body) {
+      respond(HttpResponse::text(503, "metrics incomplete: a core did not answer"));
+      return;
+    }
     HttpResponse r;
     r.content_type = std::string(metrics::kPrometheusContentType);
-    r.body = std::move(body);
+    r.body = std::move(*body);
     respond(std::move(r));
   });
 }

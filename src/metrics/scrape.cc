@@ -13,10 +13,17 @@ Sample merge_samples(const std::vector<std::optional<Sample>>& copies) {
   return merged;
 }
 
-void scrape(runtime::Runtime& rt, Registry& registry, std::function<void(std::string body)> done) {
+void scrape(runtime::Runtime& rt, Registry& registry,
+            std::function<void(std::optional<std::string> body)> done) {
   gather<Sample>(
       rt, [&registry](unsigned core) { return registry.core(core).collect(); },
       [&registry, done = std::move(done)](std::vector<std::optional<Sample>> copies) {
+        for (const auto& copy : copies) {
+          if (!copy) {
+            done(std::nullopt);
+            return;
+          }
+        }
         Sample merged = merge_samples(copies);
         registry.collect_global(merged);
         done(render_prometheus(merged, registry.process_figures()));

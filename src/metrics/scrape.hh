@@ -15,9 +15,12 @@ namespace ic::metrics {
 
 // Precondition: called on a reactor thread of `rt`; `registry` has one
 // CoreMetrics per core of `rt` and outlives the scrape. `done(body)` runs once
-// on the calling core with the rendered exposition (a core that did not answer
-// within the gather deadline is left out of the sums).
-void scrape(runtime::Runtime& rt, Registry& registry, std::function<void(std::string body)> done);
+// on the calling core with the rendered exposition, or with std::nullopt when
+// a core did not answer within the gather deadline: a scrape that left a
+// core's counters out would look like a counter reset to Prometheus, so the
+// caller fails the scrape instead (503).
+void scrape(runtime::Runtime& rt, Registry& registry,
+            std::function<void(std::optional<std::string> body)> done);
 
 // Merges core copies (missing ones skipped) into one Sample, cores in order.
 Sample merge_samples(const std::vector<std::optional<Sample>>& copies);

@@ -70,6 +70,16 @@ struct Harness {
     });
   }
   ~Harness() {
+    // Let every core finish the deferred session teardown of the last
+    // exchange before stopping (deferred tasks run FIFO on the next turn).
+    for (unsigned core = 0; core < kCores; ++core) {
+      std::promise<void> drained;
+      if (rt.post(core, [&drained]() {
+            runtime::current_reactor().defer([&drained]() { drained.set_value(); });
+          })) {
+        drained.get_future().wait();
+      }
+    }
     rt.stop();
     rt.join();
     std::remove(token_path.c_str());
@@ -109,6 +119,9 @@ struct Harness {
         runtime::current_reactor().defer([box]() {
           box->session->on_close();
           box->session.reset();
+          // Break the box → callback → box cycle.
+          box->conn.on_close = nullptr;
+          box->conn.on_request_flush = nullptr;
         });
       };
       box->session = factory(box->conn);
@@ -269,4 +282,20 @@ TEST_CASE("--insecure-disable-auth serves the control listener without a token")
   Harness h;
   h.ctx->insecure_disable_auth = true;
   CHECK(status_line(h.exchange(0, true, get("/snapshot"))) == "HTTP/1.1 200 OK");
+}
+
+TEST_CASE("a scrape that misses a core fails with 503 instead of showing a counter reset") {
+  Harness h;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  // Core 1 is stuck in a task until the answer has arrived (2 s gather deadline).
+  std::promise<void> blocked;
+  REQUIRE(h.rt.post(1, [released, &blocked]() {
+    blocked.set_value();
+    released.wait();
+  }));
+  blocked.get_future().wait();
+  const std::string out = h.exchange(0, false, get("/metrics"));
+  release.set_value();
+  CHECK(out == text(503, "Service Unavailable", "metrics incomplete: a core did not answer"));
 }
