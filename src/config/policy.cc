@@ -213,6 +213,10 @@ PolicyParseResult parse_policy_json(std::string_view body) {
                        ? "trailing data after the JSON document"
                        : "invalid JSON: " + what;
     return result;
+  } catch (const json::exception& e) {
+    // e.g. out_of_range 406: a number literal beyond double (1e400).
+    result.error = std::string("invalid JSON: ") + e.what();
+    return result;
   }
   try {
     result.set = parse_document(doc);

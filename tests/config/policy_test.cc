@@ -153,6 +153,9 @@ TEST_CASE("errors carry a reason") {
   CHECK(parse_err(R"({"version":7,"policies":{}})") == "policies: expected an array");
   CHECK(parse_err(R"([])") == "document: expected an object");
   CHECK(parse_err("").rfind("invalid JSON", 0) == 0);
+  // A number beyond double is nlohmann's out_of_range, not a parse_error (found by fuzzing).
+  CHECK(parse_err(R"({"version":7,"policies":[{"namespace":"a","routingFloorScore":1e400}]})")
+            .rfind("invalid JSON", 0) == 0);
   CHECK(parse_err("{\"version\":7").rfind("invalid JSON", 0) == 0);
 }
 
