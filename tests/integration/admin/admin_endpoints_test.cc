@@ -89,6 +89,8 @@ struct Served {
     ctx.set_deadline(deadline_in(10s));
     pb::LookupRouteResponse resp;
     const grpc::Status st = stub->LookupRoute(&ctx, req, &resp);
+    CAPTURE(st.error_code());
+    CAPTURE(st.error_message());
     REQUIRE(st.ok());
     return resp;
   }
