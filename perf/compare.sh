@@ -185,19 +185,21 @@ server_cpu_us() {
 
 # --- load ----------------------------------------------------------------------
 results="$work/results.tsv"
-printf 'server\tround\ttool\trpc\tmode\tqps\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tserver_cpu_pct\tok\tfailed\tload1\n' >"$results"
+printf 'server\tround\ttool\trpc\tmode\tqps\tmean_us\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tserver_cpu_pct\tok\tfailed\tload1\n' >"$results"
 
-# Percentiles (µs) of column 3 of an h2load log, status 200 rows only.
-log_percentiles() {
-  awk -F'\t' '$2 == 200 {print $3}' "$1" | sort -n | awk '
-    {v[NR] = $1}
-    END {
-      if (NR == 0) {print "nan nan nan"; exit}
-      i50 = int(NR * 0.50); if (i50 < 1) i50 = 1
-      i99 = int(NR * 0.99); if (i99 < 1) i99 = 1
-      i999 = int(NR * 0.999); if (i999 < 1) i999 = 1
-      print v[i50], v[i99], v[i999]
-    }'
+# Mean request time (µs) from h2load's summary line
+#   "time for request:  47us  14.00ms  382us  1.33ms  94.80%" (min max mean sd).
+# Only the mean: h2load 1.52's --log-file per-request durations are not
+# usable (with -c1 -m1 it logs overlapping 7 ms requests while its own summary
+# says mean 382 µs), so percentiles come from inferencecache-bench.
+h2load_mean_us() {
+  awk '/^time for request:/ {
+    v = $6
+    if (v ~ /ms$/) { sub(/ms$/, "", v); v *= 1000 }
+    else if (v ~ /us$/) { sub(/us$/, "", v) }
+    else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000000 }
+    printf "%.0f\n", v
+  }' "$1"
 }
 
 # h2load_run SERVER ROUND RPC MODE: MODE is "sat" or a total target rate (req/s).
@@ -219,25 +221,24 @@ h2load_run() {
   if [ "$mode" = sat ]; then
     "${pin_load[@]}" h2load "${common[@]}" -D "$warmup" "$url" >/dev/null 2>&1 || true
   fi
-  local cpu0 cpu1 out="$work/h2load.out" hlog="$work/h2load.log" load1 cpu_pct
+  local cpu0 cpu1 out="$work/h2load.out" load1 cpu_pct
   load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
-  "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$duration" --log-file "$hlog" "$url" \
-    >"$out" 2>&1 || true
+  "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$duration" "$url" >"$out" 2>&1 || true
   cpu1=$(server_cpu_us)
   local qps ok failed
   qps=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' "$out")
   ok=$(awk '/^requests:/ {print $8}' "$out")
   failed=$(awk '/^requests:/ {print $10 + $12 + $14}' "$out")
-  read -r p50 p99 p999 < <(log_percentiles "$hlog")
-  local per_req
+  local mean per_req
+  mean=$(h2load_mean_us "$out")
   per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
   # Server CPU over the run in % of one CPU: < ~90 % at saturation means the
   # load generator, not the server, was the limit.
   cpu_pct=$(awk -v c=$((cpu1 - cpu0)) -v d="$duration" 'BEGIN {printf "%.0f", c / (d * 10000)}')
-  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rpc" "$mode" \
-    "${qps:-nan}" "$p50" "$p99" "$p999" "$per_req" "$cpu_pct" "${ok:-0}" "${failed:-0}" "$load1" >>"$results"
-  log "  h2load $rpc $mode: ${qps:-?} req/s, p50 ${p50} µs, p99 ${p99} µs, p99.9 ${p999} µs, ${per_req} CPU-µs/req, failed ${failed:-?}"
+  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rpc" "$mode" \
+    "${qps:-nan}" "${mean:-nan}" nan nan nan "$per_req" "$cpu_pct" "${ok:-0}" "${failed:-0}" "$load1" >>"$results"
+  log "  h2load $rpc $mode: ${qps:-?} req/s, mean ${mean:-?} µs, ${per_req} CPU-µs/req, server CPU ${cpu_pct} %, failed ${failed:-?}"
 }
 
 # bench_args SERVER: inferencecache-bench's common flags (its synthetic
@@ -274,19 +275,19 @@ bench_run() {
     return 0
   fi
   cpu1=$(server_cpu_us)
-  local qps p50 p99 p999 ok failed per_req
-  read -r qps p50 p99 p999 ok failed < <(python3 -c '
+  local qps mean p50 p99 p999 ok failed per_req
+  read -r qps mean p50 p99 p999 ok failed < <(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 lat = r["latency"]
-print("%.2f" % r["ok_qps"], lat["p50_us"], lat["p99_us"], lat["p999_us"], r["ok"],
+print("%.2f" % r["ok_qps"], lat["mean_us"], lat["p50_us"], lat["p99_us"], lat["p999_us"], r["ok"],
       r["sent"] - r["ok"] + r.get("not_sent", 0))' "$out")
   per_req=$(awk -v c=$((cpu1 - cpu0)) -v n="${ok:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}')
   # Server CPU over the run in % of one CPU: < ~90 % at saturation means the
   # load generator, not the server, was the limit.
   cpu_pct=$(awk -v c=$((cpu1 - cpu0)) -v d="$duration" 'BEGIN {printf "%.0f", c / (d * 10000)}')
-  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
-    "$qps" "$p50" "$p99" "$p999" "$per_req" "$cpu_pct" "$ok" "$failed" "$load1" >>"$results"
+  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
+    "$qps" "$mean" "$p50" "$p99" "$p999" "$per_req" "$cpu_pct" "$ok" "$failed" "$load1" >>"$results"
   log "  bench LookupRoute $mode: $qps req/s, p50 $p50 µs, p99 $p99 µs, p99.9 $p999 µs, ${per_req} CPU-µs/req, failed $failed"
 }
 
@@ -381,7 +382,8 @@ report() {
   echo "- measured: $measured"
   echo "- placement: $placement"
   echo "- mode: $([ "$quick" = 1 ] && echo quick || echo full), $rounds round(s) B A B A, ${duration} s per run (saturation runs after a ${warmup} s warm-up), medians over rounds; elapsed ${elapsed} s"
-  echo "- saturation: h2load -c ${SAT_CLIENTS:-4} -m ${SAT_STREAMS:-16} (closed loop); fixed rates: h2load --rps (paced per connection)$([ "$have_bench" = 1 ] && echo ' and inferencecache-bench (open loop)')"
+  echo "- saturation: closed loop, ${SAT_CLIENTS:-4} connections x ${SAT_STREAMS:-16} streams (h2load and inferencecache-bench); fixed rates: h2load --rps (paced per connection)$([ "$have_bench" = 1 ] && echo ' and inferencecache-bench (open loop, latency from the intended send time: no coordinated omission)')"
+  echo "- latency: h2load gives its mean only (its --log-file per-request times are unusable in 1.52); p50/p99/p99.9 come from inferencecache-bench (synthetic 90 %-hit workload, tenant bench)"
   echo "- rates: LookupRoute ${lr_rates[*]} req/s, RenderTemplate ${rt_rates[*]} req/s (25/50/75 % of the baseline's round-1 saturation)"
   [ "$have_bench" = 1 ] || echo "- inferencecache-bench was not built: h2load only"
   echo "- state: ic-perf-preload defaults (8 tenants x 1024 prefixes x 8 blocks x 2 replicas); hot request = tenant-0 prefix 0 chain (PREFIX_MATCH on 2 replicas, verified on both servers)"
@@ -417,11 +419,11 @@ report() {
       for mode in sat "${rates[@]}"; do
         if [ "$mode" = sat ]; then
           label="saturation"
-          metrics=(qps p99_us cpu_us_per_req server_cpu_pct)
+          metrics=(qps mean_us p99_us cpu_us_per_req server_cpu_pct)
         else
           label="${pcts[$i]}% ($mode/s)"
           i=$((i + 1))
-          metrics=(p50_us p99_us p999_us cpu_us_per_req)
+          metrics=(mean_us p50_us p99_us p999_us cpu_us_per_req)
         fi
         for metric in "${metrics[@]}"; do
           ic=$(median_of ic "$tool" "$rpc" "$mode" "$metric")
