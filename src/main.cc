@@ -21,6 +21,7 @@
 #include "config/flags.hh"
 #include "config/log.hh"
 #include "config/policy_store.hh"
+#include "index/clock.hh"
 #include "index/shard.hh"
 #include "metrics/labels.hh"
 #include "metrics/registry.hh"
@@ -28,7 +29,9 @@
 #include "net/server.hh"
 #include "net/tls.hh"
 #include "runtime/runtime.hh"
+#include "service/core_link.hh"
 #include "service/grpc_server.hh"
+#include "service/index_router.hh"
 
 namespace {
 
@@ -95,6 +98,10 @@ struct App {
   std::shared_ptr<const ic::config::PolicySet> initial_policies;
   ic::index::IndexGlobals index_globals;
   std::vector<std::unique_ptr<ic::index::Shard>> shards;
+  // Routes each tenant's calls to its owner core's shard (rule 8).
+  ic::service::RuntimeLink link{runtime};
+  ic::index::SystemClock clock;
+  std::unique_ptr<ic::service::IndexRouter> router;
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
   std::atomic<unsigned> cores_serving{0};
@@ -133,6 +140,9 @@ void App::build_shards() {
     shards.push_back(
         std::make_unique<ic::index::Shard>(index_config(config), &index_globals, initial_policies));
   }
+  std::vector<ic::index::Shard*> shard_ptrs;
+  for (auto& shard : shards) shard_ptrs.push_back(shard.get());
+  router = std::make_unique<ic::service::IndexRouter>(link, std::move(shard_ptrs), clock);
   grpc_servers.resize(runtime.cores());
   grpc_factories.resize(runtime.cores());
 }
@@ -269,6 +279,7 @@ void App::start_core(unsigned core) {
   opts.grpc.max_message_bytes = config.max_message_bytes;
   opts.grpc.h2.max_concurrent_streams = config.max_concurrent_streams;
   opts.ready = [this] { return readiness.ready(); };
+  opts.router = router.get();
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();
   runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });
