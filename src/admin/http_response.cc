@@ -5,9 +5,7 @@ namespace ic::admin {
 HttpResponse HttpResponse::text(int status, std::string_view text) {
   HttpResponse r;
   r.status = status;
-  r.body.reserve(text.size() + 1);
-  r.body.append(text);
-  r.body.push_back('\n');
+  r.body.assign(text);
   return r;
 }
 

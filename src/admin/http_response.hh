@@ -16,7 +16,8 @@ struct HttpResponse {
   // Extra header fields in order, e.g. {"Allow", "GET"}, {"WWW-Authenticate", "Bearer"}.
   std::vector<std::pair<std::string, std::string>> headers;
 
-  // A text/plain response whose body is `text` plus "\n" (reasons, "ok").
+  // A text/plain response whose body is exactly `text` ("ok", "not ready",
+  // a one-line reason), no trailing newline.
   static HttpResponse text(int status, std::string_view text);
   // 405 with the Allow header listing `allow` (e.g. "POST, PUT").
   static HttpResponse method_not_allowed(std::string_view allow);

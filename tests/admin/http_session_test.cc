@@ -37,7 +37,7 @@ struct Fixture {
 };
 
 std::string ok_response(std::string_view text, bool keep_alive = true) {
-  std::string body = std::string(text) + "\n";
+  std::string body(text);
   return "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n" + (keep_alive ? "" : "Connection: close\r\n") +
          "\r\n" + body;
@@ -49,7 +49,7 @@ TEST_CASE("responses serialize with length, extra headers and Connection: close"
   HttpResponse r = HttpResponse::method_not_allowed("POST, PUT");
   CHECK(serialize(r, false) ==
         "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        "Content-Length: 19\r\nAllow: POST, PUT\r\nConnection: close\r\n\r\nmethod not allowed\n");
+        "Content-Length: 18\r\nAllow: POST, PUT\r\nConnection: close\r\n\r\nmethod not allowed");
   HttpResponse empty;
   empty.status = 204;
   CHECK(serialize(empty, true) == "HTTP/1.1 204 No Content\r\n\r\n");
@@ -102,8 +102,8 @@ TEST_CASE("a malformed request gets 400 with its reason and the connection close
   f.feed("GET /a HTTP/1.1\r\nHost: h\r\n\r\nNONSENSE\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n");
   CHECK(f.conn.out == ok_response("GET /a ") +
                           "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; "
-                          "charset=utf-8\r\nContent-Length: 17\r\nConnection: close\r\n\r\n"
-                          "bad request line\n");
+                          "charset=utf-8\r\nContent-Length: 16\r\nConnection: close\r\n\r\n"
+                          "bad request line");
   CHECK(f.conn.closed);
   f.feed("GET /c HTTP/1.1\r\nHost: h\r\n\r\n");  // ignored after the error
   CHECK(f.conn.out.find("/c") == std::string::npos);
@@ -127,7 +127,7 @@ TEST_CASE("a slow sender gets 408 and is closed when the request timer fires") {
   CHECK(f.timers.fire_all() == 1);
   CHECK(f.conn.out ==
         "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        "Content-Length: 30\r\nConnection: close\r\n\r\nrequest not completed in time\n");
+        "Content-Length: 29\r\nConnection: close\r\n\r\nrequest not completed in time");
   CHECK(f.conn.closed);
 }
 

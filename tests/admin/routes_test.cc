@@ -147,10 +147,10 @@ std::string send_body(std::string_view method, std::string_view path, std::strin
 std::string text(int status, std::string_view reason, std::string_view body,
                  std::string_view extra = "") {
   const std::string code = std::to_string(status);
-  const std::string length = std::to_string(body.size() + 1);
+  const std::string length = std::to_string(body.size());
   return cat({"HTTP/1.1 ", code, " ", reason,
               "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ", length, "\r\n",
-              extra, "Connection: close\r\n\r\n", body, "\n"});
+              extra, "Connection: close\r\n\r\n", body});
 }
 
 std::string status_line(const std::string& response) {

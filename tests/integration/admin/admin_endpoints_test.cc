@@ -172,6 +172,12 @@ int promtool_check(const std::string& exposition) {
 
 TEST_CASE("a scrape after traffic passes promtool with the contract's names, types and counts") {
   Served s;
+  const HttpReply health = http_request(s.server.http_port(), "GET", "/healthz");
+  CHECK(health.status == 200);
+  CHECK(health.body == "ok");
+  const HttpReply ready = http_request(s.server.http_port(), "GET", "/readyz");
+  CHECK(ready.status == 200);
+  CHECK(ready.body == "ok");
   const std::string before = s.scrape();
   // Two tenants on index; lookups with known outcomes.
   s.ingest({update("team-a", "r1", "llama", 0, {{"h-128", 128}}),
@@ -388,7 +394,7 @@ TEST_CASE("malformed and slow HTTP clients never hold up the gRPC port") {
   const auto garbage_reply = ic::itest::parse_reply(garbage.read_until_close(10000));
   REQUIRE(garbage_reply.has_value());
   CHECK(garbage_reply->status == 400);
-  CHECK(garbage_reply->body == "bad request line\n");
+  CHECK(garbage_reply->body == "bad request line");
   RawConnection chunked(http);
   chunked.send("POST /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
   const auto chunked_reply = ic::itest::parse_reply(chunked.read_until_close(10000));
