@@ -259,7 +259,7 @@ bool HttpParser::finish_head() {
           value, [&](std::string_view coding) { chunked = chunked || iequals(coding, "chunked"); });
       // Bodies are small and sized up front (spec/policy.md: ≤ 1 MiB).
       if (chunked) return reject(411, "chunked transfer coding not supported; send Content-Length");
-      return reject(501, "transfer coding not implemented");
+      return reject(501, "unsupported transfer coding; send Content-Length");
     }
     if (name == "content-length") {
       bool ok = true;
