@@ -211,7 +211,7 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
   kr.live = true;
   if (bytes.size() <= 8) {
     kr.hash_len = static_cast<std::uint8_t>(bytes.size());
-    std::memcpy(&kr.hash, bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(&kr.hash, bytes.data(), bytes.size());
   } else {
     kr.hash_len = kLongHash;
     std::uint32_t slot;

@@ -267,7 +267,7 @@ struct Shard::Impl {
     if (k.hash_len == detail::kLongHash) return long_hashes[k.hash] == bytes;
     if (k.hash_len != bytes.size()) return false;
     std::uint64_t v = 0;
-    __builtin_memcpy(&v, bytes.data(), bytes.size() < 8 ? bytes.size() : 8);
+    if (!bytes.empty()) __builtin_memcpy(&v, bytes.data(), bytes.size() < 8 ? bytes.size() : 8);
     return v == k.hash;
   }
   // Group head for (tm, bytes) or kNone.
