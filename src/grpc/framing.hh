@@ -49,6 +49,8 @@ class MessageReader {
   bool mid_message() const { return header_have_ > 0; }
   // The sticky error, kNone while healthy.
   FrameError error() const { return error_; }
+  // Bytes of a split message gathered so far (held until it completes).
+  std::size_t buffered_bytes() const { return body_.size(); }
   // Bytes reserved for gathering a split message (the empty std::string
   // capacity until a split message is accepted).
   std::size_t buffer_capacity() const { return body_.capacity(); }

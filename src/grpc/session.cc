@@ -151,11 +151,19 @@ void GrpcSession::on_request_data(h2::StreamId id, std::span<const std::byte> da
   if (it == calls_.end()) return;
   const std::shared_ptr<detail::CallState> call = it->second;
   if (call->finished) return;
+  const std::size_t before = call->reader.buffered_bytes();
   const FrameError err = call->reader.feed(data, [&](std::span<const std::byte> message) {
     if (!call->finished) call->handler->on_message(message);
   });
+  buffered_ = buffered_ - before + call->reader.buffered_bytes();
   if (err != FrameError::kNone && !call->finished) {
     finish_call(*call, frame_error_status(err, context_.options.max_message_bytes));
+    call->handler->on_cancel();
+  } else if (buffered_ > context_.options.max_connection_buffered_bytes && !call->finished) {
+    finish_call(*call,
+                {StatusCode::kResourceExhausted,
+                 "connection holds too many partial messages (max " +
+                     std::to_string(context_.options.max_connection_buffered_bytes) + " bytes)"});
     call->handler->on_cancel();
   }
 }
@@ -184,6 +192,7 @@ void GrpcSession::on_stream_close(h2::StreamId id, std::uint32_t) {
   if (it == calls_.end()) return;
   const std::shared_ptr<detail::CallState> call = std::move(it->second);
   calls_.erase(it);
+  buffered_ -= call->reader.buffered_bytes();
   if (call->deadline_timer) context_.timers->cancel_timer(*call->deadline_timer);
   call->deadline_timer.reset();
   if (!call->finished) {

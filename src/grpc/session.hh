@@ -31,6 +31,11 @@ struct CallState;
 struct ServerOptions {
   // Largest request message accepted (bytes); contract.md default 4 MiB.
   std::size_t max_message_bytes = 4 * 1024 * 1024;
+  // Bytes of partially received messages one connection may hold across all
+  // its calls (bytes); the call whose data crosses it ends with
+  // RESOURCE_EXHAUSTED. Without it, 100 streams × 4 MiB of half-sent messages
+  // would pin 400 MiB per connection (ARCHITECTURE.md rule 5).
+  std::size_t max_connection_buffered_bytes = 16 * 1024 * 1024;
   // HTTP/2 hostile-peer limits.
   h2::Limits h2;
 };
@@ -82,8 +87,9 @@ class GrpcSession final : public net::Session, private h2::Application {
   const ServerContext& context_;
   h2::ServerSession h2_;
   std::unordered_map<h2::StreamId, std::shared_ptr<detail::CallState>> calls_;
-  std::string scratch_;  // one framed response message
-  int in_session_ = 0;   // >0 while net::Session entry points run
+  std::string scratch_;       // one framed response message
+  std::size_t buffered_ = 0;  // sum of the calls' MessageReader::buffered_bytes()
+  int in_session_ = 0;        // >0 while net::Session entry points run
 };
 
 }  // namespace ic::grpc

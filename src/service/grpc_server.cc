@@ -1,5 +1,9 @@
 #include "service/grpc_server.hh"
 
+#include <google/protobuf/stubs/logging.h>
+
+#include <mutex>
+
 #include "service/index_routes.hh"
 #include "service/inference_cache.hh"
 #include "service/reactor_timers.hh"
@@ -21,6 +25,11 @@ CoreGrpcServer::CoreGrpcServer(const GrpcServiceOptions& options, grpc::Timers& 
 CoreGrpcServer::~CoreGrpcServer() = default;
 
 void CoreGrpcServer::build(const GrpcServiceOptions& options) {
+  // protobuf writes an ERROR line to stderr for every request string field
+  // that is not valid UTF-8 (the parse still fails → INVALID_ARGUMENT). A peer
+  // could make every reactor block on stderr that way: drop those logs.
+  static std::once_flag quiet;
+  std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
   add_inference_cache(methods_);
   if (options.router != nullptr) add_index_routes(methods_, *options.router);
   add_health(methods_, options.ready);

@@ -50,6 +50,8 @@ struct GrpcServiceOptions {
 
 // One core's gRPC server: the method table (InferenceCache, Health,
 // reflection v1 + v1alpha), the per-core ServerContext and its timers.
+// The first one built silences protobuf's log handler process-wide (a peer's
+// invalid UTF-8 would otherwise log one stderr line per message).
 class CoreGrpcServer {
  public:
   // Timers on `reactor` (this core's); call on the reactor's thread.

@@ -488,3 +488,27 @@ TEST_CASE_FIXTURE(Fixture, "handles_deadline: after half-close the handler owns 
   run();
   CHECK(client.streams[id].trailer("grpc-status") == "0");
 }
+
+TEST_CASE("partial messages are bounded per connection, not only per message") {
+  Fixture f;
+  f.context.options.max_connection_buffered_bytes = 1500;
+  // Three client streams each holding 600 bytes of an unfinished 1000-byte message.
+  std::vector<std::int32_t> ids;
+  const std::string big = frame(std::string(1000, 'x'));
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(f.client.grpc_call("/test.Echo/Record", big.substr(0, 605), false));
+    f.run();
+  }
+  CHECK(f.client.streams[ids[0]].grpc_status().empty());
+  CHECK(f.client.streams[ids[1]].grpc_status().empty());
+  CHECK(f.client.streams[ids[2]].grpc_status() == "8");
+  CHECK(f.client.streams[ids[2]].grpc_message() ==
+        "connection holds too many partial messages (max 1500 bytes)");
+  // Closing a holder frees its share: a new stream fits again.
+  f.client.cancel(ids[0]);
+  f.run();
+  const auto again = f.client.grpc_call("/test.Echo/Record", big.substr(0, 605), false);
+  f.run();
+  CHECK(f.client.streams[again].grpc_status().empty());
+  CHECK(f.session->active_calls() == 2);
+}
