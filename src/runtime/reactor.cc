@@ -120,11 +120,6 @@ void Reactor::Impl::read_clocks() {
 }
 
 bool Reactor::Impl::drain_mailboxes() {
-  // Clear our "wake in flight" flag before looking, with a read-modify-write:
-  // a peer whose exchange(true) we read from has pushed before it (release →
-  // acquire), so we see its task; a peer that comes after us reads false and
-  // sends a new wake. No task is left unseen without a wake on the way.
-  notified.exchange(false, std::memory_order_acq_rel);
   bool more = false;
   const unsigned n = runtime.cores();
   Task task;
@@ -158,6 +153,12 @@ void Reactor::Impl::dispatch(std::uint64_t user_data, std::int32_t res, std::uin
   if (user_data == kUntrackedUserData || user_data == kWakeUserData) return;
   if (user_data == kEventUserData) {
     if (ring_ready) arm_event_read();
+    return;
+  }
+  if (user_data >= kWakeSentBase && user_data < kWakeSentBase + runtime.cores()) {
+    // Our MSG_RING failed (its CQE only comes on failure): the target's flag
+    // says a wake is in flight, so no later post would wake it; the eventfd does.
+    runtime.reactor(static_cast<unsigned>(user_data - kWakeSentBase)).impl_->kick();
     return;
   }
   const auto slot = static_cast<std::uint32_t>(user_data & kSlotMask);
@@ -206,7 +207,7 @@ void Reactor::Impl::send_wakeups() {
     if (peer.notified.exchange(true, std::memory_order_acq_rel)) continue;
     io_uring_sqe* sqe = get_sqe();
     io_uring_prep_msg_ring(sqe, peer.ring.ring_fd, 0, kWakeUserData, 0);
-    io_uring_sqe_set_data64(sqe, kUntrackedUserData);
+    io_uring_sqe_set_data64(sqe, kWakeSentBase + target);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
   }
   wake_targets.clear();
@@ -234,6 +235,21 @@ void Reactor::Impl::wait(bool more_work) {
   io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
 }
 
+bool Reactor::Impl::ready_to_sleep() {
+  // Clear our "wake in flight" flag with a read-modify-write, then look at the
+  // inboxes once more. A peer whose exchange(true) we read from pushed before
+  // it (release → acquire), so the look below sees its task; a peer that
+  // pushes after our exchange reads false and sends a MSG_RING that wakes us.
+  // Clearing only here, right before sleeping, matters: a wake CQE reaped
+  // earlier in this turn must not leave the flag set with no wake in flight.
+  notified.exchange(false, std::memory_order_acq_rel);
+  if (external_pending.load(std::memory_order_acquire)) return false;
+  for (unsigned from = 0; from < runtime.cores(); ++from) {
+    if (from != core && runtime.impl_->box(from, core).size_approx() > 0) return false;
+  }
+  return true;
+}
+
 void Reactor::Impl::turn(bool may_sleep) {
   read_clocks();
   bool more = drain_mailboxes();
@@ -244,6 +260,7 @@ void Reactor::Impl::turn(bool may_sleep) {
   for (auto& hook : turn_hooks) hook();
   more |= !deferred.empty();
   send_wakeups();
+  if (!more && may_sleep) more = !ready_to_sleep();
   wait(more || !may_sleep);
 }
 

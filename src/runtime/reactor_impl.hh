@@ -25,6 +25,9 @@ namespace ic::runtime {
 inline constexpr std::uint64_t kUntrackedUserData = 0;
 inline constexpr std::uint64_t kWakeUserData = 1;   // IORING_OP_MSG_RING from a peer core
 inline constexpr std::uint64_t kEventUserData = 2;  // eventfd read (external posts, stop)
+// A MSG_RING we sent to core (user_data - kWakeSentBase); its CQE only comes
+// on failure (IOSQE_CQE_SKIP_SUCCESS).
+inline constexpr std::uint64_t kWakeSentBase = 1024;
 
 struct Reactor::Impl {
   Impl(Runtime& rt, unsigned core_index);
@@ -39,6 +42,8 @@ struct Reactor::Impl {
   void turn(bool may_sleep);
   void read_clocks();
   bool drain_mailboxes();
+  // Clears the wake flag and reports whether nothing arrived meanwhile.
+  bool ready_to_sleep();
   bool drain_external();
   bool reap_completions();
   bool fire_timers();
@@ -86,8 +91,8 @@ struct Reactor::Impl {
   std::vector<unsigned> wake_targets;
   std::vector<std::uint8_t> wake_marked;
 
-  // Set by a peer that sent us a MSG_RING wake, cleared by us at turn start:
-  // at most one wake in flight per target.
+  // Set by a peer that sent us a MSG_RING wake, cleared by us right before
+  // we sleep (ready_to_sleep): at most one wake in flight per target.
   alignas(64) std::atomic<bool> notified{false};
   alignas(64) std::mutex external_mu;
   std::vector<Task> external;
