@@ -74,7 +74,8 @@ ic::index::IndexConfig index_config(const ServerConfig& config) {
 struct App {
   explicit App(const ServerConfig& cfg)
       : config(cfg),
-        runtime(ic::runtime::Runtime::Options{.cores = cfg.threads}),
+        runtime(
+            ic::runtime::Runtime::Options{.cores = cfg.threads, .pin_threads = cfg.pin_threads}),
         registry(runtime.cores()),
         readiness(runtime.cores()),
         server(runtime) {}

@@ -48,6 +48,12 @@ std::int64_t parse_duration_flag(std::string_view flag, const std::string& text,
   return *v;
 }
 
+bool parse_bool(std::string_view flag, const std::string& text) {
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  throw FlagError{std::string(flag) + ": want true or false, got " + quote_value(text)};
+}
+
 LogFormat parse_log_format(const std::string& text) {
   if (text == "json") return LogFormat::json;
   if (text == "text") return LogFormat::text;
@@ -92,6 +98,7 @@ struct RawFlags {
   std::string log_format = "json";
   std::string log_level = "info";
   std::string threads = "0";
+  std::string pin_threads = "true";
   std::string max_message_bytes = "4194304";
   std::string max_concurrent_streams = "1024";
   std::string max_connections = "10000";
@@ -122,6 +129,8 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
   app.add_flag("--insecure-disable-auth", c.insecure_disable_auth,
                "serve /snapshot and /policy without a bearer token");
   app.add_option("--threads", raw.threads, "reactor threads (0: one per CPU)")
+      ->capture_default_str();
+  app.add_option("--pin-threads", raw.pin_threads, "pin each reactor thread to a CPU (true|false)")
       ->capture_default_str();
   app.add_option("--max-message-bytes", raw.max_message_bytes, "largest gRPC message, bytes")
       ->capture_default_str();
@@ -161,6 +170,7 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   c.log_format = parse_log_format(raw.log_format);
   c.log_level = parse_log_level(raw.log_level);
   c.threads = parse_uint<unsigned>("--threads", raw.threads, 0, 1024);
+  c.pin_threads = parse_bool("--pin-threads", raw.pin_threads);
   c.max_message_bytes =
       parse_uint<std::uint32_t>("--max-message-bytes", raw.max_message_bytes, 5, 1u << 30);
   c.max_concurrent_streams = parse_uint<std::uint32_t>("--max-concurrent-streams",

@@ -37,6 +37,9 @@ struct ServerConfig {
 
   // Reactor threads; 0 = one per CPU this process may run on.
   unsigned threads = 0;
+  // Pin reactor i to the i-th allowed CPU. Best on a dedicated host; on a
+  // CPU-oversubscribed one, pinned reactors cannot dodge busy CPUs.
+  bool pin_threads = true;
   // Largest gRPC message accepted, bytes (spec/contract.md: 4 MiB).
   std::uint32_t max_message_bytes = 4u << 20;
   // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection.

@@ -43,6 +43,7 @@ TEST_SUITE("runtime") {
     CHECK(c.log_level == ic::config::LogLevel::info);
     CHECK_FALSE(c.insecure_disable_auth);
     CHECK(c.threads == 0);
+    CHECK(c.pin_threads);
     CHECK(c.max_message_bytes == 4194304);
     CHECK(c.max_concurrent_streams == 1024);
     CHECK(c.max_connections == 10000);
@@ -74,7 +75,8 @@ TEST_SUITE("runtime") {
                                     "--index-max-entries",
                                     "42",
                                     "--engine-block-size",
-                                    "32"});
+                                    "32",
+                                    "--pin-threads=false"});
     REQUIRE(out.config.has_value());
     const auto& c = *out.config;
     CHECK(c.grpc_bind_address == "127.0.0.1:0");
@@ -89,6 +91,7 @@ TEST_SUITE("runtime") {
     CHECK(c.sweep_interval_us == 1'500'000);
     CHECK(c.index_max_entries == 42);
     CHECK(c.engine_block_size == 32);
+    CHECK_FALSE(c.pin_threads);
   }
 
   TEST_CASE("flags: each bad value or combination is one exact line, exit 2") {
@@ -114,6 +117,8 @@ TEST_SUITE("runtime") {
     CHECK(error_of({"--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/etc/hostname"}) ==
           "inferencecache-server: --tls-cert-file: cannot read \"/nonexistent/c.pem\": No such "
           "file or directory");
+    CHECK(error_of({"--pin-threads", "maybe"}) ==
+          "inferencecache-server: --pin-threads: want true or false, got \"maybe\"");
     CHECK(error_of({"--no-such-flag"}) ==
           "inferencecache-server: unknown flag or argument: --no-such-flag");
     CHECK(error_of({"stray"}) == "inferencecache-server: unknown flag or argument: stray");
