@@ -3,6 +3,7 @@
 #
 #   perf/compare.sh [--quick] [--rounds N] [--duration S] [--build-dir DIR] [--no-build]
 #                   [--out FILE] [--profile DIR] [--from-head DIR]
+#                   [--priority normal|nice|rt]
 #
 # Builds both servers, then per round (baseline first, then InferenceCache —
 # B A B A, so machine drift hits both) starts one server pinned to its CPUs,
@@ -19,6 +20,11 @@
 # --from-head DIR: measure the committed HEAD, not the shared work tree (which
 # holds other people's unfinished edits): git archive HEAD into DIR, build
 # there with -Dtests=false.
+# --priority: scheduling of servers and load generators. normal (default);
+# nice = nice -20; rt = SCHED_FIFO 10 (chrt). On a machine where others
+# compile, normal measures the scheduler as much as the servers (a 1-thread
+# reactor waits a CFS slice behind compilers on every wake-up); rt
+# approximates dedicated cores. Use rt briefly: it starves other work.
 # --profile DIR: instead of the table, samples each server (perf record,
 # cpu-clock) during a LookupRoute saturation run and writes the top symbols to
 # DIR/profile-<server>.txt.
@@ -34,6 +40,7 @@ out=""
 profile_dir=""
 head_dir=""
 measured=""
+priority=normal
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -44,7 +51,8 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift ;;
     --profile) profile_dir="$2"; shift ;;
     --from-head) head_dir="$2"; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --priority) priority="$2"; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 64 ;;
   esac
   shift
@@ -102,6 +110,10 @@ if [ "$do_build" = 1 ]; then
   fi
   ninja -C "$build_dir" -j2 "${targets[@]}" >&2
 fi
+# A build of an earlier --from-head export is labelled by its commit.
+if [ -z "$measured" ] && [[ "$build_dir" =~ /src-([0-9a-f]+)/build-perf/?$ ]]; then
+  measured="commit ${BASH_REMATCH[1]} (clean export, release build)"
+fi
 [ -n "$measured" ] || measured="build dir $build_dir of the work tree at $(git rev-parse --short HEAD) (may include uncommitted edits)"
 ic_server="$build_dir/src/inferencecache-server"
 base_server="$build_dir/perf/baseline/ic-baseline-server"
@@ -113,6 +125,14 @@ done
 have_bench=0
 [ -x "$bench" ] && have_bench=1
 command -v h2load >/dev/null || { log "compare.sh: h2load missing (apt-get install nghttp2-client)"; exit 1; }
+
+# --- scheduling priority --------------------------------------------------------
+case "$priority" in
+  normal) prio=() ;;
+  nice) prio=(nice -n -20) ;;
+  rt) prio=(chrt -f 10) ;;
+  *) log "compare.sh: --priority wants normal, nice or rt"; exit 64 ;;
+esac
 
 # --- CPU placement -------------------------------------------------------------
 # Server on the lower half of the CPUs, load generators on the upper half, so
@@ -126,14 +146,14 @@ if [ "$ncpu" -ge 2 ]; then
   [ $((ncpu - half)) = 1 ] && load_cpus=$half
   server_threads=$half
   load_threads=$((ncpu - half))
-  pin_server=(taskset -c "$server_cpus")
-  pin_load=(taskset -c "$load_cpus")
+  pin_server=("${prio[@]}" taskset -c "$server_cpus")
+  pin_load=("${prio[@]}" taskset -c "$load_cpus")
   placement="server on CPU $server_cpus (--threads $server_threads), load generator on CPU $load_cpus"
 else
   server_threads=1
   load_threads=1
-  pin_server=()
-  pin_load=()
+  pin_server=("${prio[@]}")
+  pin_load=("${prio[@]}")
   placement="1 CPU: server and load generator share it (no pinning)"
 fi
 
@@ -380,7 +400,7 @@ report() {
   echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
   echo "- load average at start of report: $(cut -d' ' -f1-3 /proc/loadavg) (shared machine: others may be compiling)"
   echo "- measured: $measured"
-  echo "- placement: $placement"
+  echo "- placement: $placement; scheduling: $priority$([ "$priority" = rt ] && echo ' (SCHED_FIFO 10 for servers and load generators: approximates dedicated cores on a shared machine)')"
   echo "- mode: $([ "$quick" = 1 ] && echo quick || echo full), $rounds round(s) B A B A, ${duration} s per run (saturation runs after a ${warmup} s warm-up), medians over rounds; elapsed ${elapsed} s"
   echo "- saturation: closed loop, ${SAT_CLIENTS:-4} connections x ${SAT_STREAMS:-16} streams (h2load and inferencecache-bench); fixed rates: h2load --rps (paced per connection)$([ "$have_bench" = 1 ] && echo ' and inferencecache-bench (open loop, latency from the intended send time: no coordinated omission)')"
   echo "- latency: h2load gives its mean only (its --log-file per-request times are unusable in 1.52); p50/p99/p99.9 come from inferencecache-bench (synthetic 90 %-hit workload, tenant bench)"
