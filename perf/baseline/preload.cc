@@ -91,8 +91,8 @@ pb::CacheStateUpdate new_update(const Shape& shape, unsigned tenant, unsigned re
 // A Write failed: the stream is broken; Finish says why. Returns -1.
 long finish_failed(grpc::ClientWriter<pb::CacheStateUpdate>& writer, const pb::Ack& ack) {
   const grpc::Status status = writer.Finish();
-  std::fprintf(stderr, "ReportCacheState: write failed: %d %s (accepted=%d)\n",
-               status.error_code(), status.error_message().c_str(), ack.accepted());
+  std::fprintf(stderr, "ReportCacheState: write failed: %d %s (accepted=%d)\n", status.error_code(),
+               status.error_message().c_str(), ack.accepted());
   return -1;
 }
 
