@@ -1,6 +1,7 @@
 #include "replay/grpc_index_client.hh"
 
 #include <chrono>
+#include <thread>
 
 #include "common/channel.hh"
 
@@ -97,6 +98,19 @@ void GrpcIndexClient::publish(const v1::CacheEvent& event) {
 
 bool GrpcIndexClient::finish(std::string* error) {
   bool ok = true;
+  // A server that stopped answering must not hang the tool: cancel whatever is still open
+  // after a few call timeouts (TryCancel is thread-safe).
+  std::mutex watchdog_mutex;
+  std::condition_variable watchdog_cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(watchdog_mutex);
+    if (watchdog_cv.wait_for(lock, std::chrono::milliseconds(5 * rpc_timeout_ms_),
+                             [&] { return done; })) {
+      return;
+    }
+    for (auto& [key, stream] : streams_) stream->context.TryCancel();
+  });
   for (auto& [key, stream] : streams_) {
     if (!stream->writer) continue;
     stream->writer->WritesDone();
@@ -108,6 +122,12 @@ bool GrpcIndexClient::finish(std::string* error) {
                status.error_message() + " reason=" + stream->ack.reason_code();
     }
   }
+  {
+    std::lock_guard lock(watchdog_mutex);
+    done = true;
+  }
+  watchdog_cv.notify_all();
+  watchdog.join();
   streams_.clear();
   std::unique_lock lock(mutex_);
   drained_.wait(lock, [this] { return events_in_flight_ == 0; });

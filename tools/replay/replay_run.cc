@@ -157,7 +157,8 @@ ReplayResult run_replay(const std::vector<TraceRequest>& trace, const ReplayOpti
   progress.finish();
   result.interrupted = interrupted();
   if (result.fatal_error.empty()) {
-    if (options.clear_at_end) clear_replicas(result, options, client);
+    // After Ctrl-C the user wants out: skip the cleanup round trips.
+    if (options.clear_at_end && !result.interrupted) clear_replicas(result, options, client);
     if (!client.finish(&error)) result.fatal_error = error;
   }
   return result;
