@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
     --profile) profile_dir="$2"; shift ;;
     --from-head) head_dir="$2"; shift ;;
     --priority) priority="$2"; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 64 ;;
   esac
   shift
