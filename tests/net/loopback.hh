@@ -23,8 +23,13 @@ namespace test {
 
 // Connects to 127.0.0.1:`port`; reads time out after 10 s so a broken server
 // fails the test instead of hanging it.
-inline int connect_to(std::uint16_t port) {
+// Connects to 127.0.0.1:port. A non-zero `rcvbuf_bytes` fixes the receive
+// buffer before connecting (no autotuning), so a test can rely on the kernel
+// not absorbing a large reply: hosts with tcp_rmem max of 32 MiB otherwise
+// swallow a 16 MiB reply whole.
+inline int connect_to(std::uint16_t port, int rcvbuf_bytes = 0) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (rcvbuf_bytes > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf_bytes, sizeof rcvbuf_bytes);
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
   sin.sin_port = htons(port);
