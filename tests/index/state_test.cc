@@ -305,6 +305,31 @@ TEST_CASE(
   CHECK(matches(t, exact_req("t", "m", "vllm", 90, 16), "q"));
 }
 
+TEST_CASE("cap: memory stays flat over repeated cycles of 2× the cap") {
+  // Each cycle streams 2× the cap of new 16-block chains; after the first two
+  // cycles have sized the slabs, tables and victim heap, the index's heap
+  // footprint must not move: evicted slots are reused, nothing accumulates.
+  IndexConfig cfg;
+  cfg.max_entries = 4096;
+  Harness h(cfg);
+  h.policy(kNoFloors);
+  std::uint64_t next_block = 1;
+  std::int64_t ts = kNow - 60 * kMin;
+  std::vector<std::size_t> footprint;
+  for (int cycle = 0; cycle < 8; ++cycle) {
+    for (int u = 0; u < 2 * 4096 / 16; ++u) {
+      std::vector<std::uint64_t> blocks(16);
+      for (auto& b : blocks) b = next_block++;
+      h.ingest(chain_update("t", "m", "vllm", named("r", u % 8), ts++, blocks));
+      REQUIRE(h.shard->entry_count() <= 4096);
+    }
+    CHECK(h.shard->entry_count() == 4096);
+    footprint.push_back(h.shard->memory_bytes());
+  }
+  CHECK(h.shard->eviction_counters().lru_cap == 8u * 2 * 4096 - 4096);
+  for (int cycle = 2; cycle < 8; ++cycle) CHECK(footprint[cycle] == footprint[1]);
+}
+
 TEST_CASE("cap: refreshed entries move to the back; a late old report is evicted first") {
   IndexConfig cfg;
   cfg.max_entries = 3;
