@@ -15,8 +15,8 @@ class Task {
 
   // Wraps any move-constructible callable invocable as `void()`.
   template <typename F>
-    requires(!std::is_same_v<std::decay_t<F>, Task> && std::is_invocable_v<std::decay_t<F>&>)
-  Task(F&& f)  // NOLINT(google-explicit-constructor): tasks are built from lambdas inline
+  requires(!std::is_same_v<std::decay_t<F>, Task> && std::is_invocable_v<std::decay_t<F>&>)
+      Task(F&& f)  // NOLINT(google-explicit-constructor): tasks are built from lambdas inline
       : impl_(std::make_unique<Model<std::decay_t<F>>>(std::forward<F>(f))) {}
 
   Task(Task&&) noexcept = default;
