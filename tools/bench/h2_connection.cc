@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "common/grpc_frame.hh"
+#include "grpc/status.hh"
 
 namespace ic::tools::bench {
 
@@ -27,25 +28,10 @@ std::int64_t now_ns() {
 
 namespace {
 
+// Status name for a grpc-status trailer value; nullptr beyond the known codes.
 const char* grpc_status_name(int code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : nullptr;
+  if (code < 0 || code > static_cast<int>(ic::grpc::StatusCode::kUnauthenticated)) return nullptr;
+  return ic::grpc::status_name(static_cast<ic::grpc::StatusCode>(code)).data();
 }
 
 int connect_blocking(const std::string& host, int port, int timeout_ms) {
