@@ -160,6 +160,17 @@ int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   return 0;
 }
 
+// Prints an Ack (human or JSON); exit status 0 when accepted, 1 otherwise.
+int print_ack(const v1::Ack& ack, const Global& g) {
+  if (g.json) {
+    std::cout << to_json(ack);
+  } else {
+    std::printf("accepted: %s%s%s\n", ack.accepted() ? "yes" : "no",
+                ack.reason_code().empty() ? "" : "  reason: ", ack.reason_code().c_str());
+  }
+  return ack.accepted() ? 0 : 1;
+}
+
 int do_report(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   v1::CacheStateUpdate update;
   update.set_replica_id(a.replica);
@@ -207,13 +218,7 @@ int do_report(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   writer->WritesDone();
   const auto status = writer->Finish();
   if (!status.ok()) return rpc_failed("ReportCacheState", status);
-  if (g.json) {
-    std::cout << to_json(ack);
-  } else {
-    std::printf("accepted: %s%s%s\n", ack.accepted() ? "yes" : "no",
-                ack.reason_code().empty() ? "" : "  reason: ", ack.reason_code().c_str());
-  }
-  return ack.accepted() ? 0 : 1;
+  return print_ack(ack, g);
 }
 
 int do_event(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
@@ -238,13 +243,7 @@ int do_event(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   v1::Ack ack;
   const auto status = stub.PublishEvent(&context, event, &ack);
   if (!status.ok()) return rpc_failed("PublishEvent", status);
-  if (g.json) {
-    std::cout << to_json(ack);
-  } else {
-    std::printf("accepted: %s%s%s\n", ack.accepted() ? "yes" : "no",
-                ack.reason_code().empty() ? "" : "  reason: ", ack.reason_code().c_str());
-  }
-  return ack.accepted() ? 0 : 1;
+  return print_ack(ack, g);
 }
 
 int do_state(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
