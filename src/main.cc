@@ -173,23 +173,27 @@ std::string App::add_listeners() {
   admin->control_token_file = config.control_token_file;
   admin->insecure_disable_auth = config.insecure_disable_auth;
 
-  ic::net::ListenerOptions http;
-  http.name = "http";
-  http.address = config.http_bind_address;
-  http.max_connections = config.max_connections;
-  http.idle_timeout_us = config.idle_timeout_us;
-  http.factory = ic::admin::make_public_session_factory(admin);
-  if (std::string e = server.add_listener(std::move(http)); !e.empty()) {
-    return "--http-bind-address: " + e;
+  // Both admin listeners share the connection limits; only name, address and protocol differ.
+  auto add_admin = [&](std::string name, const std::string& address, std::string_view flag,
+                       ic::net::SessionFactory factory) -> std::string {
+    ic::net::ListenerOptions options;
+    options.name = std::move(name);
+    options.address = address;
+    options.max_connections = config.max_connections;
+    options.idle_timeout_us = config.idle_timeout_us;
+    options.factory = std::move(factory);
+    std::string e = server.add_listener(std::move(options));
+    return e.empty() ? e : std::string(flag) + ": " + e;
+  };
+  if (std::string e = add_admin("http", config.http_bind_address, "--http-bind-address",
+                                ic::admin::make_public_session_factory(admin));
+      !e.empty()) {
+    return e;
   }
-  ic::net::ListenerOptions control;
-  control.name = "snapshot";
-  control.address = config.snapshot_bind_address;
-  control.max_connections = config.max_connections;
-  control.idle_timeout_us = config.idle_timeout_us;
-  control.factory = ic::admin::make_control_session_factory(admin);
-  if (std::string e = server.add_listener(std::move(control)); !e.empty()) {
-    return "--snapshot-bind-address: " + e;
+  if (std::string e = add_admin("snapshot", config.snapshot_bind_address, "--snapshot-bind-address",
+                                ic::admin::make_control_session_factory(admin));
+      !e.empty()) {
+    return e;
   }
   return {};
 }
