@@ -66,6 +66,8 @@ ic::index::IndexConfig index_config(const ServerConfig& config) {
   ic.default_ttl_us = config.index_ttl_us;
   ic.max_entries = static_cast<std::int64_t>(config.index_max_entries);
   ic.engine_block_size = static_cast<std::int32_t>(config.engine_block_size);
+  ic.ranking = config.ranking;
+  ic.load_aware = config.load_aware;
   return ic;
 }
 

@@ -34,6 +34,23 @@ T parse_uint(std::string_view flag, const std::string& text, T min, T max) {
   return static_cast<T>(v);
 }
 
+double parse_number(std::string_view flag, const std::string& text, double min, double max) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc{} || ptr != end || !(v >= min) || !(v <= max)) {
+    throw FlagError{std::string(flag) + ": want a number in [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "], got " + quote_value(text)};
+  }
+  return v;
+}
+
+Ranking parse_ranking(const std::string& text) {
+  if (text == "load-aware") return Ranking::kLoadAware;
+  if (text == "reference") return Ranking::kReference;
+  throw FlagError{"--ranking: want load-aware or reference, got " + quote_value(text)};
+}
+
 std::int64_t parse_duration_flag(std::string_view flag, const std::string& text,
                                  std::int64_t min_us) {
   const auto v = parse_duration_us(text);
@@ -107,6 +124,11 @@ struct RawFlags {
   std::string index_ttl = "30m";
   std::string index_max_entries = "1000000";
   std::string sweep_interval = "1m";
+  std::string ranking = "load-aware";
+  std::string load_cost_tokens = "512";
+  std::string load_window = "64";
+  std::string pressure_load = "16";
+  std::string saturation_pressure = "1";
 };
 
 void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
@@ -150,6 +172,19 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
       ->capture_default_str();
   app.add_option("--sweep-interval", raw.sweep_interval, "period of the TTL sweep")
       ->capture_default_str();
+  app.add_option("--ranking", raw.ranking, "load-aware|reference (tenants without a policy choice)")
+      ->capture_default_str();
+  app.add_option("--load-cost-tokens", raw.load_cost_tokens,
+                 "load-aware: prefill tokens one recent hint costs")
+      ->capture_default_str();
+  app.add_option("--load-window", raw.load_window, "load-aware: hints the load remembers")
+      ->capture_default_str();
+  app.add_option("--pressure-load", raw.pressure_load,
+                 "load-aware: hints a replica at pressure 1.0 counts as")
+      ->capture_default_str();
+  app.add_option("--saturation-pressure", raw.saturation_pressure,
+                 "load-aware: pressure at which a replica is saturated")
+      ->capture_default_str();
   app.add_option("--policy-file", c.policy_file, "CachePolicy JSON loaded at start");
   app.add_option("--control-token-file", c.control_token_file,
                  "bearer token for the control listener");
@@ -183,6 +218,12 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   c.index_max_entries = parse_uint<std::uint64_t>("--index-max-entries", raw.index_max_entries, 1,
                                                   std::uint64_t{1} << 40);
   c.sweep_interval_us = parse_duration_flag("--sweep-interval", raw.sweep_interval, 1000);
+  c.ranking = parse_ranking(raw.ranking);
+  c.load_aware.load_cost_tokens = parse_number("--load-cost-tokens", raw.load_cost_tokens, 0, 1e9);
+  c.load_aware.load_window = parse_number("--load-window", raw.load_window, 1, 1e6);
+  c.load_aware.pressure_load = parse_number("--pressure-load", raw.pressure_load, 0, 1e6);
+  c.load_aware.saturation_pressure =
+      parse_number("--saturation-pressure", raw.saturation_pressure, 0, 1e6);
 }
 
 std::string one_line(std::string s) {

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "config/log.hh"
+#include "config/policy.hh"
 
 namespace ic::config {
 
@@ -57,6 +58,12 @@ struct ServerConfig {
   std::uint64_t index_max_entries = 1'000'000;
   // Period of the TTL sweep, µs.
   std::int64_t sweep_interval_us = 60 * 1'000'000LL;
+  // Ranking of tenants whose policy does not choose one (docs/ranking.md).
+  Ranking ranking = Ranking::kLoadAware;
+  // Load-aware knobs of tenants whose policy leaves them out (docs/ranking.md
+  // "Knobs"): tokens per unit of load, hint memory, load of pressure 1.0,
+  // saturation pressure.
+  LoadAwareKnobs load_aware{512.0, 64.0, 16.0, 1.0};
   // CachePolicy JSON loaded at start (spec/policy.md); empty: defaults.
   std::string policy_file;
   // File holding the bearer token for the control listener (/snapshot,

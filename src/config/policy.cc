@@ -1,5 +1,6 @@
 #include "config/policy.hh"
 
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -72,6 +73,40 @@ void parse_strategy(const json& j, CachePolicy& p, const std::string& where) {
     p.enable_tenant_hot = get_bool(*it, where + ".enableTenantHot");
 }
 
+// A non-negative number (policy `loadAware.*`).
+double get_non_negative(const json& v, const std::string& where) {
+  if (!v.is_number()) throw PolicyError(where + ": expected a number");
+  const double d = v.get<double>();
+  if (!(d >= 0) || !std::isfinite(d)) throw PolicyError(where + ": expected a number >= 0");
+  return d;
+}
+
+void parse_ranking(const json& v, CachePolicy& p, const std::string& where) {
+  const std::string r = get_string(v, where);
+  if (r == "reference") {
+    p.ranking = Ranking::kReference;
+  } else if (r == "load-aware") {
+    p.ranking = Ranking::kLoadAware;
+  } else if (!r.empty()) {
+    throw PolicyError(where + ": expected \"reference\" or \"load-aware\"");
+  }
+}
+
+void parse_load_aware(const json& j, LoadAwareKnobs& k, const std::string& where) {
+  require_object(j, where);
+  check_fields(j, {"loadCostTokens", "loadWindow", "pressureLoad", "saturationPressure"}, where);
+  if (auto it = j.find("loadCostTokens"); it != j.end())
+    k.load_cost_tokens = get_non_negative(*it, where + ".loadCostTokens");
+  if (auto it = j.find("loadWindow"); it != j.end()) {
+    k.load_window = get_non_negative(*it, where + ".loadWindow");
+    if (k.load_window < 1) throw PolicyError(where + ".loadWindow: expected a number >= 1");
+  }
+  if (auto it = j.find("pressureLoad"); it != j.end())
+    k.pressure_load = get_non_negative(*it, where + ".pressureLoad");
+  if (auto it = j.find("saturationPressure"); it != j.end())
+    k.saturation_pressure = get_non_negative(*it, where + ".saturationPressure");
+}
+
 // Parses one policies[] entry. Missing fields keep the defaults, which are
 // also what the version normalizations of spec/policy.md ask for (v<5 missing
 // routingFloorScore = 0.1, v<6 strategy true/false/true, v<7 affinity true).
@@ -80,7 +115,8 @@ std::pair<std::string, CachePolicy> parse_policy(const json& j, std::int64_t ver
   require_object(j, where);
   check_fields(j,
                {"namespace", "evictionTTL", "minimumPrefixTokens", "minimumMatchedTokens",
-                "routingFloorScore", "lookupTimeoutMs", "affinityRouting", "eviction", "strategy"},
+                "routingFloorScore", "lookupTimeoutMs", "affinityRouting", "eviction", "strategy",
+                "ranking", "loadAware"},
                where);
   CachePolicy p;
   std::string ns;
@@ -117,6 +153,9 @@ std::pair<std::string, CachePolicy> parse_policy(const json& j, std::int64_t ver
     }
   }
   if (auto it = j.find("strategy"); it != j.end()) parse_strategy(*it, p, where + ".strategy");
+  if (auto it = j.find("ranking"); it != j.end()) parse_ranking(*it, p, where + ".ranking");
+  if (auto it = j.find("loadAware"); it != j.end())
+    parse_load_aware(*it, p.load_aware, where + ".loadAware");
   if (p.require_chain && !p.enable_chain_matching)
     throw PolicyError(where + ": requireChain needs enableChainMatching");
   return {std::move(ns), p};

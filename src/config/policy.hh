@@ -19,6 +19,31 @@ inline constexpr std::string_view kReservedTenant = "inferencecache.io/probe";
 // Cap eviction order of a tenant's entries (spec/index.md "Eviction under pressure").
 enum class EvictionAlgorithm : std::uint8_t { kLru, kLfu };
 
+// How LookupRoute ranks the replicas of a tenant (docs/ranking.md).
+//   kServerDefault: the server's `--ranking` flag decides.
+//   kReference:     docs/lookup.md "Scoring" (score by matched tokens, pressure factor,
+//                   distinguishing power; AFFINITY_HINT by SHA-256 over the scope's replicas).
+//   kLoadAware:     cost in tokens = uncached prompt tokens + load_cost_tokens × load,
+//                   lowest cost first (docs/ranking.md "Cost").
+enum class Ranking : std::uint8_t { kServerDefault, kReference, kLoadAware };
+
+// Knobs of the load-aware ranking (policy `loadAware`, docs/ranking.md "Knobs");
+// a negative value means "the server's flag".
+struct LoadAwareKnobs {
+  // Prefill tokens one unit of load is worth in the cost (tokens per recent hint).
+  double load_cost_tokens = -1;
+  // Memory of the hint count in hints: every hint of the scope decays all counts by
+  // 1 − 1/load_window, so the counts sum to at most load_window.
+  double load_window = -1;
+  // Units of load a replica reporting pressure 1.0 adds (scaled linearly by pressure).
+  double pressure_load = -1;
+  // A replica whose fresh pressure is ≥ this is saturated: never the answer while
+  // another candidate is not.
+  double saturation_pressure = -1;
+
+  bool operator==(const LoadAwareKnobs&) const = default;
+};
+
 // One tenant's effective policy after normalization; the defaults are the
 // values for a tenant without a policy (spec/lookup.md "Defaults").
 struct CachePolicy {
@@ -40,6 +65,10 @@ struct CachePolicy {
   bool enable_chain_matching = true;
   bool require_chain = false;
   bool enable_tenant_hot = true;
+  // `ranking` ("reference" | "load-aware"; absent = the server's default).
+  Ranking ranking = Ranking::kServerDefault;
+  // `loadAware` knobs; absent ones are the server's flags.
+  LoadAwareKnobs load_aware{};
 
   bool operator==(const CachePolicy&) const = default;
 };

@@ -85,6 +85,9 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
   const std::int64_t now = clock.wall_us();
   const config::CachePolicy& pol = policies->policy_for(req.tenant_id());
   const std::int64_t ttl = ttl_for_policy(pol);
+  const bool load_aware =
+      (pol.ranking == config::Ranking::kServerDefault ? cfg.ranking : pol.ranking) ==
+      config::Ranking::kLoadAware;
 
   // Step 2: deadline = the tighter of grpc-timeout and lookupTimeoutMs.
   std::int64_t deadline = ctx.deadline_mono_us;
@@ -334,16 +337,33 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
     std::erase_if(scored, [&](const Scored& s) { return s.matched < floor; });
     if (scored.empty()) outcome = Outcome::kNone;
   }
-  if (outcome == Outcome::kPrefixMatch && pol.routing_floor_score > 0) {
-    // Step 11: routing floor on the top score.
+  if (!load_aware && outcome == Outcome::kPrefixMatch && pol.routing_floor_score > 0) {
+    // Step 11: routing floor on the top score (the load-aware ranking has its own cost).
     double top = 0;
     for (const Scored& s : scored) top = std::max(top, s.score);
     if (top < pol.routing_floor_score) outcome = Outcome::kNone;
   }
   if (outcome != Outcome::kPrefixMatch && outcome != Outcome::kTenantHot) scored.clear();
 
+  // Load-aware ranking (docs/ranking.md): re-ranks PREFIX_MATCH by cost and
+  // replaces the reference AFFINITY_HINT of step 12.
+  const config::LoadAwareKnobs knobs = load_aware ? resolve_knobs(pol) : config::LoadAwareKnobs{};
+  if (load_aware && (outcome == Outcome::kPrefixMatch || outcome == Outcome::kNone) &&
+      scope != kNone && (chain || !exact_hash.empty())) {
+    const LoadAnswer a =
+        rank_load_aware(scope, tm, now, effective, pol.affinity_routing, knobs, exact_hash);
+    if (a == LoadAnswer::kAffinityHint) {
+      record_hint(scope, scored.front().replica, knobs.load_window);
+      auto* rs = out->add_replica_scores();
+      rs->set_replica_id(replicas.name(scored.front().replica));
+      rs->set_tier(pb::CACHE_TIER_UNSPECIFIED);
+      return finish(reason::kAffinityHint, true);
+    }
+    outcome = a == LoadAnswer::kPrefixMatch ? Outcome::kPrefixMatch : Outcome::kNone;
+  }
+
   // Step 12: AFFINITY_HINT.
-  if (outcome == Outcome::kNone && pol.affinity_routing && serving > 0 &&
+  if (!load_aware && outcome == Outcome::kNone && pol.affinity_routing && serving > 0 &&
       (chain || !exact_hash.empty())) {
     EVP_DigestInit_ex(sha, EVP_sha256(), nullptr);
     if (chain) {
@@ -392,6 +412,8 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
     if (fa != fb) return fa > fb;
     return replicas.name(a.replica) < replicas.name(b.replica);
   });
+  if (load_aware && outcome == Outcome::kPrefixMatch)
+    record_hint(scope, scored.front().replica, knobs.load_window);
   for (const Scored& s : scored) {
     auto* rs = out->add_replica_scores();
     rs->set_replica_id(replicas.name(s.replica));

@@ -186,6 +186,7 @@ void Shard::Impl::remove_domain(std::uint32_t d) {
     sr.live = false;
     sr.members.clear();
     sr.members.shrink_to_fit();
+    clear_loads(sr);
     scope_free.push_back(dr.scope);
   }
   domain_ids.erase(k);

@@ -54,6 +54,14 @@ struct IndexConfig {
   double tenant_hot_min_hit_rate = 0.1;    // TENANT_HOT candidates need hit_rate ≥ this
   std::size_t max_token_ids = 1'048'576;   // more token_ids → fail-open NO_HINT
   std::size_t max_prompt_bytes = 1 << 20;  // longer prompt_text → fail-open NO_HINT
+  // Ranking of tenants whose policy does not choose one (`--ranking`, docs/ranking.md).
+  config::Ranking ranking = config::Ranking::kLoadAware;
+  // Load-aware knobs of tenants whose policy leaves them out (docs/ranking.md "Knobs"):
+  // 512 prefill tokens per recent hint, a 64-hint memory, pressure 1.0 = 16 hints,
+  // saturated at pressure ≥ 1.0. All must be ≥ 0 (load_window ≥ 1).
+  config::LoadAwareKnobs load_aware{512.0, 64.0, 16.0, 1.0};
+  // Stats younger than this make a replica a load-aware candidate and its pressure count.
+  std::int64_t load_stats_window_us = 5LL * 60 * 1'000'000;
 };
 
 // State shared by all shards of one server. Create once, outlive the shards.
@@ -133,7 +141,9 @@ class Shard {
 
   // LookupRoute, steps 0–13 of spec/lookup.md. Fills `out` completely
   // (clears it first). Never fails for a decoded request. Side effects: LFU
-  // access credit only (tenant on LFU, delivered PREFIX_MATCH).
+  // access credit (tenant on LFU, delivered PREFIX_MATCH) and, under the
+  // load-aware ranking, the scope's hint count of the answered replica
+  // (docs/ranking.md "Load").
   void lookup_route(const pb::LookupRouteRequest& request, const LookupContext& ctx,
                     pb::LookupRouteResponse* out);
 

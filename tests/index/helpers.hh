@@ -104,13 +104,17 @@ inline std::shared_ptr<const config::PolicySet> policies(const std::string& json
   return r.set;
 }
 
-// A shard with a manual clock at kNow.
+// A shard with a manual clock at kNow. The reference ranking of docs/lookup.md
+// unless `ranking` says otherwise (what `--ranking reference` does on the
+// server): the exact scores of these tests are the reference ranking's.
 struct Harness {
   ManualClock clock;
   std::unique_ptr<Shard> shard;
-  explicit Harness(IndexConfig cfg = {}, IndexGlobals* globals = nullptr) {
+  explicit Harness(IndexConfig cfg = {}, IndexGlobals* globals = nullptr,
+                   config::Ranking ranking = config::Ranking::kReference) {
     clock.wall = kNow;
     clock.mono = 5'000'000;
+    cfg.ranking = ranking;
     shard = std::make_unique<Shard>(cfg, globals);
   }
   void policy(const std::string& json) { shard->set_policies(policies(json)); }

@@ -117,10 +117,17 @@ struct ScopeMember {
   std::uint32_t replica;
   std::uint32_t entries;
 };
+// Load-aware ranking: the decayed count of hints answered with `replica` on top
+// (docs/ranking.md "Load"). Holds an interner reference to the replica.
+struct LoadRec {
+  std::uint32_t replica;
+  double hints;
+};
 struct ScopeRec {
   std::uint32_t tm = kNone, scheme = kNone;
   std::uint32_t domain_count = 0;
   std::vector<ScopeMember> members;  // sorted by replica name, bytewise
+  std::vector<LoadRec> loads;        // unsorted; few replicas per scope
   bool live = false;
 };
 
@@ -174,6 +181,18 @@ struct ChainCand {
   std::int64_t oldest;   // oldest last_seen over the run
   std::uint8_t coldest;  // coldest stored tier over the run
 };
+
+// One candidate replica of the load-aware ranking (ranking.cc).
+struct LoadCand {
+  std::uint32_t replica;
+  std::uint32_t holder;  // index into Shard::Impl::scored, kNone = holds nothing usable
+  double cost;           // tokens: uncached prompt tokens + load_cost_tokens × load
+  std::int64_t matched;  // tokens of the matched run (0 for a cold replica)
+  bool saturated;        // fresh pressure ≥ saturation_pressure
+};
+
+// Answer of the load-aware ranking.
+enum class LoadAnswer : std::uint8_t { kNone, kPrefixMatch, kAffinityHint };
 
 struct Scored {
   std::uint32_t replica;
@@ -246,6 +265,8 @@ struct Shard::Impl {
   std::vector<detail::Scored> scored;
   std::vector<std::string_view> chain_hashes;  // resolved chain (views)
   std::vector<std::int32_t> chain_counts;
+  std::vector<detail::LoadCand> load_cands;
+  std::vector<detail::Scored> load_scratch;
   std::string fingerprint_buf;  // wire bytes of a token_ids chain
   EVP_MD_CTX* sha = nullptr;
 
@@ -335,6 +356,25 @@ struct Shard::Impl {
   void apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const pb::ReplicaStats& s,
                    std::int64_t seen);
   std::size_t apply_event(const pb::CacheEvent& ev, std::int64_t now);
+
+  // ===== load-aware ranking (ranking.cc, docs/ranking.md) =====
+  // Ranks the holders in `scored` (after the matched-tokens floor; may be
+  // empty) and, when `allow_cold`, the scope's other replicas and the fresh
+  // stats reporters of (tenant, model), by cost. `prompt_tokens` = the
+  // request's effective tokens; `exact_hash` seeds the affinity pick of an
+  // exact request (a chain request uses chain_hashes). On return `scored`
+  // holds the answer: the holders to list for kPrefixMatch (unsorted, scores
+  // set), the one replica for kAffinityHint, nothing for kNone.
+  detail::LoadAnswer rank_load_aware(std::uint32_t scope, std::uint32_t tm, std::int64_t now,
+                                     std::int64_t prompt_tokens, bool allow_cold,
+                                     const config::LoadAwareKnobs& knobs,
+                                     std::string_view exact_hash);
+  // The tenant's load-aware knobs: its policy's, else the server's (cfg.load_aware).
+  config::LoadAwareKnobs resolve_knobs(const config::CachePolicy& p) const;
+  // Decays the scope's hint counts by 1 − 1/window and adds one to `replica`.
+  void record_hint(std::uint32_t scope, std::uint32_t replica, double window);
+  // Drops the scope's hint counts (scope removal).
+  void clear_loads(detail::ScopeRec& sr);
 
   // ===== lookup (lookup.cc) =====
   void lookup(const pb::LookupRouteRequest& req, const LookupContext& ctx,

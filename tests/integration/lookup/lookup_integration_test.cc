@@ -106,7 +106,8 @@ struct Served {
                                           std::vector<std::string> extra) {
     ic::itest::ServerOptions o;
     o.extra_args = std::move(extra);
-    o.extra_args.insert(o.extra_args.end(), {"--policy-file", policy});
+    // The expectations below are the reference ranking's (docs/ranking.md).
+    o.extra_args.insert(o.extra_args.end(), {"--policy-file", policy, "--ranking", "reference"});
     return o;
   }
 

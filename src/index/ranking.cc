@@ -1,0 +1,171 @@
+// The load-aware ranking of LookupRoute (docs/ranking.md): every candidate
+// replica gets a cost in prompt tokens,
+//
+//   cost = (prompt tokens − matched tokens × freshness) + load_cost_tokens × load
+//   load = decayed hints answered with the replica on top + pressure_load × pressure
+//
+// and the cheapest one is the answer. A holder therefore stays the answer while
+// its extra load is worth fewer tokens than the prefill its cache saves; past
+// that bound the request spills to a less-loaded replica, which then warms up.
+// Saturated replicas (fresh pressure ≥ saturation_pressure) drop out while any
+// candidate is not saturated.
+
+#include <xxhash.h>
+
+#include <algorithm>
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+namespace {
+
+// Hint counts below this are forgotten (with a 64-hint window: ~440 hints
+// without this replica), so a scope keeps no record of long-gone replicas.
+constexpr double kForgetHints = 1e-3;
+
+}  // namespace
+
+LoadAnswer Shard::Impl::rank_load_aware(std::uint32_t scope, std::uint32_t tm, std::int64_t now,
+                                        std::int64_t prompt_tokens, bool allow_cold,
+                                        const config::LoadAwareKnobs& knobs,
+                                        std::string_view exact_hash) {
+  const ScopeRec& sr = scopes[scope];
+  const TmRec* tmr = tm == kNone ? nullptr : &tms[tm];
+  double prompt = static_cast<double>(prompt_tokens);
+  for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
+
+  auto present = [&](std::uint32_t replica) {
+    return std::any_of(load_cands.begin(), load_cands.end(),
+                       [&](const LoadCand& c) { return c.replica == replica; });
+  };
+  auto add = [&](std::uint32_t replica, std::int64_t matched, double fresh, std::uint32_t holder) {
+    double pressure = 0;
+    if (tmr != nullptr) {
+      for (const StatsRec& s : tmr->stats) {
+        if (s.replica == replica && now - s.stats_reported < cfg.load_stats_window_us)
+          pressure = s.pressure;
+      }
+    }
+    double hints = 0;
+    for (const LoadRec& l : sr.loads) hints = l.replica == replica ? l.hints : hints;
+    const double load = hints + knobs.pressure_load * pressure;
+    const double uncached = prompt - static_cast<double>(matched) * fresh;
+    load_cands.push_back(LoadCand{replica, holder, uncached + knobs.load_cost_tokens * load,
+                                  matched, pressure >= knobs.saturation_pressure});
+  };
+
+  load_cands.clear();
+  for (std::size_t i = 0; i < scored.size(); ++i)
+    add(scored[i].replica, scored[i].matched, scored[i].prob, static_cast<std::uint32_t>(i));
+  if (allow_cold) {
+    for (const ScopeMember& m : sr.members) {
+      if (!present(m.replica)) add(m.replica, 0, 0, kNone);
+    }
+    if (tmr != nullptr) {
+      for (const StatsRec& s : tmr->stats) {
+        if (now - s.stats_reported < cfg.load_stats_window_us && !present(s.replica))
+          add(s.replica, 0, 0, kNone);
+      }
+    }
+  }
+  if (std::any_of(load_cands.begin(), load_cands.end(),
+                  [](const LoadCand& c) { return !c.saturated; }))
+    std::erase_if(load_cands, [](const LoadCand& c) { return c.saturated; });
+  if (load_cands.empty()) {
+    scored.clear();
+    return LoadAnswer::kNone;
+  }
+
+  // The cheapest; on equal cost the deeper match, then the smaller replica name.
+  const LoadCand* best = &load_cands.front();
+  for (const LoadCand& c : load_cands) {
+    if (c.cost != best->cost         ? c.cost < best->cost
+        : c.matched != best->matched ? c.matched > best->matched
+                                     : replicas.name(c.replica) < replicas.name(best->replica))
+      best = &c;
+  }
+
+  if (best->holder != kNone) {
+    // PREFIX_MATCH: the unsaturated holders, score = prompt / (prompt + cost)
+    // (1 = all cached on an idle replica), so descending score is ascending cost.
+    std::size_t kept = 0;
+    for (const LoadCand& c : load_cands) {
+      if (c.holder == kNone) continue;
+      Scored s = scored[c.holder];
+      s.score = prompt > 0 ? prompt / (prompt + c.cost) : 0.0;
+      load_scratch.push_back(s);
+      ++kept;
+    }
+    scored.swap(load_scratch);
+    load_scratch.clear();
+    return kept > 0 ? LoadAnswer::kPrefixMatch : LoadAnswer::kNone;
+  }
+
+  // AFFINITY_HINT: the cold candidates within one unit of load of the cheapest,
+  // picked by rendezvous hashing of the prompt, so the same prompt lands on the
+  // same replica while the set of lightly loaded replicas stays the same.
+  std::uint64_t seed = 0x1CEC0FFEEull;
+  if (!chain_hashes.empty()) {
+    for (std::string_view h : chain_hashes) seed = XXH3_64bits_withSeed(h.data(), h.size(), seed);
+  } else {
+    seed = XXH3_64bits_withSeed(exact_hash.data(), exact_hash.size(), seed);
+  }
+  const double within = best->cost + knobs.load_cost_tokens;
+  std::uint32_t pick = best->replica;
+  std::uint64_t top = 0;
+  for (const LoadCand& c : load_cands) {
+    if (c.holder != kNone || c.cost > within) continue;
+    const std::string& name = replicas.name(c.replica);
+    const std::uint64_t weight = fmix64(seed ^ XXH3_64bits(name.data(), name.size()));
+    if (weight > top || (weight == top && name < replicas.name(pick))) {
+      top = weight;
+      pick = c.replica;
+    }
+  }
+  scored.clear();
+  scored.push_back(Scored{pick, 0.0, 0, 0.0, 0, 0, kNone});
+  return LoadAnswer::kAffinityHint;
+}
+
+config::LoadAwareKnobs Shard::Impl::resolve_knobs(const config::CachePolicy& p) const {
+  const config::LoadAwareKnobs& own = p.load_aware;
+  const config::LoadAwareKnobs& server = cfg.load_aware;
+  auto pick = [](double mine, double fallback) { return mine >= 0 ? mine : fallback; };
+  return config::LoadAwareKnobs{pick(own.load_cost_tokens, server.load_cost_tokens),
+                                pick(own.load_window, server.load_window),
+                                pick(own.pressure_load, server.pressure_load),
+                                pick(own.saturation_pressure, server.saturation_pressure)};
+}
+
+void Shard::Impl::record_hint(std::uint32_t scope, std::uint32_t replica, double window) {
+  auto& loads = scopes[scope].loads;
+  const double keep = 1.0 - 1.0 / std::max(1.0, window);
+  bool found = false;
+  for (std::size_t i = loads.size(); i-- > 0;) {
+    LoadRec& l = loads[i];
+    l.hints *= keep;
+    if (l.replica == replica) {
+      l.hints += 1.0;
+      found = true;
+    } else if (l.hints < kForgetHints) {
+      replicas.release(l.replica);
+      l = loads.back();
+      loads.pop_back();
+    }
+  }
+  if (!found) {
+    replicas.ref(replica);
+    loads.push_back(LoadRec{replica, 1.0});
+  }
+}
+
+void Shard::Impl::clear_loads(ScopeRec& sr) {
+  for (const LoadRec& l : sr.loads) replicas.release(l.replica);
+  sr.loads.clear();
+  sr.loads.shrink_to_fit();
+}
+
+}  // namespace ic::index
