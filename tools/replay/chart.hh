@@ -18,4 +18,14 @@ struct Series {
 std::string render_hit_ratio_svg(const std::string& title, const std::vector<Series>& series,
                                  double window_minutes);
 
+// One policy's load: requests per replica divided by the mean (1.0 = even).
+struct LoadBars {
+  std::string label;
+  std::vector<double> per_replica;
+};
+
+// The hit-ratio chart with a per-replica load panel below it: one group of bars per policy.
+std::string render_replay_svg(const std::string& title, const std::vector<Series>& series,
+                              double window_minutes, const std::vector<LoadBars>& loads);
+
 }  // namespace ic::tools::replay

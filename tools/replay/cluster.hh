@@ -48,6 +48,10 @@ class Cluster {
   // its blocks (LRU) and occupy the replica for the modelled service time.
   Served serve(std::size_t replica, const TraceRequest& request);
 
+  // Leading blocks of `request` cached on `replica` now (what serving it would hit).
+  std::size_t leading_hits(std::size_t replica, const TraceRequest& request) const {
+    return replicas_[replica].cache.leading_hits(request.hash_ids);
+  }
   // Requests `replica` has served so far.
   std::int64_t served(std::size_t replica) const { return replicas_[replica].served; }
   // Cumulative hit tokens / prompt tokens of `replica` (0 before its first request).

@@ -37,7 +37,10 @@ struct Flags {
   int rpc_timeout_ms = 2000;
   double window_s = 60;
   double stats_interval_s = 1;
-  std::vector<std::string> policies = {"round-robin", "least-loaded", "inferencecache"};
+  std::vector<std::string> policies = {"round-robin", "least-loaded", "cost-router",
+                                       "inferencecache"};
+  std::string gateway = "follow";
+  std::string pressure = "on";
 };
 
 void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
@@ -77,7 +80,16 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
       ->capture_default_str();
   app.add_option("--policies", f.policies, "policies to compare, in this order")
       ->delimiter(',')
-      ->check(CLI::IsMember({"round-robin", "least-loaded", "inferencecache"}))
+      ->check(CLI::IsMember({"round-robin", "least-loaded", "cost-router", "inferencecache"}))
+      ->capture_default_str();
+  app.add_option("--gateway", f.gateway,
+                 "inferencecache lane: follow = take the top hint as given; override = skip "
+                 "hinted replicas saturated in the simulation")
+      ->check(CLI::IsMember({"follow", "override"}))
+      ->capture_default_str();
+  app.add_option("--pressure", f.pressure,
+                 "ReplicaStats carry pressure = in-flight / slots (on) or 0 (off)")
+      ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_flag("--realtime", o.realtime, "pace requests at trace time (see --speed)");
   app.add_option("--speed", o.speed, "speed-up factor for --realtime")
@@ -104,9 +116,12 @@ int run(const Flags& f, ReplayOptions& o) {
   o.window_ms = static_cast<std::int64_t>(f.window_s * 1000);
   o.stats_interval_ms = static_cast<std::int64_t>(f.stats_interval_s * 1000);
   o.clear_at_end = !f.keep_state;
+  o.gateway = f.gateway == "override" ? Gateway::kOverride : Gateway::kFollow;
+  o.report_pressure = f.pressure == "on";
   o.policies.clear();
   for (const auto& name : f.policies) {
-    for (auto p : {Policy::kRoundRobin, Policy::kLeastLoaded, Policy::kInferenceCache}) {
+    for (auto p : {Policy::kRoundRobin, Policy::kLeastLoaded, Policy::kCostRouter,
+                   Policy::kInferenceCache}) {
       if (policy_name(p) == name) o.policies.push_back(p);
     }
   }

@@ -14,7 +14,7 @@ namespace {
 struct Lane {
   Lane(const ReplayOptions& options, Policy policy)
       : cluster(options.replicas, options.capacity_blocks, options.engine),
-        router(policy, options.replicas) {}
+        router(policy, options.replicas, options.gateway) {}
   Cluster cluster;
   Router router;
   int consecutive_errors = 0;
@@ -41,7 +41,7 @@ bool report_stats(Lane& lane, std::size_t lane_index, const Scope& scope, std::i
     auto update = base_update(scope, r);
     auto* stats = update.mutable_stats();
     stats->set_replica_id(replica_id(r));
-    stats->set_pressure(lane.cluster.pressure(r, now_ms));
+    stats->set_pressure(options.report_pressure ? lane.cluster.pressure(r, now_ms) : 0.0f);
     stats->set_hit_rate(lane.cluster.hit_rate(r));
     stats->set_cache_memory_bytes(static_cast<std::int64_t>(lane.cluster.cached_blocks(r)) *
                                   kMooncakeBlockTokens);
@@ -54,6 +54,15 @@ bool report_stats(Lane& lane, std::size_t lane_index, const Scope& scope, std::i
 // One request through one policy: ask, route, simulate, tell the index what changed.
 bool step(const TraceRequest& request, Lane& lane, std::size_t lane_index, PolicyResult& result,
           const ReplayOptions& options, IndexClient& client, std::string* error) {
+  if (result.policy == Policy::kCostRouter) {
+    // Full knowledge of the simulated caches: no server involved.
+    const Choice choice = lane.router.choose(lane.cluster, request, options.engine.slots, nullptr);
+    const Served served = lane.cluster.serve(choice.replica, request);
+    result.account.add(request.timestamp_ms, choice.replica, served.hit_tokens,
+                       served.prompt_tokens);
+    result.evictions += static_cast<std::int64_t>(served.evicted.size());
+    return true;
+  }
   v1::LookupRouteResponse response;
   const LookupCall call = client.lookup(make_lookup(request, result.scope), &response);
   result.lookup_us.push_back(call.latency_us);
@@ -68,7 +77,7 @@ bool step(const TraceRequest& request, Lane& lane, std::size_t lane_index, Polic
       return false;
     }
   }
-  const Choice choice = lane.router.choose(lane.cluster, request.timestamp_ms, options.engine.slots,
+  const Choice choice = lane.router.choose(lane.cluster, request, options.engine.slots,
                                            call.ok ? &response : nullptr);
   result.followed_hints += choice.followed_hint ? 1 : 0;
   result.saturated_overrides += choice.saturated_override ? 1 : 0;
@@ -139,8 +148,9 @@ ReplayResult run_replay(const std::vector<TraceRequest>& trace, const ReplayOpti
     }
     const bool stats_due = request.timestamp_ms >= next_stats_ms;
     for (std::size_t i = 0; i < lanes.size() && error.empty(); ++i) {
-      if (stats_due && !report_stats(lanes[i], i, result.policies[i].scope, request.timestamp_ms,
-                                     options, client, &error)) {
+      if (stats_due && result.policies[i].policy != Policy::kCostRouter &&
+          !report_stats(lanes[i], i, result.policies[i].scope, request.timestamp_ms, options,
+                        client, &error)) {
         break;
       }
       step(request, lanes[i], i, result.policies[i], options, client, &error);

@@ -31,6 +31,8 @@ struct ReplayOptions {
   std::string hash_scheme = "mooncake";
   bool clear_at_end = true;  // ALL_CLEARED for every simulated replica when done
   int max_consecutive_errors = 50;
+  Gateway gateway = Gateway::kFollow;  // how the inferencecache lane treats a hint
+  bool report_pressure = true;         // ReplicaStats carry pressure (in-flight / slots); false: 0
   std::vector<Policy> policies = {Policy::kRoundRobin, Policy::kLeastLoaded,
                                   Policy::kInferenceCache};
 };

@@ -37,13 +37,16 @@ std::string render_text(const ReplayResult& result, const ReplayOptions& options
                        static_cast<long long>(info.trace_requests),
                        result.interrupted ? " (INTERRUPTED)" : "",
                        static_cast<long long>(info.bad_lines), info.server.c_str());
-  out +=
-      printf_string("  %zu replicas x %zu KV blocks (%zu tokens each), LRU; %s; window %llds\n\n",
-                    options.replicas, options.capacity_blocks,
-                    options.capacity_blocks * static_cast<std::size_t>(kMooncakeBlockTokens),
-                    options.realtime ? printf_string("realtime x%.2f", options.speed).c_str()
-                                     : "as fast as possible",
-                    static_cast<long long>(options.window_ms / 1000));
+  out += printf_string("  %zu replicas x %zu KV blocks (%zu tokens each), LRU; %s; window %llds\n",
+                       options.replicas, options.capacity_blocks,
+                       options.capacity_blocks * static_cast<std::size_t>(kMooncakeBlockTokens),
+                       options.realtime ? printf_string("realtime x%.2f", options.speed).c_str()
+                                        : "as fast as possible",
+                       static_cast<long long>(options.window_ms / 1000));
+  out += printf_string("  gateway %s; ReplicaStats every %llds of trace time, pressure %s\n\n",
+                       std::string(gateway_name(options.gateway)).c_str(),
+                       static_cast<long long>(options.stats_interval_ms / 1000),
+                       options.report_pressure ? "in-flight/slots" : "0 (not reported)");
   out += printf_string("%-15s %9s %12s %12s %8s %15s %9s %9s %9s %8s\n", "policy", "hit ratio",
                        "hit tokens", "prompt tok", "max/mean", "window avg/max", "p50 us", "p99 us",
                        "p99.9 us", "errors");
@@ -110,6 +113,8 @@ nlohmann::json render_json(const ReplayResult& result, const ReplayOptions& opti
                    {"prefill_tokens_per_ms", options.engine.prefill_tokens_per_ms},
                    {"decode_ms_per_token", options.engine.decode_ms_per_token},
                    {"slots", options.engine.slots},
+                   {"gateway", gateway_name(options.gateway)},
+                   {"report_pressure", options.report_pressure},
                    {"model_id", options.model_id},
                    {"hash_scheme", options.hash_scheme}};
   const auto& bound = result.bound.account();
@@ -168,7 +173,17 @@ std::string render_svg(const ReplayResult& result, const ReplayOptions& options)
   const std::string title = printf_string(
       "Prefix-hit ratio per %llds window: %zu replicas x %zu blocks (Mooncake conversation)",
       static_cast<long long>(options.window_ms / 1000), options.replicas, options.capacity_blocks);
-  return render_hit_ratio_svg(title, series, static_cast<double>(options.window_ms) / 60'000.0);
+  std::vector<LoadBars> loads;
+  for (const auto& p : result.policies) {
+    const auto& requests = p.account.requests_per_replica();
+    const double mean = static_cast<double>(p.account.requests()) /
+                        static_cast<double>(std::max<std::size_t>(requests.size(), 1));
+    LoadBars bars{std::string(policy_name(p.policy)), {}};
+    for (auto n : requests)
+      bars.per_replica.push_back(mean > 0 ? static_cast<double>(n) / mean : 0);
+    loads.push_back(std::move(bars));
+  }
+  return render_replay_svg(title, series, static_cast<double>(options.window_ms) / 60'000.0, loads);
 }
 
 }  // namespace ic::tools::replay

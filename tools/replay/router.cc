@@ -12,8 +12,14 @@ std::string_view policy_name(Policy policy) {
       return "least-loaded";
     case Policy::kInferenceCache:
       return "inferencecache";
+    case Policy::kCostRouter:
+      return "cost-router";
   }
   return "unknown";
+}
+
+std::string_view gateway_name(Gateway gateway) {
+  return gateway == Gateway::kFollow ? "follow" : "override";
 }
 
 std::optional<std::size_t> replica_index(const std::string& id, std::size_t replicas) {
@@ -41,7 +47,7 @@ Choice Router::choose(Cluster& cluster, std::int64_t now_ms, int slots,
     for (const auto& score : response->replica_scores()) {
       auto index = replica_index(score.replica_id(), replicas_);
       if (!index) continue;
-      if (cluster.in_flight(*index, now_ms) < slots) {
+      if (gateway_ == Gateway::kFollow || cluster.in_flight(*index, now_ms) < slots) {
         choice.replica = *index;
         choice.followed_hint = true;
         return choice;
@@ -51,6 +57,39 @@ Choice Router::choose(Cluster& cluster, std::int64_t now_ms, int slots,
   }
   choice.replica = cluster.least_loaded(now_ms);
   return choice;
+}
+
+Choice Router::choose(Cluster& cluster, const TraceRequest& request, int slots,
+                      const inferencecache::v1alpha1::LookupRouteResponse* response) {
+  if (policy_ != Policy::kCostRouter) return choose(cluster, request.timestamp_ms, slots, response);
+  Choice choice;
+  choice.replica = cheapest(cluster, request);
+  remember(choice.replica);
+  return choice;
+}
+
+std::size_t Router::cheapest(const Cluster& cluster, const TraceRequest& request) const {
+  std::size_t best = 0;
+  std::int64_t best_cost = INT64_MAX;
+  const auto blocks = static_cast<std::int64_t>(request.hash_ids.size());
+  for (std::size_t r = 0; r < replicas_; ++r) {
+    const auto hits = static_cast<std::int64_t>(cluster.leading_hits(r, request));
+    const std::int64_t cost = (blocks - hits) + recent_count_[r];
+    if (cost < best_cost) {
+      best = r;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+void Router::remember(std::size_t replica) {
+  recent_.push_back(replica);
+  ++recent_count_[replica];
+  if (recent_.size() > kCostRouterWindow) {
+    --recent_count_[recent_.front()];
+    recent_.pop_front();
+  }
 }
 
 }  // namespace ic::tools::replay
