@@ -268,13 +268,16 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
       if (c.matched <= 0) continue;
       const double fresh = freshness(now, c.oldest, ttl);
       if (fresh <= 0) continue;
+      // The load-aware ranking prices the replicas itself (ranking.cc): no reference score.
       const double slo = slo_tight ? 1.0 + fresh * cfg.slo_bias : 1.0;
-      scored.push_back(Scored{
-          c.replica, static_cast<double>(c.matched) * fresh * pressure_factor(c.replica) * slo,
-          c.matched, fresh, c.coldest, c.run, kNone});
+      const double score =
+          load_aware ? 0.0
+                     : static_cast<double>(c.matched) * fresh * pressure_factor(c.replica) * slo;
+      scored.push_back(Scored{c.replica, score, c.matched, fresh, c.coldest, c.run, kNone});
     }
     // Depth-aware distinguishing power: m = replicas at least this deep.
     for (Scored& s : scored) {
+      if (load_aware) break;
       std::size_t m = 0;
       for (const Scored& o : scored) m += o.matched >= s.matched ? 1 : 0;
       s.score *= distinguishing_power(m, serving);
@@ -292,10 +295,10 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
         const double fresh = freshness(now, er.last_seen, ttl);
         if (fresh <= 0) continue;
         const double slo = slo_tight ? 1.0 + fresh * cfg.slo_bias : 1.0;
-        scored.push_back(
-            Scored{er.replica,
-                   static_cast<double>(er.token_count) * fresh * pressure_factor(er.replica) * slo,
-                   er.token_count, fresh, er.tier, 0, e});
+        const double score = load_aware ? 0.0
+                                        : static_cast<double>(er.token_count) * fresh *
+                                              pressure_factor(er.replica) * slo;
+        scored.push_back(Scored{er.replica, score, er.token_count, fresh, er.tier, 0, e});
       }
       const double dp = distinguishing_power(scored.size(), serving);
       for (Scored& s : scored) s.score *= dp;

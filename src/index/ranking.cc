@@ -37,20 +37,30 @@ LoadAnswer Shard::Impl::rank_load_aware(std::uint32_t scope, std::uint32_t tm, s
   double prompt = static_cast<double>(prompt_tokens);
   for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
 
-  auto present = [&](std::uint32_t replica) {
-    return std::any_of(load_cands.begin(), load_cands.end(),
-                       [&](const LoadCand& c) { return c.replica == replica; });
-  };
-  auto add = [&](std::uint32_t replica, std::int64_t matched, double fresh, std::uint32_t holder) {
-    double pressure = 0;
-    if (tmr != nullptr) {
-      for (const StatsRec& s : tmr->stats) {
-        if (s.replica == replica && now - s.stats_reported < cfg.load_stats_window_us)
-          pressure = s.pressure;
-      }
+  // Gather the scope's hint counts and the fresh pressures by replica id: one
+  // pass each instead of a scan per candidate.
+  if (replica_scratch.size() < replicas.capacity()) replica_scratch.resize(replicas.capacity());
+  if (++load_stamp == 0) {
+    std::fill(replica_scratch.begin(), replica_scratch.end(), ReplicaScratch{});
+    load_stamp = 1;
+  }
+  const std::uint32_t stamp = load_stamp;
+  for (const LoadRec& l : sr.loads) {
+    replica_scratch[l.replica].hints_stamp = stamp;
+    replica_scratch[l.replica].hints = l.hints;
+  }
+  if (tmr != nullptr) {
+    for (const StatsRec& s : tmr->stats) {
+      if (now - s.stats_reported >= cfg.load_stats_window_us) continue;
+      replica_scratch[s.replica].pressure_stamp = stamp;
+      replica_scratch[s.replica].pressure = s.pressure;
     }
-    double hints = 0;
-    for (const LoadRec& l : sr.loads) hints = l.replica == replica ? l.hints : hints;
+  }
+  auto add = [&](std::uint32_t replica, std::int64_t matched, double fresh, std::uint32_t holder) {
+    ReplicaScratch& r = replica_scratch[replica];
+    r.cand_stamp = stamp;
+    const double hints = r.hints_stamp == stamp ? r.hints : 0.0;
+    const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
     const double load = hints + knobs.pressure_load * pressure;
     const double uncached = prompt - static_cast<double>(matched) * fresh;
     load_cands.push_back(LoadCand{replica, holder, uncached + knobs.load_cost_tokens * load,
@@ -62,11 +72,12 @@ LoadAnswer Shard::Impl::rank_load_aware(std::uint32_t scope, std::uint32_t tm, s
     add(scored[i].replica, scored[i].matched, scored[i].prob, static_cast<std::uint32_t>(i));
   if (allow_cold) {
     for (const ScopeMember& m : sr.members) {
-      if (!present(m.replica)) add(m.replica, 0, 0, kNone);
+      if (replica_scratch[m.replica].cand_stamp != stamp) add(m.replica, 0, 0, kNone);
     }
     if (tmr != nullptr) {
       for (const StatsRec& s : tmr->stats) {
-        if (now - s.stats_reported < cfg.load_stats_window_us && !present(s.replica))
+        if (replica_scratch[s.replica].pressure_stamp == stamp &&
+            replica_scratch[s.replica].cand_stamp != stamp)
           add(s.replica, 0, 0, kNone);
       }
     }

@@ -191,6 +191,16 @@ struct LoadCand {
   bool saturated;        // fresh pressure ≥ saturation_pressure
 };
 
+// Per-replica-id scratch of the load-aware ranking: what one lookup gathered about a replica
+// (valid when the stamp equals Shard::Impl::load_stamp; no clearing between lookups).
+struct ReplicaScratch {
+  std::uint32_t hints_stamp = 0;     // `hints` is this lookup's
+  std::uint32_t pressure_stamp = 0;  // `pressure` is this lookup's (fresh stats)
+  std::uint32_t cand_stamp = 0;      // already a candidate
+  double hints = 0;
+  double pressure = 0;
+};
+
 // Answer of the load-aware ranking.
 enum class LoadAnswer : std::uint8_t { kNone, kPrefixMatch, kAffinityHint };
 
@@ -267,6 +277,8 @@ struct Shard::Impl {
   std::vector<std::int32_t> chain_counts;
   std::vector<detail::LoadCand> load_cands;
   std::vector<detail::Scored> load_scratch;
+  std::vector<detail::ReplicaScratch> replica_scratch;  // by replica id
+  std::uint32_t load_stamp = 0;
   std::string fingerprint_buf;  // wire bytes of a token_ids chain
   EVP_MD_CTX* sha = nullptr;
 
