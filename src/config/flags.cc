@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -39,8 +40,10 @@ double parse_number(std::string_view flag, const std::string& text, double min, 
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   if (text.empty() || ec != std::errc{} || ptr != end || !(v >= min) || !(v <= max)) {
-    throw FlagError{std::string(flag) + ": want a number in [" + std::to_string(min) + ", " +
-                    std::to_string(max) + "], got " + quote_value(text)};
+    char range[64];
+    std::snprintf(range, sizeof range, "[%g, %g]", min, max);
+    throw FlagError{std::string(flag) + ": want a number in " + range + ", got " +
+                    quote_value(text)};
   }
   return v;
 }

@@ -165,3 +165,36 @@ TEST_CASE("a later duplicate namespace replaces an earlier one") {
   CHECK(s->policy_count() == 1);
   CHECK(s->policy_for("a").lookup_timeout_ms == 2);
 }
+
+TEST_CASE("ranking and loadAware (docs/ranking.md)") {
+  auto s = parse_ok(
+      R"({"version":7,"policies":[{"namespace":"a","ranking":"reference"},)"
+      R"({"namespace":"b","ranking":"load-aware","loadAware":{"loadCostTokens":256,"loadWindow":32,"pressureLoad":0,"saturationPressure":0.9}},)"
+      R"({"namespace":"c","loadAware":{"loadWindow":1}},{"namespace":"d","ranking":""}]})");
+  CHECK(s->policy_for("a").ranking == Ranking::kReference);
+  CHECK(s->policy_for("a").load_aware == LoadAwareKnobs{});
+  const CachePolicy& b = s->policy_for("b");
+  CHECK(b.ranking == Ranking::kLoadAware);
+  CHECK(b.load_aware == LoadAwareKnobs{256.0, 32.0, 0.0, 0.9});
+  CHECK(s->policy_for("c").ranking == Ranking::kServerDefault);
+  CHECK(s->policy_for("c").load_aware == LoadAwareKnobs{-1.0, 1.0, -1.0, -1.0});
+  CHECK(s->policy_for("d").ranking == Ranking::kServerDefault);
+  CHECK(s->policy_for("none").ranking == Ranking::kServerDefault);
+  CHECK(s->policy_for("none").load_aware == LoadAwareKnobs{});
+
+  auto p = [](const std::string& fields) {
+    return R"({"version":7,"policies":[{"namespace":"a",)" + fields + "}]}";
+  };
+  CHECK(parse_err(p(R"("ranking":"fastest")")) ==
+        "policies[0].ranking: expected \"reference\" or \"load-aware\"");
+  CHECK(parse_err(p(R"("ranking":1)")) == "policies[0].ranking: expected a string");
+  CHECK(parse_err(p(R"("loadAware":{"loadCostTokens":-1})")) ==
+        "policies[0].loadAware.loadCostTokens: expected a number >= 0");
+  CHECK(parse_err(p(R"("loadAware":{"loadWindow":0.5})")) ==
+        "policies[0].loadAware.loadWindow: expected a number >= 1");
+  CHECK(parse_err(p(R"("loadAware":{"pressureLoad":"8"})")) ==
+        "policies[0].loadAware.pressureLoad: expected a number");
+  CHECK(parse_err(p(R"("loadAware":{"spread":1})")) ==
+        "unknown field \"spread\" in policies[0].loadAware");
+  CHECK(parse_err(p(R"("loadAware":[])")) == "policies[0].loadAware: expected an object");
+}

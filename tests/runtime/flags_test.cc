@@ -124,6 +124,27 @@ TEST_SUITE("runtime") {
     CHECK(error_of({"stray"}) == "inferencecache-server: unknown flag or argument: stray");
   }
 
+  TEST_CASE("flags: the ranking and its load-aware knobs (docs/ranking.md)") {
+    const FlagsOutcome def = parse({});
+    REQUIRE(def.config.has_value());
+    CHECK(def.config->ranking == ic::config::Ranking::kLoadAware);
+    CHECK(def.config->load_aware == ic::config::LoadAwareKnobs{512.0, 64.0, 16.0, 1.0});
+    const FlagsOutcome set =
+        parse({"--ranking", "reference", "--load-cost-tokens", "128.5", "--load-window", "16",
+               "--pressure-load", "0", "--saturation-pressure", "0.95"});
+    REQUIRE(set.config.has_value());
+    CHECK(set.config->ranking == ic::config::Ranking::kReference);
+    CHECK(set.config->load_aware == ic::config::LoadAwareKnobs{128.5, 16.0, 0.0, 0.95});
+    CHECK(error_of({"--ranking", "best"}) ==
+          "inferencecache-server: --ranking: want load-aware or reference, got \"best\"");
+    CHECK(error_of({"--load-window", "0"}) ==
+          "inferencecache-server: --load-window: want a number in [1, 1e+06], got \"0\"");
+    CHECK(error_of({"--load-cost-tokens", "-1"}) ==
+          "inferencecache-server: --load-cost-tokens: want a number in [0, 1e+09], got \"-1\"");
+    CHECK(error_of({"--pressure-load", "x"}) ==
+          "inferencecache-server: --pressure-load: want a number in [0, 1e+06], got \"x\"");
+  }
+
   TEST_CASE("flags: a flag without its value is an error line") {
     const std::string line = error_of({"--threads"});
     CHECK(line.rfind("inferencecache-server: ", 0) == 0);
