@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -98,16 +99,18 @@ struct Served {
   std::shared_ptr<grpc::Channel> channel = ic::itest::insecure_channel(server.grpc_port());
   std::unique_ptr<pb::InferenceCache::Stub> stub = pb::InferenceCache::NewStub(channel);
 
-  Served(std::string policy, std::vector<std::string> extra)
-      : policy_path(std::move(policy)), server(options(policy_path, std::move(extra))) {}
+  // `reference`: pin the server to the reference ranking (--ranking reference).
+  Served(std::string policy, std::vector<std::string> extra, bool reference = true)
+      : policy_path(std::move(policy)), server(options(policy_path, std::move(extra), reference)) {}
   ~Served() { std::remove(policy_path.c_str()); }
 
-  static ic::itest::ServerOptions options(const std::string& policy,
-                                          std::vector<std::string> extra) {
+  static ic::itest::ServerOptions options(const std::string& policy, std::vector<std::string> extra,
+                                          bool reference) {
     ic::itest::ServerOptions o;
     o.extra_args = std::move(extra);
-    // The expectations below are the reference ranking's (docs/ranking.md).
-    o.extra_args.insert(o.extra_args.end(), {"--policy-file", policy, "--ranking", "reference"});
+    o.extra_args.insert(o.extra_args.end(), {"--policy-file", policy});
+    // The expectations of the existing cases are the reference ranking's (docs/ranking.md).
+    if (reference) o.extra_args.insert(o.extra_args.end(), {"--ranking", "reference"});
     return o;
   }
 
@@ -368,4 +371,49 @@ TEST_CASE("tenants on every core are answered correctly from every connection") 
     }
   }
   CHECK(s.server.stop() == 0);
+}
+
+// The load-aware ranking of the default server (docs/ranking.md) on issue 9's
+// two inputs, 512-token blocks, from a follower gateway's point of view.
+TEST_CASE("default server: a follower's hints spread over a cold scope and avoid saturation") {
+  Served s(write_policy(R"({"version":7})"), {"--threads", "2"}, false);
+  const std::int64_t future = wall_us() + 60 * kMin;
+  auto with_blocks = [&](const std::string& tenant, const std::string& replica,
+                         const std::vector<std::uint64_t>& blocks, float pressure) {
+    pb::CacheStateUpdate u = chain_update(tenant, replica, future, blocks);
+    if (blocks.empty()) {
+      u.clear_prefixes();  // stats only
+    } else {
+      for (auto& c : *u.mutable_prefixes(0)->mutable_block_token_counts()) c = 512;
+    }
+    u.mutable_stats()->set_hit_rate(0.5f);
+    u.mutable_stats()->set_pressure(pressure);
+    return u;
+  };
+  auto request = [](const std::string& tenant, std::vector<std::uint64_t> blocks) {
+    pb::LookupRouteRequest r = chain_req(tenant, std::move(blocks));
+    for (auto& c : *r.mutable_block_token_counts()) c = 512;
+    return r;
+  };
+  s.report({with_blocks("cold", "r0", {1000, 1001, 1002, 1003}, 0.0f),
+            with_blocks("cold", "r1", {}, 0.0f), with_blocks("cold", "r2", {}, 0.0f),
+            with_blocks("cold", "r3", {}, 0.0f),
+            with_blocks("hot", "r0", {2000, 2001, 2002, 2003}, 1.0f),
+            with_blocks("hot", "r1", {3000, 3001}, 0.0f),
+            with_blocks("hot", "r2", {4000, 4001}, 0.2f)});
+  std::map<std::string, int> cold, hot;
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    const auto r = s.lookup(request("cold", {1000, 5000 + i}));
+    REQUIRE(r.replica_scores_size() >= 1);
+    ++cold[r.replica_scores(0).replica_id()];
+  }
+  for (std::uint64_t i = 0; i < 12; ++i) {
+    const auto r = s.lookup(request("hot", {2000, 2001, 2002, 2003, 9000 + i}));
+    CHECK(r.reason_code() == "AFFINITY_HINT");
+    REQUIRE(r.replica_scores_size() == 1);
+    ++hot[r.replica_scores(0).replica_id()];
+  }
+  // The same answers as the unit tests (tests/index/ranking_test.cc).
+  CHECK(cold == std::map<std::string, int>{{"r0", 6}, {"r1", 5}, {"r2", 5}, {"r3", 4}});
+  CHECK(hot == std::map<std::string, int>{{"r1", 8}, {"r2", 4}});
 }
