@@ -28,17 +28,13 @@ constexpr double kForgetHints = 1e-3;
 
 }  // namespace
 
-LoadAnswer Shard::Impl::rank_load_aware(std::uint32_t scope, std::uint32_t tm, std::int64_t now,
-                                        std::int64_t prompt_tokens, bool allow_cold,
-                                        const config::LoadAwareKnobs& knobs,
-                                        std::string_view exact_hash) {
+void Shard::Impl::gather_load_candidates(std::uint32_t scope, std::uint32_t tm, std::int64_t now,
+                                         double prompt, bool allow_cold,
+                                         const config::LoadAwareKnobs& knobs) {
   const ScopeRec& sr = scopes[scope];
   const TmRec* tmr = tm == kNone ? nullptr : &tms[tm];
-  double prompt = static_cast<double>(prompt_tokens);
-  for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
-
-  // Gather the scope's hint counts and the fresh pressures by replica id: one
-  // pass each instead of a scan per candidate.
+  // The scope's hint counts and the fresh pressures by replica id: one pass
+  // each instead of a scan per candidate (stamps instead of clearing).
   if (replica_scratch.size() < replicas.capacity()) replica_scratch.resize(replicas.capacity());
   if (++load_stamp == 0) {
     std::fill(replica_scratch.begin(), replica_scratch.end(), ReplicaScratch{});
@@ -70,18 +66,48 @@ LoadAnswer Shard::Impl::rank_load_aware(std::uint32_t scope, std::uint32_t tm, s
   load_cands.clear();
   for (std::size_t i = 0; i < scored.size(); ++i)
     add(scored[i].replica, scored[i].matched, scored[i].prob, static_cast<std::uint32_t>(i));
-  if (allow_cold) {
-    for (const ScopeMember& m : sr.members) {
-      if (replica_scratch[m.replica].cand_stamp != stamp) add(m.replica, 0, 0, kNone);
-    }
-    if (tmr != nullptr) {
-      for (const StatsRec& s : tmr->stats) {
-        if (replica_scratch[s.replica].pressure_stamp == stamp &&
-            replica_scratch[s.replica].cand_stamp != stamp)
-          add(s.replica, 0, 0, kNone);
-      }
+  if (!allow_cold) return;
+  for (const ScopeMember& m : sr.members) {
+    if (replica_scratch[m.replica].cand_stamp != stamp) add(m.replica, 0, 0, kNone);
+  }
+  if (tmr == nullptr) return;
+  for (const StatsRec& s : tmr->stats) {
+    const ReplicaScratch& r = replica_scratch[s.replica];
+    if (r.pressure_stamp == stamp && r.cand_stamp != stamp) add(s.replica, 0, 0, kNone);
+  }
+}
+
+std::uint32_t Shard::Impl::affinity_among_light(const LoadCand& best,
+                                                const config::LoadAwareKnobs& knobs,
+                                                std::string_view exact_hash) const {
+  std::uint64_t seed = 0x1CEC0FFEEull;
+  if (!chain_hashes.empty()) {
+    for (std::string_view h : chain_hashes) seed = XXH3_64bits_withSeed(h.data(), h.size(), seed);
+  } else {
+    seed = XXH3_64bits_withSeed(exact_hash.data(), exact_hash.size(), seed);
+  }
+  const double within = best.cost + knobs.load_cost_tokens;
+  std::uint32_t pick = best.replica;
+  std::uint64_t top = 0;
+  for (const LoadCand& c : load_cands) {
+    if (c.holder != kNone || c.cost > within) continue;
+    const std::string& name = replicas.name(c.replica);
+    const std::uint64_t weight = fmix64(seed ^ XXH3_64bits(name.data(), name.size()));
+    if (weight > top || (weight == top && name < replicas.name(pick))) {
+      top = weight;
+      pick = c.replica;
     }
   }
+  return pick;
+}
+
+LoadAnswer Shard::Impl::rank_load_aware(std::uint32_t scope, std::uint32_t tm, std::int64_t now,
+                                        std::int64_t prompt_tokens, bool allow_cold,
+                                        const config::LoadAwareKnobs& knobs,
+                                        std::string_view exact_hash) {
+  double prompt = static_cast<double>(prompt_tokens);
+  for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
+  gather_load_candidates(scope, tm, now, prompt, allow_cold, knobs);
   if (std::any_of(load_cands.begin(), load_cands.end(),
                   [](const LoadCand& c) { return !c.saturated; }))
     std::erase_if(load_cands, [](const LoadCand& c) { return c.saturated; });
@@ -98,47 +124,24 @@ LoadAnswer Shard::Impl::rank_load_aware(std::uint32_t scope, std::uint32_t tm, s
                                      : replicas.name(c.replica) < replicas.name(best->replica))
       best = &c;
   }
-
-  if (best->holder != kNone) {
-    // PREFIX_MATCH: the unsaturated holders, score = prompt / (prompt + cost)
-    // (1 = all cached on an idle replica), so descending score is ascending cost.
-    std::size_t kept = 0;
-    for (const LoadCand& c : load_cands) {
-      if (c.holder == kNone) continue;
-      Scored s = scored[c.holder];
-      s.score = prompt > 0 ? prompt / (prompt + c.cost) : 0.0;
-      load_scratch.push_back(s);
-      ++kept;
-    }
-    scored.swap(load_scratch);
-    load_scratch.clear();
-    return kept > 0 ? LoadAnswer::kPrefixMatch : LoadAnswer::kNone;
+  if (best->holder == kNone) {
+    // AFFINITY_HINT: one cold replica, score 0.
+    const std::uint32_t pick = affinity_among_light(*best, knobs, exact_hash);
+    scored.clear();
+    scored.push_back(Scored{pick, 0.0, 0, 0.0, 0, 0, kNone});
+    return LoadAnswer::kAffinityHint;
   }
-
-  // AFFINITY_HINT: the cold candidates within one unit of load of the cheapest,
-  // picked by rendezvous hashing of the prompt, so the same prompt lands on the
-  // same replica while the set of lightly loaded replicas stays the same.
-  std::uint64_t seed = 0x1CEC0FFEEull;
-  if (!chain_hashes.empty()) {
-    for (std::string_view h : chain_hashes) seed = XXH3_64bits_withSeed(h.data(), h.size(), seed);
-  } else {
-    seed = XXH3_64bits_withSeed(exact_hash.data(), exact_hash.size(), seed);
-  }
-  const double within = best->cost + knobs.load_cost_tokens;
-  std::uint32_t pick = best->replica;
-  std::uint64_t top = 0;
+  // PREFIX_MATCH: the unsaturated holders, score = prompt / (prompt + cost)
+  // (1 = all cached on an idle replica), so descending score is ascending cost.
+  load_scratch.clear();
   for (const LoadCand& c : load_cands) {
-    if (c.holder != kNone || c.cost > within) continue;
-    const std::string& name = replicas.name(c.replica);
-    const std::uint64_t weight = fmix64(seed ^ XXH3_64bits(name.data(), name.size()));
-    if (weight > top || (weight == top && name < replicas.name(pick))) {
-      top = weight;
-      pick = c.replica;
-    }
+    if (c.holder == kNone) continue;
+    Scored s = scored[c.holder];
+    s.score = prompt > 0 ? prompt / (prompt + c.cost) : 0.0;
+    load_scratch.push_back(s);
   }
-  scored.clear();
-  scored.push_back(Scored{pick, 0.0, 0, 0.0, 0, 0, kNone});
-  return LoadAnswer::kAffinityHint;
+  scored.swap(load_scratch);
+  return LoadAnswer::kPrefixMatch;
 }
 
 config::LoadAwareKnobs Shard::Impl::resolve_knobs(const config::CachePolicy& p) const {

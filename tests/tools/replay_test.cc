@@ -2,6 +2,7 @@
 // golden hit-token counts were computed independently by tests/tools/replay_golden.py.
 #include <doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -179,6 +180,63 @@ TEST_CASE("routing policies") {
     hint.set_reason_code("TENANT_HOT");
     CHECK(router.choose(cluster, 6000, 1, &hint).replica == 0);
   }
+}
+
+TEST_CASE("the follow gateway takes the top hint as given; the cost router prices every cache") {
+  EngineModel model;
+  model.slots = 1;
+  model.decode_ms_per_token = 1000;
+  Cluster cluster(3, 10, model);
+  TraceRequest r{0, 100, 5, {42}};
+
+  SUBCASE("follow: the top replica even when saturated; least-loaded on other answers") {
+    Router router(Policy::kInferenceCache, 3, Gateway::kFollow);
+    v1::LookupRouteResponse hint;
+    hint.set_reason_code("PREFIX_MATCH");
+    hint.add_replica_scores()->set_replica_id("replica-2");
+    hint.add_replica_scores()->set_replica_id("replica-1");
+    cluster.serve(2, r);  // replica 2 saturated (1 slot)
+    auto choice = router.choose(cluster, 0, 1, &hint);
+    CHECK(choice.replica == 2);
+    CHECK(choice.followed_hint);
+    CHECK_FALSE(choice.saturated_override);
+    hint.set_reason_code("NO_HINT");
+    CHECK(router.choose(cluster, 0, 1, &hint).replica == 0);
+    CHECK(router.choose(cluster, 0, 1, nullptr).replica == 0);
+  }
+  SUBCASE("cost router: missed blocks + requests among the last 64 assignments") {
+    Router router(Policy::kCostRouter, 3);
+    TraceRequest warm{0, 2048, 0, {1, 2, 3, 4}};
+    cluster.serve(1, warm);  // replica 1 caches all four blocks
+    // Replica 1 misses 0 blocks; the others 4. Replica 1 wins until it carries
+    // 4 more of the last assignments than the others: its 5th request ties
+    // (4 + 0 against 0 + 4) and the lowest index, 0, wins the tie.
+    for (int i = 0; i < 4; ++i) CHECK(router.choose(cluster, warm, 1, nullptr).replica == 1);
+    CHECK(router.choose(cluster, warm, 1, nullptr).replica == 0);
+    // The 64-assignment window: after 64 more requests elsewhere the early ones
+    // no longer count.
+    TraceRequest other{0, 512, 0, {99}};
+    std::array<int, 3> seen{};
+    for (int i = 0; i < 64; ++i) ++seen[router.choose(cluster, other, 1, nullptr).replica];
+    // Every replica misses the one block: the load term alone spreads them, and
+    // replica 1's four early requests leave the window as these come in.
+    CHECK(seen == std::array<int, 3>{21, 22, 21});
+    CHECK(router.choose(cluster, warm, 1, nullptr).replica == 1);
+  }
+}
+
+TEST_CASE("the chart's load panel: one bar per replica per policy, labelled with max/mean") {
+  const auto svg = render_replay_svg("t", {{"a", {0.1, 0.2}, false}}, 1.0,
+                                     {{"rr", {1.0, 1.0}}, {"hot", {2.0, 0.0}}});
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"960\" height=\"740\"", 0) ==
+        0);
+  CHECK(svg.ends_with("</svg>\n"));
+  std::size_t bars = 0;
+  for (auto at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1))
+    ++bars;
+  CHECK(bars == 1 + 4);  // the hit-ratio plot frame + 2 × 2 bars
+  CHECK(svg.find(">rr (1.00)</text>") != std::string::npos);
+  CHECK(svg.find(">hot (2.00)</text>") != std::string::npos);
 }
 
 TEST_CASE("cluster hit tokens count the partial last block and shorten service") {

@@ -381,6 +381,15 @@ struct Shard::Impl {
                                      std::int64_t prompt_tokens, bool allow_cold,
                                      const config::LoadAwareKnobs& knobs,
                                      std::string_view exact_hash);
+  // Fills load_cands: the holders in `scored`, then (allow_cold) the scope's
+  // other replicas and the fresh stats reporters, each with its cost.
+  void gather_load_candidates(std::uint32_t scope, std::uint32_t tm, std::int64_t now,
+                              double prompt, bool allow_cold, const config::LoadAwareKnobs& knobs);
+  // AFFINITY_HINT of the load-aware ranking: among the cold candidates within
+  // one unit of load of `best`, the rendezvous-hash winner for the prompt.
+  std::uint32_t affinity_among_light(const detail::LoadCand& best,
+                                     const config::LoadAwareKnobs& knobs,
+                                     std::string_view exact_hash) const;
   // The tenant's load-aware knobs: its policy's, else the server's (cfg.load_aware).
   config::LoadAwareKnobs resolve_knobs(const config::CachePolicy& p) const;
   // Decays the scope's hint counts by 1 − 1/window and adds one to `replica`.
