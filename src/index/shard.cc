@@ -226,7 +226,9 @@ std::size_t Shard::memory_bytes() const noexcept {
   b += s.domains.capacity() * sizeof(DomainRec) + s.domain_ids.size() * 48;
   b += s.tms.capacity() * sizeof(TmRec) + s.tm_ids.size() * 32;
   b += s.scopes.capacity() * sizeof(ScopeRec) + s.scope_ids.size() * 32;
-  for (const ScopeRec& sc : s.scopes) b += sc.members.capacity() * sizeof(ScopeMember);
+  for (const ScopeRec& sc : s.scopes)
+    b += sc.members.capacity() * sizeof(ScopeMember) + sc.loads.capacity() * sizeof(LoadRec);
+  b += s.replica_scratch.capacity() * sizeof(ReplicaScratch);
   for (const TmRec& tm : s.tms) b += tm.stats.capacity() * sizeof(StatsRec);
   b += s.tenant_recs.capacity() * sizeof(TenantRec) + s.tenant_replicas.size() * 48;
   b += s.victims.capacity() * sizeof(VictimRec) + s.group.capacity() * sizeof(VictimRec);
