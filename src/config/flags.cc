@@ -1,5 +1,6 @@
 #include "config/flags.hh"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -107,6 +108,7 @@ struct RawFlags {
   std::string index_ttl = "30m";
   std::string index_max_entries = "1000000";
   std::string sweep_interval = "1m";
+  std::string state_save_interval = "1m";
 };
 
 void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
@@ -153,6 +155,21 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
   app.add_option("--policy-file", c.policy_file, "CachePolicy JSON loaded at start");
   app.add_option("--control-token-file", c.control_token_file,
                  "bearer token for the control listener");
+  app.add_option("--state-file", c.state_file,
+                 "warm restart: index state loaded at start, saved periodically and at exit");
+  app.add_option("--state-save-interval", raw.state_save_interval, "period of --state-file saves")
+      ->capture_default_str();
+}
+
+// --state-file may not exist yet (first start), but its directory must.
+void require_state_dir(const std::string& path) {
+  if (path.empty()) return;
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw FlagError{"--state-file: directory \"" + dir + "\" does not exist"};
+  }
 }
 
 void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
@@ -183,6 +200,9 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   c.index_max_entries = parse_uint<std::uint64_t>("--index-max-entries", raw.index_max_entries, 1,
                                                   std::uint64_t{1} << 40);
   c.sweep_interval_us = parse_duration_flag("--sweep-interval", raw.sweep_interval, 1000);
+  require_state_dir(c.state_file);
+  c.state_save_interval_us =
+      parse_duration_flag("--state-save-interval", raw.state_save_interval, 100'000);
 }
 
 std::string one_line(std::string s) {
