@@ -28,6 +28,7 @@
 #include "net/address.hh"
 #include "net/server.hh"
 #include "net/tls.hh"
+#include "persist/state_saver.hh"
 #include "runtime/runtime.hh"
 #include "service/core_link.hh"
 #include "service/grpc_server.hh"
@@ -85,6 +86,8 @@ struct App {
   bool load_policies();
   bool load_tls();
   void build_shards();
+  void load_state();
+  void save_final_state();
   std::string add_listeners();
   void install_collectors();
   void start_core(unsigned core);
@@ -101,6 +104,7 @@ struct App {
   std::shared_ptr<const ic::config::PolicySet> initial_policies;
   ic::index::IndexGlobals index_globals;
   std::vector<std::unique_ptr<ic::index::Shard>> shards;
+  std::unique_ptr<ic::persist::StateSaver> state_saver;  // --state-file
   // Routes each tenant's calls to its owner core's shard (rule 8).
   ic::service::RuntimeLink link{runtime};
   ic::index::SystemClock clock;
@@ -148,6 +152,63 @@ void App::build_shards() {
   router = std::make_unique<ic::service::IndexRouter>(link, std::move(shard_ptrs), clock);
   grpc_servers.resize(runtime.cores());
   grpc_factories.resize(runtime.cores());
+}
+
+std::vector<ic::index::Shard*> shard_pointers(
+    const std::vector<std::unique_ptr<ic::index::Shard>>& shards) {
+  std::vector<ic::index::Shard*> out;
+  for (const auto& shard : shards) out.push_back(shard.get());
+  return out;
+}
+
+// --state-file: restore the index before any listener is up (so /readyz only
+// says ready with it loaded). Policy: --policy-file wins; otherwise the saved
+// document (the last one pushed to /policy) comes back.
+void App::load_state() {
+  if (config.state_file.empty()) return;
+  registry.persist().set_enabled();
+  const ic::persist::LoadOutcome got =
+      ic::persist::load_state(config.state_file, shard_pointers(shards), clock.wall_us());
+  const std::string_view result = ic::persist::load_status_name(got.status);
+  registry.persist().record_load(static_cast<int>(got.status), got.entries);
+  if (got.status != ic::persist::LoadStatus::kOk) {
+    ic::config::log(
+        got.status == ic::persist::LoadStatus::kMissing ? LogLevel::info : LogLevel::warn,
+        "state file not loaded: starting cold",
+        {{"path", config.state_file}, {"result", std::string(result)}, {"error", got.error}});
+  } else {
+    ic::config::log(LogLevel::info, "state file loaded",
+                    {{"path", config.state_file},
+                     {"entries", std::to_string(got.entries)},
+                     {"written_by", got.server_version},
+                     {"age_s", std::to_string((clock.wall_us() - got.created_at_us) / 1'000'000)}});
+  }
+  if (got.status == ic::persist::LoadStatus::kOk && !policy_file && !got.policy_json.empty()) {
+    ic::config::PolicyParseResult parsed = ic::config::parse_policy_json(got.policy_json);
+    if (parsed.ok()) {
+      for (auto& shard : shards) shard->set_policies(parsed.set);
+    } else {
+      ic::config::log(LogLevel::warn, "saved policy rejected: using defaults",
+                      {{"error", parsed.error}});
+    }
+  }
+  ic::persist::StateSaver::Options options;
+  options.path = config.state_file;
+  options.interval_us = config.state_save_interval_us;
+  options.server_version = IC_SERVER_VERSION;
+  state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
+                                                          registry.persist());
+}
+
+// After the reactors joined: the exact final snapshot.
+void App::save_final_state() {
+  if (!state_saver) return;
+  if (std::string error = state_saver->save_stopped(); !error.empty()) {
+    ic::config::log(LogLevel::error, "state file not saved at shutdown",
+                    {{"path", config.state_file}, {"error", error}});
+  } else {
+    ic::config::log(LogLevel::info, "state file saved", {{"path", config.state_file}});
+  }
 }
 
 std::string App::add_listeners() {
@@ -343,12 +404,14 @@ int run(const ServerConfig& config) {
   App app(config);
   if (!app.load_policies() || !app.load_tls()) return kExitUsage;
   app.build_shards();
+  app.load_state();
   if (std::string error = app.add_listeners(); !error.empty()) {
     ic::config::log(LogLevel::error, "cannot listen", {{"error", error}});
     return kExitStartup;
   }
   app.install_collectors();
   app.runtime.start([&app](unsigned core) { app.start_core(core); });
+  if (app.state_saver) app.state_saver->start();
 
   const int sig = wait_for_signal(term);
   ic::config::log(LogLevel::info, "shutting down",
@@ -360,8 +423,10 @@ int run(const ServerConfig& config) {
   app.server.shutdown(config.shutdown_grace_us,
                       [&drained] { drained.store(true, std::memory_order_release); });
   wait_drained(drained, term);
+  if (app.state_saver) app.state_saver->stop();  // before the cores stop taking its slices
   app.runtime.stop();
   app.runtime.join();
+  app.save_final_state();
   ic::config::log(LogLevel::info, "stopped");
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "config/flags.hh"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -132,6 +133,7 @@ struct RawFlags {
   std::string load_window = "64";
   std::string pressure_load = "16";
   std::string saturation_pressure = "1";
+  std::string state_save_interval = "1m";
 };
 
 void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
@@ -191,6 +193,21 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
   app.add_option("--policy-file", c.policy_file, "CachePolicy JSON loaded at start");
   app.add_option("--control-token-file", c.control_token_file,
                  "bearer token for the control listener");
+  app.add_option("--state-file", c.state_file,
+                 "warm restart: index state loaded at start, saved periodically and at exit");
+  app.add_option("--state-save-interval", raw.state_save_interval, "period of --state-file saves")
+      ->capture_default_str();
+}
+
+// --state-file may not exist yet (first start), but its directory must.
+void require_state_dir(const std::string& path) {
+  if (path.empty()) return;
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw FlagError{"--state-file: directory \"" + dir + "\" does not exist"};
+  }
 }
 
 void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
@@ -227,6 +244,9 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   c.load_aware.pressure_load = parse_number("--pressure-load", raw.pressure_load, 0, 1e6);
   c.load_aware.saturation_pressure =
       parse_number("--saturation-pressure", raw.saturation_pressure, 0, 1e6);
+  require_state_dir(c.state_file);
+  c.state_save_interval_us =
+      parse_duration_flag("--state-save-interval", raw.state_save_interval, 100'000);
 }
 
 std::string one_line(std::string s) {

@@ -69,6 +69,11 @@ struct ServerConfig {
   // File holding the bearer token for the control listener (/snapshot,
   // /policy); empty with auth enabled: every control request is refused.
   std::string control_token_file;
+  // Warm restart (docs/persistence.md): the index, stats and policy are loaded
+  // from here at startup and written every state_save_interval_us and at
+  // shutdown; empty = off. Its directory must exist.
+  std::string state_file;
+  std::int64_t state_save_interval_us = 60 * 1'000'000LL;
 };
 
 // Result of parsing argv: a config, or an exit code with the text to print.

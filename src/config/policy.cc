@@ -184,7 +184,7 @@ const json* find_array(const json& doc, const char* name) {
   return &*it;
 }
 
-std::shared_ptr<const PolicySet> parse_document(const json& doc) {
+std::shared_ptr<const PolicySet> parse_document(const json& doc, std::string_view body) {
   require_object(doc, "document");
   check_fields(doc, {"version", "policies", "tenants"}, "document");
   auto vit = doc.find("version");
@@ -212,15 +212,19 @@ std::shared_ptr<const PolicySet> parse_document(const json& doc) {
         quotas.insert_or_assign(std::move(id), std::move(q));
     }
   }
-  return std::make_shared<const PolicySet>(std::move(policies), std::move(quotas));
+  return std::make_shared<const PolicySet>(std::move(policies), std::move(quotas),
+                                           std::string(body));
 }
 
 }  // namespace
 
 PolicySet::PolicySet(
     std::unordered_map<std::string, CachePolicy, StringHash, std::equal_to<>> policies,
-    std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas)
-    : policies_(std::move(policies)), quotas_(std::move(quotas)) {}
+    std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas,
+    std::string source_json)
+    : policies_(std::move(policies)),
+      quotas_(std::move(quotas)),
+      source_json_(std::move(source_json)) {}
 
 const CachePolicy& PolicySet::policy_for(std::string_view tenant) const noexcept {
   if (policies_.empty()) return default_policy_;
@@ -258,7 +262,7 @@ PolicyParseResult parse_policy_json(std::string_view body) {
     return result;
   }
   try {
-    result.set = parse_document(doc);
+    result.set = parse_document(doc, body);
   } catch (const PolicyError& e) {
     result.error = e.what();
   } catch (const json::exception& e) {

@@ -96,7 +96,8 @@ class PolicySet {
   // The default set: no policies, no quotas.
   PolicySet() = default;
   PolicySet(std::unordered_map<std::string, CachePolicy, StringHash, std::equal_to<>> policies,
-            std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas);
+            std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas,
+            std::string source_json = {});
 
   // Effective policy of `tenant` (its namespace's policy, else the defaults).
   // One hash probe, no allocation. The reference lives as long as this set.
@@ -109,6 +110,9 @@ class PolicySet {
   // Iteration for admin/reporting: every explicit policy / quota.
   const auto& policies() const noexcept { return policies_; }
   const auto& quotas() const noexcept { return quotas_; }
+  // The JSON document this set was parsed from ("" for the defaults): what a
+  // state file saves so a warm restart gets the last pushed policy back.
+  const std::string& source_json() const noexcept { return source_json_; }
 
   // The shared empty set (all defaults).
   static std::shared_ptr<const PolicySet> defaults();
@@ -117,6 +121,7 @@ class PolicySet {
   CachePolicy default_policy_{};
   std::unordered_map<std::string, CachePolicy, StringHash, std::equal_to<>> policies_;
   std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas_;
+  std::string source_json_;
 };
 
 // Outcome of parsing a policy JSON body: exactly one of `set` / `error` is set.

@@ -111,6 +111,27 @@ struct EvictionCounters {
   std::uint64_t lfu_ttl = 0;
 };
 
+// One (key, replica) entry as export_entries() visits it (for the state
+// file, docs/persistence.md). Views into the shard: valid during the visit.
+struct EntryView {
+  std::string_view tenant, model, hash_scheme, adapter;
+  std::string_view prefix_hash;  // the key's hash bytes (a block hash or a prefix hash)
+  std::string_view replica;
+  std::int32_t token_count = 0;   // tokens the key covers (cumulative for a chain block)
+  std::int64_t last_seen_us = 0;  // producer wall µs
+  std::int32_t tier = 1;          // CacheTier 1..3; an unknown reported tier is 255
+};
+
+// One replica's stats for (tenant, model) as export_stats() visits them.
+struct StatsView {
+  std::string_view tenant, model, replica;
+  std::int64_t cache_memory_bytes = 0;
+  double hit_rate = 0, pressure = 0;
+  std::int64_t t2_hit_tokens = 0, t2_query_tokens = 0;
+  std::int64_t stats_reported_us = 0;  // wall µs of the last stats-bearing update
+  std::int64_t last_seen_us = 0;       // liveness (≥ stats_reported_us; REPLICA_UPDATED)
+};
+
 class Shard {
  public:
   // `globals` must outlive the shard; nullptr → the shard owns a private one
@@ -158,6 +179,17 @@ class Shard {
   // slice finished a full pass (the caller then waits for the next interval;
   // otherwise it schedules the next slice on a later loop turn).
   bool sweep_slice(std::int64_t now_wall_us, std::size_t budget);
+
+  // --- export (state file, docs/persistence.md) ---
+
+  // Visits the live entries among at most `budget` entry slots from `*cursor`
+  // (start a pass at 0) and advances it. Returns true when the pass ended
+  // (`*cursor` is then back at 0). Entries of one ingest are usually visited
+  // consecutively (slab order), so callers can group them by timestamp.
+  bool export_entries(std::uint32_t* cursor, std::size_t budget,
+                      const std::function<void(const EntryView&)>& fn) const;
+  // Visits every stats entry of this shard. O(tenants × models × replicas).
+  void export_stats(const std::function<void(const StatsView&)>& fn) const;
 
   // --- observability (read on the owner core; admin merges shards) ---
 

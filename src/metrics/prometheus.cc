@@ -84,6 +84,35 @@ void render_process(Writer& w, const ProcessFigures& p) {
   w.sample("process_start_time_seconds", {}, p.start_time_seconds);
 }
 
+// Only with --state-file: a server without one has no such figures.
+void render_persist(Writer& w, const PersistFigures& p) {
+  if (!p.enabled) return;
+  w.family("state_loads_total", "counter",
+           "Startup loads of --state-file by result (ok, missing, unreadable, wrong_version, "
+           "truncated, corrupt); anything but ok starts the index cold.");
+  if (p.load_result >= 0) {
+    w.sample("state_loads_total",
+             {{"result", kStateLoadResults[static_cast<std::size_t>(p.load_result)]}}, 1);
+  }
+  w.family("state_restored_entries", "gauge",
+           "(key, replica) entries restored from --state-file at startup.");
+  w.sample("state_restored_entries", {}, p.restored_entries);
+  w.family("state_saves_total", "counter", "State file saves by result (ok, error).");
+  w.sample("state_saves_total", {{"result", "ok"}}, p.saves_ok);
+  w.sample("state_saves_total", {{"result", "error"}}, p.saves_failed);
+  w.family("state_last_save_timestamp_seconds", "gauge",
+           "Unix time the last good state file was written; 0 = none yet.");
+  w.sample("state_last_save_timestamp_seconds", {}, p.last_save_unix_seconds);
+  w.family("state_last_save_duration_seconds", "gauge",
+           "Wall time of the last good save, from the first slice to the rename.");
+  w.sample("state_last_save_duration_seconds", {}, p.last_save_duration_seconds);
+  w.family("state_last_save_bytes", "gauge", "Size of the last good state file in bytes.");
+  w.sample("state_last_save_bytes", {}, p.last_save_bytes);
+  w.family("state_last_save_entries", "gauge",
+           "(key, replica) entries in the last good state file.");
+  w.sample("state_last_save_entries", {}, p.last_save_entries);
+}
+
 void render_lookups(Writer& w, const Sample& s) {
   w.family("index_entries", "gauge", "Distinct prefix keys per model (reserved tenant excluded).");
   for (const auto& [model, keys] : s.index_entries) {
@@ -250,6 +279,7 @@ std::string render_prometheus(const Sample& sample, const ProcessFigures& proces
   out.reserve(4096 + sample.lookups.size() * 2048);
   Writer w(out);
   render_process(w, process);
+  render_persist(w, process.persist);
   render_lookups(w, sample);
   render_evictions(w, sample);
   render_auth(w, sample);

@@ -34,6 +34,7 @@ ProcessFigures Registry::process_figures() const {
       .resident_memory_bytes = resident_memory_bytes(),
       .start_time_seconds = start_time_seconds_,
       .version = IC_VERSION,
+      .persist = persist_.figures(),
   };
 }
 

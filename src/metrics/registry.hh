@@ -35,6 +35,9 @@ class Registry {
   // inferencecache_server_grpc_tls_enabled; set once at startup.
   void set_grpc_tls_enabled(bool on) { tls_.store(on, std::memory_order_relaxed); }
 
+  // Warm-restart figures (--state-file); any thread.
+  PersistStats& persist() { return persist_; }
+
   // Reads the process-wide gauges and RSS now (one small /proc read).
   ProcessFigures process_figures() const;
 
@@ -54,6 +57,7 @@ class Registry {
   std::atomic<bool> server_up_{false};
   std::atomic<bool> tls_{false};
   double start_time_seconds_;
+  PersistStats persist_;
   GlobalCollector global_collector_;
 };
 

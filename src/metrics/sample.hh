@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "metrics/labels.hh"
+#include "metrics/persist_stats.hh"
 
 namespace ic::metrics {
 
@@ -81,6 +82,7 @@ struct ProcessFigures {
   std::int64_t resident_memory_bytes = 0;  // from /proc/self/statm
   double start_time_seconds = 0;           // Unix time the process started serving
   std::string version;                     // build_info{version}
+  PersistFigures persist;                  // --state-file load/save figures
 };
 
 }  // namespace ic::metrics

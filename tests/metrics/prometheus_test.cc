@@ -50,7 +50,8 @@ TEST_CASE("a known registry renders byte for byte") {
                                .grpc_tls_enabled = false,
                                .resident_memory_bytes = 4096,
                                .start_time_seconds = 1700000000.5,
-                               .version = "0.1.0"};
+                               .version = "0.1.0",
+                               .persist = {}};
   const std::string expected =
       "# HELP inferencecache_build_info Build of the running server (value is always 1).\n"
       "# TYPE inferencecache_build_info gauge\n"

@@ -1,0 +1,173 @@
+// Warm restart at scale (docs/persistence.md): fills a 2-shard index with
+// 1,000,000 (key, replica) entries (62,500 16-block chains over 8 tenants ×
+// 8 replicas), writes the state file as the server's final save does, loads
+// it into a fresh index as the server's startup does, and prints each phase's
+// wall time, the file size, and whether 1,000 chain lookups answer the same.
+//
+//   build/perf/state_restart [PATH]   (default /tmp/ic-state-restart.bin; kept
+//   afterwards so `perf/warm_restart.sh` can start the real server on it)
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "index/clock.hh"
+#include "index/partition.hh"
+#include "persist/snapshot_codec.hh"
+#include "persist/state_saver.hh"
+
+namespace {
+
+namespace pb = ic::index::pb;
+using Clock = std::chrono::steady_clock;
+
+constexpr unsigned kCores = 2;
+constexpr int kTenants = 8, kReplicas = 8, kBlocks = 16, kChains = 62'500;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string hb(std::uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
+  return s;
+}
+
+std::string name(const char* prefix, int i) {
+  std::string s(prefix);
+  s.append(std::to_string(i));
+  return s;
+}
+
+struct Index {
+  ic::index::IndexGlobals globals;
+  std::vector<std::unique_ptr<ic::index::Shard>> shards;
+  Index() {
+    ic::index::IndexConfig cfg;
+    cfg.max_entries = 2'000'000;
+    for (unsigned c = 0; c < kCores; ++c)
+      shards.push_back(std::make_unique<ic::index::Shard>(cfg, &globals));
+  }
+  std::vector<ic::index::Shard*> pointers() {
+    std::vector<ic::index::Shard*> out;
+    for (auto& s : shards) out.push_back(s.get());
+    return out;
+  }
+  ic::index::Shard& owner(const std::string& tenant) {
+    return *shards[ic::index::owner_core(tenant, kCores)];
+  }
+};
+
+pb::CacheStateUpdate chain(int i, std::int64_t ts) {
+  pb::CacheStateUpdate u;
+  u.set_tenant_id(name("tenant-", i % kTenants));
+  u.set_model_id("llama");
+  u.set_hash_scheme("vllm");
+  u.set_replica_id(name("replica-", (i / kTenants) % kReplicas));
+  u.set_timestamp_us(ts);
+  auto* p = u.add_prefixes();
+  for (int b = 0; b < kBlocks; ++b) {
+    p->add_block_hashes(hb(static_cast<std::uint64_t>(i) * kBlocks + b + 1));
+    p->add_block_token_counts(16);
+  }
+  return u;
+}
+
+std::vector<std::string> answers(Index& idx, std::int64_t now) {
+  ic::index::ManualClock clock;
+  clock.wall = now;
+  std::vector<std::string> out;
+  for (int i = 0; i < 1000; ++i) {
+    const pb::CacheStateUpdate u = chain(i * 61, 0);
+    pb::LookupRouteRequest r;
+    r.set_tenant_id(u.tenant_id());
+    r.set_model_id(u.model_id());
+    r.set_hash_scheme(u.hash_scheme());
+    for (int b = 0; b < kBlocks; ++b) {
+      r.add_block_hashes(u.prefixes(0).block_hashes(b));
+      r.add_block_token_counts(16);
+    }
+    ic::index::LookupContext ctx;
+    ctx.clock = &clock;
+    pb::LookupRouteResponse resp;
+    idx.owner(r.tenant_id()).lookup_route(r, ctx, &resp);
+    resp.set_lookup_latency_us(0);
+    out.push_back(resp.SerializeAsString());
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string path = argc > 1 ? argv[1] : "/tmp/ic-state-restart.bin";
+  // Real wall time, so a server started on the file keeps the entries fresh.
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  Index before;
+  auto t0 = Clock::now();
+  for (int i = 0; i < kChains; ++i)
+    before.owner(name("tenant-", i % kTenants)).ingest(chain(i, now), now);
+  std::printf("fill      %8.3f s  entries %lld\n", seconds_since(t0),
+              static_cast<long long>(before.globals.total_entries.load()));
+
+  t0 = Clock::now();
+  ic::persist::state_pb::StateHeader header;
+  header.set_server_version("bench");
+  header.set_created_at_us(now);
+  std::string error;
+  auto writer = ic::persist::StateFileWriter::create(path, header, &error);
+  if (!writer) {
+    std::fprintf(stderr, "state_restart: %s\n", error.c_str());
+    return 1;
+  }
+  ic::persist::ChunkBuilder builder;
+  for (ic::index::Shard* shard : before.pointers()) {
+    std::uint32_t cursor = 0;
+    for (bool done = false; !done;) {
+      done = shard->export_entries(&cursor, 16384,
+                                   [&](const ic::index::EntryView& v) { builder.add_entry(v); });
+      if (!builder.empty()) writer->append_chunk(builder.take());
+    }
+  }
+  if (std::string e = writer->commit(); !e.empty()) {
+    std::fprintf(stderr, "state_restart: %s\n", e.c_str());
+    return 1;
+  }
+  std::printf("save      %8.3f s  %.1f MB (%.1f bytes/entry)\n", seconds_since(t0),
+              static_cast<double>(writer->bytes_written()) / 1e6,
+              static_cast<double>(writer->bytes_written()) / 1e6);
+
+  // The phases of a load, timed apart: read + checksum, then parse + ingest.
+  {
+    Index scratch;
+    t0 = Clock::now();
+    const ic::persist::StateFileContents file = ic::persist::read_state_file(path);
+    std::printf("  read+verify %6.3f s\n", seconds_since(t0));
+    t0 = Clock::now();
+    std::size_t parsed = 0;
+    for (std::string_view c : file.chunks) {
+      ic::persist::state_pb::StateChunk chunk;
+      parsed += chunk.ParseFromArray(c.data(), static_cast<int>(c.size())) ? 1 : 0;
+    }
+    std::printf("  parse       %6.3f s  %zu chunks\n", seconds_since(t0), parsed);
+    t0 = Clock::now();
+    ic::persist::RestoreCounts counts;
+    for (std::string_view c : file.chunks)
+      ic::persist::restore_chunk(c, scratch.pointers(), now, &counts);
+    std::printf("  parse+apply %6.3f s\n", seconds_since(t0));
+  }
+  Index after;
+  t0 = Clock::now();
+  const ic::persist::LoadOutcome got = ic::persist::load_state(path, after.pointers(), now);
+  std::printf("load      %8.3f s  %s, entries %lld\n", seconds_since(t0),
+              std::string(ic::persist::load_status_name(got.status)).c_str(),
+              static_cast<long long>(got.entries));
+  const bool same = answers(before, now) == answers(after, now);
+  std::printf("answers   %s (1,000 chain lookups)\n", same ? "identical" : "DIFFERENT");
+  return same && got.status == ic::persist::LoadStatus::kOk ? 0 : 1;
+}

@@ -1,0 +1,215 @@
+// Warm restart: the startup load, the periodic saver thread and the final
+// save (docs/persistence.md "When it is written").
+
+#include "persist/state_saver.hh"
+
+#include <google/protobuf/arena.h>
+
+#include <chrono>
+
+#include "config/log.hh"
+#include "persist/snapshot_codec.hh"
+
+namespace ic::persist {
+
+namespace {
+
+std::int64_t wall_now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// How often the saver thread looks whether a posted slice finished. A slice
+// takes milliseconds; polling keeps the reactor side free of any lock.
+constexpr std::chrono::microseconds kPollInterval{200};
+
+}  // namespace
+
+LoadOutcome load_state(const std::string& path, const std::vector<index::Shard*>& shards,
+                       std::int64_t now_wall_us) {
+  LoadOutcome out;
+  StateFileContents file = read_state_file(path);
+  out.status = file.status;
+  out.error = file.error;
+  if (file.status != LoadStatus::kOk) return out;
+  // Parse every chunk before applying any, so a bad file starts cold; one
+  // arena holds them all and is freed at once.
+  google::protobuf::Arena arena;
+  std::vector<state_pb::StateChunk*> chunks;
+  chunks.reserve(file.chunks.size());
+  for (std::string_view bytes : file.chunks) {
+    auto* chunk = google::protobuf::Arena::CreateMessage<state_pb::StateChunk>(&arena);
+    if (!chunk->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      out.status = LoadStatus::kCorrupt;
+      out.error = "unparsable chunk";
+      return out;
+    }
+    chunks.push_back(chunk);
+  }
+  // One thread per shard (no reactor runs yet, so each thread owns its shard).
+  const auto cores = static_cast<unsigned>(shards.size());
+  std::vector<RestoreCounts> counts(cores);
+  std::vector<std::thread> threads;
+  for (unsigned core = 0; core < cores; ++core) {
+    threads.emplace_back([&, core] {
+      for (const state_pb::StateChunk* chunk : chunks)
+        restore_owned(*chunk, *shards[core], core, cores, now_wall_us, &counts[core]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const RestoreCounts& c : counts) out.entries += c.entries;
+  out.policy_json = file.header.policy_json();
+  out.server_version = file.header.server_version();
+  out.created_at_us = file.header.created_at_us();
+  return out;
+}
+
+// One export slice's result, handed from a reactor to the saver thread.
+struct StateSaver::Slot {
+  std::atomic<bool> ready{false};
+  std::string chunk;  // serialized StateChunk ("" when the slice held nothing)
+  std::int64_t entries = 0;
+  std::uint32_t cursor = 0;
+  bool done = false;
+  std::string policy_json;
+};
+
+StateSaver::StateSaver(Options options, runtime::Runtime& runtime,
+                       std::vector<index::Shard*> shards, metrics::PersistStats& stats)
+    : options_(std::move(options)), runtime_(runtime), shards_(std::move(shards)), stats_(stats) {}
+
+StateSaver::~StateSaver() { stop(); }
+
+void StateSaver::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void StateSaver::stop() {
+  stopping_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
+}
+
+void StateSaver::run() {
+  using Clock = std::chrono::steady_clock;
+  auto next = Clock::now() + std::chrono::microseconds(options_.interval_us);
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    if (Clock::now() < next) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (std::string error = save_live(); !error.empty() && !stopping_.load()) {
+      config::log(config::LogLevel::warn, "state file save failed",
+                  {{"path", options_.path}, {"error", error}});
+    }
+    next = Clock::now() + std::chrono::microseconds(options_.interval_us);
+  }
+}
+
+bool StateSaver::wait(const std::shared_ptr<Slot>& slot) {
+  while (!slot->ready.load(std::memory_order_acquire)) {
+    if (stopping_.load(std::memory_order_relaxed)) return false;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  return true;
+}
+
+std::string StateSaver::save_live() {
+  const std::int64_t started = wall_now_us();
+  // The policy set lives on the cores: read it on core 0.
+  auto policy = std::make_shared<Slot>();
+  index::Shard* shard0 = shards_[0];
+  const bool posted = runtime_.post(0, [shard0, policy] {
+    policy->policy_json = shard0->policies()->source_json();
+    policy->ready.store(true, std::memory_order_release);
+  });
+  if (!posted || !wait(policy)) return "stopping";
+  state_pb::StateHeader header;
+  header.set_server_version(options_.server_version);
+  header.set_created_at_us(started);
+  header.set_policy_json(policy->policy_json);
+  std::string error;
+  auto writer = StateFileWriter::create(options_.path, header, &error);
+  if (!writer) {
+    stats_.record_save(false, 0, 0, 0, 0);
+    return error;
+  }
+  std::int64_t entries = 0;
+  for (unsigned core = 0; core < shards_.size(); ++core) {
+    std::uint32_t cursor = 0;
+    for (bool done = false; !done;) {
+      auto slot = std::make_shared<Slot>();
+      index::Shard* shard = shards_[core];
+      const std::size_t budget = options_.slice_entries;
+      const bool sent = runtime_.post(core, [shard, slot, cursor, budget] {
+        ChunkBuilder builder(budget);
+        std::uint32_t cur = cursor;
+        const bool end = shard->export_entries(
+            &cur, budget, [&builder](const index::EntryView& v) { builder.add_entry(v); });
+        if (end)
+          shard->export_stats([&builder](const index::StatsView& v) { builder.add_stats(v); });
+        slot->entries = static_cast<std::int64_t>(builder.entries());
+        if (!builder.empty()) slot->chunk = builder.take();
+        slot->cursor = cur;
+        slot->done = end;
+        slot->ready.store(true, std::memory_order_release);
+      });
+      if (!sent || !wait(slot)) return "stopping";
+      if (!slot->chunk.empty() && !writer->append_chunk(slot->chunk)) break;
+      entries += slot->entries;
+      cursor = slot->cursor;
+      done = slot->done;
+    }
+  }
+  return finish(*writer, entries, started);
+}
+
+std::string StateSaver::save_stopped() {
+  const std::int64_t started = wall_now_us();
+  state_pb::StateHeader header;
+  header.set_server_version(options_.server_version);
+  header.set_created_at_us(started);
+  header.set_policy_json(shards_[0]->policies()->source_json());
+  std::string error;
+  auto writer = StateFileWriter::create(options_.path, header, &error);
+  if (!writer) {
+    stats_.record_save(false, 0, 0, 0, 0);
+    return error;
+  }
+  std::int64_t entries = 0;
+  ChunkBuilder builder(options_.slice_entries);
+  auto flush = [&] {
+    entries += static_cast<std::int64_t>(builder.entries());
+    if (!builder.empty()) writer->append_chunk(builder.take());
+  };
+  for (index::Shard* shard : shards_) {
+    std::uint32_t cursor = 0;
+    bool done = false;
+    while (!done) {
+      done = shard->export_entries(&cursor, options_.slice_entries,
+                                   [&](const index::EntryView& v) { builder.add_entry(v); });
+      if (done) shard->export_stats([&](const index::StatsView& v) { builder.add_stats(v); });
+      flush();
+    }
+  }
+  return finish(*writer, entries, started);
+}
+
+std::string StateSaver::finish(StateFileWriter& writer, std::int64_t entries,
+                               std::int64_t started_us) {
+  std::string error = writer.commit();
+  const std::int64_t ended = wall_now_us();
+  stats_.record_save(error.empty(), static_cast<double>(ended) / 1e6,
+                     static_cast<double>(ended - started_us) / 1e6,
+                     static_cast<std::int64_t>(writer.bytes_written()), entries);
+  if (error.empty()) {
+    config::log(config::LogLevel::debug, "state file saved",
+                {{"path", options_.path},
+                 {"entries", std::to_string(entries)},
+                 {"bytes", std::to_string(writer.bytes_written())},
+                 {"duration_ms", std::to_string((ended - started_us) / 1000)}});
+  }
+  return error;
+}
+
+}  // namespace ic::persist

@@ -1,0 +1,83 @@
+#pragma once
+// Warm restart (docs/persistence.md): load --state-file into the shards before
+// the reactors start, save it every --state-save-interval from a thread of its
+// own while they run, and once more after they stopped.
+//
+// A periodic save never blocks a reactor: the saver thread posts one bounded
+// export slice at a time to each core (Runtime::post's control path), the
+// core serializes it, and the saver thread does all file I/O. The snapshot is
+// fuzzy across slices (an entry ingested behind the cursor waits for the next
+// save); the final save after the reactors joined is exact.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "index/shard.hh"
+#include "metrics/persist_stats.hh"
+#include "persist/state_file.hh"
+#include "runtime/runtime.hh"
+
+namespace ic::persist {
+
+// Outcome of load_state().
+struct LoadOutcome {
+  LoadStatus status = LoadStatus::kMissing;
+  std::string error;           // why, when status ≠ kOk
+  std::int64_t entries = 0;    // (key, replica) entries restored
+  std::string policy_json;     // the saved policy document ("" = defaults)
+  std::string server_version;  // version that wrote the file
+  std::int64_t created_at_us = 0;
+};
+
+// Reads PATH and ingests every chunk into its owner shard, one thread per
+// shard. Precondition: no reactor runs yet (nothing else touches the shards).
+// The file is verified and parsed whole first: anything but kOk leaves the
+// shards untouched.
+LoadOutcome load_state(const std::string& path, const std::vector<index::Shard*>& shards,
+                       std::int64_t now_wall_us);
+
+class StateSaver {
+ public:
+  struct Options {
+    std::string path;
+    std::int64_t interval_us = 60'000'000;  // between the end of one save and the next
+    std::string server_version;
+    std::size_t slice_entries = 16384;  // entry slots one core exports per task
+  };
+
+  // `shards[c]` is core c's shard; all must outlive the saver.
+  StateSaver(Options options, runtime::Runtime& runtime, std::vector<index::Shard*> shards,
+             metrics::PersistStats& stats);
+  ~StateSaver();  // stop()s
+  StateSaver(const StateSaver&) = delete;
+  StateSaver& operator=(const StateSaver&) = delete;
+
+  // Starts the periodic saves (after Runtime::start).
+  void start();
+  // Stops the thread; a save in progress is abandoned (PATH untouched). Call
+  // before Runtime::stop: a slice posted to a stopped core would never run.
+  void stop();
+  // Writes PATH from the calling thread. Precondition: the reactors joined.
+  // Returns "" or why it failed (also counted and logged by the caller).
+  std::string save_stopped();
+
+ private:
+  struct Slot;
+  void run();
+  std::string save_live();
+  bool wait(const std::shared_ptr<Slot>& slot);
+  std::string finish(StateFileWriter& writer, std::int64_t entries, std::int64_t started_us);
+
+  Options options_;
+  runtime::Runtime& runtime_;
+  std::vector<index::Shard*> shards_;
+  metrics::PersistStats& stats_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace ic::persist

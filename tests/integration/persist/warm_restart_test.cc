@@ -1,0 +1,242 @@
+// Warm restart through the real server (docs/persistence.md): a server
+// stopped with SIGTERM, or killed after a periodic save, comes back with the
+// same LookupRoute answers and the policy pushed to /policy; a corrupt,
+// truncated or other-version state file starts it cold, counted in /metrics.
+// Clients: grpc++ and raw HTTP/1.1. Timestamps lie in the future so every
+// entry stays exactly fresh (fresh = 1) across the restart.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../admin/http_client.hh"
+#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/grpc_channel.hh"
+#include "support/server_process.hh"
+
+namespace pb = inferencecache::v1alpha1;
+using ic::itest::deadline_in;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::int64_t future_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+             .count() +
+         3'600'000'000LL;
+}
+
+std::string hb(std::uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
+  return s;
+}
+
+std::string tenant_name(int i) {
+  std::string s("tenant-");
+  s.append(std::to_string(i));
+  return s;
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/ic-warm-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string state() const { return (path / "state.bin").string(); }
+};
+
+// A server on `state_file` (2 cores, saves every 200 ms).
+struct Served {
+  ic::itest::ServerProcess server;
+  std::shared_ptr<grpc::Channel> channel = ic::itest::insecure_channel(server.grpc_port());
+  std::unique_ptr<pb::InferenceCache::Stub> stub = pb::InferenceCache::NewStub(channel);
+
+  explicit Served(const std::string& state_file) : server(options(state_file)) {}
+  static ic::itest::ServerOptions options(const std::string& state_file) {
+    ic::itest::ServerOptions o;
+    o.extra_args = {"--threads",    "2",        "--insecure-disable-auth",
+                    "--state-file", state_file, "--state-save-interval",
+                    "200ms"};
+    return o;
+  }
+
+  void report(const std::vector<pb::CacheStateUpdate>& updates) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(10s));
+    pb::Ack ack;
+    auto writer = stub->ReportCacheState(&ctx, &ack);
+    for (const auto& u : updates) REQUIRE(writer->Write(u));
+    REQUIRE(writer->WritesDone());
+    const grpc::Status st = writer->Finish();
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+  // The answer without lookup_latency_us (the only field time may change).
+  std::string lookup(const pb::LookupRouteRequest& r) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(10s));
+    pb::LookupRouteResponse out;
+    const grpc::Status st = stub->LookupRoute(&ctx, r, &out);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    out.set_lookup_latency_us(0);
+    return out.ShortDebugString();
+  }
+  std::string metrics() {
+    return ic::itest::http_request(server.http_port(), "GET", "/metrics").body;
+  }
+  // Waits until /metrics shows at least `n` good saves.
+  void wait_saves(int n) {
+    for (int i = 0; i < 400; ++i) {
+      const std::string m = metrics();
+      const std::string key = "inferencecache_state_saves_total{result=\"ok\"} ";
+      const auto at = m.find(key);
+      if (at != std::string::npos && std::stoi(m.substr(at + key.size())) >= n) return;
+      std::this_thread::sleep_for(50ms);
+    }
+    FAIL("no state file save within 20 s");
+  }
+};
+
+// 8 tenants (both cores) × 2 replicas, chains of 4 blocks.
+std::vector<pb::CacheStateUpdate> workload(std::int64_t ts) {
+  std::vector<pb::CacheStateUpdate> out;
+  for (int t = 0; t < 8; ++t) {
+    for (int r = 0; r < 2; ++r) {
+      pb::CacheStateUpdate u;
+      u.set_tenant_id(tenant_name(t));
+      u.set_model_id("m");
+      u.set_hash_scheme("vllm");
+      u.set_replica_id(r == 0 ? "r-a" : "r-b");
+      u.set_timestamp_us(ts);
+      auto* p = u.add_prefixes();
+      for (std::uint64_t b = 0; b < static_cast<std::uint64_t>(4 - 2 * r); ++b) {
+        p->add_block_hashes(hb(1000 * static_cast<std::uint64_t>(t) + b));
+        p->add_block_token_counts(64);
+      }
+      out.push_back(u);
+    }
+  }
+  return out;
+}
+
+std::vector<pb::LookupRouteRequest> probes() {
+  std::vector<pb::LookupRouteRequest> out;
+  for (int t = 0; t < 9; ++t) {
+    pb::LookupRouteRequest r;
+    r.set_tenant_id(tenant_name(t));
+    r.set_model_id("m");
+    r.set_hash_scheme("vllm");
+    for (std::uint64_t b = 0; b < 5; ++b) {
+      r.add_block_hashes(hb(1000 * static_cast<std::uint64_t>(t) + b));
+      r.add_block_token_counts(64);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<std::string> answers(Served& s) {
+  std::vector<std::string> out;
+  for (const auto& p : probes()) out.push_back(s.lookup(p));
+  return out;
+}
+
+// tenant-0's policy: a routing floor no score reaches, so its lookups are
+// not PREFIX_MATCH; it must survive the restart without --policy-file.
+constexpr const char* kPolicy =
+    R"({"version":7,"policies":[{"namespace":"tenant-0","routingFloorScore":1e9}]})";
+
+TEST_CASE("SIGTERM saves the index and the pushed policy; the restarted server answers the same") {
+  TempDir dir;
+  std::vector<std::string> before;
+  {
+    Served s(dir.state());
+    CHECK(s.metrics().find("inferencecache_state_loads_total{result=\"missing\"} 1") !=
+          std::string::npos);
+    s.report(workload(future_us()));
+    CHECK(ic::itest::http_request(s.server.snapshot_port(), "POST", "/policy", kPolicy).status ==
+          204);
+    before = answers(s);
+    CHECK(before[1].find("PREFIX_MATCH") != std::string::npos);
+    CHECK(before[0].find("PREFIX_MATCH") == std::string::npos);
+    CHECK(s.server.stop() == 0);
+  }
+  Served again(dir.state());
+  const std::string m = again.metrics();
+  CHECK(m.find("inferencecache_state_loads_total{result=\"ok\"} 1") != std::string::npos);
+  CHECK(m.find("inferencecache_state_restored_entries 48") != std::string::npos);
+  CHECK(answers(again) == before);
+  CHECK(again.server.stop() == 0);
+}
+
+TEST_CASE("after kill -9 the last periodic save comes back") {
+  TempDir dir;
+  std::vector<std::string> before;
+  {
+    Served s(dir.state());
+    s.report(workload(future_us()));
+    before = answers(s);
+    // A save that started after the report holds all of it.
+    const std::string m = s.metrics();
+    const std::string key = "inferencecache_state_saves_total{result=\"ok\"} ";
+    s.wait_saves(std::stoi(m.substr(m.find(key) + key.size())) + 2);
+    s.server.signal(SIGKILL);
+    CHECK(s.server.wait_exit(10s) == 128 + SIGKILL);
+  }
+  Served again(dir.state());
+  CHECK(again.metrics().find("inferencecache_state_restored_entries 48") != std::string::npos);
+  CHECK(answers(again) == before);
+  CHECK(again.server.stop() == 0);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_CASE("a truncated, corrupt or other-version state file starts the server cold, counted") {
+  TempDir dir;
+  std::string good;
+  {
+    Served s(dir.state());
+    s.report(workload(future_us()));
+    CHECK(s.server.stop() == 0);
+    good = slurp(dir.state());
+  }
+  REQUIRE(good.size() > 100);
+  struct Case {
+    const char* result;
+    std::string bytes;
+  };
+  std::string flipped = good;
+  flipped[good.size() / 2] = static_cast<char>(flipped[good.size() / 2] ^ 0x40);
+  std::string old_version = good;
+  old_version[8] = '\0';
+  const Case cases[] = {{"truncated", good.substr(0, good.size() / 2)},
+                        {"corrupt", flipped},
+                        {"wrong_version", old_version}};
+  for (const Case& c : cases) {
+    CAPTURE(c.result);
+    std::ofstream(dir.state(), std::ios::binary | std::ios::trunc) << c.bytes;
+    Served s(dir.state());
+    CHECK(s.metrics().find(std::string("inferencecache_state_loads_total{result=\"") + c.result +
+                           "\"} 1") != std::string::npos);
+    CHECK(s.metrics().find("inferencecache_state_restored_entries 0") != std::string::npos);
+    CHECK(s.lookup(probes()[1]).find("PREFIX_MATCH") == std::string::npos);
+    CHECK(s.server.stop() == 0);
+    CHECK(s.server.log().find("state file not loaded: starting cold") != std::string::npos);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,158 @@
+// The state file container (src/persist/state_file.hh): exact layout, and
+// every truncation and every single-byte corruption of a file refused.
+
+#include <doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "persist/state_file.hh"
+
+namespace ic::persist {
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/ic-state-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string file(const char* name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+state_pb::StateHeader header() {
+  state_pb::StateHeader h;
+  h.set_server_version("9.9.9");
+  h.set_created_at_us(1'700'000'000'000'000);
+  h.set_policy_json(R"({"version":7})");
+  return h;
+}
+
+// Writes a file with chunks "abc" and "" and returns its bytes.
+std::string write_sample(const std::string& path) {
+  std::string error;
+  auto w = StateFileWriter::create(path, header(), &error);
+  REQUIRE(w != nullptr);
+  REQUIRE(w->append_chunk("abc"));
+  REQUIRE(w->append_chunk(""));
+  REQUIRE(w->commit().empty());
+  return slurp(path);
+}
+
+TEST_CASE("a state file round-trips its header and chunks, with the documented layout") {
+  TempDir dir;
+  const std::string path = dir.file("state.bin");
+  const std::string bytes = write_sample(path);
+  const std::size_t header_len = header().SerializeAsString().size();
+  // magic 8 + version 4 + (5 + header) + (5 + 3) + (5 + 0) + trailer 9
+  CHECK(bytes.size() == 12 + 5 + header_len + 8 + 5 + 9);
+  CHECK(bytes.substr(0, 12) == std::string("ICSTATE\0\1\0\0\0", 12));
+  CHECK(bytes[12] == '\1');
+  CHECK(bytes[bytes.size() - 9] == '\xFF');
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  const StateFileContents c = read_state_file(path);
+  REQUIRE(c.status == LoadStatus::kOk);
+  CHECK(c.header.server_version() == "9.9.9");
+  CHECK(c.header.created_at_us() == 1'700'000'000'000'000);
+  CHECK(c.header.policy_json() == R"({"version":7})");
+  REQUIRE(c.chunks.size() == 2);
+  CHECK(c.chunks[0] == "abc");
+  CHECK(c.chunks[1] == "");
+}
+
+TEST_CASE("every truncation of a state file is refused") {
+  TempDir dir;
+  const std::string bytes = write_sample(dir.file("full.bin"));
+  const std::string cut = dir.file("cut.bin");
+  for (std::size_t len = 0; len < bytes.size(); ++len) {
+    CAPTURE(len);
+    spit(cut, bytes.substr(0, len));
+    const StateFileContents c = read_state_file(cut);
+    CHECK((c.status == LoadStatus::kTruncated || c.status == LoadStatus::kCorrupt));
+    CHECK_FALSE(c.error.empty());
+    CHECK(c.chunks.empty());
+  }
+  spit(cut, bytes.substr(0, 5));
+  CHECK(read_state_file(cut).status == LoadStatus::kTruncated);
+  spit(cut, bytes.substr(0, bytes.size() - 1));
+  CHECK(read_state_file(cut).status == LoadStatus::kTruncated);
+}
+
+TEST_CASE("every single-byte corruption of a state file is refused") {
+  TempDir dir;
+  const std::string bytes = write_sample(dir.file("full.bin"));
+  const std::string bad = dir.file("bad.bin");
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    CAPTURE(i);
+    std::string b = bytes;
+    b[i] = static_cast<char>(b[i] ^ 0x01);
+    spit(bad, b);
+    const StateFileContents c = read_state_file(bad);
+    CHECK(c.status != LoadStatus::kOk);
+    if (i < 8) CHECK(c.status == LoadStatus::kCorrupt);
+    if (i >= 8 && i < 12) CHECK(c.status == LoadStatus::kWrongVersion);
+  }
+}
+
+TEST_CASE("a file of another format version is refused by name; a missing one is kMissing") {
+  TempDir dir;
+  std::string bytes = write_sample(dir.file("v.bin"));
+  bytes[8] = '\0';  // format version 0: an earlier build's
+  spit(dir.file("old.bin"), bytes);
+  const StateFileContents old = read_state_file(dir.file("old.bin"));
+  CHECK(old.status == LoadStatus::kWrongVersion);
+  CHECK(old.error == "format version 0, this build reads 1");
+  CHECK(load_status_name(old.status) == "wrong_version");
+
+  const StateFileContents none = read_state_file(dir.file("absent.bin"));
+  CHECK(none.status == LoadStatus::kMissing);
+  CHECK(load_status_name(none.status) == "missing");
+
+  spit(dir.file("text.bin"), "hello, this is not a state file");
+  CHECK(read_state_file(dir.file("text.bin")).status == LoadStatus::kCorrupt);
+}
+
+TEST_CASE("an uncommitted writer leaves neither the file nor its temp file") {
+  TempDir dir;
+  const std::string path = dir.file("state.bin");
+  {
+    std::string error;
+    auto w = StateFileWriter::create(path, header(), &error);
+    REQUIRE(w != nullptr);
+    CHECK(w->append_chunk("x"));
+    CHECK(std::filesystem::exists(path + ".tmp"));
+  }
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  // A failed save leaves the previous file as it was.
+  const std::string before = write_sample(path);
+  {
+    std::string error;
+    auto w = StateFileWriter::create(path, header(), &error);
+    REQUIRE(w != nullptr);
+  }
+  CHECK(slurp(path) == before);
+
+  std::string error;
+  CHECK(StateFileWriter::create(dir.file("no/such/dir/state.bin"), header(), &error) == nullptr);
+  CHECK(error.rfind("open " + dir.file("no/such/dir/state.bin.tmp") + ": ", 0) == 0);
+}
+
+}  // namespace
+}  // namespace ic::persist
