@@ -31,8 +31,10 @@ struct Index {
   Index() {
     clock.wall = kNow;
     clock.mono = 5'000'000;
+    index::IndexConfig cfg;
+    cfg.ranking = config::Ranking::kReference;  // scores without transient load
     for (unsigned c = 0; c < kCores; ++c)
-      shards.push_back(std::make_unique<index::Shard>(index::IndexConfig{}, &globals));
+      shards.push_back(std::make_unique<index::Shard>(cfg, &globals));
   }
   std::vector<index::Shard*> pointers() {
     std::vector<index::Shard*> out;

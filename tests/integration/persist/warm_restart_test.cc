@@ -3,7 +3,9 @@
 // same LookupRoute answers and the policy pushed to /policy; a corrupt,
 // truncated or other-version state file starts it cold, counted in /metrics.
 // Clients: grpc++ and raw HTTP/1.1. Timestamps lie in the future so every
-// entry stays exactly fresh (fresh = 1) across the restart.
+// entry stays exactly fresh (fresh = 1) across the restart. The servers rank
+// with the reference ranking: the load-aware one's hint counts are transient
+// load, deliberately not saved (docs/persistence.md).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest.h>
 #include <signal.h>
@@ -66,9 +68,8 @@ struct Served {
   explicit Served(const std::string& state_file) : server(options(state_file)) {}
   static ic::itest::ServerOptions options(const std::string& state_file) {
     ic::itest::ServerOptions o;
-    o.extra_args = {"--threads",    "2",        "--insecure-disable-auth",
-                    "--state-file", state_file, "--state-save-interval",
-                    "200ms"};
+    o.extra_args = {"--threads",    "2",        "--insecure-disable-auth", "--ranking", "reference",
+                    "--state-file", state_file, "--state-save-interval",   "200ms"};
     return o;
   }
 
