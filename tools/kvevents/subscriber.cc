@@ -204,7 +204,11 @@ void Subscriber::run(const std::atomic<bool>& stop) {
       items.push_back({link->sub().handle(), 0, ZMQ_POLLIN, 0});
       if (link->dealer() != nullptr) items.push_back({link->dealer()->handle(), 0, ZMQ_POLLIN, 0});
     }
-    zmq::poll(items, poll_ms);
+    try {
+      zmq::poll(items, poll_ms);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;  // a signal (SIGTERM) interrupted the wait
+    }
     for (auto& link : links_) {
       link->read_live();
       link->read_replay();
