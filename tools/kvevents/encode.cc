@@ -2,14 +2,28 @@
 
 #include <msgpack.hpp>
 
+#include <cstring>
+
 namespace ic::tools::kvevents {
 namespace {
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
 struct Writer {
+  msgpack::sbuffer& buffer;
   Packer& pk;
   bool signed_hashes;
+
+  // Always a float64, as Python's msgpack writes a float (packer::pack_double turns integral
+  // values into integers).
+  void float64(double d) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &d, sizeof bits);
+    char out[9];
+    out[0] = static_cast<char>(0xcb);
+    for (int i = 0; i < 8; ++i) out[1 + i] = static_cast<char>(bits >> (56 - 8 * i));
+    buffer.write(out, sizeof out);
+  }
 
   void str(std::string_view s) {
     pk.pack_str(static_cast<std::uint32_t>(s.size()));
@@ -141,14 +155,14 @@ struct Writer {
 std::string encode_batch(const Batch& batch, Encoding encoding, bool signed_hashes) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  Writer w{pk, signed_hashes};
+  Writer w{buffer, pk, signed_hashes};
   if (encoding == Encoding::array) {
     pk.pack_array(3);
-    pk.pack_double(batch.ts);
+    w.float64(batch.ts);
   } else {
     pk.pack_map(3);
     w.str("ts");
-    pk.pack_double(batch.ts);
+    w.float64(batch.ts);
     w.str("events");
   }
   pk.pack_array(static_cast<std::uint32_t>(batch.events.size()));
