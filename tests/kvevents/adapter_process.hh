@@ -32,6 +32,7 @@ class AdapterProcess {
   // SIGTERM and wait; the exit status (0 is a clean shutdown).
   int stop();
   std::string log() const;
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
