@@ -1,5 +1,7 @@
 #include "kvevents/pipeline.hh"
 
+#include <unordered_set>
+
 #include "fingerprint/fingerprint.hh"
 
 namespace ic::tools::kvevents {
@@ -19,6 +21,7 @@ class Pipeline::Replica final : public ChangeSink {
       pending_since_ = now_;
       stamp(pending_);
     }
+    pending_prefixes_.insert(prefix);
     v1::PrefixEntry* e = pending_.add_prefixes();
     const auto wire = fingerprint::to_wire(prefix);
     e->set_prefix_hash(wire.data(), wire.size());
@@ -29,7 +32,9 @@ class Pipeline::Replica final : public ChangeSink {
   }
 
   void evict(std::uint64_t prefix, const std::string& adapter) override {
-    flush();
+    // Only an add of this very prefix must reach the server before its eviction; adds of other
+    // prefixes keep batching (flushing on every removal made one tiny update per removal).
+    if (pending_prefixes_.contains(prefix)) flush();
     v1::CacheEvent event = base_event(v1::CacheEvent::PREFIX_EVICTED);
     const auto wire = fingerprint::to_wire(prefix);
     event.set_prefix_hash(wire.data(), wire.size());
@@ -42,9 +47,13 @@ class Pipeline::Replica final : public ChangeSink {
     const std::size_t entries = static_cast<std::size_t>(pending_.prefixes_size());
     owner_.outbox_.push(std::move(pending_), entries);
     pending_ = v1::CacheStateUpdate();
+    pending_prefixes_.clear();
   }
 
-  void drop_pending() { pending_ = v1::CacheStateUpdate(); }
+  void drop_pending() {
+    pending_ = v1::CacheStateUpdate();
+    pending_prefixes_.clear();
+  }
 
   void send_all_cleared() { owner_.outbox_.push(base_event(v1::CacheEvent::ALL_CLEARED), 1); }
 
@@ -77,6 +86,7 @@ class Pipeline::Replica final : public ChangeSink {
   std::string name_;
   ReplicaState state_;
   v1::CacheStateUpdate pending_;
+  std::unordered_set<std::uint64_t> pending_prefixes_;  // prefix hashes in pending_
   Clock::time_point pending_since_{};
   Clock::time_point now_{};
 };

@@ -1,8 +1,9 @@
 // Per-replica state plus batching (docs/kvevents.md "What is sent to the server"): applies decoded
 // events to each replica's ReplicaState and turns the changes into server messages. Adds are
-// batched per replica for `window` (or 4,096 entries) into one CacheStateUpdate; a removal first
-// flushes the replica's pending adds, then sends PREFIX_EVICTED per evicted prefix; a clear drops
-// pending adds and sends ALL_CLEARED. Single-threaded: the subscriber thread owns it.
+// batched per replica for `window` (or 4,096 entries) into one CacheStateUpdate; an eviction
+// first flushes the replica's pending adds when one of them is the evicted prefix, then sends
+// PREFIX_EVICTED; a clear drops pending adds and sends ALL_CLEARED. Single-threaded: the subscriber
+// thread owns it.
 #pragma once
 
 #include <chrono>
