@@ -142,7 +142,14 @@ bool Sender::connect() {
 
 bool Sender::send(const Outbound& message) {
   if (const auto* update = std::get_if<v1::CacheStateUpdate>(&message)) {
-    if (!stream_ || !stream_->writer->Write(*update)) return false;
+    // A PublishEvent still in flight may not have reached the wire yet, and the stream write
+    // could overtake it (an ALL_CLEARED landing after the adds that follow it would wipe them):
+    // let every earlier event complete first. Events among themselves stay pipelined.
+    {
+      std::unique_lock lock(events_mutex_);
+      events_cv_.wait(lock, [this] { return events_in_flight_ == 0; });
+    }
+    if (event_failed_ || !stream_ || !stream_->writer->Write(*update)) return false;
     counters_.add(Metric::updates_sent);
     counters_.add(Metric::prefix_entries_sent, static_cast<std::uint64_t>(update->prefixes_size()));
     if (update->has_stats()) counters_.add(Metric::stats_sent);

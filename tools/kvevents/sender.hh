@@ -1,5 +1,6 @@
 // The server side (docs/kvevents.md "Delivery"): one long-lived ReportCacheState stream for
-// updates and pipelined PublishEvent calls for events, fed from a bounded queue in push order.
+// updates and pipelined PublishEvent calls for events, fed from a bounded queue in push order. An
+// update waits until every earlier event has completed, so the server applies them in order.
 // On any failure the stream is closed, the queue is discarded (counted as superseded) and the
 // sender reconnects with exponential backoff; once connected again it asks the subscriber for a
 // snapshot, which re-sends the whole state, so nothing is lost silently and memory stays bounded.
