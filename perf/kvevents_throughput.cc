@@ -47,6 +47,78 @@ long peak_rss_kib(pid_t pid) {
   return -1;
 }
 
+// Pre-encoded batches (the publisher must not be the bottleneck): `batches` × `events_per_batch`
+// BlockStored of `blocks_per_event` fresh blocks; once more than `live_events` stored events are
+// live, each store also removes the oldest (an LRU engine at capacity).
+struct Workload {
+  std::vector<std::string> payloads;
+  std::uint64_t block_events = 0;  // blocks named by stores and removals
+  std::uint64_t live_blocks = 0;   // blocks the engine holds at the end
+};
+
+Workload make_workload(int batches, int events_per_batch, int blocks_per_event, int live_events) {
+  Workload w;
+  std::uint64_t next_hash = 1;
+  std::vector<std::vector<std::uint64_t>> live;  // hashes of each stored event, oldest first
+  std::size_t live_head = 0;
+  std::uint32_t token = 0;
+  for (int b = 0; b < batches; ++b) {
+    Batch batch;
+    batch.ts = 1.0;
+    batch.dp_rank = 0;
+    for (int e = 0; e < events_per_batch; ++e) {
+      BlockStored s;
+      s.block_size = 16;
+      s.medium = "GPU";
+      for (int k = 0; k < blocks_per_event; ++k) {
+        s.block_hashes.push_back(next_hash++);
+        for (int t = 0; t < 16; ++t) s.token_ids.push_back(token++);
+      }
+      w.block_events += s.block_hashes.size();
+      live.push_back(s.block_hashes);
+      batch.events.push_back(std::move(s));
+      if (live.size() - live_head > static_cast<std::size_t>(live_events)) {
+        BlockRemoved r;
+        r.medium = "GPU";
+        r.block_hashes = live[live_head++];
+        w.block_events += r.block_hashes.size();
+        batch.events.push_back(std::move(r));
+      }
+    }
+    w.payloads.push_back(encode_batch(batch, Encoding::array));
+  }
+  w.live_blocks = static_cast<std::uint64_t>(live.size() - live_head) *
+                  static_cast<std::uint64_t>(blocks_per_event);
+  return w;
+}
+
+// Prints the figures; true when nothing was dropped and the adapter tracks exactly the live blocks
+// (+ the barrier's marker).
+bool report(const AdapterProcess& adapter, const Workload& w, int batches, int cpu, double wall,
+            double decode_wall, double cpu_used) {
+  auto metric = [&](const char* name, const char* labels = "") {
+    return adapter.metric(std::string("inferencecache_kvevents_") + name, labels).value_or(-1);
+  };
+  const double n = static_cast<double>(w.block_events);
+  std::printf("batches %d, block events %llu (stored + removed), live blocks at the end %llu\n",
+              batches, static_cast<unsigned long long>(w.block_events),
+              static_cast<unsigned long long>(w.live_blocks));
+  std::printf(
+      "publish → all applied by the server: %.3f s = %.0f block events/s "
+      "(all batches decoded after %.3f s = %.0f/s)\n",
+      wall, n / wall, decode_wall, n / decode_wall);
+  std::printf("adapter CPU %.3f s (pinned to CPU %d) = %.0f block events per CPU-second\n",
+              cpu_used, cpu, n / cpu_used);
+  std::printf(
+      "adapter peak RSS %ld KiB; tracked blocks %.0f; seq gaps %.0f; superseded %.0f; "
+      "send errors %.0f; updates %.0f; evictions %.0f\n",
+      peak_rss_kib(adapter.pid()), metric("tracked_blocks"), metric("seq_gaps_total"),
+      metric("superseded_entries_total"), metric("send_errors_total"), metric("updates_sent_total"),
+      metric("server_events_total", "type=\"PREFIX_EVICTED\""));
+  return metric("seq_gaps_total") == 0 && metric("superseded_entries_total") == 0 &&
+         metric("tracked_blocks") == static_cast<double>(w.live_blocks + 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,42 +152,7 @@ int main(int argc, char** argv) {
   sched_setaffinity(0, sizeof mine, &mine);
   if (!pub->wait_for_subscriber(std::chrono::seconds(30))) return 1;
 
-  // Pre-encode every batch: the publisher must not be the bottleneck.
-  std::vector<std::string> payloads;
-  std::uint64_t next_hash = 1;
-  std::vector<std::vector<std::uint64_t>> live;  // hashes of each stored event, oldest first
-  std::size_t live_head = 0;
-  std::uint64_t block_events = 0;
-  std::uint32_t token = 0;
-  for (int b = 0; b < batches; ++b) {
-    std::vector<Event> events;
-    for (int e = 0; e < events_per_batch; ++e) {
-      BlockStored s;
-      s.block_size = 16;
-      s.medium = "GPU";
-      for (int k = 0; k < blocks_per_event; ++k) {
-        s.block_hashes.push_back(next_hash++);
-        for (int t = 0; t < 16; ++t) s.token_ids.push_back(token++);
-      }
-      block_events += s.block_hashes.size();
-      live.push_back(s.block_hashes);
-      events.push_back(std::move(s));
-      if (live.size() - live_head > static_cast<std::size_t>(live_events)) {
-        BlockRemoved r;
-        r.medium = "GPU";
-        r.block_hashes = live[live_head++];
-        block_events += r.block_hashes.size();
-        events.push_back(std::move(r));
-      }
-    }
-    Batch batch;
-    batch.ts = 1.0;
-    batch.dp_rank = 0;
-    batch.events = std::move(events);
-    payloads.push_back(encode_batch(batch, Encoding::array));
-  }
-  const std::uint64_t live_blocks = static_cast<std::uint64_t>(live.size() - live_head) *
-                                    static_cast<std::uint64_t>(blocks_per_event);
+  const Workload work = make_workload(batches, events_per_batch, blocks_per_event, live_events);
 
   const pid_t pid = adapter.pid();
   const double cpu0 = cpu_seconds(pid);
@@ -127,7 +164,7 @@ int main(int argc, char** argv) {
       adapter.wait_metric("inferencecache_kvevents_batches_total", "", b - ahead,
                           std::chrono::seconds(60));
     }
-    pub->publish(payloads[static_cast<std::size_t>(b)]);
+    pub->publish(work.payloads[static_cast<std::size_t>(b)]);
   }
   const bool done = adapter.wait_metric("inferencecache_kvevents_batches_total", "", batches,
                                         std::chrono::seconds(300));
@@ -139,28 +176,7 @@ int main(int argc, char** argv) {
   const double cpu_used = cpu_seconds(pid) - cpu0;
   const double decode_wall = std::chrono::duration<double>(t1 - t0).count();
   const double wall = std::chrono::duration<double>(t2 - t0).count();
-  auto metric = [&](const char* name, const char* labels = "") {
-    return adapter.metric(std::string("inferencecache_kvevents_") + name, labels).value_or(-1);
-  };
-  const double n = static_cast<double>(block_events);
-  std::printf("batches %d, block events %llu (stored + removed), live blocks at the end %llu\n",
-              batches, static_cast<unsigned long long>(block_events),
-              static_cast<unsigned long long>(live_blocks));
-  std::printf(
-      "publish → all applied by the server: %.3f s = %.0f block events/s "
-      "(all batches decoded after %.3f s = %.0f/s)\n",
-      wall, n / wall, decode_wall, n / decode_wall);
-  std::printf("adapter CPU %.3f s (pinned to CPU %d) = %.0f block events per CPU-second\n",
-              cpu_used, cpu, n / cpu_used);
-  std::printf(
-      "adapter peak RSS %ld KiB; tracked blocks %.0f; seq gaps %.0f; superseded %.0f; "
-      "send errors %.0f; updates %.0f; evictions %.0f\n",
-      peak_rss_kib(pid), metric("tracked_blocks"), metric("seq_gaps_total"),
-      metric("superseded_entries_total"), metric("send_errors_total"), metric("updates_sent_total"),
-      metric("server_events_total", "type=\"PREFIX_EVICTED\""));
-  const bool clean = done && metric("seq_gaps_total") == 0 &&
-                     metric("superseded_entries_total") == 0 &&
-                     metric("tracked_blocks") == static_cast<double>(live_blocks + 1);
+  const bool clean = report(adapter, work, batches, cpu, wall, decode_wall, cpu_used) && done;
   std::printf("%s\n", clean ? "OK: nothing dropped" : "FAILED: drops or a mismatch (see above)");
   return clean ? 0 : 1;
 }
