@@ -12,6 +12,8 @@ packages=(
   liburing-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
   libxxhash-dev libmimalloc-dev doctest-dev libbenchmark-dev
   libssl-dev nlohmann-json3-dev libcli11-dev
+  # inferencecache-kvevents (engine KV-event adapter) and its test publisher
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libcpp-httplib-dev
   # test clients, baseline and load tools (never linked into the server)
   libgrpc++-dev protobuf-compiler-grpc nghttp2-client
   prometheus curl python3 clang-format

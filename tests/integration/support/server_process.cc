@@ -88,7 +88,7 @@ ServerProcess::ServerProcess(ServerOptions options) {
 }
 
 bool ServerProcess::launch(const ServerOptions& options) {
-  grpc_port_ = free_loopback_port();
+  grpc_port_ = options.grpc_port != 0 ? options.grpc_port : free_loopback_port();
   http_port_ = free_loopback_port();
   snapshot_port_ = free_loopback_port();
   exited_ = false;

@@ -28,6 +28,9 @@ struct ServerOptions {
   std::filesystem::path binary;
   // Appended after the three bind-address flags (e.g. {"--threads", "2"}).
   std::vector<std::string> extra_args;
+  // 0: a free port. Fixed: restart a server where its clients expect it (a taken port makes
+  // the start fail after 3 attempts).
+  uint16_t grpc_port = 0;
   // How long to wait for the health check to answer SERVING.
   std::chrono::milliseconds ready_timeout = std::chrono::seconds(20);
 };

@@ -1,0 +1,94 @@
+// Flag parsing of inferencecache-kvevents: names kept from the earlier sidecar, exit 2 on misuse.
+#include "kvevents/config.hh"
+
+#include <doctest.h>
+
+#include <vector>
+
+namespace ic::tools::kvevents {
+namespace {
+
+ConfigOutcome parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "inferencecache-kvevents");
+  return parse_config(static_cast<int>(args.size()), args.data());
+}
+
+}  // namespace
+
+TEST_CASE("defaults and every flag") {
+  const auto d = parse({"--replica-id", "r", "--model-id", "m"});
+  REQUIRE(d.config.has_value());
+  CHECK(d.config->engine_endpoint == "tcp://127.0.0.1:5557");
+  CHECK(d.config->topic == "kv-events");
+  CHECK(d.config->sender.server == "127.0.0.1:9090");
+  CHECK(d.config->identity.hash_scheme == "vllm");
+  CHECK(d.config->window_us == 100'000);
+  CHECK(d.config->stats_interval_us == 10'000'000);
+  CHECK(d.config->stats.max_concurrency_ceiling == 256);
+  const auto c = parse({"--replica-id",
+                        "r",
+                        "--model-id",
+                        "m",
+                        "--tenant-id",
+                        "t",
+                        "--hash-scheme",
+                        "sglang",
+                        "--window",
+                        "5ms",
+                        "--lora-adapter-names",
+                        "1=sql,2=chat",
+                        "--cache-tier",
+                        "gpu",
+                        "--ignore-block-removed",
+                        "--dp-size",
+                        "4",
+                        "--replay-endpoint",
+                        "tcp://127.0.0.1:5558",
+                        "--stats-interval",
+                        "1s"});
+  REQUIRE(c.config.has_value());
+  CHECK(c.config->identity.tenant_id == "t");
+  CHECK(c.config->identity.hash_scheme == "sglang");
+  CHECK(c.config->window_us == 5000);
+  CHECK(c.config->state.lora_names == std::map<std::int64_t, std::string>{{1, "sql"}, {2, "chat"}});
+  CHECK(c.config->stats.cache_tier == CacheTierChoice::gpu);
+  CHECK(c.config->state.ignore_block_removed);
+  CHECK(c.config->dp_size == 4);
+  CHECK(c.config->stats_interval_us == 1'000'000);
+}
+
+TEST_CASE("usage errors: exit 2 with one line") {
+  for (const auto& args : std::vector<std::vector<const char*>>{
+           {"--model-id", "m"},
+           {"--replica-id", "r"},
+           {"--replica-id", "r", "--model-id", "m", "--hash-scheme", ""},
+           {"--replica-id", "r", "--model-id", "m", "--window", "soon"},
+           {"--replica-id", "r", "--model-id", "m", "--lora-adapter-names", "x=1"},
+           {"--replica-id", "r", "--model-id", "m", "--cache-tier", "hbm"},
+           {"--replica-id", "r", "--model-id", "m", "--dp-size", "0"},
+           {"--replica-id", "r", "--model-id", "m", "--unknown"}}) {
+    const auto o = parse(args);
+    CHECK_FALSE(o.config.has_value());
+    CHECK(o.exit_code == 2);
+    CHECK(o.message.rfind("inferencecache-kvevents: ", 0) == 0);
+    CHECK(o.message.find('\n') == std::string::npos);
+  }
+  const auto v = parse({"--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.message == "inferencecache-kvevents 0.1.0");
+}
+
+TEST_CASE("DP endpoints, replica names, LoRA maps") {
+  CHECK(offset_endpoint("tcp://127.0.0.1:5557", 0) == "tcp://127.0.0.1:5557");
+  CHECK(offset_endpoint("tcp://127.0.0.1:5557", 3) == "tcp://127.0.0.1:5560");
+  CHECK(offset_endpoint("tcp://*:5557", 1) == "tcp://*:5558");
+  CHECK(offset_endpoint("ipc:///tmp/kv", 1) == "ipc:///tmp/kv");
+  CHECK(replica_name("r", 1, 0) == "r");
+  CHECK(replica_name("r", 2, 0) == "r/dp0");
+  CHECK(replica_name("r", 2, 1) == "r/dp1");
+  CHECK(parse_lora_names("") == std::map<std::int64_t, std::string>{});
+  CHECK_FALSE(parse_lora_names("1=").has_value());
+  CHECK_FALSE(parse_lora_names("=a").has_value());
+}
+
+}  // namespace ic::tools::kvevents

@@ -1,0 +1,209 @@
+#include "kvevents/config.hh"
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+
+#include "config/flags.hh"
+
+namespace ic::tools::kvevents {
+namespace {
+
+constexpr const char* kProgram = "inferencecache-kvevents";
+
+struct UsageError {
+  std::string why;
+};
+
+// Flags whose text needs converting after CLI11 parsed.
+struct RawFlags {
+  std::string window = "100ms";
+  std::string stats_interval = "10s";
+  std::string replay_timeout = "2s";
+  std::string cache_tier = "auto";
+  std::string lora_adapter_names;
+  std::string log_format = "json";
+  std::string log_level = "info";
+};
+
+std::int64_t duration_flag(const char* flag, const std::string& text, std::int64_t min_us) {
+  const auto v = config::parse_duration_us(text);
+  if (!v || *v < min_us) {
+    throw UsageError{std::string(flag) + ": want a duration like 100ms or 10s, at least " +
+                     std::to_string(min_us / 1000) + "ms, got \"" + text + "\""};
+  }
+  return *v;
+}
+
+void define_identity(CLI::App& app, AdapterConfig& c) {
+  app.add_option("--engine-endpoint", c.engine_endpoint, "engine ZMQ PUB endpoint (rank 0)")
+      ->capture_default_str();
+  app.add_option("--replay-endpoint", c.replay_endpoint,
+                 "engine ZMQ ROUTER replay endpoint (rank 0); empty: no replay");
+  app.add_option("--topic", c.topic, "subscription prefix; empty: all")->capture_default_str();
+  app.add_option("--dp-size", c.dp_size, "data-parallel ranks; rank r on the ports + r")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--server", c.sender.server, "InferenceCache gRPC address host:port")
+      ->capture_default_str();
+  app.add_option("--replica-id", c.replica_id, "replica id stamped on every update (required)");
+  app.add_option("--model-id", c.identity.model_id, "model id stamped on every update (required)");
+  app.add_option("--tenant-id", c.identity.tenant_id, "tenant of every update");
+  app.add_option("--hash-scheme", c.identity.hash_scheme, "vllm or sglang")->capture_default_str();
+}
+
+void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
+  app.add_option("--window", raw.window, "add-batching flush window")->capture_default_str();
+  app.add_option("--engine-metrics-url", c.engine_metrics_url,
+                 "engine /metrics scraped for ReplicaStats; empty: no stats")
+      ->capture_default_str();
+  app.add_option("--stats-interval", raw.stats_interval, "scrape and stats update period")
+      ->capture_default_str();
+  app.add_option("--engine-cache-size-bytes", c.stats.engine_cache_size_bytes,
+                 "cache_memory_bytes = usage x this")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-concurrency-ceiling", c.stats.max_concurrency_ceiling,
+                 "pressure = (running + waiting) / this")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cache-tier", raw.cache_tier, "usage gauge: auto, kv, gpu or cpu")
+      ->capture_default_str();
+  app.add_option("--engine-model-name", c.stats.engine_model_name,
+                 "only metric series with this model_name label");
+  app.add_flag("--ignore-block-removed", c.state.ignore_block_removed,
+               "an offload tier exists: BlockRemoved downgrades to T2");
+  app.add_option("--lora-adapter-names", raw.lora_adapter_names,
+                 "id=name,... (an unmapped non-nil lora_id is dropped)");
+  app.add_option("--engine-block-size", c.state.engine_block_size,
+                 "the server's --engine-block-size (a mismatch is logged and counted)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--max-tracked-blocks", c.state.max_blocks,
+                 "blocks tracked per replica before a resync")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--max-queued-entries", c.sender.max_queued_entries,
+                 "entries queued for the server before pushes wait")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1 << 26));
+  app.add_option("--replay-timeout", raw.replay_timeout, "replay silence before a resync")
+      ->capture_default_str();
+  app.add_option("--http-bind-address", c.http_bind_address,
+                 "/metrics and /healthz listener [host]:port; empty: off")
+      ->capture_default_str();
+  app.add_option("--log-format", raw.log_format, "json or text")->capture_default_str();
+  app.add_option("--log-level", raw.log_level, "debug, info, warn or error")->capture_default_str();
+}
+
+void validate(AdapterConfig& c, const RawFlags& raw) {
+  if (c.replica_id.empty()) throw UsageError{"--replica-id is required"};
+  if (c.identity.model_id.empty()) throw UsageError{"--model-id is required"};
+  if (c.identity.hash_scheme != "vllm" && c.identity.hash_scheme != "sglang") {
+    throw UsageError{"--hash-scheme: want vllm or sglang, got \"" + c.identity.hash_scheme + "\""};
+  }
+  if (c.engine_endpoint.empty()) throw UsageError{"--engine-endpoint must not be empty"};
+  c.window_us = duration_flag("--window", raw.window, 1000);
+  c.stats_interval_us = duration_flag("--stats-interval", raw.stats_interval, 100'000);
+  c.replay_timeout_us = duration_flag("--replay-timeout", raw.replay_timeout, 10'000);
+  if (raw.cache_tier == "auto") {
+    c.stats.cache_tier = CacheTierChoice::automatic;
+  } else if (raw.cache_tier == "kv") {
+    c.stats.cache_tier = CacheTierChoice::kv;
+  } else if (raw.cache_tier == "gpu") {
+    c.stats.cache_tier = CacheTierChoice::gpu;
+  } else if (raw.cache_tier == "cpu") {
+    c.stats.cache_tier = CacheTierChoice::cpu;
+  } else {
+    throw UsageError{"--cache-tier: want auto, kv, gpu or cpu, got \"" + raw.cache_tier + "\""};
+  }
+  const auto names = parse_lora_names(raw.lora_adapter_names);
+  if (!names) {
+    throw UsageError{"--lora-adapter-names: want id=name,id=name, got \"" + raw.lora_adapter_names +
+                     "\""};
+  }
+  c.state.lora_names = *names;
+  if (raw.log_format != "json" && raw.log_format != "text") {
+    throw UsageError{"--log-format: want json or text, got \"" + raw.log_format + "\""};
+  }
+  c.log_format = raw.log_format == "json" ? config::LogFormat::json : config::LogFormat::text;
+  const std::map<std::string, config::LogLevel> levels = {{"debug", config::LogLevel::debug},
+                                                          {"info", config::LogLevel::info},
+                                                          {"warn", config::LogLevel::warn},
+                                                          {"error", config::LogLevel::error}};
+  const auto level = levels.find(raw.log_level);
+  if (level == levels.end()) {
+    throw UsageError{"--log-level: want debug, info, warn or error, got \"" + raw.log_level + "\""};
+  }
+  c.log_level = level->second;
+}
+
+std::string one_line(std::string s) {
+  for (char& ch : s) {
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+ConfigOutcome parse_config(int argc, const char* const* argv) {
+  AdapterConfig c;
+  RawFlags raw;
+  CLI::App app{"inferencecache-kvevents: feeds InferenceCache from vLLM / SGLang KV events",
+               kProgram};
+  app.set_version_flag("--version", kVersion);
+  define_identity(app, c);
+  define_tuning(app, c, raw);
+  try {
+    app.parse(argc, argv);
+    validate(c, raw);
+  } catch (const CLI::CallForHelp&) {
+    return ConfigOutcome{std::nullopt, 0, app.help()};
+  } catch (const CLI::CallForVersion&) {
+    return ConfigOutcome{std::nullopt, 0, kVersion};
+  } catch (const CLI::ParseError& e) {
+    return ConfigOutcome{std::nullopt, 2, std::string(kProgram) + ": " + one_line(e.what())};
+  } catch (const UsageError& e) {
+    return ConfigOutcome{std::nullopt, 2, std::string(kProgram) + ": " + one_line(e.why)};
+  }
+  return ConfigOutcome{std::move(c), 0, ""};
+}
+
+std::string offset_endpoint(const std::string& endpoint, int offset) {
+  if (offset == 0) return endpoint;
+  const std::size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos || endpoint.rfind("tcp://", 0) != 0) return endpoint;
+  int port = 0;
+  const char* first = endpoint.data() + colon + 1;
+  const char* last = endpoint.data() + endpoint.size();
+  const auto [ptr, ec] = std::from_chars(first, last, port);
+  if (ec != std::errc() || ptr != last) return endpoint;
+  return endpoint.substr(0, colon + 1) + std::to_string(port + offset);
+}
+
+std::optional<std::map<std::int64_t, std::string>> parse_lora_names(const std::string& text) {
+  std::map<std::int64_t, std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) return std::nullopt;
+    std::int64_t id = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + eq, id);
+    if (ec != std::errc() || ptr != item.data() + eq) return std::nullopt;
+    out[id] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string replica_name(const std::string& replica_id, int dp_size, std::int64_t rank) {
+  if (dp_size <= 1) return replica_id;
+  return replica_id + "/dp" + std::to_string(rank);
+}
+
+}  // namespace ic::tools::kvevents
