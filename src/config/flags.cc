@@ -107,6 +107,7 @@ struct RawFlags {
   std::string index_ttl = "30m";
   std::string index_max_entries = "1000000";
   std::string sweep_interval = "1m";
+  std::string metrics_stream_interval = "10s";
 };
 
 void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
@@ -150,6 +151,9 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
       ->capture_default_str();
   app.add_option("--sweep-interval", raw.sweep_interval, "period of the TTL sweep")
       ->capture_default_str();
+  app.add_option("--metrics-stream-interval", raw.metrics_stream_interval,
+                 "period of StreamMetrics samples (docs/streams.md)")
+      ->capture_default_str();
   app.add_option("--policy-file", c.policy_file, "CachePolicy JSON loaded at start");
   app.add_option("--control-token-file", c.control_token_file,
                  "bearer token for the control listener");
@@ -183,6 +187,8 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   c.index_max_entries = parse_uint<std::uint64_t>("--index-max-entries", raw.index_max_entries, 1,
                                                   std::uint64_t{1} << 40);
   c.sweep_interval_us = parse_duration_flag("--sweep-interval", raw.sweep_interval, 1000);
+  c.metrics_stream_interval_us =
+      parse_duration_flag("--metrics-stream-interval", raw.metrics_stream_interval, 100'000);
 }
 
 std::string one_line(std::string s) {

@@ -57,6 +57,9 @@ struct ServerConfig {
   std::uint64_t index_max_entries = 1'000'000;
   // Period of the TTL sweep, µs.
   std::int64_t sweep_interval_us = 60 * 1'000'000LL;
+  // Period of StreamMetrics samples (docs/streams.md "StreamMetrics"), µs;
+  // at least 100 ms.
+  std::int64_t metrics_stream_interval_us = 10 * 1'000'000LL;
   // CachePolicy JSON loaded at start (spec/policy.md); empty: defaults.
   std::string policy_file;
   // File holding the bearer token for the control listener (/snapshot,

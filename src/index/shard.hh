@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/policy.hh"
+#include "index/change.hh"
 #include "index/clock.hh"
 #include "index/snapshot.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
@@ -148,6 +149,10 @@ class Shard {
   // slice finished a full pass (the caller then waits for the next interval;
   // otherwise it schedules the next slice on a later loop turn).
   bool sweep_slice(std::int64_t now_wall_us, std::size_t budget);
+
+  // Reports every applied change to `sink` (index/change.hh) from now on;
+  // nullptr (the default) stops it. The sink outlives its installation.
+  void set_change_sink(ChangeSink* sink) noexcept;
 
   // --- observability (read on the owner core; admin merges shards) ---
 

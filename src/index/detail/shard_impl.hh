@@ -336,6 +336,15 @@ struct Shard::Impl {
                    std::int64_t seen);
   std::size_t apply_event(const pb::CacheEvent& ev, std::int64_t now);
 
+  // ===== change reports (changes.cc; only called when `sink` is set) =====
+  ChangeSink* sink = nullptr;
+  bool quiet_removals = false;  // ALL_CLEARED reports itself, not each entry
+  Change prefix_change(ChangeType type, std::uint32_t e) const;
+  void report_upsert(std::uint32_t e);
+  void report_removal(std::uint32_t e);
+  void report_replica(ChangeType type, std::uint32_t tm, std::uint32_t replica, std::int64_t seen);
+  void report_cleared(const pb::CacheEvent& ev);
+
   // ===== lookup (lookup.cc) =====
   void lookup(const pb::LookupRouteRequest& req, const LookupContext& ctx,
               pb::LookupRouteResponse* out);
