@@ -14,14 +14,18 @@ namespace ic::service {
 
 namespace pb = ::inferencecache::v1alpha1;
 
+namespace {
+// Framed bytes after which a batch leaves at once instead of at the end of
+// the loop turn.
+constexpr std::size_t kBatchBytes = 64 * 1024;
+}  // namespace
+
 namespace detail {
 
 // One StreamCacheEvents call. Shared by its home core (the handler) and its
 // owner cores (hub slots, tasks in flight); the fields marked "home" are
 // touched only on the home core.
 struct Subscription {
-  Subscription(unsigned cores) : in_flight(std::make_unique<std::atomic<std::size_t>[]>(cores)) {}
-
   // Immutable once started.
   std::string tenant_id;        // "" = every tenant
   std::string model_id;         // "" = every model
@@ -31,12 +35,13 @@ struct Subscription {
   grpc::CallHandle call;  // home
 
   unsigned pending_registrations = 0;  // home
+  bool started = false;                // home: counted in EventFanout::active_
   bool ended = false;                  // home
   // Set by the home core when the call ends and by an owner core on
   // overflow; owners skip a closed subscription until its removal arrives.
   std::atomic<bool> closed{false};
-  // Per owner core: framed bytes posted to the home core, not yet written.
-  std::unique_ptr<std::atomic<std::size_t>[]> in_flight;
+  // Framed bytes posted to the home core by any owner, not yet written.
+  std::atomic<std::size_t> in_flight{0};
 
   bool matches(const index::Change& c) const {
     if ((type_mask & (1u << static_cast<unsigned>(c.type))) == 0) return false;
@@ -78,13 +83,14 @@ class CoreHub final : public index::ChangeSink {
         frame(c);
         framed = true;
       }
-      const std::size_t queued =
-          slot.batch.size() + sub.in_flight[core_].load(std::memory_order_relaxed);
+      const std::size_t queued = slot.batch.size() + sub.in_flight.load(std::memory_order_relaxed);
       if (queued + frame_.size() > fanout_.limits_.max_queued_bytes) {
         overflow(slot);
         continue;
       }
       slot.batch += frame_;
+      // A burst inside one loop turn travels in batch-sized pieces.
+      if (slot.batch.size() >= kBatchBytes && post(slot)) continue;
       schedule_flush();
     }
   }
@@ -120,7 +126,7 @@ class CoreHub final : public index::ChangeSink {
     std::string().swap(slot.batch);
     const std::string why = "event subscriber too slow: more than " +
                             std::to_string(fanout_.limits_.max_queued_bytes) +
-                            " bytes of events queued on core " + std::to_string(core_);
+                            " bytes of events queued";
     EventFanout* f = &fanout_;
     auto task = [f, sub = slot.sub, why] {
       f->end(sub, {grpc::StatusCode::kResourceExhausted, why});
@@ -135,23 +141,27 @@ class CoreHub final : public index::ChangeSink {
     fanout_.router_.link().add_timer(0, [this] { flush(); });
   }
 
-  // One task per subscription with a batch; a full mailbox keeps the batch
-  // here (still counted against the bound) and retries shortly.
+  // Posts the slot's batch to its home core; false (batch kept, still
+  // counted against the bound) when that mailbox is full.
+  bool post(Slot& slot) {
+    const std::size_t n = slot.batch.size();
+    slot.sub->in_flight.fetch_add(n, std::memory_order_relaxed);
+    auto task = std::make_unique<Batch>(Batch{&fanout_, slot.sub, std::move(slot.batch)});
+    slot.batch.clear();
+    if (fanout_.router_.try_post(slot.sub->home, task)) return true;
+    slot.sub->in_flight.fetch_sub(n, std::memory_order_relaxed);
+    slot.batch = std::move(task->frames);
+    return false;
+  }
+
+  // Once per loop turn: one task per subscription with a batch; a full
+  // mailbox keeps the batch here and retries shortly.
   void flush() {
     flush_armed_ = false;
     bool retry = false;
     for (Slot& slot : slots_) {
       if (slot.batch.empty() || slot.sub->closed.load(std::memory_order_relaxed)) continue;
-      const std::size_t n = slot.batch.size();
-      std::atomic<std::size_t>& in_flight = slot.sub->in_flight[core_];
-      in_flight.fetch_add(n, std::memory_order_relaxed);
-      EventFanout* f = &fanout_;
-      auto task = std::make_unique<Batch>(Batch{f, slot.sub, core_, std::move(slot.batch)});
-      slot.batch.clear();
-      if (fanout_.router_.try_post(slot.sub->home, task)) continue;
-      in_flight.fetch_sub(n, std::memory_order_relaxed);
-      slot.batch = std::move(task->frames);
-      retry = true;
+      if (!post(slot)) retry = true;
     }
     if (retry) {
       flush_armed_ = true;
@@ -162,9 +172,8 @@ class CoreHub final : public index::ChangeSink {
   struct Batch {
     EventFanout* fanout;
     std::shared_ptr<Subscription> sub;
-    unsigned owner;
     std::string frames;
-    void operator()() { fanout->deliver(sub, owner, std::move(frames)); }
+    void operator()() { fanout->deliver(sub, std::move(frames)); }
   };
 
   EventFanout& fanout_;
@@ -222,7 +231,7 @@ class StreamEventsHandler final : public grpc::CallHandler {
       return;
     }
     const unsigned cores = router_.link().cores();
-    sub_ = std::make_shared<Subscription>(cores);
+    sub_ = std::make_shared<Subscription>();
     sub_->tenant_id = request_.tenant_id();
     sub_->model_id = request_.model_id();
     sub_->type_mask = mask;
@@ -233,7 +242,12 @@ class StreamEventsHandler final : public grpc::CallHandler {
     } else {
       for (unsigned c = 0; c < cores; ++c) sub_->owners.push_back(c);
     }
-    fanout_.start(sub_);
+    if (!fanout_.start(sub_)) {
+      sub_.reset();
+      call_.finish({grpc::StatusCode::kResourceExhausted,
+                    "too many event subscribers (max " +
+                        std::to_string(fanout_.limits().max_subscriptions) + ")"});
+    }
   }
 
   void on_cancel() override {
@@ -280,7 +294,12 @@ void EventFanout::add_method(grpc::MethodTable& methods) {
 
 std::size_t EventFanout::subscriptions(unsigned core) const { return hubs_[core]->size(); }
 
-void EventFanout::start(const std::shared_ptr<Subscription>& sub) {
+bool EventFanout::start(const std::shared_ptr<Subscription>& sub) {
+  if (active_.fetch_add(1, std::memory_order_relaxed) >= limits_.max_subscriptions) {
+    active_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  sub->started = true;
   sub->pending_registrations = static_cast<unsigned>(sub->owners.size());
   for (const unsigned owner : sub->owners) {
     detail::CoreHub* hub = hubs_[owner].get();
@@ -291,6 +310,7 @@ void EventFanout::start(const std::shared_ptr<Subscription>& sub) {
     };
     router_.post_reliably(owner, std::make_unique<decltype(task)>(std::move(task)));
   }
+  return true;
 }
 
 void EventFanout::registered(const std::shared_ptr<Subscription>& sub) {
@@ -300,6 +320,7 @@ void EventFanout::registered(const std::shared_ptr<Subscription>& sub) {
 void EventFanout::end(const std::shared_ptr<Subscription>& sub, const grpc::Status& status) {
   if (sub->ended) return;
   sub->ended = true;
+  if (sub->started) active_.fetch_sub(1, std::memory_order_relaxed);
   sub->closed.store(true, std::memory_order_release);
   sub->call.finish(status);
   for (const unsigned owner : sub->owners) {
@@ -309,8 +330,7 @@ void EventFanout::end(const std::shared_ptr<Subscription>& sub, const grpc::Stat
   }
 }
 
-void EventFanout::deliver(const std::shared_ptr<Subscription>& sub, unsigned owner,
-                          std::string&& frames) {
+void EventFanout::deliver(const std::shared_ptr<Subscription>& sub, std::string&& frames) {
   if (!sub->ended) {
     sub->call.write_frames(std::as_bytes(std::span(frames.data(), frames.size())));
     if (sub->call.unsent_bytes() > limits_.max_unsent_bytes) {
@@ -319,7 +339,7 @@ void EventFanout::deliver(const std::shared_ptr<Subscription>& sub, unsigned own
                                                           " bytes unread"});
     }
   }
-  sub->in_flight[owner].fetch_sub(frames.size(), std::memory_order_relaxed);
+  sub->in_flight.fetch_sub(frames.size(), std::memory_order_relaxed);
 }
 
 }  // namespace ic::service

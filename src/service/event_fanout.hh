@@ -13,16 +13,15 @@
 //     null-pointer branch per change and lookups nothing.
 //   - On the owner core a matching change is serialized once into a framed
 //     message and appended to each matching subscription's batch; once per
-//     loop turn the batches travel to their home cores over the runtime's
-//     bounded mailboxes (one task per subscription per turn) and are written to
-//     the stream as they are.
-//   - Slow subscribers (docs/streams.md "Slow subscribers"): per (subscription,
-//     owner core) at most EventStreamLimits::max_queued_bytes of events wait
-//     for the home core, and the stream holds at most max_unsent_bytes the
-//     client has not taken; past either bound the stream ends with
-//     RESOURCE_EXHAUSTED and all its queued events are freed. Ingest and
-//     lookups never wait for a subscriber.
+//     loop turn (or each 64 KiB) the batches travel to their home cores over
+//     the runtime's bounded mailboxes and are written to the stream as they are.
+//   - Slow subscribers (docs/streams.md "Slow subscribers"): at most
+//     EventStreamLimits::max_queued_bytes of events wait for the home core,
+//     and the stream holds at most max_unsent_bytes the client has not taken;
+//     past either bound the stream ends with RESOURCE_EXHAUSTED and all its
+//     queued events are freed. Ingest and lookups never wait for a subscriber.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,14 +33,18 @@
 
 namespace ic::service {
 
-// Per-subscriber bounds (bytes of framed CacheEvent messages).
+// Subscriber bounds (bytes of framed CacheEvent messages). One subscriber
+// holds at most max_queued_bytes + max_unsent_bytes + 64 KiB per owner core
+// (a batch being filled); the server at most max_subscriptions of those.
 struct EventStreamLimits {
-  // Events one owner core holds for one subscriber: its next batch plus the
-  // batches posted to the home core and not yet written to the stream.
-  std::size_t max_queued_bytes = 256 * 1024;
+  // Events queued for one subscriber and not yet written to its stream:
+  // batches posted to its home core plus the one being filled.
+  std::size_t max_queued_bytes = 1024 * 1024;
   // Response bytes the subscriber's stream holds that the client has not
   // taken (HTTP/2 flow control window exhausted).
   std::size_t max_unsent_bytes = 1024 * 1024;
+  // Open StreamCacheEvents calls; one more is RESOURCE_EXHAUSTED.
+  std::size_t max_subscriptions = 128;
 };
 
 namespace detail {
@@ -63,10 +66,12 @@ class EventFanout {
 
   // Subscriptions registered with core `core`'s hub (call on that core).
   std::size_t subscriptions(unsigned core) const;
+  const EventStreamLimits& limits() const { return limits_; }
 
   // ---- used by the subscription's call handler (home core) ----
-  // Starts delivering to `sub`'s call; called once, on the home core.
-  void start(const std::shared_ptr<detail::Subscription>& sub);
+  // Starts delivering to `sub`'s call; called once, on the home core. False
+  // (nothing started) when max_subscriptions are open.
+  bool start(const std::shared_ptr<detail::Subscription>& sub);
   // Ends `sub`: finishes its call with `status` (if still open) and
   // unregisters it from its owner cores. Idempotent; on the home core.
   void end(const std::shared_ptr<detail::Subscription>& sub, const grpc::Status& status);
@@ -74,14 +79,14 @@ class EventFanout {
  private:
   friend class detail::CoreHub;
   // Home core: a batch of framed events from `owner` arrived.
-  void deliver(const std::shared_ptr<detail::Subscription>& sub, unsigned owner,
-               std::string&& frames);
+  void deliver(const std::shared_ptr<detail::Subscription>& sub, std::string&& frames);
   // Home core: owner `owner` registered `sub`.
   void registered(const std::shared_ptr<detail::Subscription>& sub);
 
   IndexRouter& router_;
   EventStreamLimits limits_;
   std::vector<std::unique_ptr<detail::CoreHub>> hubs_;
+  std::atomic<std::size_t> active_{0};  // started, not ended subscriptions
 };
 
 }  // namespace ic::service

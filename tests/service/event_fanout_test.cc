@@ -235,3 +235,21 @@ TEST_CASE("a subscriber over its queued-bytes bound ends with RESOURCE_EXHAUSTED
   f.call("ReportCacheState", update(b, "m", {"later"}, 2));
   CHECK(f.shard1.key_count() == 41);
 }
+
+TEST_CASE(
+    "one subscriber over max_subscriptions is RESOURCE_EXHAUSTED; an ended one frees its place") {
+  ic::service::EventStreamLimits limits;
+  limits.max_subscriptions = 2;
+  Events f(limits);
+  const auto one = f.subscribe(pb::StreamEventsRequest());
+  f.subscribe(pb::StreamEventsRequest());
+  const auto third = f.subscribe(pb::StreamEventsRequest());
+  CHECK(f.svc->client.streams[third].grpc_status() == "8");
+  CHECK(f.svc->client.streams[third].grpc_message() == "too many event subscribers (max 2)");
+  f.svc->client.cancel(one);
+  f.settle();
+  const auto fourth = f.subscribe(pb::StreamEventsRequest());
+  CHECK(f.svc->client.streams[fourth].header(":status") == "200");
+  CHECK_FALSE(f.svc->client.streams[fourth].closed);
+  CHECK(f.fanout.subscriptions(0) == 2);
+}

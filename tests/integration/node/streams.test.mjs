@@ -38,7 +38,9 @@ const cache = new loaded.inferencecache.v1alpha1.InferenceCache(target, credenti
 const health = new loaded.grpc.health.v1.Health(target, credentials);
 
 const deadline = (ms) => new Date(Date.now() + ms);
+// Wall clock in µs, rounded down (lower) or up (upper) to Date's milliseconds.
 const nowUs = () => BigInt(Date.now()) * 1000n;
+const nowUsUpper = () => nowUs() + 999n;
 
 const publish = (event) =>
   new Promise((resolve, reject) => {
@@ -79,7 +81,7 @@ const subscribe = (request) =>
         ends += 1;
       } else {
         const ts = BigInt(e.timestamp_us);
-        const when = ts >= from && ts <= nowUs() ? 'now' : e.timestamp_us;
+        const when = ts >= from && ts <= nowUsUpper() ? 'now' : e.timestamp_us;
         const hash = Buffer.from(e.prefix_hash).toString();
         (byTenant[e.tenant_id] ??= []).push(`${e.type} ${e.model_id} ${hash} ${when}`);
       }
