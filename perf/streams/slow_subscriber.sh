@@ -15,8 +15,9 @@
 #          (RESOURCE_EXHAUSTED) and hold no more than that meanwhile;
 #   read   the same plus N subscribers reading every event.
 # Prints per phase: lookup calls/s, p50/p99 µs, ingest calls/s, the server's
-# RSS growth over the phase and how the subscriptions ended, then the load
-# average. Needs a build with tools and grpc++ (ninja -C DIR). PHASES="none
+# CPU seconds and CPU µs per completed call (lookups + ingests; steadier than
+# rates on a shared machine), its RSS growth over the phase and how the
+# subscriptions ended, then the load average. Needs a build with tools and grpc++ (ninja -C DIR). PHASES="none
 # stuck none stuck" picks and repeats phases (alternate them on a busy machine).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -61,7 +62,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status"; }
 field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-printf '%-6s %10s %7s %7s %10s %8s %8s  %s\n' phase lookup/s p50_us p99_us ingest/s cpu_s rss_MiB subscriptions
+printf '%-6s %10s %7s %7s %10s %8s %9s %8s  %s\n' phase lookup/s p50_us p99_us ingest/s cpu_s cpu_us/call rss_MiB subscriptions
 for phase in ${PHASES:-none stuck read}; do
   subs_out="$work/subs-$phase.txt"
   : >"$subs_out"
@@ -88,11 +89,14 @@ for phase in ${PHASES:-none stuck read}; do
     kill -CONT "$subs_pid"
     wait "$subs_pid"
   fi
-  printf '%-6s %10.0f %7s %7s %10.0f %8.2f %8.1f  %s\n' "$phase" \
+  lookups=$(field "$work/lookup.json" "d['ok']")
+  ingests=$(field "$work/ingest.json" "d['ok']")
+  printf '%-6s %10.0f %7s %7s %10.0f %8.2f %9.2f %8.1f  %s\n' "$phase" \
     "$(field "$work/lookup.json" "d['ok_qps']")" \
     "$(field "$work/lookup.json" "d['latency']['p50_us']")" \
     "$(field "$work/lookup.json" "d['latency']['p99_us']")" \
     "$(field "$work/ingest.json" "d['ok_qps']")" "$cpu_s" \
+    "$(echo "$cpu_s * 1000000 / ($lookups + $ingests)" | bc -l)" \
     "$(echo "($after - $before) / 1024" | bc -l)" \
     "$(tail -n 1 "$subs_out")"
 done
