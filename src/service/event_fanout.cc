@@ -160,7 +160,11 @@ class CoreHub final : public index::ChangeSink {
     flush_armed_ = false;
     bool retry = false;
     for (Slot& slot : slots_) {
-      if (slot.batch.empty() || slot.sub->closed.load(std::memory_order_relaxed)) continue;
+      if (slot.batch.empty()) continue;
+      if (slot.sub->closed.load(std::memory_order_relaxed)) {
+        std::string().swap(slot.batch);  // ended meanwhile: its removal is on its way
+        continue;
+      }
       if (!post(slot)) retry = true;
     }
     if (retry) {

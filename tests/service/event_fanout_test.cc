@@ -71,10 +71,10 @@ std::string describe(const pb::CacheEvent& e) {
 }
 
 struct Events {
-  explicit Events(ic::service::EventStreamLimits limits = {})
+  explicit Events(ic::service::EventStreamLimits limits = {}, ic::index::IndexConfig config = {})
       : link(2),
-        shard0(ic::index::IndexConfig{}, &globals),
-        shard1(ic::index::IndexConfig{}, &globals),
+        shard0(config, &globals),
+        shard1(config, &globals),
         router(link, {&shard0, &shard1}, clock),
         fanout(router, limits) {
     clock.wall = kWall;
@@ -252,4 +252,20 @@ TEST_CASE(
   CHECK(f.svc->client.streams[fourth].header(":status") == "200");
   CHECK_FALSE(f.svc->client.streams[fourth].closed);
   CHECK(f.fanout.subscriptions(0) == 2);
+}
+
+TEST_CASE("the global entry cap's victims are PREFIX_EVICTED events") {
+  ic::index::IndexConfig config;
+  config.max_entries = 2;
+  Events f({}, config);
+  const std::string a = tenant_on(0);
+  const auto id = f.subscribe(pb::StreamEventsRequest());
+  f.call("ReportCacheState", update(a, "m", {"old"}, 10));
+  f.call("ReportCacheState", update(a, "m", {"mid", "new"}, 20));  // 3 > 2: "old" goes
+  CHECK(f.received(id) == std::vector<std::string>{
+                              line("PREFIX_ADDED", a, "old", 10),
+                              line("PREFIX_ADDED", a, "mid", 20),
+                              line("PREFIX_ADDED", a, "new", 20),
+                              line("PREFIX_EVICTED", a, "old", kWall),
+                          });
 }
