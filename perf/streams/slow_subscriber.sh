@@ -68,7 +68,7 @@ for phase in ${PHASES:-none stuck read}; do
   : >"$subs_out"
   if [ "$phase" != none ]; then
     "$subs_bin" --server "$target" --mode "$phase" --subscribers "$subscribers" \
-      --duration "$((duration + 3))" >"$subs_out" &
+      --duration "$((duration + 5))" >"$subs_out" &
     subs_pid=$!
     until grep -q subscribed "$subs_out"; do sleep 0.05; done
     # Stuck for real: the process (grpc++'s transport threads included)
@@ -86,8 +86,8 @@ for phase in ${PHASES:-none stuck read}; do
   after=$(rss_kb)
   cpu_s=$(echo "($(cpu_ticks) - $ticks_before) / $(getconf CLK_TCK)" | bc -l)
   if [ "$phase" != none ]; then
-    kill -CONT "$subs_pid"
-    wait "$subs_pid"
+    kill -CONT "$subs_pid" 2>/dev/null || true
+    wait "$subs_pid" || true
   fi
   lookups=$(field "$work/lookup.json" "d['ok']")
   ingests=$(field "$work/ingest.json" "d['ok']")
