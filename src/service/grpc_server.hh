@@ -21,9 +21,10 @@
 //
 // Keep each CoreGrpcServer alive until its core's reactor has stopped (the
 // sessions and their timers point into it). Shutdown: Session::on_shutdown()
-// sends GOAWAY, ends Health.Watch, StreamCacheEvents and StreamMetrics streams, lets in-flight
-// calls finish; Session::idle() turns true when no stream is left, and the session closes its
-// connection itself once the GOAWAY is out and the last stream ended.
+// sends GOAWAY, ends the Health.Watch, StreamCacheEvents and StreamMetrics
+// streams, lets in-flight calls finish; Session::idle() turns true when no
+// stream is left, and the session closes its connection itself once the
+// GOAWAY is out and the last stream ended.
 
 #include <memory>
 
