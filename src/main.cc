@@ -25,12 +25,14 @@
 #include "index/shard.hh"
 #include "metrics/labels.hh"
 #include "metrics/registry.hh"
+#include "metrics/scrape.hh"
 #include "net/address.hh"
 #include "net/server.hh"
 #include "net/tls.hh"
 #include "persist/state_saver.hh"
 #include "runtime/runtime.hh"
 #include "service/core_link.hh"
+#include "service/event_fanout.hh"
 #include "service/grpc_server.hh"
 #include "service/index_router.hh"
 
@@ -109,6 +111,7 @@ struct App {
   ic::service::RuntimeLink link{runtime};
   ic::index::SystemClock clock;
   std::unique_ptr<ic::service::IndexRouter> router;
+  std::unique_ptr<ic::service::EventFanout> events;  // StreamCacheEvents
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
   std::atomic<unsigned> cores_serving{0};
@@ -150,6 +153,7 @@ void App::build_shards() {
   std::vector<ic::index::Shard*> shard_ptrs;
   for (auto& shard : shards) shard_ptrs.push_back(shard.get());
   router = std::make_unique<ic::service::IndexRouter>(link, std::move(shard_ptrs), clock);
+  events = std::make_unique<ic::service::EventFanout>(*router);
   grpc_servers.resize(runtime.cores());
   grpc_factories.resize(runtime.cores());
 }
@@ -348,6 +352,9 @@ void App::start_core(unsigned core) {
   opts.grpc.h2.max_concurrent_streams = config.max_concurrent_streams;
   opts.ready = [this] { return readiness.ready(); };
   opts.router = router.get();
+  opts.events = events.get();
+  opts.scrape_metrics = [this](auto done) { ic::metrics::scrape(runtime, registry, done); };
+  opts.metrics_interval_us = config.metrics_stream_interval_us;
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();
   runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });

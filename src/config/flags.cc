@@ -134,6 +134,7 @@ struct RawFlags {
   std::string pressure_load = "16";
   std::string saturation_pressure = "1";
   std::string state_save_interval = "1m";
+  std::string metrics_stream_interval = "10s";
 };
 
 void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
@@ -189,6 +190,9 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
       ->capture_default_str();
   app.add_option("--saturation-pressure", raw.saturation_pressure,
                  "load-aware: pressure at which a replica is saturated")
+      ->capture_default_str();
+  app.add_option("--metrics-stream-interval", raw.metrics_stream_interval,
+                 "period of StreamMetrics samples (docs/streams.md)")
       ->capture_default_str();
   app.add_option("--policy-file", c.policy_file, "CachePolicy JSON loaded at start");
   app.add_option("--control-token-file", c.control_token_file,
@@ -247,6 +251,8 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   require_state_dir(c.state_file);
   c.state_save_interval_us =
       parse_duration_flag("--state-save-interval", raw.state_save_interval, 100'000);
+  c.metrics_stream_interval_us =
+      parse_duration_flag("--metrics-stream-interval", raw.metrics_stream_interval, 100'000);
 }
 
 std::string one_line(std::string s) {

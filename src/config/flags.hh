@@ -64,6 +64,9 @@ struct ServerConfig {
   // "Knobs"): tokens per unit of load, hint memory, load of pressure 1.0,
   // saturation pressure.
   LoadAwareKnobs load_aware{512.0, 64.0, 16.0, 1.0};
+  // Period of StreamMetrics samples (docs/streams.md "StreamMetrics"), µs;
+  // at least 100 ms.
+  std::int64_t metrics_stream_interval_us = 10 * 1'000'000LL;
   // CachePolicy JSON loaded at start (spec/policy.md); empty: defaults.
   std::string policy_file;
   // File holding the bearer token for the control listener (/snapshot,

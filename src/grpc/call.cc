@@ -18,6 +18,24 @@ bool CallHandle::write(const google::protobuf::MessageLite& message) {
   return s->session->send_message(*s, message);
 }
 
+bool CallHandle::send_headers() {
+  const auto s = state_.lock();
+  if (!s || s->finished) return false;
+  s->session->send_headers(*s);
+  return true;
+}
+
+bool CallHandle::write_frames(std::span<const std::byte> frames) {
+  const auto s = state_.lock();
+  if (!s || s->finished) return false;
+  return s->session->send_frames(*s, frames);
+}
+
+std::size_t CallHandle::unsent_bytes() const {
+  const auto s = state_.lock();
+  return s ? s->session->unsent_bytes(*s) : 0;
+}
+
 void CallHandle::finish(const Status& status) {
   const auto s = state_.lock();
   if (!s || s->finished) return;

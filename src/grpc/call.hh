@@ -43,6 +43,17 @@ class CallHandle {
   // Sends one response message; sends the response headers first if needed.
   // Returns false (nothing sent) when the call is gone or finished.
   bool write(const google::protobuf::MessageLite& message);
+  // Sends the response headers (initial metadata) now if not sent yet, e.g.
+  // to tell a streaming client its subscription is in place. False when the
+  // call is gone or finished.
+  bool send_headers();
+  // Sends response messages already framed (grpc/framing.hh: prefix +
+  // serialized message, back to back): one serialization fanned out to many
+  // calls. Returns false (nothing sent) when the call is gone or finished.
+  bool write_frames(std::span<const std::byte> frames);
+  // Response bytes written but not yet taken by HTTP/2 flow control (a client
+  // that stopped reading); 0 when gone.
+  std::size_t unsent_bytes() const;
   // Ends the call: trailers with grpc-status (also for OK), or a trailers-only
   // response when nothing was sent yet. No-op when gone or finished.
   void finish(const Status& status);

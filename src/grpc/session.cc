@@ -225,6 +225,24 @@ bool GrpcSession::send_message(detail::CallState& call,
   return ok;
 }
 
+bool GrpcSession::send_frames(detail::CallState& call, std::span<const std::byte> frames) {
+  if (call.finished) return false;
+  send_headers_once(call);
+  const bool ok = h2_.write(call.id, frames);
+  wake();
+  return ok;
+}
+
+void GrpcSession::send_headers(detail::CallState& call) {
+  if (call.finished || call.headers_sent) return;
+  send_headers_once(call);
+  wake();
+}
+
+std::size_t GrpcSession::unsent_bytes(const detail::CallState& call) {
+  return h2_.unsent_bytes(call.id);
+}
+
 void GrpcSession::finish_call(detail::CallState& call, const Status& status) {
   if (call.finished) return;
   call.finished = true;

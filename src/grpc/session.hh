@@ -66,6 +66,9 @@ class GrpcSession final : public net::Session, private h2::Application {
 
   // Used by CallHandle (same core only).
   bool send_message(detail::CallState& call, const google::protobuf::MessageLite& message);
+  bool send_frames(detail::CallState& call, std::span<const std::byte> frames);
+  void send_headers(detail::CallState& call);
+  std::size_t unsent_bytes(const detail::CallState& call);
   void finish_call(detail::CallState& call, const Status& status);
   unsigned core() const { return conn_.core(); }
 

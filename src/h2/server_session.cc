@@ -429,6 +429,11 @@ bool ServerSession::write(StreamId id, std::span<const std::byte> bytes) {
   return true;
 }
 
+std::size_t ServerSession::unsent_bytes(StreamId id) {
+  const Stream* st = find(id);
+  return st == nullptr ? 0 : st->out.size() - st->out_off;
+}
+
 bool ServerSession::finish(StreamId id, std::span<const HeaderView> trailers) {
   Stream* st = find(id);
   if (st == nullptr || !st->responded || st->body_done || st->closed) return false;

@@ -88,6 +88,10 @@ class ServerSession final : public net::Session {
   // Ends the response after the body written so far, with `trailers` (may be
   // empty: then the last DATA frame carries END_STREAM).
   bool finish(StreamId id, std::span<const HeaderView> trailers);
+  // Body bytes written to the stream and not yet taken by nghttp2 (waiting
+  // for flow-control window); 0 for an unknown stream. Lets a long-lived
+  // stream bound what a peer that stopped reading makes us hold.
+  std::size_t unsent_bytes(StreamId id);
   // Sends RST_STREAM with `error_code` (RFC 9113 §7).
   void reset(StreamId id, std::uint32_t error_code);
 

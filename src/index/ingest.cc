@@ -56,6 +56,7 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int3
     on_order_change(e);
   }
   ++r.entries_upserted;
+  if (sink != nullptr) report_upsert(e);
 }
 
 void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
@@ -77,6 +78,7 @@ void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
   rec->t2_query_tokens = s.t2_query_tokens();
   rec->last_seen = seen;
   rec->stats_reported = seen;
+  if (sink != nullptr) report_replica(ChangeType::kReplicaUpdated, tm, replica_ref, seen);
 }
 
 IngestResult Shard::Impl::ingest(const pb::CacheStateUpdate& u, std::int64_t now) {
@@ -182,12 +184,16 @@ std::size_t Shard::Impl::apply_event(const pb::CacheEvent& ev, std::int64_t now)
     case pb::CacheEvent::REPLICA_UPDATED: {
       const std::int64_t seen = ev.timestamp_us() == 0 ? now : ev.timestamp_us();
       for (StatsRec& s : tms[tm].stats) {
-        if (s.replica == replica) s.last_seen = seen;
+        if (s.replica != replica) continue;
+        s.last_seen = seen;
+        if (sink != nullptr) report_replica(ChangeType::kReplicaUpdated, tm, replica, seen);
       }
       break;
     }
     case pb::CacheEvent::ALL_CLEARED: {
       // Walk the tenant's keys (not the whole shard) for this model's entries.
+      bool cleared = false;
+      quiet_removals = true;  // one ALL_CLEARED report, not one per entry
       std::uint32_t k = tenant_recs[tenant].key_head;
       while (k != kNone) {
         const std::uint32_t next = keys[k].tenant_next;
@@ -200,6 +206,7 @@ std::size_t Shard::Impl::apply_event(const pb::CacheEvent& ev, std::int64_t now)
         }
         k = next;
       }
+      quiet_removals = false;
       // tm may have been freed if it had no stats; look it up again.
       const std::uint32_t tm2 = find_tm(tenants.find(ev.tenant_id()), models.find(ev.model_id()));
       if (tm2 != kNone) {
@@ -207,12 +214,14 @@ std::size_t Shard::Impl::apply_event(const pb::CacheEvent& ev, std::int64_t now)
         for (auto it = v.begin(); it != v.end(); ++it) {
           if (it->replica == replica) {
             v.erase(it);
+            cleared = true;
             replicas.release(replica);
             maybe_remove_tm(tm2);
             break;
           }
         }
       }
+      if (sink != nullptr && (cleared || removed > 0)) report_cleared(ev);
       break;
     }
     default:

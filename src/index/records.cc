@@ -305,6 +305,7 @@ std::uint32_t Shard::Impl::create_entry(std::uint32_t k, std::uint32_t replica) 
 }
 
 void Shard::Impl::remove_entry(std::uint32_t e) {
+  if (sink != nullptr) report_removal(e);
   EntryRec& er = entries[e];
   const std::uint32_t k = er.key;
   KeyRec& kr = keys[k];

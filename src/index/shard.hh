@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/policy.hh"
+#include "index/change.hh"
 #include "index/clock.hh"
 #include "index/snapshot.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
@@ -190,6 +191,9 @@ class Shard {
                       const std::function<void(const EntryView&)>& fn) const;
   // Visits every stats entry of this shard. O(tenants × models × replicas).
   void export_stats(const std::function<void(const StatsView&)>& fn) const;
+  // Reports every applied change to `sink` (index/change.hh) from now on;
+  // nullptr (the default) stops it. The sink outlives its installation.
+  void set_change_sink(ChangeSink* sink) noexcept;
 
   // --- observability (read on the owner core; admin merges shards) ---
 

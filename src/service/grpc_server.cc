@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "service/event_fanout.hh"
 #include "service/index_routes.hh"
 #include "service/inference_cache.hh"
 #include "service/reactor_timers.hh"
@@ -32,7 +33,12 @@ void CoreGrpcServer::build(const GrpcServiceOptions& options) {
   std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
   add_inference_cache(methods_);
   if (options.router != nullptr) add_index_routes(methods_, *options.router);
-  add_health(methods_, options.ready);
+  if (options.events != nullptr) options.events->add_method(methods_);
+  if (options.scrape_metrics) {
+    add_metric_stream(methods_, options.scrape_metrics, options.metrics_interval_us,
+                      *context_.timers);
+  }
+  add_health(methods_, options.ready, *context_.timers);
   add_reflection(methods_);
   context_.methods = &methods_;
   context_.options = options.grpc;

@@ -12,15 +12,19 @@
 //   static ic::index::SystemClock clock;
 //   static ic::service::IndexRouter router(link, shards, clock);
 //   opts.router = &router;
+//   static ic::service::EventFanout events(router);  // StreamCacheEvents
+//   opts.events = &events;
+//   opts.scrape_metrics = [&](auto done) { ic::metrics::scrape(runtime, registry, done); };
 //   auto server = std::make_unique<ic::service::CoreGrpcServer>(
 //       opts, ic::runtime::current_reactor());
 //   net.listen_grpc(server->session_factory());     // SessionFactory per core
 //
 // Keep each CoreGrpcServer alive until its core's reactor has stopped (the
 // sessions and their timers point into it). Shutdown: Session::on_shutdown()
-// sends GOAWAY, ends Health.Watch streams, lets in-flight calls finish;
-// Session::idle() turns true when no stream is left, and the session closes
-// its connection itself once the GOAWAY is out and the last stream ended.
+// sends GOAWAY, ends the Health.Watch, StreamCacheEvents and StreamMetrics
+// streams, lets in-flight calls finish; Session::idle() turns true when no
+// stream is left, and the session closes its connection itself once the
+// GOAWAY is out and the last stream ended.
 
 #include <memory>
 
@@ -30,10 +34,12 @@
 #include "net/session.hh"
 #include "runtime/runtime.hh"
 #include "service/health.hh"
+#include "service/metric_stream.hh"
 
 namespace ic::service {
 
 class IndexRouter;
+class EventFanout;
 
 struct GrpcServiceOptions {
   // Per-message receive limit and HTTP/2 hostile-peer limits (contract.md:
@@ -46,6 +52,14 @@ struct GrpcServiceOptions {
   // GetCacheState (service/index_router.hh); nullptr = contract defaults.
   // Shared by every core's server; outlives them.
   IndexRouter* router = nullptr;
+  // StreamCacheEvents (service/event_fanout.hh), shared by every core's
+  // server; nullptr = contract default (closes at once).
+  EventFanout* events = nullptr;
+  // StreamMetrics source (service/metric_stream.hh), e.g. metrics::scrape;
+  // nullptr = contract default (closes at once). Samples every
+  // metrics_interval_us (> 0).
+  ScrapeFn scrape_metrics;
+  std::int64_t metrics_interval_us = kDefaultMetricStreamIntervalUs;
 };
 
 // One core's gRPC server: the method table (InferenceCache, Health,

@@ -1,7 +1,10 @@
 #include "service/health.hh"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "grpc/health/v1/health.pb.h"
 #include "grpc/typed.hh"
@@ -10,21 +13,62 @@ namespace ic::service {
 namespace {
 
 namespace hpb = ::grpc::health::v1;
+using Status = hpb::HealthCheckResponse::ServingStatus;
 
 bool is_served(const std::string& service) {
   return service.empty() || service == "inferencecache.v1alpha1.InferenceCache";
 }
 
-hpb::HealthCheckResponse::ServingStatus current(const ReadyFn& ready) {
+Status current(const ReadyFn& ready) {
   return (!ready || ready()) ? hpb::HealthCheckResponse::SERVING
                              : hpb::HealthCheckResponse::NOT_SERVING;
 }
 
-// Watch: one status now, then the stream stays until shutdown.
+class WatchHandler;
+
+// The open Watch streams of one core and the one poll timer they share,
+// armed only while there is at least one.
+class WatchHub {
+ public:
+  WatchHub(ReadyFn ready, grpc::Timers& timers) : ready_(std::move(ready)), timers_(timers) {}
+  ~WatchHub() {
+    if (timer_) timers_.cancel_timer(*timer_);
+  }
+  WatchHub(const WatchHub&) = delete;
+  WatchHub& operator=(const WatchHub&) = delete;
+
+  Status status() const { return current(ready_); }
+  void add(WatchHandler* w) {
+    watchers_.push_back(w);
+    if (!timer_ && ready_) arm();
+  }
+  void remove(WatchHandler* w) {
+    watchers_.erase(std::remove(watchers_.begin(), watchers_.end(), w), watchers_.end());
+    if (watchers_.empty() && timer_) {
+      timers_.cancel_timer(*timer_);
+      timer_.reset();
+    }
+  }
+
+ private:
+  void arm() {
+    timer_ = timers_.add_timer(kWatchPollUs, [this] { tick(); });
+  }
+  void tick();
+
+  ReadyFn ready_;
+  grpc::Timers& timers_;
+  std::vector<WatchHandler*> watchers_;
+  std::optional<grpc::Timers::TimerId> timer_;
+};
+
+// Watch: the status now, then each change, until the client leaves or the
+// server drains.
 class WatchHandler final : public grpc::CallHandler {
  public:
-  WatchHandler(grpc::CallHandle call, ReadyFn ready)
-      : call_(std::move(call)), ready_(std::move(ready)) {}
+  WatchHandler(grpc::CallHandle call, std::shared_ptr<WatchHub> hub)
+      : call_(std::move(call)), hub_(std::move(hub)) {}
+  ~WatchHandler() override { hub_->remove(this); }
 
   void on_message(std::span<const std::byte> message) override {
     if (have_request_) {
@@ -34,31 +78,53 @@ class WatchHandler final : public grpc::CallHandler {
     hpb::HealthCheckRequest request;
     if (!grpc::parse_request(message, request, call_)) return;
     have_request_ = true;
-    hpb::HealthCheckResponse response;
-    response.set_status(is_served(request.service()) ? current(ready_)
-                                                     : hpb::HealthCheckResponse::SERVICE_UNKNOWN);
-    call_.write(response);
+    if (!is_served(request.service())) {
+      send(hpb::HealthCheckResponse::SERVICE_UNKNOWN);
+      return;
+    }
+    send(hub_->status());
+    hub_->add(this);
   }
   // The client's half-close does not end a watch (health-checking.md).
   void on_half_close() override {
     if (!have_request_) call_.finish({grpc::StatusCode::kInternal, "no request message"});
   }
+  void on_cancel() override { hub_->remove(this); }
   void on_shutdown() override {
-    hpb::HealthCheckResponse response;
-    response.set_status(hpb::HealthCheckResponse::NOT_SERVING);
-    call_.write(response);
+    hub_->remove(this);
+    if (last_ != hpb::HealthCheckResponse::NOT_SERVING) send(hpb::HealthCheckResponse::NOT_SERVING);
     call_.finish(grpc::Status::ok());
+  }
+  // Sends `status` if it differs from the last one sent.
+  void update(Status status) {
+    if (status != last_) send(status);
   }
 
  private:
+  void send(Status status) {
+    last_ = status;
+    hpb::HealthCheckResponse response;
+    response.set_status(status);
+    call_.write(response);
+  }
+
   grpc::CallHandle call_;
-  ReadyFn ready_;
+  std::shared_ptr<WatchHub> hub_;
+  Status last_ = hpb::HealthCheckResponse::UNKNOWN;
   bool have_request_ = false;
 };
 
+void WatchHub::tick() {
+  timer_.reset();
+  const Status now = status();
+  // update() may end a call, which never removes other watchers.
+  for (WatchHandler* w : std::vector<WatchHandler*>(watchers_)) w->update(now);
+  if (!watchers_.empty()) arm();
+}
+
 }  // namespace
 
-void add_health(grpc::MethodTable& methods, ReadyFn ready) {
+void add_health(grpc::MethodTable& methods, ReadyFn ready, grpc::Timers& timers) {
   methods.add(
       "/grpc.health.v1.Health/Check",
       grpc::single_request_method<hpb::HealthCheckRequest>(
@@ -72,10 +138,11 @@ void add_health(grpc::MethodTable& methods, ReadyFn ready) {
             response.set_status(current(ready));
             call.reply(response);
           }));
+  auto hub = std::make_shared<WatchHub>(std::move(ready), timers);
   grpc::Method watch;
   watch.kind = grpc::CallKind::kServerStreaming;
-  watch.make = [ready](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
-    return std::make_unique<WatchHandler>(std::move(call), ready);
+  watch.make = [hub](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+    return std::make_unique<WatchHandler>(std::move(call), hub);
   };
   methods.add("/grpc.health.v1.Health/Watch", std::move(watch));
 }

@@ -1,22 +1,34 @@
 #pragma once
-// grpc.health.v1.Health (grpc/doc/health-checking.md; contract.md "Identity"):
-// services "" and "inferencecache.v1alpha1.InferenceCache" are SERVING while
-// the server is ready, NOT_SERVING otherwise.
+// grpc.health.v1.Health (grpc/doc/health-checking.md; docs/streams.md
+// "Health Watch"): services "" and "inferencecache.v1alpha1.InferenceCache"
+// are SERVING while the server is ready (admin::Readiness: every core serves
+// and draining has not begun), NOT_SERVING otherwise.
 //   Check: unknown service → NOT_FOUND.
-//   Watch: sends the current status (SERVICE_UNKNOWN for an unknown service)
-//          and keeps the stream open; at shutdown it sends NOT_SERVING and
-//          ends with OK.
+//   Watch: sends the current status first (SERVICE_UNKNOWN for an unknown
+//          service, which never changes), then a message only when the status
+//          changes, as grpc-go's health server does. Readiness is re-read every
+//          kWatchPollUs on each core that has an open Watch (no timer runs
+//          without one). At shutdown it sends NOT_SERVING (unless that was the
+//          last status sent) and ends with OK so the drain can finish.
 
+#include <cstdint>
 #include <functional>
 
 #include "grpc/call.hh"
+#include "grpc/timers.hh"
 
 namespace ic::service {
 
-// Readiness probe read on every Check/Watch; nullptr = always ready.
+// Readiness probe read on every Check and Watch poll; nullptr = always ready.
+// Called on reactor threads: must be cheap and thread-safe.
 using ReadyFn = std::function<bool()>;
 
-// Registers /grpc.health.v1.Health/Check and /Watch in `methods`.
-void add_health(grpc::MethodTable& methods, ReadyFn ready);
+// How often open Watch streams re-read readiness (µs): the longest a status
+// change waits before it is sent.
+inline constexpr std::int64_t kWatchPollUs = 100'000;
+
+// Registers /grpc.health.v1.Health/Check and /Watch in `methods`; Watch polls
+// on `timers` (this core's; outlives `methods`).
+void add_health(grpc::MethodTable& methods, ReadyFn ready, grpc::Timers& timers);
 
 }  // namespace ic::service

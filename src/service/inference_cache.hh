@@ -5,7 +5,9 @@
 // ReportCacheState drains the stream and answers Ack{accepted:true} on
 // half-close; PublishEvent → Ack{accepted:true}; GetCacheState → empty;
 // RenderTemplate → {reason_code "OK"}; LookupPDRoute → {reason_code
-// "NO_HINT"}; StreamCacheEvents / StreamMetrics close at once with OK.
+// "NO_HINT"}; StreamCacheEvents / StreamMetrics close at once with OK
+// (service/event_fanout.hh and service/metric_stream.hh replace them when
+// the server has an index and a metrics source).
 // Every undecodable request is INVALID_ARGUMENT (src/grpc/typed.hh).
 
 #include <string_view>

@@ -73,3 +73,54 @@ TEST_CASE_FIXTURE(ServiceFixture, "Watch sends the status, stays open, ends at s
   CHECK(session->idle());
   CHECK(conn.closed);
 }
+
+namespace {
+// The statuses Watch stream `id` carried so far.
+std::vector<hpb::HealthCheckResponse::ServingStatus> statuses(ServiceFixture& f, std::int32_t id) {
+  std::vector<hpb::HealthCheckResponse::ServingStatus> out;
+  for (const auto& m : unframe(f.client.streams[id].body)) {
+    hpb::HealthCheckResponse r;
+    REQUIRE(r.ParseFromString(m));
+    out.push_back(r.status());
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Watch sends the current status, then only changes of readiness") {
+  using S = hpb::HealthCheckResponse;
+  g_ready = false;  // starting up
+  ServiceFixture f(ready_options());
+  const auto id = f.call("/grpc.health.v1.Health/Watch", for_service(""));
+  CHECK(statuses(f, id) == std::vector{S::NOT_SERVING});
+  f.timers.advance(ic::service::kWatchPollUs);  // unchanged: nothing sent
+  f.run();
+  CHECK(statuses(f, id) == std::vector{S::NOT_SERVING});
+  g_ready = true;  // every core serves
+  f.timers.advance(ic::service::kWatchPollUs - 1);
+  f.run();
+  CHECK(statuses(f, id) == std::vector{S::NOT_SERVING});
+  f.timers.advance(1);
+  f.run();
+  CHECK(statuses(f, id) == std::vector{S::NOT_SERVING, S::SERVING});
+  g_ready = false;  // draining: readiness drops before the GOAWAY
+  f.timers.advance(ic::service::kWatchPollUs);
+  f.run();
+  CHECK(statuses(f, id) == std::vector{S::NOT_SERVING, S::SERVING, S::NOT_SERVING});
+  f.session->on_shutdown();  // NOT_SERVING was the last status: not repeated
+  f.run();
+  CHECK(statuses(f, id) == std::vector{S::NOT_SERVING, S::SERVING, S::NOT_SERVING});
+  CHECK(f.client.streams[id].trailer("grpc-status") == "0");
+  CHECK(f.timers.pending.empty());  // no Watch left: the poll timer stopped
+  g_ready = true;
+}
+
+TEST_CASE("Watch: a cancelled stream leaves no poll timer behind") {
+  ServiceFixture f(ready_options());
+  const auto id = f.call("/grpc.health.v1.Health/Watch", for_service(""));
+  CHECK(f.timers.pending.size() == 1);
+  f.client.cancel(id);
+  f.run();
+  f.timers.advance(ic::service::kWatchPollUs);
+  CHECK(f.timers.pending.empty());
+}

@@ -396,6 +396,14 @@ struct Shard::Impl {
   void record_hint(std::uint32_t scope, std::uint32_t replica, double window);
   // Drops the scope's hint counts (scope removal).
   void clear_loads(detail::ScopeRec& sr);
+  // ===== change reports (changes.cc; only called when `sink` is set) =====
+  ChangeSink* sink = nullptr;
+  bool quiet_removals = false;  // ALL_CLEARED reports itself, not each entry
+  Change prefix_change(ChangeType type, std::uint32_t e) const;
+  void report_upsert(std::uint32_t e);
+  void report_removal(std::uint32_t e);
+  void report_replica(ChangeType type, std::uint32_t tm, std::uint32_t replica, std::int64_t seen);
+  void report_cleared(const pb::CacheEvent& ev);
 
   // ===== lookup (lookup.cc) =====
   void lookup(const pb::LookupRouteRequest& req, const LookupContext& ctx,

@@ -206,31 +206,6 @@ TEST_CASE("RenderTemplate and LookupPDRoute answer the contract defaults") {
   CHECK(s.stop() == 0);
 }
 
-TEST_CASE("StreamCacheEvents and StreamMetrics close at once with OK and no messages") {
-  Served s;
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(5s));
-    auto reader = s.stub->StreamCacheEvents(&ctx, pb::StreamEventsRequest());
-    pb::CacheEvent ev;
-    int n = 0;
-    while (reader->Read(&ev)) ++n;
-    CHECK(n == 0);
-    CHECK(reader->Finish().error_code() == grpc::StatusCode::OK);
-  }
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(5s));
-    auto reader = s.stub->StreamMetrics(&ctx, pb::StreamMetricsRequest());
-    pb::Metric m;
-    int n = 0;
-    while (reader->Read(&m)) ++n;
-    CHECK(n == 0);
-    CHECK(reader->Finish().error_code() == grpc::StatusCode::OK);
-  }
-  CHECK(s.stop() == 0);
-}
-
 TEST_CASE("grpc.health.v1.Health: SERVING for the server and the service, NOT_FOUND otherwise") {
   Served s;
   auto stub = health::Health::NewStub(s.channel);
