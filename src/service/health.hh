@@ -1,5 +1,5 @@
 #pragma once
-// grpc.health.v1.Health (grpc/doc/health-checking.md; contract.md "Identity"):
+// grpc.health.v1.Health (grpc/doc/health-checking.md; docs/contract.md "Identity"):
 // services "" and "inferencecache.v1alpha1.InferenceCache" are SERVING while
 // the server is ready, NOT_SERVING otherwise.
 //   Check: unknown service → NOT_FOUND.
