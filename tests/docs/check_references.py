@@ -5,7 +5,7 @@ Usage: check_references.py SOURCE_ROOT
 
 Scans the text files of src/, tools/, tests/, perf/, deploy/, docs/, proto/ and the top-level
 README.md and meson files (tests/data excepted: upstream copies) for:
-- paths outside the repository: `../shared`, `shared/spec`, `shared/data`, `/work/...`, and spec
+- paths outside the repository: `../shared` with its spec, data and seed folders, `/work`, and spec
   names without their docs/ folder (`spec/lookup.md`, `lookup.md`, `ARCHITECTURE.md`);
 - `docs/NAME.md` citations: the document exists, or docs/README.md lists it (documents other
   work adds); when it exists, a quoted section right after the citation (`docs/index.md "Global
@@ -22,7 +22,7 @@ TOP = ["README.md", "meson.build", "meson_options.txt"]
 SKIP_DIRS = {"node_modules", "data", "__pycache__"}
 TEXT_EXT = (".cc", ".hh", ".h", ".cpp", ".md", ".build", ".py", ".sh", ".mjs", ".js", ".json",
             ".yaml", ".yml", ".proto", ".txt", ".service", "Dockerfile", ".yamllint")
-OUTSIDE = re.compile(r"\.\./shared|(?<![\w.-])shared/(spec|data|seed)/|/work/[\w.-]+")
+OUTSIDE = re.compile(r"\.\./shared\b|(?<![\w.-])shared[/](spec|data|seed)[/]|/work[/][\w.-]+")
 # A spec's bare name (`lookup.md`, `spec/lookup.md`, `ARCHITECTURE.md`) outside docs/ means a file
 # the repository does not have; the repository's copy is docs/NAME.md.
 BARE = re.compile(r"(?<![\w/.-])(?:spec/)?(admin|contract|index|lookup|fingerprint|policy|kvevents|"
