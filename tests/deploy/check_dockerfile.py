@@ -99,9 +99,11 @@ def check_runs_as_non_root():
 def check_build_stage_has_the_build_packages():
     with open(os.path.join(SRC, "tools", "install-deps.sh"), encoding="utf-8") as f:
         script = f.read()
-    array = script.split("packages=(", 1)[1].split(")", 1)[0]
-    build_part = re.split(r"#[^\n]*test clients", array)[0]
-    wanted = {w for line in build_part.splitlines() for w in line.split("#")[0].split()}
+    wanted = set()
+    for line in script.split("packages=(", 1)[1].splitlines():
+        if line.strip() == ")" or "test clients" in line:
+            break
+        wanted |= set(line.split("#")[0].split())
     require(wanted, "no build packages found in tools/install-deps.sh")
     missing = sorted(wanted - apt_packages(0))
     require(not missing, "the build stage does not install %s (tools/install-deps.sh)" % missing)
