@@ -1,6 +1,6 @@
 // inferencecache-server: the composition root.
 //
-// Start order (ARCHITECTURE.md rule 10): flags → logging → runtime → metrics
+// Start order (docs/architecture.md rule 10): flags → logging → runtime → metrics
 // registry → policies → index partitions (one Shard per core) → listeners
 // bound (a busy port fails the start) → reactor threads start; on each core:
 // services (gRPC method table, index sweep, policy file poll), then its
@@ -43,7 +43,7 @@ using ic::config::ServerConfig;
 
 constexpr int kExitUsage = 2;
 constexpr int kExitStartup = 1;
-// Entry slots one TTL sweep slice examines (spec/index.md: bounded slices).
+// Entry slots one TTL sweep slice examines (docs/index.md: bounded slices).
 constexpr std::size_t kSweepSliceBudget = 4096;
 // How often core 0 stats --policy-file for changes.
 constexpr std::int64_t kPolicyPollUs = 1'000'000;
@@ -307,7 +307,7 @@ void App::install_collectors() {
 }
 
 // One TTL pass in bounded slices, one slice per loop turn, then wait for the
-// next interval (spec/index.md "Expiry": never stall the core).
+// next interval (docs/index.md "Expiry": never stall the core).
 void App::sweep_index(unsigned core) {
   ic::runtime::Reactor& reactor = runtime.reactor(core);
   const bool pass_done = shards[core]->sweep_slice(reactor.wall_us(), kSweepSliceBudget);

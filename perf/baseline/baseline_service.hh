@@ -21,13 +21,13 @@ class BaselineService final : public pb::InferenceCache::CallbackService {
   // `index` must outlive the service (and the grpc::Server it is registered on).
   explicit BaselineService(ShardedIndex& index) : index_(index) {}
 
-  // Unary hot path: one shard lock, one index lookup (spec/lookup.md).
+  // Unary hot path: one shard lock, one index lookup (docs/lookup.md).
   grpc::ServerUnaryReactor* LookupRoute(grpc::CallbackServerContext* context,
                                         const pb::LookupRouteRequest* request,
                                         pb::LookupRouteResponse* response) override;
 
   // Client stream: each CacheStateUpdate is ingested as it arrives under its
-  // tenant's shard lock; half-close answers Ack{accepted:true} (spec/contract.md).
+  // tenant's shard lock; half-close answers Ack{accepted:true} (docs/contract.md).
   grpc::ServerReadReactor<pb::CacheStateUpdate>* ReportCacheState(
       grpc::CallbackServerContext* context, pb::Ack* response) override;
 

@@ -27,7 +27,7 @@ class ShardedIndex {
  public:
   // `shards` ≥ 1 index partitions with default IndexConfig and policies (the
   // server's defaults without --policy-file). `sweep_interval` is the TTL
-  // sweep period (spec/index.md: every minute); zero disables the sweeper.
+  // sweep period (docs/index.md: every minute); zero disables the sweeper.
   explicit ShardedIndex(unsigned shards,
                         std::chrono::milliseconds sweep_interval = std::chrono::minutes(1));
   ~ShardedIndex();

@@ -1,5 +1,5 @@
 #pragma once
-// Bearer-token check of the control listener (spec/admin.md "Listeners":
+// Bearer-token check of the control listener (docs/admin.md "Listeners":
 // /snapshot and /policy are token protected unless --insecure-disable-auth).
 // The token lives in `--control-token-file` and is re-read when the file
 // changes (a rotated Kubernetes Secret): one stat() per check, a read only

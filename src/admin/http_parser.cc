@@ -257,7 +257,7 @@ bool HttpParser::finish_head() {
       bool chunked = false;
       for_each_list_item(
           value, [&](std::string_view coding) { chunked = chunked || iequals(coding, "chunked"); });
-      // Bodies are small and sized up front (spec/policy.md: ≤ 1 MiB).
+      // Bodies are small and sized up front (docs/policy.md: ≤ 1 MiB).
       if (chunked) return reject(411, "chunked transfer coding not supported; send Content-Length");
       return reject(501, "unsupported transfer coding; send Content-Length");
     }

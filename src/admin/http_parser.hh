@@ -3,7 +3,7 @@
 // (RFC 9112 message syntax). Bytes arrive in any split; each complete request
 // is handed out whole. Every dimension a peer controls is bounded (request
 // line, header bytes, header count, body), so a hostile client costs at most
-// Limits bytes of memory per connection (ARCHITECTURE.md rule 9).
+// Limits bytes of memory per connection (docs/architecture.md rule 9).
 
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +21,7 @@ struct HttpLimits {
   std::size_t max_request_line = 8 * 1024;   // bytes incl. CRLF → 414
   std::size_t max_header_bytes = 16 * 1024;  // header section after the request line → 431
   std::size_t max_headers = 64;              // header fields → 431
-  std::size_t max_body = 1 << 20;            // Content-Length, bytes → 413 (policy.md: 1 MiB)
+  std::size_t max_body = 1 << 20;            // Content-Length bytes → 413 (docs/policy.md 1 MiB)
 };
 
 // One parsed request. Header names are lower-cased; values have surrounding

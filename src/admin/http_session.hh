@@ -60,7 +60,7 @@ struct HttpSessionOptions {
   // No request in progress and none in flight for this long, µs: close.
   std::int64_t idle_timeout_us = 60'000'000;
   // Output queued on the socket above this (bytes): stop serving pipelined
-  // requests until the peer reads (ARCHITECTURE.md rule 5).
+  // requests until the peer reads (docs/architecture.md rule 5).
   std::size_t max_queued_output = 8u << 20;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// GET /readyz state (spec/admin.md "Listeners"): ready once every core serves,
+// GET /readyz state (docs/admin.md "Listeners"): ready once every core serves,
 // not ready again once shutdown starts. Written on start/stop, read per probe.
 
 #include <atomic>

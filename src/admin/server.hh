@@ -14,7 +14,7 @@
 //
 // Public listener (:8080): GET /healthz → 200 "ok"; GET /readyz → 200 "ok" /
 // 503 "not ready"; GET /metrics → Prometheus text 0.0.4. Control listener
-// (:8081): GET /snapshot (JSON), POST|PUT /policy (spec/policy.md) → 204 / 400.
+// (:8081): GET /snapshot (JSON), POST|PUT /policy (docs/policy.md) → 204 / 400.
 // Unknown path 404; wrong method 405 with Allow. Control requests need
 // "Authorization: Bearer <token>" (401 missing/not Bearer, 403 wrong token,
 // 503 token file unreadable) unless insecure_disable_auth.

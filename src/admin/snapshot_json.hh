@@ -1,5 +1,5 @@
 #pragma once
-// GET /snapshot body (spec/admin.md "/snapshot JSON"): the shards' rows
+// GET /snapshot body (docs/admin.md "/snapshot JSON"): the shards' rows
 // merged, sorted and rendered with nlohmann-json in the documented key order.
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // Command-line flags of inferencecache-server and the ServerConfig they build.
-// Names and defaults of the operator-facing flags are fixed by spec/admin.md
+// Names and defaults of the operator-facing flags are fixed by docs/admin.md
 // ("keep these names: operators' manifests already use them"); the rest are
 // ours and documented in `--help`. Go-style single-dash spellings
 // (`-grpc-bind-address`) are accepted too, since the manifests came from a Go
@@ -19,15 +19,15 @@ namespace ic::config {
 // Everything the composition root (src/main.cc) and the subsystems read.
 // Durations are µs; sizes are bytes.
 struct ServerConfig {
-  // Listeners (spec/admin.md "Listeners"): "[host]:port", host may be
+  // Listeners (docs/admin.md "Listeners"): "[host]:port", host may be
   // "a.b.c.d", "[v6]" or empty (all interfaces).
   std::string grpc_bind_address = ":9090";
   std::string http_bind_address = ":8080";
   std::string snapshot_bind_address = ":8081";
-  // TLS for the gRPC listener: both or neither (spec/contract.md).
+  // TLS for the gRPC listener: both or neither (docs/contract.md).
   std::string tls_cert_file;
   std::string tls_key_file;
-  // Tokens per KV block assumed when chunking token ids (spec/lookup.md).
+  // Tokens per KV block assumed when chunking token ids (docs/lookup.md).
   std::uint32_t engine_block_size = 16;
   // Tokenizer models for prompt_text; empty: prompt_text fails open.
   std::string tokenizer_models_dir;
@@ -41,7 +41,7 @@ struct ServerConfig {
   // Pin reactor i to the i-th allowed CPU. Best on a dedicated host; on a
   // CPU-oversubscribed one, pinned reactors cannot dodge busy CPUs.
   bool pin_threads = true;
-  // Largest gRPC message accepted, bytes (spec/contract.md: 4 MiB).
+  // Largest gRPC message accepted, bytes (docs/contract.md: 4 MiB).
   std::uint32_t max_message_bytes = 4u << 20;
   // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection.
   std::uint32_t max_concurrent_streams = 1024;
@@ -52,9 +52,9 @@ struct ServerConfig {
   std::int64_t idle_timeout_us = 5 * 60 * 1'000'000LL;
   // How long SIGTERM/SIGINT waits for in-flight calls before closing, µs.
   std::int64_t shutdown_grace_us = 10 * 1'000'000LL;
-  // Index entry time-to-live (spec/index.md "Expiry"), µs.
+  // Index entry time-to-live (docs/index.md "Expiry"), µs.
   std::int64_t index_ttl_us = 30 * 60 * 1'000'000LL;
-  // Global cap on (key, replica) entries (spec/index.md "Global cap").
+  // Global cap on (key, replica) entries (docs/index.md "Global cap").
   std::uint64_t index_max_entries = 1'000'000;
   // Period of the TTL sweep, µs.
   std::int64_t sweep_interval_us = 60 * 1'000'000LL;
@@ -67,7 +67,7 @@ struct ServerConfig {
   // Period of StreamMetrics samples (docs/streams.md "StreamMetrics"), µs;
   // at least 100 ms.
   std::int64_t metrics_stream_interval_us = 10 * 1'000'000LL;
-  // CachePolicy JSON loaded at start (spec/policy.md); empty: defaults.
+  // CachePolicy JSON loaded at start (docs/policy.md); empty: defaults.
   std::string policy_file;
   // File holding the bearer token for the control listener (/snapshot,
   // /policy); empty with auth enabled: every control request is refused.

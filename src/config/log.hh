@@ -1,7 +1,7 @@
 #pragma once
 // The server's logger: one line per event on stderr, JSON (one object per
 // line, for log pipelines) or text (for a terminal), filtered by level.
-// Configured once from --log-format/--log-level (spec/admin.md). Each call
+// Configured once from --log-format/--log-level (docs/admin.md). Each call
 // formats and issues one write(2), so lines from different cores never
 // interleave; it is meant for rare events (startup, shutdown, errors), never
 // the per-request hot path.

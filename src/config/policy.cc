@@ -23,7 +23,7 @@ void require_object(const json& j, const std::string& where) {
   if (!j.is_object()) throw PolicyError(where + ": expected an object");
 }
 
-// Rejects any member of `j` not in `allowed` (spec/policy.md: unknown field → 400).
+// Rejects any member of `j` not in `allowed` (docs/policy.md: unknown field → 400).
 void check_fields(const json& j, std::initializer_list<std::string_view> allowed,
                   const std::string& where) {
   for (const auto& [name, _] : j.items()) {
@@ -108,7 +108,7 @@ void parse_load_aware(const json& j, LoadAwareKnobs& k, const std::string& where
 }
 
 // Parses one policies[] entry. Missing fields keep the defaults, which are
-// also what the version normalizations of spec/policy.md ask for (v<5 missing
+// also what the version normalizations of docs/policy.md ask for (v<5 missing
 // routingFloorScore = 0.1, v<6 strategy true/false/true, v<7 affinity true).
 std::pair<std::string, CachePolicy> parse_policy(const json& j, std::int64_t version,
                                                  const std::string& where) {

@@ -1,5 +1,5 @@
 #pragma once
-// Per-tenant CachePolicy and tenant quotas (spec/policy.md), parsed from the
+// Per-tenant CachePolicy and tenant quotas (docs/policy.md), parsed from the
 // one JSON snapshot that replaces the whole policy state, and the immutable
 // PolicySet every core reads on its hot path.
 
@@ -12,11 +12,11 @@
 
 namespace ic::config {
 
-// The tenant reserved for the server's self-test (spec/contract.md): never has
+// The tenant reserved for the server's self-test (docs/contract.md): never has
 // a quota, never stored.
 inline constexpr std::string_view kReservedTenant = "inferencecache.io/probe";
 
-// Cap eviction order of a tenant's entries (spec/index.md "Eviction under pressure").
+// Cap eviction order of a tenant's entries (docs/index.md "Eviction under pressure").
 enum class EvictionAlgorithm : std::uint8_t { kLru, kLfu };
 
 // How LookupRoute ranks the replicas of a tenant (docs/ranking.md).
@@ -45,7 +45,7 @@ struct LoadAwareKnobs {
 };
 
 // One tenant's effective policy after normalization; the defaults are the
-// values for a tenant without a policy (spec/lookup.md "Defaults").
+// values for a tenant without a policy (docs/lookup.md "Defaults").
 struct CachePolicy {
   // Entry TTL in µs; 0 = the server's default TTL (policy `evictionTTL` is
   // nanoseconds on the wire; ≤ 0 or absent → server default).
@@ -134,7 +134,7 @@ struct PolicyParseResult {
   bool ok() const noexcept { return set != nullptr; }
 };
 
-// Parses the full policy snapshot (spec/policy.md) with nlohmann-json:
+// Parses the full policy snapshot (docs/policy.md) with nlohmann-json:
 // versions 3..7 (older ones normalized), unknown fields, trailing data, wrong
 // types, out-of-range integers, an unsupported version or requireChain without
 // enableChainMatching are errors. Entries with an empty namespace/tenantID are

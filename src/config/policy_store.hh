@@ -1,6 +1,6 @@
 #pragma once
 // `--policy-file PATH`: the policy snapshot read from a file (a mounted
-// ConfigMap) and re-read when it changes (spec/policy.md "Two ways in").
+// ConfigMap) and re-read when it changes (docs/policy.md "Two ways in").
 
 #include <cstdint>
 #include <ctime>

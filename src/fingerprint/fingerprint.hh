@@ -1,7 +1,7 @@
 #pragma once
 // Content fingerprint of token ids: the XXH3-64 (seed 1337) prefix chain that
 // producers and consumers both compute so they key the index identically
-// (spec/fingerprint.md; golden vectors in shared/data/fingerprint_golden_vectors.json).
+// (docs/fingerprint.md; golden vectors in tests/data/fingerprint_golden_vectors.json).
 
 #include <array>
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 namespace ic::fingerprint {
 
-// XXH3-64 seed of every hash in the scheme (spec/fingerprint.md).
+// XXH3-64 seed of every hash in the scheme (docs/fingerprint.md).
 inline constexpr std::uint64_t kSeed = 1337;
 
 // Content hash of one KV block: XXH3-64(seed) over the block's token ids, each
@@ -35,7 +35,7 @@ std::vector<std::uint64_t> prefix_hashes(std::span<const std::uint32_t> tokens,
                                          std::int32_t block_size,
                                          std::optional<std::uint64_t> parent = std::nullopt);
 
-// Wire form of a prefix hash: the 8 bytes big-endian (spec/fingerprint.md).
+// Wire form of a prefix hash: the 8 bytes big-endian (docs/fingerprint.md).
 std::array<std::uint8_t, 8> to_wire(std::uint64_t hash);
 // Inverse of to_wire for exactly 8 bytes.
 std::uint64_t from_wire(std::span<const std::uint8_t, 8> bytes);

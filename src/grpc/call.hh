@@ -93,7 +93,7 @@ struct Method {
   // true: the server's DEADLINE_EXCEEDED timer covers the call only until the
   // client half-closes (a request that never completes still times out);
   // after that the handler answers a late call itself (LookupRoute answers
-  // reason_code TIMEOUT, lookup.md).
+  // reason_code TIMEOUT, docs/lookup.md).
   bool handles_deadline = false;
   // Builds the handler for one call.
   std::function<std::unique_ptr<CallHandler>(CallHandle)> make;

@@ -2,7 +2,7 @@
 // gRPC Length-Prefixed-Message framing (grpc/doc/PROTOCOL-HTTP2.md):
 // 1 byte Compressed-Flag, 4 bytes big-endian Message-Length, then the message.
 // Message boundaries are independent of HTTP/2 DATA frame boundaries, so the
-// reader is an incremental stream parser (ARCHITECTURE.md rule 7).
+// reader is an incremental stream parser (docs/architecture.md rule 7).
 
 #include <algorithm>
 #include <cstddef>
@@ -21,7 +21,7 @@ inline constexpr std::size_t kInitialBodyReserve = 64 * 1024;
 // Why a MessageReader stopped; maps to a gRPC status by the caller.
 enum class FrameError : std::uint8_t {
   kNone = 0,
-  kTooLarge,    // Message-Length over the limit → RESOURCE_EXHAUSTED (contract.md)
+  kTooLarge,    // Message-Length over the limit → RESOURCE_EXHAUSTED (docs/contract.md)
   kCompressed,  // Compressed-Flag = 1; we only speak identity → UNIMPLEMENTED
   kBadFlag,     // Compressed-Flag not 0 or 1 → INTERNAL
 };
@@ -34,7 +34,7 @@ enum class FrameError : std::uint8_t {
 class MessageReader {
  public:
   // `max_message_bytes`: largest accepted Message-Length (default 4 MiB per
-  // contract.md).
+  // docs/contract.md).
   explicit MessageReader(std::size_t max_message_bytes) : max_message_bytes_(max_message_bytes) {}
 
   // Parses `data`, calling `on_message(std::span<const std::byte>)` for each

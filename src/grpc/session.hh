@@ -1,6 +1,6 @@
 #pragma once
 // gRPC over HTTP/2 for one connection: an h2::ServerSession whose requests
-// become calls of the MethodTable (grpc/doc/PROTOCOL-HTTP2.md, contract.md
+// become calls of the MethodTable (grpc/doc/PROTOCOL-HTTP2.md, docs/contract.md
 // "Transport rules").
 //
 // Request checks, in order: :method POST (else HTTP 405), content-type
@@ -29,12 +29,12 @@ struct CallState;
 }
 
 struct ServerOptions {
-  // Largest request message accepted (bytes); contract.md default 4 MiB.
+  // Largest request message accepted (bytes); docs/contract.md default 4 MiB.
   std::size_t max_message_bytes = 4 * 1024 * 1024;
   // Bytes of partially received messages one connection may hold across all
   // its calls (bytes); the call whose data crosses it ends with
   // RESOURCE_EXHAUSTED. Without it, 100 streams × 4 MiB of half-sent messages
-  // would pin 400 MiB per connection (ARCHITECTURE.md rule 5).
+  // would pin 400 MiB per connection (docs/architecture.md rule 5).
   std::size_t max_connection_buffered_bytes = 16 * 1024 * 1024;
   // HTTP/2 hostile-peer limits.
   h2::Limits h2;

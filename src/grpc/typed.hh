@@ -1,7 +1,7 @@
 #pragma once
 // Typed method adapters over CallHandler for protobuf request types: parse,
 // count, and hand the decoded request to a function. An undecodable message
-// finishes the call with INVALID_ARGUMENT (contract.md).
+// finishes the call with INVALID_ARGUMENT (docs/contract.md).
 
 #include <span>
 #include <utility>

@@ -1,5 +1,5 @@
 #pragma once
-// Hostile-peer limits for one HTTP/2 server connection (ARCHITECTURE.md rule 9).
+// Hostile-peer limits for one HTTP/2 server connection (docs/architecture.md rule 9).
 // All are on by default.
 
 #include <cstddef>
@@ -23,7 +23,7 @@ struct Limits {
   // SETTINGS_INITIAL_WINDOW_SIZE for request bodies (bytes).
   std::uint32_t initial_window_bytes = 1024 * 1024;
   // Output queued on the connection above which we stop reading requests
-  // (bytes); reading resumes below half of it (ARCHITECTURE.md rule 5).
+  // (bytes); reading resumes below half of it (docs/architecture.md rule 5).
   std::size_t output_queue_cap_bytes = 4 * 1024 * 1024;
 };
 

@@ -89,7 +89,7 @@ bool is_request_headers(const nghttp2_frame* frame) {
 
 }  // namespace
 
-// nghttp2 callback trampolines. They only record state (ARCHITECTURE.md rule 3).
+// nghttp2 callback trampolines. They only record state (docs/architecture.md rule 3).
 struct ServerSession::Callbacks {
   static ServerSession& self(void* user) { return *static_cast<ServerSession*>(user); }
 

@@ -1,7 +1,7 @@
 #pragma once
 // One nghttp2 server session per accepted connection, sans-IO (net::Session).
 //
-// The pump (ARCHITECTURE.md rule 3): on_data() runs nghttp2_session_mem_recv
+// The pump (docs/architecture.md rule 3): on_data() runs nghttp2_session_mem_recv
 // once; the nghttp2 callbacks only record per-stream state (headers, body
 // bytes, end, close). After mem_recv returns, the recorded events are handed to
 // the Application, which may answer through respond()/write()/finish(). flush()

@@ -1,6 +1,6 @@
 #pragma once
 // Injectable clocks: the index never reads the system clock itself, so tests
-// drive freshness, TTL and deadlines exactly (spec/index.md, spec/lookup.md).
+// drive freshness, TTL and deadlines exactly (docs/index.md, docs/lookup.md).
 
 #include <cstdint>
 

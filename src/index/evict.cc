@@ -1,4 +1,4 @@
-// Cap and quota eviction (spec/index.md "Eviction under pressure").
+// Cap and quota eviction (docs/index.md "Eviction under pressure").
 //
 // Cap victims come in ascending order of (a, last_seen, key bytes, names,
 // replica) with a = access_count on LFU tenants, else 0. Instead of sorting the

@@ -1,4 +1,4 @@
-// ReportCacheState ingest and PublishEvent (spec/index.md "Ingest", "Events").
+// ReportCacheState ingest and PublishEvent (docs/index.md "Ingest", "Events").
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// LookupRoute: the gates, matching and ranking of spec/lookup.md, steps 0–13
+// LookupRoute: the gates, matching and ranking of docs/lookup.md, steps 0–13
 // in order. Reads only this shard plus the global entry count (cold start).
 
 #include <openssl/evp.h>
@@ -42,7 +42,7 @@ std::string_view outcome_reason(Outcome o) {
   }
 }
 
-// Linear freshness 1 − age/ttl clamped to [0, 1]; age ≤ 0 → 1 (spec/index.md).
+// Linear freshness 1 − age/ttl clamped to [0, 1]; age ≤ 0 → 1 (docs/index.md).
 double freshness(std::int64_t now, std::int64_t seen, std::int64_t ttl) {
   const std::int64_t age = now - seen;
   if (age <= 0) return 1.0;
@@ -50,7 +50,7 @@ double freshness(std::int64_t now, std::int64_t seen, std::int64_t ttl) {
   return std::clamp(1.0 - static_cast<double>(age) / static_cast<double>(ttl), 0.0, 1.0);
 }
 
-// Distinguishing power dp(m, t) of spec/lookup.md "Scoring".
+// Distinguishing power dp(m, t) of docs/lookup.md "Scoring".
 double distinguishing_power(std::size_t m, std::size_t t) {
   if (t <= 1) return 1.0;
   if (m >= t) return 0.0;

@@ -1,5 +1,5 @@
 #pragma once
-// Tenant → owner core (ARCHITECTURE.md rule 8): a seeded, stable hash so every
+// Tenant → owner core (docs/architecture.md rule 8): a seeded, stable hash so every
 // core, every restart and every build agrees on which core owns a tenant.
 
 #include <cstdint>

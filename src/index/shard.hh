@@ -1,5 +1,5 @@
 #pragma once
-// One core's partition of the cache index (spec/index.md, spec/lookup.md).
+// One core's partition of the cache index (docs/index.md, docs/lookup.md).
 //
 // A Shard owns the whole state of the tenants hashed to its core
 // (partition.hh owner_core) and is single-threaded: only its core calls it.
@@ -30,7 +30,7 @@ namespace ic::index {
 
 namespace pb = ::inferencecache::v1alpha1;
 
-// Reason codes of LookupRouteResponse.reason_code (spec/lookup.md).
+// Reason codes of LookupRouteResponse.reason_code (docs/lookup.md).
 namespace reason {
 inline constexpr std::string_view kPrefixMatch = "PREFIX_MATCH";
 inline constexpr std::string_view kTenantHot = "TENANT_HOT";
@@ -43,7 +43,7 @@ inline constexpr std::string_view kUnknownModel = "UNKNOWN_MODEL";
 inline constexpr std::string_view kUnknownHashScheme = "UNKNOWN_HASH_SCHEME";
 }  // namespace reason
 
-// Server-level knobs of the index (spec/lookup.md "Defaults", spec/index.md).
+// Server-level knobs of the index (docs/lookup.md "Defaults", docs/index.md).
 struct IndexConfig {
   std::int64_t default_ttl_us = 30LL * 60 * 1'000'000;  // entry TTL without a policy TTL
   std::int64_t max_entries = 1'000'000;  // global cap on (key, replica) entries, all shards
@@ -67,7 +67,7 @@ struct IndexConfig {
 
 // State shared by all shards of one server. Create once, outlive the shards.
 //
-// The global cap (spec/index.md "Global cap") across shards: every shard
+// The global cap (docs/index.md "Global cap") across shards: every shard
 // publishes its entry delta with one fetch_add at the end of each operation;
 // the fetch_add of an ingest returns the global total at that instant, and if
 // it is over max_entries the ingesting shard evicts (from its own entries, in
@@ -150,18 +150,18 @@ class Shard {
   void set_policies(std::shared_ptr<const config::PolicySet> policies);
   const std::shared_ptr<const config::PolicySet>& policies() const;
 
-  // ReportCacheState: ingests one CacheStateUpdate (spec/index.md "Ingest"):
+  // ReportCacheState: ingests one CacheStateUpdate (docs/index.md "Ingest"):
   // timestamp_us 0 = now_wall_us; reserved tenant dropped; empty hash_scheme
   // drops prefixes but keeps stats; chain/legacy forms; tier and adapter rules;
   // stats with NaN/±Inf → 0; then the tenant quota, then the global cap.
   IngestResult ingest(const pb::CacheStateUpdate& update, std::int64_t now_wall_us);
 
-  // PublishEvent (spec/index.md "Events"); timestamp_us 0 = now_wall_us.
+  // PublishEvent (docs/index.md "Events"); timestamp_us 0 = now_wall_us.
   // PREFIX_EVICTED probes a (tenant, model, hash) map: no scan.
   // Returns the number of (key, replica) entries removed.
   std::size_t apply_event(const pb::CacheEvent& event, std::int64_t now_wall_us);
 
-  // LookupRoute, steps 0–13 of spec/lookup.md. Fills `out` completely
+  // LookupRoute, steps 0–13 of docs/lookup.md. Fills `out` completely
   // (clears it first). Never fails for a decoded request. Side effects: LFU
   // access credit (tenant on LFU, delivered PREFIX_MATCH) and, under the
   // load-aware ranking, the scope's hint count of the answered replica
@@ -169,7 +169,7 @@ class Shard {
   void lookup_route(const pb::LookupRouteRequest& request, const LookupContext& ctx,
                     pb::LookupRouteResponse* out);
 
-  // GetCacheState (spec/index.md): summary.total_prefixes = distinct keys of
+  // GetCacheState (docs/index.md): summary.total_prefixes = distinct keys of
   // (tenant, model); replicas = stats entries sorted by replica_id.
   void get_cache_state(const pb::GetCacheStateRequest& request,
                        pb::GetCacheStateResponse* out) const;
@@ -211,7 +211,7 @@ class Shard {
   // forgotten (sum the shards per model).
   void for_each_model_keys(
       const std::function<void(std::string_view model, std::int64_t keys)>& fn);
-  // /snapshot rows of this shard's tenants (spec/admin.md), unsorted.
+  // /snapshot rows of this shard's tenants (docs/admin.md), unsorted.
   // O(tenants × replicas + stats), no scan of the entries.
   ShardSnapshot collect_snapshot() const;
 

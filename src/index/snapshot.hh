@@ -1,5 +1,5 @@
 #pragma once
-// Plain rows for the /snapshot JSON (spec/admin.md). A shard produces rows of
+// Plain rows for the /snapshot JSON (docs/admin.md). A shard produces rows of
 // its own tenants; the admin layer merges shards, sorts, and renders JSON.
 
 #include <cstdint>

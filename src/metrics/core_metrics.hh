@@ -4,7 +4,7 @@
 // on the hot path costs an increment and, for model-labelled series, one hash
 // probe on a heterogeneous map (no allocation once the series exists).
 // A scrape runs collect() ON THE OWNING CORE (a Task posted by
-// metrics::scrape) and sums the copies elsewhere (spec/admin.md "Metrics").
+// metrics::scrape) and sums the copies elsewhere (docs/admin.md "Metrics").
 //
 // Usage from any layer on a reactor thread:
 //   ic::metrics::local().record_lookup(model, reason_code, hint_used, latency_us);
@@ -23,7 +23,7 @@ namespace ic::metrics {
 
 // Distinct label values one core keeps per dynamic-label family (model,
 // tenant_id). Further values fold into kOverflowLabel so a peer inventing
-// model ids cannot grow memory without bound (ARCHITECTURE.md, hostile peers).
+// model ids cannot grow memory without bound (docs/architecture.md, hostile peers).
 inline constexpr std::size_t kMaxDynamicSeries = 1024;
 inline constexpr std::string_view kOverflowLabel = "__overflow__";
 
@@ -100,7 +100,7 @@ class CoreMetrics {
   // --- gauges set by collectors at scrape time ---------------------------
   // Distinct prefix keys of `model` in this core's shard (reserved tenant
   // excluded). Every index_entries gauge is reset to 0 before collectors run,
-  // so a model that drained shows 0 (spec/admin.md).
+  // so a model that drained shows 0 (docs/admin.md).
   void set_index_entries(std::string_view model, std::int64_t keys);
   // Cumulative evictions kept by the index shard itself (index::Shard::
   // eviction_counters / for_each_tenant_eviction): a collector copies the

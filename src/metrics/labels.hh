@@ -1,5 +1,5 @@
 #pragma once
-// Closed label sets of the metrics contract (spec/admin.md "Metrics"): each
+// Closed label sets of the metrics contract (docs/admin.md "Metrics"): each
 // enum indexes a fixed array in CoreMetrics, so the hot path never hashes or
 // allocates for these labels. to_label() gives the exact label value.
 
@@ -9,7 +9,7 @@
 
 namespace ic::metrics {
 
-// LookupRoute reason codes (spec/lookup.md). kOther counts a code outside
+// LookupRoute reason codes (docs/lookup.md). kOther counts a code outside
 // the contract (never produced by a correct server; rendered as "OTHER").
 enum class Reason : std::uint8_t {
   kPrefixMatch,
@@ -29,7 +29,7 @@ std::string_view to_label(Reason reason);
 // Maps a reason_code string to its enum; unknown strings give Reason::kOther.
 Reason reason_from_code(std::string_view code);
 
-// CacheEvent.Type values (spec/contract.md "Enums"); kUnknown is any other
+// CacheEvent.Type values (docs/contract.md "Enums"); kUnknown is any other
 // wire value. Labels: "TYPE_UNSPECIFIED", "PREFIX_ADDED", ..., "UNKNOWN".
 enum class EventType : std::uint8_t {
   kUnspecified,

@@ -15,7 +15,7 @@ namespace ic::metrics {
 inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
-// Renders the merged sample and process figures: the spec/admin.md families
+// Renders the merged sample and process figures: the docs/admin.md families
 // plus the operator ones (build_info, process RSS and start time, ingest,
 // events, connections, streams, HTTP requests, policy reloads, per-core
 // lookups, cross-core posts/drops, mailbox depth, shard entries). Dynamic

@@ -1,6 +1,6 @@
 #pragma once
 // Plain-value copies of metrics, made on the owning core during a scrape and
-// merged on the scraping core (spec/admin.md: "per-core counters, summed on
+// merged on the scraping core (docs/admin.md: "per-core counters, summed on
 // scrape"). Nothing here is touched by the hot path.
 
 #include <array>
@@ -15,8 +15,8 @@
 namespace ic::metrics {
 
 // Upper bounds (µs, inclusive) of inferencecache_lookup_route_latency_seconds.
-// The admin.md buckets 0.0001 .. 0.1 s plus finer 10/25/50 µs ones below them
-// (admin.md allows finer low buckets; a warm lookup takes a few µs). +Inf is
+// The docs/admin.md buckets 0.0001 .. 0.1 s plus finer 10/25/50 µs ones below them
+// (docs/admin.md allows finer low buckets; a warm lookup takes a few µs). +Inf is
 // implicit (the series' count).
 inline constexpr std::array<std::int64_t, 13> kLatencyBucketsUs = {
     10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000};

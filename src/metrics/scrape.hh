@@ -1,5 +1,5 @@
 #pragma once
-// One Prometheus scrape across all cores (spec/admin.md "Metrics"): each core
+// One Prometheus scrape across all cores (docs/admin.md "Metrics"): each core
 // copies its CoreMetrics on its own thread, the calling core merges the copies
 // and renders text format 0.0.4. Never blocks a reactor.
 

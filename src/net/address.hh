@@ -1,5 +1,5 @@
 #pragma once
-// Listen addresses as operators write them (spec/admin.md flags):
+// Listen addresses as operators write them (docs/admin.md flags):
 // ":9090" (all interfaces), "127.0.0.1:9090", "[::1]:9090", "0.0.0.0:0"
 // (port 0: the kernel picks one), "localhost:9090" (127.0.0.1).
 

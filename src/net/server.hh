@@ -7,7 +7,7 @@
 // core runs a multishot accept on its own socket. The kernel spreads new
 // connections over the cores by 4-tuple hash, so there is no acceptor core and
 // no fd hand-off message, and a connection is born on the core that serves it
-// for its whole life (ARCHITECTURE.md rule 1). The price is hash imbalance for
+// for its whole life (docs/architecture.md rule 1). The price is hash imbalance for
 // a handful of long-lived connections; that is acceptable because the heavy
 // work (index lookups, ingest) is routed to the tenant's owner core anyway.
 //

@@ -3,7 +3,7 @@
 // speak over them (src/h2 for gRPC, src/admin for HTTP/1.1). A protocol is
 // sans-IO: it sees bytes in, writes bytes out through its Connection, and never
 // touches a file descriptor. Both sides live on one core for the connection's
-// whole life (ARCHITECTURE.md rule 1).
+// whole life (docs/architecture.md rule 1).
 
 #include <cstddef>
 #include <functional>
@@ -23,7 +23,7 @@ class Connection {
   // be reused at once). Sent as one gathered write per loop turn.
   virtual void send(std::span<const std::byte> bytes) = 0;
   // Bytes queued and not yet acknowledged by the kernel; protocols stop
-  // producing output above their cap (ARCHITECTURE.md rule 5).
+  // producing output above their cap (docs/architecture.md rule 5).
   virtual std::size_t queued_bytes() const = 0;
   // Stops/restarts delivering on_data (backpressure on the peer).
   virtual void pause_reading() = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // A reactor-driven TCP connection: the src/net implementation of
-// net::Connection (ARCHITECTURE.md rules 4, 5, 6).
+// net::Connection (docs/architecture.md rules 4, 5, 6).
 //
 // Reading: one recv in flight; the kernel picks a buffer from the core's
 // shared pool when bytes arrive (no buffer held while idle); re-armed after the

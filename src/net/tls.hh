@@ -1,5 +1,5 @@
 #pragma once
-// TLS for a listener (spec/contract.md "Transport rules": TLS is opt-in with a
+// TLS for a listener (docs/contract.md "Transport rules": TLS is opt-in with a
 // certificate and key). OpenSSL runs over memory BIOs as a Session/Connection
 // sandwich: the TcpConnection carries ciphertext, the protocol's Session sees
 // plaintext and never knows. ALPN selects "h2" for gRPC (RFC 7301; gRPC over

@@ -3,7 +3,7 @@
 // arrives (io_uring provided buffer ring, IORING_REGISTER_PBUF_RING, Linux
 // ≥ 5.19). An idle connection then holds no receive buffer at all: memory
 // for reads scales with the data in flight on the core, not with the number
-// of open connections (ARCHITECTURE.md rule 9: connection count is a
+// of open connections (docs/architecture.md rule 9: connection count is a
 // hostile-peer dimension).
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The per-core io_uring event loop (ARCHITECTURE.md rules 1, 2, 4).
+// The per-core io_uring event loop (docs/architecture.md rules 1, 2, 4).
 
 #include <sys/eventfd.h>
 #include <time.h>

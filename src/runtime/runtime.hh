@@ -2,7 +2,7 @@
 // Thread-per-core runtime: one Reactor (io_uring loop) per core thread, and
 // bounded cross-core mailboxes between them. Nothing here is shared mutable
 // state on the hot path: cores talk only by posting owned Tasks
-// (ARCHITECTURE.md rules 1, 2, 5, 8).
+// (docs/architecture.md rules 1, 2, 5, 8).
 
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,6 @@
 #pragma once
 // Bounded single-producer single-consumer ring: the mailbox between one pair
-// of cores (ARCHITECTURE.md rules 1 and 5). Lock-free; the producer and the
+// of cores (docs/architecture.md rules 1 and 5). Lock-free; the producer and the
 // consumer indices live on separate cache lines so the two cores do not
 // false-share. Capacity is rounded up to a power of two.
 

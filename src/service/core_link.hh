@@ -1,6 +1,6 @@
 #pragma once
 // What the service layer needs from the thread-per-core runtime to route a
-// tenant's call to its owner core and the answer back (ARCHITECTURE.md rules
+// tenant's call to its owner core and the answer back (docs/architecture.md rules
 // 1, 5, 8). An interface so the routing is unit-tested with a manual,
 // single-threaded fake; RuntimeLink is the real one.
 

@@ -42,7 +42,7 @@ class IndexRouter;
 class EventFanout;
 
 struct GrpcServiceOptions {
-  // Per-message receive limit and HTTP/2 hostile-peer limits (contract.md:
+  // Per-message receive limit and HTTP/2 hostile-peer limits (docs/contract.md:
   // 4 MiB; h2::Limits defaults: 100 concurrent streams, 16 KiB header list,
   // 8 CONTINUATIONs, RST_STREAM rate 1000 burst / 33 per s, 4 MiB out queue).
   grpc::ServerOptions grpc;

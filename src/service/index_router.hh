@@ -1,6 +1,6 @@
 #pragma once
 // Routes the index-backed InferenceCache calls to the tenant's owner core
-// (spec/index.md "Partitioning"; ARCHITECTURE.md rule 8):
+// (docs/index.md "Partitioning"; docs/architecture.md rule 8):
 //   owner = index::owner_core(tenant_id, cores)  (seeded XXH3, stable)
 //   owner == this core → the shard is called inline (no hop);
 //   otherwise a move-only Task carries the request to the owner and another

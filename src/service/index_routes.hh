@@ -1,6 +1,6 @@
 #pragma once
-// The index-backed InferenceCache methods (spec/contract.md "RPCs",
-// spec/index.md, spec/lookup.md), routed by IndexRouter:
+// The index-backed InferenceCache methods (docs/contract.md "RPCs",
+// docs/index.md, docs/lookup.md), routed by IndexRouter:
 //   LookupRoute      unary; deadline = grpc-timeout, handed to the shard's
 //                    pipeline (answers reason_code TIMEOUT) and guarded on the
 //                    connection's core by a timer that answers TIMEOUT if the

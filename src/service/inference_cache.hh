@@ -1,5 +1,5 @@
 #pragma once
-// The inferencecache.v1alpha1.InferenceCache methods (spec/contract.md "RPCs").
+// The inferencecache.v1alpha1.InferenceCache methods (docs/contract.md "RPCs").
 //
 // Contract defaults (no index attached): LookupRoute → {reason_code NO_HINT};
 // ReportCacheState drains the stream and answers Ack{accepted:true} on

@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes into the CachePolicy parser (the body of
 // POST /policy and --policy-file). It must never crash or throw, and every
-// accepted set must satisfy the normalization invariants of spec/policy.md.
+// accepted set must satisfy the normalization invariants of docs/policy.md.
 //
 // Fuzz (clang):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I src

@@ -1,6 +1,6 @@
 // Runs the policy fuzz target without libFuzzer (gcc builds, meson test):
 // every file named on the command line, then deterministic inputs assembled
-// from JSON fragments of spec/policy.md (seeded, so a failure reproduces).
+// from JSON fragments of docs/policy.md (seeded, so a failure reproduces).
 #include <cstdint>
 #include <cstdio>
 #include <fstream>

@@ -1,4 +1,4 @@
-// CachePolicy JSON parsing and normalization (spec/policy.md).
+// CachePolicy JSON parsing and normalization (docs/policy.md).
 
 #include "config/policy.hh"
 
@@ -24,7 +24,7 @@ std::string parse_err(const std::string& body) {
 }
 }  // namespace
 
-TEST_CASE("the v7 example of policy.md parses") {
+TEST_CASE("the v7 example of docs/policy.md parses") {
   auto s = parse_ok(
       R"({"version":7,"policies":[{"namespace":"team-a","routingFloorScore":0}],"tenants":[{"tenantID":"tenant-a","maxIndexEntries":10}]})");
   CHECK(s->policy_count() == 1);

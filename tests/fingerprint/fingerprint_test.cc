@@ -1,5 +1,5 @@
-// Every golden vector of shared/data/fingerprint_golden_vectors.json, byte for
-// byte, plus the prefix hash of the Qwen tokenizer golden (spec/fingerprint.md).
+// Every golden vector of tests/data/fingerprint_golden_vectors.json, byte for
+// byte, plus the prefix hash of the Qwen tokenizer golden (docs/fingerprint.md).
 
 #include "fingerprint/fingerprint.hh"
 

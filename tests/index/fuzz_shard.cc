@@ -2,7 +2,7 @@
 // (ingest in chain/legacy/malformed forms, lookups of every input kind, events,
 // sweeps, policy swaps with quotas and LFU) over small name alphabets, so the
 // fuzzer reaches shared keys, evictions and removals. Checks the invariants
-// that must hold after every operation (spec/index.md, spec/lookup.md).
+// that must hold after every operation (docs/index.md, docs/lookup.md).
 //
 // Fuzz (clang; after building the project with meson for the generated proto):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I src -I build/proto

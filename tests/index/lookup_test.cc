@@ -1,4 +1,4 @@
-// LookupRoute: every reason code, gate and precedence rule of spec/lookup.md,
+// LookupRoute: every reason code, gate and precedence rule of docs/lookup.md,
 // with exact replica order, scores (1e-6 relative), matched tokens,
 // probabilities and tiers.
 

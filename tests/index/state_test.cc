@@ -1,5 +1,5 @@
 // Ingest rules, events, GetCacheState, TTL, cap and quota eviction, LFU
-// credit, /snapshot rows and metrics aggregates (spec/index.md, spec/admin.md).
+// credit, /snapshot rows and metrics aggregates (docs/index.md, docs/admin.md).
 
 #include <doctest.h>
 

@@ -30,7 +30,7 @@ std::string error_of(std::initializer_list<const char*> args) {
 }  // namespace
 
 TEST_SUITE("runtime") {
-  TEST_CASE("flags: defaults match spec/admin.md and our documented ones") {
+  TEST_CASE("flags: defaults match docs/admin.md and our documented ones") {
     const FlagsOutcome out = parse({});
     REQUIRE(out.config.has_value());
     const auto& c = *out.config;

@@ -1,5 +1,5 @@
 // The inferencecache-server binary's command-line and signal contract
-// (spec/admin.md: bad flags exit 2 with one line; spec/contract.md: SIGTERM /
+// (docs/admin.md: bad flags exit 2 with one line; docs/contract.md: SIGTERM /
 // SIGINT drain and exit 0).
 
 #include <fcntl.h>

@@ -12,7 +12,7 @@
 
 namespace ic::tools::bench {
 
-// Method paths (contract.md "Identity").
+// Method paths (docs/contract.md "Identity").
 inline constexpr const char* kLookupPath = "/inferencecache.v1alpha1.InferenceCache/LookupRoute";
 inline constexpr const char* kReportPath =
     "/inferencecache.v1alpha1.InferenceCache/ReportCacheState";

@@ -1,5 +1,5 @@
 // grpc++ client channel setup for the shell tools (cli, replay): grpc++ is a client here only,
-// never in the server (ARCHITECTURE.md).
+// never in the server (docs/architecture.md).
 #pragma once
 
 #include <grpcpp/channel.h>

@@ -1,5 +1,5 @@
-// Trace requests → InferenceCache wire messages (contract.md; chain form per lookup.md §5 and
-// index.md "Ingest"), shared by replay and bench so both send byte-identical calls.
+// Trace requests → InferenceCache wire messages (docs/contract.md; chain form per docs/lookup.md
+// step 5 and docs/index.md "Ingest"), shared by replay and bench so both send byte-identical calls.
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 namespace ic::tools {
 
 // The (tenant, model, hash scheme) a tool speaks for. hash_scheme must be non-empty: an empty
-// scheme is never a domain on the server (index.md ingest step 3).
+// scheme is never a domain on the server (docs/index.md ingest step 3).
 struct Scope {
   std::string tenant_id;
   std::string model_id;

@@ -1,5 +1,5 @@
 // Mooncake-format JSONL trace reading (FAST '25 trace release; see
-// /work/shared/data/README.md): one request per line with `timestamp` (ms from
+// tests/data/README.md): one request per line with `timestamp` (ms from
 // trace start), `input_length` / `output_length` (tokens) and `hash_ids` (one
 // chained prefix id per 512-token block, the last block usually partial).
 #pragma once
@@ -33,7 +33,7 @@ std::optional<TraceRequest> parse_trace_line(std::string_view line, std::string*
 // input_length − 512·(n−1). Size == hash_ids.size().
 std::vector<std::int32_t> block_token_counts(const TraceRequest& request);
 
-// The wire form of a Mooncake id: 8 bytes, big-endian (data README).
+// The wire form of a Mooncake id: 8 bytes, big-endian (tests/data/README.md).
 std::string block_hash_bytes(std::uint64_t hash_id);
 
 // What to do with a malformed line: report it (with its 1-based line number) and go on, or stop.

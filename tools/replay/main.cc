@@ -21,8 +21,8 @@ namespace {
 using namespace ic::tools;
 using namespace ic::tools::replay;
 
-constexpr const char* kDefaultTrace =
-    "/work/shared/data/traces/mooncake_fast25_conversation_trace.jsonl";
+// Relative to the repository root, where the README runs the tools from.
+constexpr const char* kDefaultTrace = "tests/data/traces/mooncake_fast25_conversation_trace.jsonl";
 
 struct Flags {
   std::string address = "127.0.0.1:9090";

@@ -1,7 +1,7 @@
 #pragma once
 // Internal state of index::Shard (not part of the public API).
 //
-// Layout (spec/index.md "Keys"):
+// Layout (docs/index.md "Keys"):
 //   Key    = (domain, prefix hash bytes); domain = (tenant, model, scheme, adapter).
 //   Group  = keys sharing (tenant, model, hash bytes) across schemes/adapters: the
 //            GroupTable maps a group to its first key, so a lookup is one probe
@@ -345,7 +345,7 @@ struct Shard::Impl {
 
   // ===== eviction (evict.cc) =====
   std::uint32_t order_a(const detail::EntryRec& e) const;
-  // Strict total order of spec/index.md: (a, last_seen, key bytes, names, replica).
+  // Strict total order of docs/index.md: (a, last_seen, key bytes, names, replica).
   bool victim_full_less(const detail::VictimRec& x, const detail::VictimRec& y) const;
   bool victim_current(const detail::VictimRec& v) const;
   detail::VictimRec victim_of(std::uint32_t e) const;

@@ -1,5 +1,5 @@
 // The admin listeners of the real inferencecache-server on loopback, driven by
-// raw HTTP/1.1 sockets, promtool and grpc++ (spec/admin.md, spec/policy.md):
+// raw HTTP/1.1 sockets, promtool and grpc++ (docs/admin.md, docs/policy.md):
 // metric names/types/labels and exact counts after traffic, /snapshot after a
 // known ingest, /policy statuses and a pushed policy reaching every core, and
 // malformed or slow HTTP clients never holding up the gRPC port.
@@ -195,7 +195,7 @@ TEST_CASE("a scrape after traffic passes promtool with the contract's names, typ
   const std::string after = s.scrape();
 
   CHECK(promtool_check(after) == 0);
-  // Every contract family with its type (spec/admin.md "Metrics").
+  // Every contract family with its type (docs/admin.md "Metrics").
   for (const char* type_line : {
            "# TYPE inferencecache_server_up gauge\n",
            "# TYPE inferencecache_server_grpc_tls_enabled gauge\n",

@@ -1,5 +1,5 @@
 // LookupRoute through the real inferencecache-server with grpc++ (a client
-// nobody here wrote): reason codes of spec/lookup.md end to end, and tenants
+// nobody here wrote): reason codes of docs/lookup.md end to end, and tenants
 // spread over all cores answered correctly whichever core a call arrives on.
 // Freshness-sensitive cases use producer timestamps (timestamp_us) in the
 // future (fresh = 1 exactly) or in the past (TTL), never sleeps.

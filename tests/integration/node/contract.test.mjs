@@ -1,6 +1,6 @@
 // @grpc/grpc-js (npm, a client nobody here wrote) against the real
 // inferencecache-server: LookupRoute, a 1,000-message ReportCacheState client
-// stream and the health check (spec/contract.md "RPCs", "Identity").
+// stream and the health check (docs/contract.md "RPCs", "Identity").
 //
 // Run by meson through `with-server`, which starts the server on free loopback
 // ports and sets IC_GRPC_TARGET. Exits 77 (meson: skipped) when node_modules is

@@ -1,7 +1,7 @@
 #pragma once
 // gRPC length-prefixed message framing for tests that build request bodies by
 // hand: 1 byte compressed flag + 4 byte big-endian length + payload
-// (grpc/grpc PROTOCOL-HTTP2.md, "Length-Prefixed-Message"; contract.md
+// (grpc/grpc PROTOCOL-HTTP2.md, "Length-Prefixed-Message"; docs/contract.md
 // "Transport rules").
 
 #include <cstdint>
@@ -50,7 +50,7 @@ Msg parse_single(std::string_view body) {
 // Decodes %XX escapes of grpc-message (PROTOCOL-HTTP2.md "Status-Message").
 std::string percent_decode(std::string_view s);
 
-// Method paths of the contract (contract.md "Identity").
+// Method paths of the contract (docs/contract.md "Identity").
 inline constexpr std::string_view kService = "/inferencecache.v1alpha1.InferenceCache/";
 inline std::string method_path(std::string_view method) {
   return std::string(kService) + std::string(method);

@@ -1,7 +1,7 @@
 #pragma once
 // Runs the real inferencecache-server binary for an integration test: free
 // loopback ports, readiness by the gRPC health check, SIGTERM stop with the
-// exit status (contract.md "Shutdown": exit 0; under ASan a leak report makes
+// exit status (docs/contract.md "Shutdown": exit 0; under ASan a leak report makes
 // it non-zero). The binary's path comes from the IC_SERVER_BINARY environment
 // variable that tests/integration meson.build files set.
 

@@ -7,7 +7,7 @@
 // IC_GRPC_PORT, IC_HTTP_PORT, IC_SNAPSHOT_PORT and IC_GRPC_TARGET
 // ("127.0.0.1:<port>") in its environment, then stops the server with SIGTERM.
 // Exit status: COMMAND's when non-zero; else 1 if the server did not exit 0
-// (contract.md "Shutdown"); else 0. Used by the node and h2load tests.
+// (docs/contract.md "Shutdown"); else 0. Used by the node and h2load tests.
 
 #include <spawn.h>
 #include <sys/wait.h>

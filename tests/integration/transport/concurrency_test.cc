@@ -1,6 +1,6 @@
 // Many streams on one connection and many connections at once against the
-// real inferencecache-server (ARCHITECTURE.md rule 5: backpressure, never an
-// unbounded queue; spec/contract.md: every well-formed LookupRoute is OK).
+// real inferencecache-server (docs/architecture.md rule 5: backpressure, never an
+// unbounded queue; docs/contract.md: every well-formed LookupRoute is OK).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest.h>
 

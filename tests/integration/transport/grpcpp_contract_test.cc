@@ -1,7 +1,7 @@
 // grpc++ (Debian libgrpc++-dev, a client nobody here wrote) against the real
 // inferencecache-server on loopback: every RPC of the contract, the health
-// service and both reflection services (spec/contract.md "RPCs", "Identity").
-// Assertions hold on a cold index (spec/lookup.md step 7: "index globally
+// service and both reflection services (docs/contract.md "RPCs", "Identity").
+// Assertions hold on a cold index (docs/lookup.md step 7: "index globally
 // empty → none (cold start stays NO_HINT)"), so each test starts its own
 // server and writes only the reserved tenant, which the index drops.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -29,7 +29,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr char kProbeTenant[] = "inferencecache.io/probe";  // contract.md "Reserved tenant"
+constexpr char kProbeTenant[] = "inferencecache.io/probe";  // docs/contract.md "Reserved tenant"
 constexpr char kServiceName[] = "inferencecache.v1alpha1.InferenceCache";
 
 // One server and a connected grpc++ channel; the test ends with stop().
@@ -96,7 +96,7 @@ TEST_CASE("LookupRoute on a cold index answers NO_HINT with no replica scores") 
     CHECK(resp.reason_code() == "NO_HINT");
     CHECK(resp.replica_scores_size() == 0);
   }
-  SUBCASE("the reserved tenant: NO_HINT with latency 0 (lookup.md step 1)") {
+  SUBCASE("the reserved tenant: NO_HINT with latency 0 (docs/lookup.md step 1)") {
     pb::LookupRouteRequest req = gateway_request();
     req.set_tenant_id(kProbeTenant);
     grpc::ClientContext ctx;

@@ -1,4 +1,4 @@
-// Transport edge cases of spec/contract.md "Transport rules" against the real
+// Transport edge cases of docs/contract.md "Transport rules" against the real
 // inferencecache-server, driven by a raw nghttp2 client (support/h2_client.hh)
 // that puts on the wire what grpc++ never would. Each case asserts the gRPC
 // status (or HTTP status), and that the connection and the server survive.
@@ -36,7 +36,7 @@ pb::LookupRouteRequest gateway_request() {
 
 // A LookupRouteRequest whose serialization is exactly `size` bytes (>= 1 MiB):
 // one prompt_text field (tag 0x52, 4-byte varint length). prompt_text over
-// 1 MiB fails open to NO_HINT (lookup.md "Defaults").
+// 1 MiB fails open to NO_HINT (docs/lookup.md "Defaults").
 std::string lookup_of_size(std::size_t size) {
   pb::LookupRouteRequest req;
   req.set_prompt_text(std::string(size - 5, 'a'));
@@ -82,7 +82,7 @@ void check_ack(const H2Response& r) {
 }
 
 // An update for a real tenant: replica r<i % 8>, one prefix unique to `i`,
-// stats; GetCacheState then counts what was ingested (index.md "GetCacheState").
+// stats; GetCacheState then counts what was ingested (docs/index.md "GetCacheState").
 pb::CacheStateUpdate tenant_update(std::string_view tenant, int i) {
   pb::CacheStateUpdate u;
   u.set_replica_id(numbered("r", i % 8));
@@ -390,12 +390,12 @@ TEST_CASE("a client that cancels mid-stream loses nothing else and leaks nothing
 }
 
 TEST_CASE("a client stream cut mid-way keeps every message already fully received") {
-  // contract.md "Transport rules". Its own server: the ingested tenant makes
+  // docs/contract.md "Transport rules". Its own server: the ingested tenant makes
   // the index warm, so other tests' cold-index answers would change.
   ServerProcess server;
   {
     // A client stream cut mid-way keeps every message already fully received
-    // (contract.md "Transport rules"): 5 whole updates, half of a 6th, CANCEL.
+    // (docs/contract.md "Transport rules"): 5 whole updates, half of a 6th, CANCEL.
     H2Client c(server.grpc_port());
     std::string sixth = frame_message(tenant_update("team-cut", 5));
     int32_t id =

@@ -33,7 +33,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 body="$work/lookup.grpc"
 
-# LookupRouteRequest (spec/contract.md field numbers), protobuf wire format:
+# LookupRouteRequest (docs/contract.md field numbers), protobuf wire format:
 #   1 model_id "llama-3-8b" | 2 tenant_id "team-a" | 3 prefix_hash 01..08 | 5 hash_scheme "vllm-sha256"
 payload='\x0a\x0allama-3-8b\x12\x06team-a\x1a\x08\x01\x02\x03\x04\x05\x06\x07\x08\x2a\x0bvllm-sha256'
 printf "$payload" >"$work/payload.bin"

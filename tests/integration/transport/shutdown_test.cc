@@ -1,6 +1,6 @@
-// Graceful shutdown (spec/contract.md "Shutdown on SIGTERM/SIGINT: stop
+// Graceful shutdown (docs/contract.md "Shutdown on SIGTERM/SIGINT: stop
 // accepting, GOAWAY, finish in-flight calls (bounded grace period), exit 0";
-// ARCHITECTURE.md rule 10). Calls are made in flight deterministically: their
+// docs/architecture.md rule 10). Calls are made in flight deterministically: their
 // request bodies stay open across the signal and complete after it.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest.h>

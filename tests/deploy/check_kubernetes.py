@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Offline checks of deploy/kubernetes (no cluster, no kubectl here).
+
+Usage: check_kubernetes.py SOURCE_ROOT BUILD_ROOT
+
+Schema-ish checks with python3-yaml: every document is a named, labelled object of a known kind;
+kustomization.yaml lists exactly the manifests of the folder; the Deployment's probes are the gRPC
+health check on the gRPC port (liveness) and /readyz on the public port (readiness); every container
+has CPU and memory requests and limits; the Service, PodDisruptionBudget and ServiceMonitor select
+what they should; the PrometheusRule carries exactly deploy/prometheus/alerts.yaml; the policy
+ConfigMap's JSON is a version 3..7 CachePolicy snapshot; and every flag a container passes exists in
+the binary this build installs (the server's --help; the KV-event adapter's when it is built, else
+the flag list of docs/kvevents.md).
+"""
+import json
+import os
+import re
+import sys
+
+from deploy_common import (installed_executables, flag_names, flags_of, load_yaml_docs, require,
+                           run_checks)
+
+SRC, BUILD = sys.argv[1], sys.argv[2]
+K8S = os.path.join(SRC, "deploy", "kubernetes")
+KNOWN_KINDS = {
+    ("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "Service"), ("apps/v1", "Deployment"),
+    ("policy/v1", "PodDisruptionBudget"), ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
+}
+# docs/kvevents.md "Flags" (names kept from the earlier sidecar) plus the replay endpoint.
+KVEVENTS_FLAGS = {
+    "--engine-endpoint", "--topic", "--server", "--replica-id", "--model-id", "--tenant-id",
+    "--hash-scheme", "--window", "--engine-metrics-url", "--stats-interval",
+    "--engine-cache-size-bytes", "--max-concurrency-ceiling", "--cache-tier",
+    "--engine-model-name", "--ignore-block-removed", "--lora-adapter-names", "--replay-endpoint",
+    "--dp-size",
+}
+
+
+def manifests():
+    out = {}
+    for name in sorted(os.listdir(K8S)):
+        if name.endswith(".yaml") and name != "kustomization.yaml":
+            out[name] = load_yaml_docs(os.path.join(K8S, name))
+    return out
+
+
+DOCS = manifests()
+BY_KIND = {d["kind"]: d for docs in DOCS.values() for d in docs}
+EXAMPLE = load_yaml_docs(os.path.join(K8S, "examples", "vllm-kvevents.yaml"))[0]
+INSTALLED = installed_executables(BUILD)
+
+
+def pod_spec(deployment):
+    return deployment["spec"]["template"]["spec"]
+
+
+def server_container():
+    return next(c for c in pod_spec(BY_KIND["Deployment"])["containers"] if c["name"] == "server")
+
+
+def arg_value(container, flag):
+    for a in container.get("args", []):
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def check_documents_are_named_known_objects():
+    for name, docs in list(DOCS.items()) + [("examples/vllm-kvevents.yaml", [EXAMPLE])]:
+        for d in docs:
+            require((d.get("apiVersion"), d.get("kind")) in KNOWN_KINDS,
+                    "%s: unknown object %s/%s" % (name, d.get("apiVersion"), d.get("kind")))
+            meta = d.get("metadata", {})
+            require(re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", meta.get("name", "")),
+                    "%s: bad metadata.name %r" % (name, meta.get("name")))
+            require("app.kubernetes.io/name" in meta.get("labels", {}),
+                    "%s: %s has no app.kubernetes.io/name label" % (name, d["kind"]))
+
+
+def check_kustomization_lists_every_manifest():
+    kust = load_yaml_docs(os.path.join(K8S, "kustomization.yaml"))[0]
+    require(sorted(kust["resources"]) == sorted(DOCS), "resources %s != files %s"
+            % (sorted(kust["resources"]), sorted(DOCS)))
+    for gen in kust.get("configMapGenerator", []):
+        for f in gen["files"]:
+            require(os.path.exists(os.path.join(K8S, f.split("=")[-1])), "missing %s" % f)
+
+
+def check_probes():
+    c = server_container()
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    grpc_port = int(arg_value(c, "--grpc-bind-address").rsplit(":", 1)[1])
+    http_port = int(arg_value(c, "--http-bind-address").rsplit(":", 1)[1])
+    require(ports.get("grpc") == grpc_port and ports.get("http") == http_port,
+            "container ports %s do not match the bind flags" % ports)
+    live = c["livenessProbe"]
+    require(live.get("grpc", {}).get("port") == grpc_port,
+            "liveness must be the gRPC health probe on %d: %s" % (grpc_port, live))
+    ready = c["readinessProbe"].get("httpGet", {})
+    require(ready.get("path") == "/readyz" and ports.get(ready.get("port"), ready.get("port"))
+            == http_port, "readiness must be GET /readyz on %d: %s" % (http_port, ready))
+
+
+def check_resources():
+    for deployment in (BY_KIND["Deployment"], EXAMPLE):
+        for c in pod_spec(deployment)["containers"]:
+            res = c.get("resources", {})
+            for kind in ("requests", "limits"):
+                require("memory" in res.get(kind, {}), "%s: no memory %s" % (c["name"], kind))
+            require("cpu" in res.get("requests", {}), "%s: no cpu request" % c["name"])
+    res = server_container()["resources"]
+    require(res["requests"] == res["limits"], "server should be Guaranteed QoS: %s" % res)
+    cpus = res["limits"]["cpu"]
+    require(str(cpus).isdigit() and arg_value(server_container(), "--threads") == str(cpus),
+            "--threads must equal the whole-CPU limit %s" % cpus)
+
+
+def duration_s(text):
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    return sum(float(n) * units[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text))
+
+
+def check_security_and_shutdown():
+    spec = pod_spec(BY_KIND["Deployment"])
+    require(spec["securityContext"].get("runAsNonRoot") is True, "runAsNonRoot")
+    sc = server_container()["securityContext"]
+    require(sc.get("allowPrivilegeEscalation") is False and sc.get("readOnlyRootFilesystem")
+            and sc.get("capabilities", {}).get("drop") == ["ALL"], "container securityContext %s"
+            % sc)
+    grace = duration_s(arg_value(server_container(), "--shutdown-grace") or "10s")
+    require(spec["terminationGracePeriodSeconds"] > grace,
+            "terminationGracePeriodSeconds must exceed --shutdown-grace")
+    mounts = {m["name"] for m in server_container()["volumeMounts"]}
+    require(mounts == {v["name"] for v in spec["volumes"]}, "volume mounts and volumes differ")
+    token = arg_value(server_container(), "--control-token-file")
+    require(token and any(token.startswith(m["mountPath"] + "/")
+                          for m in server_container()["volumeMounts"]),
+            "--control-token-file is not on a mounted volume")
+
+
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def check_selectors():
+    deployment = BY_KIND["Deployment"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    require(selects(deployment["spec"]["selector"]["matchLabels"], pod_labels),
+            "the Deployment's selector misses its own pods")
+    service = BY_KIND["Service"]
+    require(selects(service["spec"]["selector"], pod_labels), "the Service selects no pod")
+    container_ports = {p["name"] for p in server_container()["ports"]}
+    for p in service["spec"]["ports"]:
+        require(p["targetPort"] in container_ports, "Service targetPort %s" % p["targetPort"])
+    pdb = BY_KIND["PodDisruptionBudget"]
+    require(selects(pdb["spec"]["selector"]["matchLabels"], pod_labels), "the PDB selects no pod")
+    monitor = BY_KIND["ServiceMonitor"]
+    require(selects(monitor["spec"]["selector"]["matchLabels"], service["metadata"]["labels"]),
+            "the ServiceMonitor selects no Service")
+    service_ports = {p["name"] for p in service["spec"]["ports"]}
+    for ep in monitor["spec"]["endpoints"]:
+        require(ep["port"] in service_ports and ep.get("path") == "/metrics",
+                "ServiceMonitor endpoint %s" % ep)
+    require(service["metadata"]["name"] == "inferencecache",
+            "alerts.yaml expects job=\"inferencecache\" (the Service's name)")
+
+
+def check_prometheus_rule_matches_alerts():
+    alerts = load_yaml_docs(os.path.join(SRC, "deploy", "prometheus", "alerts.yaml"))[0]
+    require(BY_KIND["PrometheusRule"]["spec"]["groups"] == alerts["groups"],
+            "prometheusrule.yaml differs from deploy/prometheus/alerts.yaml")
+
+
+def check_policy_configmap():
+    with open(os.path.join(K8S, "policy.json"), encoding="utf-8") as f:
+        policy = json.load(f)
+    require(3 <= policy.get("version", 0) <= 7, "policy version %s" % policy.get("version"))
+    c = server_container()
+    mount = next(m for m in c["volumeMounts"] if m["name"] == "policy")["mountPath"]
+    require(arg_value(c, "--policy-file") == mount + "/policy.json", "--policy-file path")
+
+
+def check_server_flags_exist():
+    server = INSTALLED.get("inferencecache-server")
+    require(server, "the build installs no inferencecache-server")
+    unknown = sorted(set(flag_names(server_container()["args"])) - flags_of(server))
+    require(not unknown, "deployment.yaml passes flags the server does not have: %s" % unknown)
+
+
+def check_example_sidecar():
+    containers = {c["name"]: c for c in pod_spec(EXAMPLE)["containers"]}
+    side = containers["kvevents"]
+    require(side["command"][0].endswith("/inferencecache-kvevents"), "sidecar command")
+    built = INSTALLED.get(os.path.basename(side["command"][0]))
+    known = flags_of(built) if built else KVEVENTS_FLAGS
+    unknown = sorted(set(flag_names(side["args"])) - known)
+    require(not unknown, "the sidecar passes unknown flags %s" % unknown)
+    for flag in ("--replica-id", "--model-id"):
+        require(arg_value(side, flag), "the sidecar needs %s" % flag)
+    env = {e["name"] for e in side.get("env", [])}
+    for ref in re.findall(r"\$\((\w+)\)", " ".join(side["args"])):
+        require(ref in env, "$(%s) is not in the sidecar's env" % ref)
+    engine = " ".join(containers["vllm"]["args"])
+    config = json.loads(engine.split("--kv-events-config=", 1)[1].split(" --")[0])
+    require(config["enable_kv_cache_events"] and config["publisher"] == "zmq", "kv-events-config")
+    port = config["endpoint"].rsplit(":", 1)[1]
+    require(arg_value(side, "--engine-endpoint").endswith(":" + port),
+            "the sidecar subscribes to another port than vLLM publishes on")
+    require(arg_value(side, "--topic") == config["topic"], "topic mismatch")
+
+
+run_checks([check_documents_are_named_known_objects, check_kustomization_lists_every_manifest,
+            check_probes, check_resources, check_security_and_shutdown, check_selectors,
+            check_prometheus_rule_matches_alerts, check_policy_configmap, check_server_flags_exist,
+            check_example_sidecar])
