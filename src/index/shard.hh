@@ -165,7 +165,7 @@ class Shard {
   // (clears it first). Never fails for a decoded request. Side effects: LFU
   // access credit (tenant on LFU, delivered PREFIX_MATCH) and, under the
   // load-aware ranking, the scope's hint count of the answered replica
-  // (docs/ranking.md "Load").
+  // (docs/ranking.md "Cost").
   void lookup_route(const pb::LookupRouteRequest& request, const LookupContext& ctx,
                     pb::LookupRouteResponse* out);
 

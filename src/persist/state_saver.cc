@@ -1,5 +1,5 @@
 // Warm restart: the startup load, the periodic saver thread and the final
-// save (docs/persistence.md "When it is written").
+// save (docs/persistence.md "When it is read and written").
 
 #include "persist/state_saver.hh"
 

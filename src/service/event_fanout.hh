@@ -2,7 +2,7 @@
 // StreamCacheEvents (docs/streams.md): every change an index shard applies,
 // as CacheEvent messages, to any number of subscribers on any cores.
 //
-// Thread-per-core fan-out (ARCHITECTURE.md rules 1, 5, 8):
+// Thread-per-core fan-out (docs/architecture.md rules 1, 5, 8):
 //   - A subscription lives on its connection's core (the home core) and is
 //     registered with the owner cores of the tenants it can see: the owner of
 //     its tenant_id filter, or every core without one. Response headers go

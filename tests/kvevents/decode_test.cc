@@ -1,5 +1,6 @@
 // Every fixture of tests/data/kv-events decodes to exactly the events it carries
-// (docs/kvevents.md "Wire"), and malformed input is skipped and counted, never fatal.
+// (docs/kvevents.md "What it accepts on the wire"), and malformed input is skipped and counted,
+// never fatal.
 #include "kvevents/decode.hh"
 
 #include <doctest.h>

@@ -1,4 +1,5 @@
-// Sequencer: strict seq order, replay on gaps, resyncs (docs/kvevents.md "Replay").
+// Sequencer: strict seq order, replay on gaps, resyncs (docs/kvevents.md "Sequence gaps, replay and
+// resync").
 #include "kvevents/sequencer.hh"
 
 #include <doctest.h>

@@ -1,5 +1,5 @@
 // ReplicaState and Pipeline on decoded fixtures and generated events: the exact prefix entries
-// and events sent to the server (docs/kvevents.md "What is sent to the server").
+// and events sent to the server (docs/kvevents.md "What reaches the server").
 #include <doctest.h>
 
 #include <span>

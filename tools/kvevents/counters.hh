@@ -1,5 +1,5 @@
-// The adapter's own metrics (docs/kvevents.md "Metrics"): relaxed atomic counters and gauges
-// written by the subscriber, sender and scraper threads and rendered as Prometheus text.
+// The adapter's own metrics (docs/kvevents.md "Its own endpoints"): relaxed atomic counters and
+// gauges written by the subscriber, sender and scraper threads and rendered as Prometheus text.
 #pragma once
 
 #include <array>

@@ -1,6 +1,7 @@
-// msgpack payload → Batch (docs/kvevents.md "Wire"). Liberal in what it accepts: array or map
-// batches, array or map events decided per event, uint64 / negative int64 / bin hashes, trailing
-// fields missing or extra. A malformed event is skipped and counted; a malformed batch is an error.
+// msgpack payload → Batch (docs/kvevents.md "What it accepts on the wire"). Liberal in what it
+// accepts: array or map batches, array or map events decided per event, uint64 / negative int64 /
+// bin hashes, trailing fields missing or extra. A malformed event is skipped and counted; a
+// malformed batch is an error.
 #pragma once
 
 #include <cstddef>

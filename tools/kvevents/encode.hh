@@ -1,5 +1,5 @@
-// Batch → msgpack in either wire shape (docs/kvevents.md "Wire"), as vLLM and SGLang publish it.
-// Used by the test publisher and the tests; the adapter itself only decodes.
+// Batch → msgpack in either wire shape (docs/kvevents.md "What it accepts on the wire"), as vLLM
+// and SGLang publish it. Used by the test publisher and the tests; the adapter itself only decodes.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
-// Engine KV events as the adapter sees them after decoding (docs/kvevents.md "Wire"): vLLM's and
-// SGLang's BlockStored / BlockRemoved / AllBlocksCleared, with every hash normalised to 64 bits.
+// Engine KV events as the adapter sees them after decoding (docs/kvevents.md "What it accepts on
+// the wire"): vLLM's and SGLang's BlockStored / BlockRemoved / AllBlocksCleared, with every hash
+// normalised to 64 bits.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Per-replica state plus batching (docs/kvevents.md "What is sent to the server"): applies decoded
+// Per-replica state plus batching (docs/kvevents.md "What reaches the server"): applies decoded
 // events to each replica's ReplicaState and turns the changes into server messages. Adds are
 // batched per replica for `window` (or 4,096 entries) into one CacheStateUpdate; an eviction
 // first flushes the replica's pending adds when one of them is the evicted prefix, then sends

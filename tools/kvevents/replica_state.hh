@@ -1,4 +1,4 @@
-// One replica's view of its engine's prefix cache (docs/kvevents.md "What is sent to the server"):
+// One replica's view of its engine's prefix cache (docs/kvevents.md "What reaches the server"):
 // engine block hash → (content-fingerprint prefix hash, cumulative tokens, adapter, copies per
 // tier). Turns decoded events into index changes: adds, evictions and tier moves.
 #pragma once

@@ -1,7 +1,8 @@
-// Sequence tracking for one publisher (docs/kvevents.md "Replay"): applies batches strictly in
-// seq order, asks the replay socket for what a gap lost, buffers live batches meanwhile, and
-// falls back to a resync (drop the replica's state, ALL_CLEARED) when replay cannot close the
-// gap. Socket-free so the tests drive every path; the subscriber owns the sockets and timers.
+// Sequence tracking for one publisher (docs/kvevents.md "Sequence gaps, replay and resync"):
+// applies batches strictly in seq order, asks the replay socket for what a gap lost, buffers live
+// batches meanwhile, and falls back to a resync (drop the replica's state, ALL_CLEARED) when replay
+// cannot close the gap. Socket-free so the tests drive every path; the subscriber owns the sockets
+// and timers.
 #pragma once
 
 #include <cstddef>

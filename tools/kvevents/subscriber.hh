@@ -1,6 +1,7 @@
-// The ZeroMQ side (docs/kvevents.md "Wire", "Replay", "Data parallel"): one SUB socket per DP
-// rank (rank r on the engine endpoint's port + r) and, with --replay-endpoint, one DEALER per rank
-// for replays. Runs on its own thread; owns the Pipeline, so every state change happens here.
+// The ZeroMQ side (docs/kvevents.md "What it accepts on the wire", "Sequence gaps, replay and
+// resync", "Running it"): one SUB socket per DP rank (rank r on the engine endpoint's port + r)
+// and, with --replay-endpoint, one DEALER per rank for replays. Runs on its own thread; owns the
+// Pipeline, so every state change happens here.
 #pragma once
 
 #include <atomic>
