@@ -31,7 +31,7 @@ void CoreGrpcServer::build(const GrpcServiceOptions& options) {
   static std::once_flag quiet;
   std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
   add_inference_cache(methods_);
-  if (options.router != nullptr) add_index_routes(methods_, *options.router);
+  if (options.router != nullptr) add_index_routes(methods_, *options.router, options.prompt_text);
   add_health(methods_, options.ready);
   add_reflection(methods_);
   context_.methods = &methods_;

@@ -34,6 +34,7 @@
 namespace ic::service {
 
 class IndexRouter;
+struct PromptTextConfig;
 
 struct GrpcServiceOptions {
   // Per-message receive limit and HTTP/2 hostile-peer limits (contract.md:
@@ -46,6 +47,9 @@ struct GrpcServiceOptions {
   // GetCacheState (service/index_router.hh); nullptr = contract defaults.
   // Shared by every core's server; outlives them.
   IndexRouter* router = nullptr;
+  // prompt_text lookups (service/prompt_input.hh); nullptr: they fail open.
+  // Shared by every core's server; outlives them.
+  const PromptTextConfig* prompt_text = nullptr;
 };
 
 // One core's gRPC server: the method table (InferenceCache, Health,

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "fingerprint/fingerprint.hh"
+#include "prompt_text/encoder.hh"
+#include "prompt_text/models.hh"
 #include "tokenizer/tokenizer.hh"
 
 using ic::tokenizer::EncodeStatus;
@@ -71,17 +73,34 @@ void check_tokens(const std::string& name, const std::vector<TokenId>& got, cons
                   << (i < expected.size() ? std::to_string(expected[i]) : "end") << ")");
 }
 
+std::unique_ptr<ic::prompt_text::Model> load_prompt_model(std::string_view model) {
+  std::string error;
+  auto m = ic::prompt_text::ModelSet::load_model(
+      std::string(model), read_file(model_dir(model) + "/tokenizer.json"),
+      read_file(model_dir(model) + "/tokenizer_config.json"), error);
+  REQUIRE_MESSAGE(m != nullptr, error);
+  return m;
+}
+
+// Per case: the text's tokens, the rendered chat prompt byte for byte, and
+// the whole prompt_text path (render, then tokenize) token for token.
 void check_corpus(std::string_view model) {
   const auto tok = load_model(model);
+  const auto prompt_model = load_prompt_model(model);
   const json oracle = run_oracle("corpus '" + model_dir(model) + "'");
   REQUIRE(oracle["cases"].size() > 400);
   Workspace ws;
   std::vector<TokenId> ids;
+  std::string prompt, error;
   for (const json& c : oracle["cases"]) {
     const std::string name = std::string(model) + "/" + c["name"].get<std::string>();
-    REQUIRE(tok->encode(c["text"].get<std::string>(), ws, ids) == EncodeStatus::kOk);
+    const std::string text = c["text"].get<std::string>();
+    REQUIRE(tok->encode(text, ws, ids) == EncodeStatus::kOk);
     check_tokens(name, ids, c["ids"]);
-    REQUIRE(tok->encode(c["prompt"].get<std::string>(), ws, ids) == EncodeStatus::kOk);
+    REQUIRE_MESSAGE(ic::prompt_text::render_prompt(*prompt_model, text, prompt, error), error);
+    if (prompt != c["prompt"].get<std::string>()) FAIL_CHECK(name << ": rendered prompt differs");
+    REQUIRE(ic::prompt_text::encode_prompt(*prompt_model, text, {}, ids) ==
+            ic::prompt_text::EncodeResult::kOk);
     check_tokens(name + " (prompt)", ids, c["prompt_ids"]);
   }
 }

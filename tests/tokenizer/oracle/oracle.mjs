@@ -64,9 +64,21 @@ const POOL = [
   "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|reserved_special_token_7|>",
   "<|im_start|", "<|im_star", "< |im_end| >", "<<|im_end|>>", "<|<|eot_id|>|>",
 ];
-// Python's str.strip() and JavaScript's trim() disagree on these; keep them
-// off the ends of a text (the Llama 3 template trims the message).
-const EDGE_UNSAFE = new Set(["\u180e", "\u0085", "\ufeff", "\u001c", "\u200b"]);
+// The Llama 3 template trims the message: Jinja2 with Python's str.strip(),
+// @huggingface/jinja with JavaScript's trim(). They disagree on U+001C..1F,
+// U+0085 (Python only) and U+FEFF (JavaScript only); a text whose ends they
+// would trim differently gets an "x" at both ends.
+const PY_SPACE = /^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]$/u;
+function pyStrip(s) {
+  const cps = Array.from(s);
+  let b = 0, e = cps.length;
+  while (b < e && PY_SPACE.test(cps[b])) b++;
+  while (e > b && PY_SPACE.test(cps[e - 1])) e--;
+  return cps.slice(b, e).join("");
+}
+function edgeSafe(s) {
+  return pyStrip(s) === s.trim() ? s : "x" + s + "x";
+}
 
 const FIXED = {
   empty_like: " ",
@@ -98,9 +110,7 @@ function randomMix(r, n) {
     const parts = [];
     const count = 1 + Math.floor(r() * 40);
     for (let k = 0; k < count; k++) parts.push(POOL[Math.floor(r() * POOL.length)]);
-    while (parts.length && EDGE_UNSAFE.has(parts[0])) parts.shift();
-    while (parts.length && EDGE_UNSAFE.has(parts[parts.length - 1])) parts.pop();
-    out.push(parts.join("") || "x");
+    out.push(edgeSafe(parts.join("")));
   }
   return out;
 }
@@ -128,9 +138,7 @@ function mixedText(r, bytes) {
     parts.push(s);
     size += Buffer.byteLength(s);
   }
-  while (EDGE_UNSAFE.has(parts[0])) parts.shift();
-  while (EDGE_UNSAFE.has(parts[parts.length - 1])) parts.pop();
-  return parts.join("");
+  return edgeSafe(parts.join(""));
 }
 
 export function corpus() {
