@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "small_tokenizer.hh"
 #include "tokenizer/byte_level.hh"
 #include "tokenizer/split_regex.hh"
 #include "tokenizer/utf8.hh"
@@ -23,36 +24,9 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string bl(std::string_view raw) {  // raw bytes → byte-level vocabulary string
-  std::string out;
-  for (char c : raw)
-    ic::tokenizer::append_utf8(out,
-                               ic::tokenizer::byte_to_code_point(static_cast<unsigned char>(c)));
-  return out;
-}
+using ic::test::small_tokenizer;
 
-// Bytes 0..255 are ids 0..255; merges (in rank order) create ids 256, 257, …
-json small_tokenizer(const std::vector<std::pair<std::string, std::string>>& merges) {
-  json vocab = json::object();
-  for (int b = 0; b < 256; ++b) vocab[bl(std::string(1, static_cast<char>(b)))] = b;
-  json m = json::array();
-  TokenId next = 256;
-  for (const auto& [l, r] : merges) {
-    m.push_back(json::array({bl(l), bl(r)}));
-    if (!vocab.contains(bl(l + r))) vocab[bl(l + r)] = next++;
-  }
-  return json{{"normalizer", nullptr},
-              {"pre_tokenizer",
-               {{"type", "Sequence"},
-                {"pretokenizers",
-                 {{{"type", "Split"},
-                   {"pattern", {{"Regex", R"( ?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"}}},
-                   {"behavior", "Isolated"},
-                   {"invert", false}},
-                  {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
-              {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", vocab}, {"merges", m}}},
-              {"added_tokens", json::array()}};
-}
+std::string bl(std::string_view raw) { return ic::test::byte_level(raw); }
 
 std::vector<TokenId> encode(const Tokenizer& t, std::string_view text) {
   Workspace ws;
