@@ -17,6 +17,8 @@ packages=(
   # test clients, baseline and load tools (never linked into the server)
   libgrpc++-dev protobuf-compiler-grpc nghttp2-client
   prometheus curl python3 clang-format
+  # the real Jinja2, which re-checks tests/chat_template/jinja_cases.json
+  python3-jinja2
 )
 # The machine image may ship Node.js from elsewhere (with its own npm); only
 # fall back to Debian's when there is none.

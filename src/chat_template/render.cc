@@ -14,7 +14,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (!a.is_number() || !b.is_number()) {
     if (op == "*" && a.is_string() && b.is_int()) {
       const std::int64_t n = std::max<std::int64_t>(0, b.as_int());
-      if (a.as_string().size() * static_cast<std::size_t>(n) > kMaxOutputBytes)
+      const std::size_t size = a.as_string().size();
+      if (size > 0 && static_cast<std::uint64_t>(n) > kMaxOutputBytes / size)
         throw RenderError("output over " + std::to_string(kMaxOutputBytes) + " bytes");
       std::string out;
       for (std::int64_t i = 0; i < n; ++i) out += a.as_string();
