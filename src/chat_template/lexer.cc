@@ -19,7 +19,7 @@ class Lexer {
  private:
   void text_until_tag();
   void tag(char kind);
-  void inner_token(char kind);
+  void inner_token();
   void string_literal();
   void emit_text(std::string text);
   int line_at(std::size_t pos) const;
@@ -132,11 +132,11 @@ void Lexer::tag(char kind) {
       out_.push_back({kind == '{' ? Token::kVarEnd : Token::kBlockEnd, "", line});
       return;
     }
-    inner_token(kind);
+    inner_token();
   }
 }
 
-void Lexer::inner_token(char) {
+void Lexer::inner_token() {
   const int line = line_at(pos_);
   const char c = src_[pos_];
   if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {

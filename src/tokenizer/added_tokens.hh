@@ -25,6 +25,7 @@ class AddedTokens {
   template <typename F>
   void split(std::string_view text, F&& f) const;
 
+  // True when no token was added.
   bool empty() const { return count_ == 0; }
 
  private:

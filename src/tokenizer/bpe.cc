@@ -38,7 +38,8 @@ std::unique_ptr<BpeModel> BpeModel::build(
     if (auto raw = decode_byte_level(text)) model->vocab_.emplace(std::move(*raw), id);
   }
   for (unsigned b = 0; b < 256; ++b) {
-    const auto it = model->vocab_.find(std::string_view(reinterpret_cast<const char*>(&b), 1));
+    const char byte = static_cast<char>(b);
+    const auto it = model->vocab_.find(std::string_view(&byte, 1));
     if (it == model->vocab_.end()) {
       error = "byte " + std::to_string(b) + " has no token in the vocabulary";
       return nullptr;

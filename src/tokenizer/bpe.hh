@@ -45,6 +45,7 @@ class BpeModel {
   // Appends the tokens of `word` (raw bytes, non-empty) to `out`.
   void encode_word(std::string_view word, BpeScratch& scratch, std::vector<TokenId>& out) const;
 
+  // Vocabulary entries that decode to bytes, and distinct merges.
   std::size_t vocab_size() const { return vocab_.size(); }
   std::size_t merge_count() const { return merge_count_; }
 

@@ -34,6 +34,8 @@ class RegexScratch {
   ~RegexScratch();
   RegexScratch(const RegexScratch&) = delete;
   RegexScratch& operator=(const RegexScratch&) = delete;
+  // PCRE2 match data (16 pairs) and the match context holding the JIT stack
+  // and the interpreter's match and heap limits.
   pcre2_match_data* match_data() const { return match_data_; }
   pcre2_match_context* context() const { return context_; }
 

@@ -173,6 +173,10 @@ EncodeStatus Tokenizer::encode(std::string_view text, Workspace& ws, std::vector
   out.clear();
   if (!valid_utf8(text)) return EncodeStatus::kInvalidUtf8;
   EncodeStatus status = EncodeStatus::kOk;
+  if (added_.empty()) {
+    encode_segment(text, ws, out, expired, status);
+    return status;
+  }
   added_.split(text, [&](std::string_view segment, const TokenId* id) {
     if (status != EncodeStatus::kOk) return;
     if (id != nullptr) {

@@ -54,6 +54,7 @@ class Tokenizer {
   // The id of an added token with exactly this content, or -1.
   std::int64_t added_token_id(std::string_view content) const;
 
+  // Entries of the BPE vocabulary (added tokens not counted).
   std::size_t vocab_size() const { return bpe_->vocab_size(); }
 
  private:
@@ -76,6 +77,8 @@ class Workspace {
  public:
   static constexpr std::size_t kWordCacheSlots = 8192;
   static constexpr std::size_t kMaxCachedWordBytes = 32;
+  // Allocates the cache slots (about 0.5 MiB once filled); buffers grow to
+  // the longest word seen and are reused.
   Workspace();
 
  private:
