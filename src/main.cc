@@ -30,11 +30,13 @@
 #include "net/server.hh"
 #include "net/tls.hh"
 #include "persist/state_saver.hh"
+#include "prompt_text/models.hh"
 #include "runtime/runtime.hh"
 #include "service/core_link.hh"
 #include "service/event_fanout.hh"
 #include "service/grpc_server.hh"
 #include "service/index_router.hh"
+#include "service/prompt_input.hh"
 
 namespace {
 
@@ -87,6 +89,7 @@ struct App {
 
   bool load_policies();
   bool load_tls();
+  bool load_tokenizer_models();
   void build_shards();
   void load_state();
   void save_final_state();
@@ -112,6 +115,9 @@ struct App {
   ic::index::SystemClock clock;
   std::unique_ptr<ic::service::IndexRouter> router;
   std::unique_ptr<ic::service::EventFanout> events;  // StreamCacheEvents
+  // --tokenizer-models-dir, loaded before the reactors start; read-only after.
+  ic::prompt_text::ModelSet tokenizer_models;
+  ic::service::PromptTextConfig prompt_text;
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
   std::atomic<unsigned> cores_serving{0};
@@ -142,6 +148,36 @@ bool App::load_tls() {
     return false;
   }
   registry.set_grpc_tls_enabled(true);
+  return true;
+}
+
+// --tokenizer-models-dir: every model subdirectory, loaded once; a model
+// that does not load is logged and left out (its prompt_text lookups fail
+// open). A directory that cannot be listed is a bad flag value (exit 2).
+bool App::load_tokenizer_models() {
+  const ic::index::IndexConfig limits = index_config(config);
+  prompt_text.models = &tokenizer_models;
+  prompt_text.max_prompt_bytes = limits.max_prompt_bytes;
+  prompt_text.max_token_ids = limits.max_token_ids;
+  if (config.tokenizer_models_dir.empty()) return true;
+  std::vector<ic::prompt_text::LoadReport> reports;
+  std::string error;
+  if (!tokenizer_models.load_dir(config.tokenizer_models_dir, reports, error)) {
+    std::fprintf(stderr, "inferencecache-server: --tokenizer-models-dir: %s\n", error.c_str());
+    return false;
+  }
+  for (const auto& r : reports) {
+    if (r.loaded) {
+      ic::config::log(LogLevel::info, "tokenizer model loaded",
+                      {{"model", r.model_id}, {"detail", r.detail}});
+    } else {
+      ic::config::log(LogLevel::warn, "tokenizer model not loaded: prompt_text fails open for it",
+                      {{"model", r.model_id}, {"error", r.detail}});
+    }
+  }
+  ic::config::log(
+      LogLevel::info, "tokenizer models",
+      {{"dir", config.tokenizer_models_dir}, {"loaded", std::to_string(tokenizer_models.size())}});
   return true;
 }
 
@@ -355,6 +391,7 @@ void App::start_core(unsigned core) {
   opts.events = events.get();
   opts.scrape_metrics = [this](auto done) { ic::metrics::scrape(runtime, registry, done); };
   opts.metrics_interval_us = config.metrics_stream_interval_us;
+  opts.prompt_text = &prompt_text;
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();
   runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });
@@ -409,7 +446,7 @@ int run(const ServerConfig& config) {
   signal(SIGPIPE, SIG_IGN);
 
   App app(config);
-  if (!app.load_policies() || !app.load_tls()) return kExitUsage;
+  if (!app.load_policies() || !app.load_tls() || !app.load_tokenizer_models()) return kExitUsage;
   app.build_shards();
   app.load_state();
   if (std::string error = app.add_listeners(); !error.empty()) {

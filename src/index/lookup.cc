@@ -94,9 +94,11 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
   if (pol.lookup_timeout_ms > 0)
     deadline = std::min(deadline, start + std::int64_t{pol.lookup_timeout_ms} * 1000);
   auto past_deadline = [&] { return deadline != INT64_MAX && clock.monotonic_us() >= deadline; };
+  bool echo_tokens = false;  // step 5 resolved tokens made from prompt_text
   auto finish = [&](std::string_view code, bool echo_adapter) {
     out->set_reason_code(std::string(code));
     if (echo_adapter) out->set_adapter_id(req.adapter_id());
+    if (echo_tokens) *out->mutable_token_ids() = req.token_ids();
     out->set_lookup_latency_us(std::max<std::int64_t>(0, clock.monotonic_us() - start));
   };
 
@@ -143,6 +145,7 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
       exact_hash = req.prefix_hash();
       exact_tokens = req.prefix_token_count();
     } else if (req.token_ids_size() > 0) {
+      echo_tokens = ctx.token_ids_from_prompt;
       if (!resolve_tokens()) return finish(reason::kNoHint, false);
       // The exact key is the last block hash with the total count.
       exact_hash = chain_hashes.back();
@@ -166,6 +169,7 @@ void Shard::Impl::lookup(const pb::LookupRouteRequest& req, const LookupContext&
       exact_tokens = req.prefix_token_count();
     }
   } else if (req.token_ids_size() > 0) {
+    echo_tokens = ctx.token_ids_from_prompt;
     if (!resolve_tokens()) return finish(reason::kNoHint, false);
     chain = true;
   } else if (!req.prompt_text().empty()) {

@@ -92,6 +92,10 @@ struct LookupContext {
   // Absolute monotonic deadline in µs from the caller's grpc-timeout;
   // INT64_MAX = none. The tenant's lookupTimeoutMs tightens it.
   std::int64_t deadline_mono_us = INT64_MAX;
+  // The request's token_ids were made from its prompt_text by the service
+  // (docs/prompt-text.md): when they are the input resolved at step 5, the
+  // response echoes them.
+  bool token_ids_from_prompt = false;
 };
 
 // What one ReportCacheState message did (for ingest-rate metrics).

@@ -97,6 +97,11 @@ class CoreMetrics {
     ++sample_.policy_reloads[static_cast<std::size_t>(source)][ok ? 0 : 1];
   }
 
+  // One prompt_text lookup failed open (inferencecache_prompt_text_failures_total{reason}).
+  void add_prompt_text_failure(PromptTextFailure failure) {
+    ++sample_.prompt_text_failures[static_cast<std::size_t>(failure)];
+  }
+
   // --- gauges set by collectors at scrape time ---------------------------
   // Distinct prefix keys of `model` in this core's shard (reserved tenant
   // excluded). Every index_entries gauge is reset to 0 before collectors run,

@@ -51,6 +51,12 @@ std::string_view to_label(Listener listener) {
   return kLabels[static_cast<std::size_t>(listener)];
 }
 
+std::string_view to_label(PromptTextFailure failure) {
+  static constexpr std::array<std::string_view, kPromptTextFailureCount> kNames = {
+      "no_tokenizer", "too_long", "template", "tokenize", "timeout"};
+  return kNames[static_cast<std::size_t>(failure)];
+}
+
 std::string_view to_label(PolicySource source) {
   return source == PolicySource::kHttp ? "http" : "file";
 }

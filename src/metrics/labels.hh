@@ -78,4 +78,20 @@ enum class PolicySource : std::uint8_t { kHttp, kFile };
 inline constexpr std::size_t kPolicySourceCount = 2;
 std::string_view to_label(PolicySource source);
 
+// Why a prompt_text lookup failed open (docs/prompt-text.md "Failure
+// modes"), for inferencecache_prompt_text_failures_total{reason}:
+// "no_tokenizer" (no model loaded under the request's model_id), "too_long"
+// (text over the lookup limit), "template" (the chat template's render
+// failed), "tokenize" (the tokenizer gave up: invalid UTF-8, regex limit),
+// "timeout" (the lookup deadline passed while tokenizing).
+enum class PromptTextFailure : std::uint8_t {
+  kNoTokenizer,
+  kTooLong,
+  kTemplate,
+  kTokenize,
+  kTimeout
+};
+inline constexpr std::size_t kPromptTextFailureCount = 5;
+std::string_view to_label(PromptTextFailure failure);
+
 }  // namespace ic::metrics

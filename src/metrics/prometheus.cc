@@ -216,6 +216,12 @@ void render_traffic(Writer& w, const Sample& s) {
                s.policy_reloads[src][ok]);
     }
   }
+  w.family("prompt_text_failures_total", "counter",
+           "prompt_text lookups that failed open (NO_HINT) without tokens, by reason.");
+  for (std::size_t r = 0; r < kPromptTextFailureCount; ++r) {
+    w.sample("prompt_text_failures_total",
+             {{"reason", to_label(static_cast<PromptTextFailure>(r))}}, s.prompt_text_failures[r]);
+  }
 }
 
 void render_cores(Writer& w, const Sample& s) {

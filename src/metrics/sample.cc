@@ -54,6 +54,7 @@ void Sample::merge(const Sample& other) {
   open_streams += other.open_streams;
   http_requests += other.http_requests;
   add_arrays(policy_reloads, other.policy_reloads);
+  add_arrays(prompt_text_failures, other.prompt_text_failures);
   cores.insert(cores.end(), other.cores.begin(), other.cores.end());
 }
 

@@ -68,6 +68,8 @@ struct Sample {
   std::uint64_t http_requests = 0;  // admin HTTP requests answered
   // policy_reloads[source][ok ? 0 : 1]
   std::array<std::array<std::uint64_t, 2>, kPolicySourceCount> policy_reloads{};
+  // prompt_text lookups that failed open, by PromptTextFailure
+  std::array<std::uint64_t, kPromptTextFailureCount> prompt_text_failures{};
   std::vector<CoreFigures> cores;  // one row per core that answered, by core
 
   // Adds `other` into this sample (counters and gauges summed per label set;

@@ -32,7 +32,7 @@ void CoreGrpcServer::build(const GrpcServiceOptions& options) {
   static std::once_flag quiet;
   std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
   add_inference_cache(methods_);
-  if (options.router != nullptr) add_index_routes(methods_, *options.router);
+  if (options.router != nullptr) add_index_routes(methods_, *options.router, options.prompt_text);
   if (options.events != nullptr) options.events->add_method(methods_);
   if (options.scrape_metrics) {
     add_metric_stream(methods_, options.scrape_metrics, options.metrics_interval_us,

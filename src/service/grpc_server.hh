@@ -40,6 +40,7 @@ namespace ic::service {
 
 class IndexRouter;
 class EventFanout;
+struct PromptTextConfig;
 
 struct GrpcServiceOptions {
   // Per-message receive limit and HTTP/2 hostile-peer limits (docs/contract.md:
@@ -60,6 +61,9 @@ struct GrpcServiceOptions {
   // metrics_interval_us (> 0).
   ScrapeFn scrape_metrics;
   std::int64_t metrics_interval_us = kDefaultMetricStreamIntervalUs;
+  // prompt_text lookups (service/prompt_input.hh); nullptr: they fail open.
+  // Shared by every core's server; outlives them.
+  const PromptTextConfig* prompt_text = nullptr;
 };
 
 // One core's gRPC server: the method table (InferenceCache, Health,

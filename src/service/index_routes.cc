@@ -77,7 +77,8 @@ struct LookupJob {
   }
 };
 
-void lookup_route(IndexRouter& router, grpc::CallHandle call, pb::LookupRouteRequest&& request) {
+void lookup_route(IndexRouter& router, const PromptTextConfig* prompt, grpc::CallHandle call,
+                  pb::LookupRouteRequest&& request) {
   index::Clock& clock = router.clock();
   index::LookupContext ctx;
   ctx.clock = &clock;
@@ -85,6 +86,13 @@ void lookup_route(IndexRouter& router, grpc::CallHandle call, pb::LookupRouteReq
   ctx.deadline_mono_us = call.deadline_us().value_or(INT64_MAX);
   CoreLink& link = router.link();
   const unsigned here = link.current_core();
+  if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
+    static const PromptTextConfig kNone;
+    const config::CachePolicy& policy =
+        router.shard(here).policies()->policy_for(request.tenant_id());
+    ctx.token_ids_from_prompt =
+        resolve_prompt_text(prompt != nullptr ? *prompt : kNone, policy, clock, ctx, request);
+  }
   const unsigned owner = router.owner(request.tenant_id());
   if (owner == here) {  // local fast path: no hop, no allocation beyond the response
     pb::LookupRouteResponse response;
@@ -267,13 +275,14 @@ void get_cache_state(IndexRouter& router, grpc::CallHandle call,
 
 }  // namespace
 
-void add_index_routes(grpc::MethodTable& methods, IndexRouter& router) {
+void add_index_routes(grpc::MethodTable& methods, IndexRouter& router,
+                      const PromptTextConfig* prompt) {
   IndexRouter* r = &router;
   methods.add(path("LookupRoute"),
               grpc::single_request_method<pb::LookupRouteRequest>(
                   grpc::CallKind::kUnary,
-                  [r](grpc::CallHandle call, pb::LookupRouteRequest&& request) {
-                    lookup_route(*r, std::move(call), std::move(request));
+                  [r, prompt](grpc::CallHandle call, pb::LookupRouteRequest&& request) {
+                    lookup_route(*r, prompt, std::move(call), std::move(request));
                   },
                   /*handles_deadline=*/true));
   grpc::Method report;

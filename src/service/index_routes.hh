@@ -5,7 +5,8 @@
 //                    pipeline (answers reason_code TIMEOUT) and guarded on the
 //                    connection's core by a timer that answers TIMEOUT if the
 //                    owner's answer is late; never a gRPC error once decoded;
-//                    owner mailbox full → NO_HINT (fail open).
+//                    owner mailbox full → NO_HINT (fail open). prompt_text
+//                    becomes token_ids on this core first (prompt_input.hh).
 //   ReportCacheState client stream; every message is ingested as it arrives
 //                    (inline or posted to the owner, FIFO per core pair); at
 //                    half-close a barrier goes through each owner core used,
@@ -20,11 +21,14 @@
 
 #include "grpc/call.hh"
 #include "service/index_router.hh"
+#include "service/prompt_input.hh"
 
 namespace ic::service {
 
 // Registers (replacing any earlier registration) the four index-backed
-// methods in `methods`. `router` outlives the sessions.
-void add_index_routes(grpc::MethodTable& methods, IndexRouter& router);
+// methods in `methods`. `router` and `prompt` outlive the sessions;
+// `prompt` nullptr: prompt_text always fails open (service/prompt_input.hh).
+void add_index_routes(grpc::MethodTable& methods, IndexRouter& router,
+                      const PromptTextConfig* prompt = nullptr);
 
 }  // namespace ic::service

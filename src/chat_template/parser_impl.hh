@@ -1,0 +1,79 @@
+#pragma once
+// The recursive-descent parser shared by parser.cc (statements) and
+// parser_expr.cc (expressions, Jinja2's precedence). Internal.
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat_template/ast.hh"
+#include "chat_template/lexer.hh"
+
+namespace ic::chat_template::detail {
+
+class Parser {
+ public:
+  explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
+
+  // Statements until one of `stops` (a block keyword) or the end.
+  Body body(std::initializer_list<std::string_view> stops, std::string* stopped);
+
+ private:
+  const Token& peek(std::size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
+  const Token& take() { return t_[i_ < t_.size() - 1 ? i_++ : i_]; }
+  bool is_op(std::string_view op, std::size_t k = 0) const {
+    return peek(k).type == Token::kOp && peek(k).value == op;
+  }
+  bool is_name(std::string_view n, std::size_t k = 0) const {
+    return peek(k).type == Token::kName && peek(k).value == n;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw SyntaxError("line " + std::to_string(peek().line) + ": " + what);
+  }
+  void expect_op(std::string_view op) {
+    if (!is_op(op)) fail("expected '" + std::string(op) + "'");
+    take();
+  }
+  std::string expect_name() {
+    if (peek().type != Token::kName) fail("expected a name");
+    return take().value;
+  }
+  void expect_block_end() {
+    if (peek().type != Token::kBlockEnd) fail("expected '%}'");
+    take();
+  }
+  void expect_end_tag(std::string_view name) {
+    if (!is_name(name)) fail("expected '" + std::string(name) + "'");
+    take();
+    expect_block_end();
+  }
+
+  StmtPtr statement();
+  StmtPtr if_stmt(int line);
+  StmtPtr for_stmt(int line);
+  StmtPtr set_stmt(int line);
+  StmtPtr macro_stmt(int line);
+
+  ExprPtr expression();  // conditional expression
+  ExprPtr or_expr();
+  ExprPtr and_expr();
+  ExprPtr not_expr();
+  ExprPtr compare();
+  ExprPtr math1();
+  ExprPtr concat();
+  ExprPtr math2();
+  ExprPtr power();
+  ExprPtr unary();
+  ExprPtr primary();
+  ExprPtr postfix(ExprPtr e);
+  ExprPtr filters(ExprPtr e);
+  ExprPtr test(ExprPtr e);
+  void call_args(Expr& call);
+  ExprPtr make(Expr::Kind kind, int line, std::string name = {});
+
+  const std::vector<Token>& t_;
+  std::size_t i_ = 0;
+};
+
+}  // namespace ic::chat_template::detail

@@ -1,0 +1,418 @@
+#include "chat_template/render.hh"
+
+#include <cmath>
+
+#include "chat_template/builtins.hh"
+#include "chat_template/template.hh"
+
+namespace ic::chat_template::detail {
+namespace {
+
+std::string at(int line) { return "line " + std::to_string(line) + ": "; }
+
+Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+  if (!a.is_number() || !b.is_number()) {
+    if (op == "*" && a.is_string() && b.is_int()) {
+      const std::int64_t n = std::max<std::int64_t>(0, b.as_int());
+      const std::size_t size = a.as_string().size();
+      if (size > 0 && static_cast<std::uint64_t>(n) > kMaxOutputBytes / size)
+        throw RenderError("output over " + std::to_string(kMaxOutputBytes) + " bytes");
+      std::string out;
+      for (std::int64_t i = 0; i < n; ++i) out += a.as_string();
+      return Value(std::move(out));
+    }
+    throw RenderError("unsupported operand types for " + op + ": " + std::string(a.type_name()) +
+                      " and " + std::string(b.type_name()));
+  }
+  const bool ints = !a.is_float() && !b.is_float();
+  if (ints && op != "/" && op != "**") {
+    const std::int64_t x = a.as_int(), y = b.as_int();
+    if (op == "-") return Value(x - y);
+    if (op == "*") return Value(x * y);
+    if (y == 0) throw RenderError("division by zero");
+    std::int64_t q = x / y, r = x % y;
+    if (r != 0 && ((r < 0) != (y < 0))) {  // Python floors
+      --q;
+      r += y;
+    }
+    return Value(op == "//" ? q : r);
+  }
+  const double x = a.as_number(), y = b.as_number();
+  if (op == "-") return Value(x - y);
+  if (op == "*") return Value(x * y);
+  if (op == "**") {
+    const double p = std::pow(x, y);
+    return ints && b.as_int() >= 0 ? Value(static_cast<std::int64_t>(p)) : Value(p);
+  }
+  if (y == 0) throw RenderError("division by zero");
+  if (op == "/") return Value(x / y);
+  if (op == "//") return Value(std::floor(x / y));
+  return Value(x - y * std::floor(x / y));
+}
+
+Value add(const Value& a, const Value& b) {
+  if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+  if (a.is_list() && b.is_list()) {
+    List out = a.as_list();
+    out.insert(out.end(), b.as_list().begin(), b.as_list().end());
+    return Value(std::move(out));
+  }
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return Value(a.as_number() + b.as_number());
+    return Value(a.as_int() + b.as_int());
+  }
+  throw RenderError("unsupported operand types for +: " + std::string(a.type_name()) + " and " +
+                    std::string(b.type_name()));
+}
+
+// Python slice bounds over `n` items.
+std::vector<std::size_t> slice_indices(std::int64_t n, const Value& start, const Value& stop,
+                                       const Value& step_v) {
+  const std::int64_t step = step_v.is_undefined() || step_v.is_none() ? 1 : step_v.as_int();
+  if (step == 0) throw RenderError("slice step cannot be zero");
+  auto bound = [&](const Value& v, std::int64_t def) {
+    if (v.is_undefined() || v.is_none()) return def;
+    std::int64_t i = v.as_int();
+    if (i < 0) i += n;
+    return step > 0 ? std::clamp<std::int64_t>(i, 0, n) : std::clamp<std::int64_t>(i, -1, n - 1);
+  };
+  const std::int64_t b = bound(start, step > 0 ? 0 : n - 1);
+  const std::int64_t e = bound(stop, step > 0 ? n : -1);
+  std::vector<std::size_t> out;
+  for (std::int64_t i = b; step > 0 ? i < e : i > e; i += step)
+    out.push_back(static_cast<std::size_t>(i));
+  return out;
+}
+
+}  // namespace
+
+Renderer::Renderer(Dict scope, std::string& out) : out_(&out) {
+  frames_.push_back(std::move(scope));
+}
+
+void Renderer::run(const Body& body) { exec(body); }
+
+void Renderer::emit(const std::string& text) {
+  if (out_->size() + text.size() > kMaxOutputBytes)
+    throw RenderError("output over " + std::to_string(kMaxOutputBytes) + " bytes");
+  *out_ += text;
+}
+
+Value Renderer::lookup(const std::string& name) const {
+  for (auto f = frames_.rbegin(); f != frames_.rend(); ++f) {
+    if (const Value* v = find(*f, name)) return *v;
+  }
+  return Value();
+}
+
+void Renderer::assign(const std::string& name, Value value) {
+  Dict& frame = frames_.back();
+  for (auto& [k, v] : frame) {
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  frame.emplace_back(name, std::move(value));
+}
+
+Renderer::Flow Renderer::exec(const Body& body) {
+  for (const StmtPtr& s : body) {
+    const Flow f = exec(*s);
+    if (f != Flow::kNormal) return f;
+  }
+  return Flow::kNormal;
+}
+
+Renderer::Flow Renderer::exec(const Stmt& s) {
+  try {
+    switch (s.kind) {
+      case Stmt::kText:
+        emit(s.text);
+        return Flow::kNormal;
+      case Stmt::kOutput:
+        emit(eval(*s.expr).str());
+        return Flow::kNormal;
+      case Stmt::kIf:
+        for (const auto& [cond, body] : s.branches) {
+          if (eval(*cond).truthy()) return exec(body);
+        }
+        return exec(s.else_body);
+      case Stmt::kFor:
+        return exec_for(s);
+      case Stmt::kSet:
+        exec_set(s);
+        return Flow::kNormal;
+      case Stmt::kMacro:
+        assign(s.name, make_macro(s));
+        return Flow::kNormal;
+      case Stmt::kBreak:
+        return Flow::kBreak;
+      case Stmt::kContinue:
+        return Flow::kContinue;
+    }
+  } catch (const RenderError& e) {
+    const std::string what = e.what();
+    if (what.rfind("line ", 0) == 0) throw;
+    throw RenderError(at(s.line) + what);
+  }
+  return Flow::kNormal;
+}
+
+Renderer::Flow Renderer::exec_for(const Stmt& s) {
+  const Value iterable = eval(*s.expr);
+  List items;
+  if (iterable.is_list()) {
+    items = iterable.as_list();
+  } else if (iterable.is_dict()) {
+    for (const auto& [k, _] : iterable.as_dict()) items.emplace_back(k);
+  } else if (iterable.is_string()) {
+    Args none;
+    Kwargs no_kw;
+    items = apply_filter("list", iterable, none, no_kw).as_list();
+  } else if (!iterable.is_undefined()) {
+    throw RenderError("a " + std::string(iterable.type_name()) + " is not iterable");
+  }
+  frames_.emplace_back();
+  auto bind = [&](const Value& item) {
+    if (s.targets.size() == 1) return assign(s.targets[0], item);
+    if (!item.is_list() || item.as_list().size() != s.targets.size())
+      throw RenderError("cannot unpack into " + std::to_string(s.targets.size()) + " names");
+    for (std::size_t k = 0; k < s.targets.size(); ++k) assign(s.targets[k], item.as_list()[k]);
+  };
+  if (s.cond) {  // the loop filter runs first: loop.length counts what passes
+    List kept;
+    for (const Value& item : items) {
+      bind(item);
+      if (eval(*s.cond).truthy()) kept.push_back(item);
+    }
+    items = std::move(kept);
+  }
+  const auto n = static_cast<std::int64_t>(items.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (++iterations_ > kMaxLoopIterations) throw RenderError("too many loop iterations");
+    bind(items[static_cast<std::size_t>(i)]);
+    assign("loop",
+           Value(Dict{{"index", Value(i + 1)},
+                      {"index0", Value(i)},
+                      {"revindex", Value(n - i)},
+                      {"revindex0", Value(n - i - 1)},
+                      {"first", Value(i == 0)},
+                      {"last", Value(i == n - 1)},
+                      {"length", Value(n)},
+                      {"previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value()},
+                      {"nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value()}}));
+    if (exec(s.body) == Flow::kBreak) break;
+  }
+  frames_.pop_back();
+  if (n == 0) return exec(s.else_body);
+  return Flow::kNormal;
+}
+
+void Renderer::exec_set(const Stmt& s) {
+  Value value;
+  if (s.expr) {
+    value = eval(*s.expr);
+  } else {  // {% set x %}…{% endset %}
+    std::string captured;
+    std::string* outer = out_;
+    out_ = &captured;
+    exec(s.body);
+    out_ = outer;
+    value = Value(std::move(captured));
+  }
+  if (!s.attr.empty()) {
+    const Value ns = lookup(s.targets[0]);
+    if (!ns.is_namespace()) throw RenderError("cannot set an attribute of a non-namespace");
+    Dict& attrs = ns.as_namespace().attrs;
+    for (auto& [k, v] : attrs) {
+      if (k == s.attr) {
+        v = std::move(value);
+        return;
+      }
+    }
+    attrs.emplace_back(s.attr, std::move(value));
+    return;
+  }
+  if (s.targets.size() == 1) return assign(s.targets[0], std::move(value));
+  if (!value.is_list() || value.as_list().size() != s.targets.size())
+    throw RenderError("cannot unpack into " + std::to_string(s.targets.size()) + " names");
+  for (std::size_t k = 0; k < s.targets.size(); ++k) assign(s.targets[k], value.as_list()[k]);
+}
+
+// A macro call renders its body in a frame of the globals plus its
+// parameters (not the caller's locals), into a string.
+Value Renderer::make_macro(const Stmt& s) {
+  const Stmt* macro = &s;
+  return Value(Function([this, macro](Args& args, Kwargs& kw) -> Value {
+    if (macro_depth_ >= kMaxMacroDepth) throw RenderError("macros nested too deeply");
+    Dict frame;
+    for (std::size_t k = 0; k < macro->params.size(); ++k) {
+      const auto& [name, def] = macro->params[k];
+      const Value* given = k < args.size() ? &args[k] : nullptr;
+      for (auto& [key, v] : kw) {
+        if (key == name) given = &v;
+      }
+      frame.emplace_back(name, given != nullptr ? *given : def ? eval(*def) : Value());
+    }
+    std::vector<Dict> saved;
+    saved.swap(frames_);
+    frames_.push_back(saved.front());
+    frames_.push_back(std::move(frame));
+    std::string captured;
+    std::string* outer = out_;
+    out_ = &captured;
+    ++macro_depth_;
+    try {
+      exec(macro->body);
+    } catch (...) {
+      --macro_depth_;
+      out_ = outer;
+      frames_.swap(saved);
+      throw;
+    }
+    --macro_depth_;
+    out_ = outer;
+    frames_.swap(saved);
+    return Value(std::move(captured));
+  }));
+}
+
+Value Renderer::eval(const Expr& e) {
+  switch (e.kind) {
+    case Expr::kLiteral:
+      return e.literal;
+    case Expr::kName:
+      return lookup(e.name);
+    case Expr::kList: {
+      List out;
+      for (const ExprPtr& a : e.args) out.push_back(eval(*a));
+      return Value(std::move(out));
+    }
+    case Expr::kDict: {
+      Dict out;
+      for (std::size_t k = 0; k + 1 < e.args.size(); k += 2)
+        out.emplace_back(eval(*e.args[k]).str(), eval(*e.args[k + 1]));
+      return Value(std::move(out));
+    }
+    case Expr::kAttr: {
+      const Value object = eval(*e.args[0]);
+      if (has_method(object, e.name)) {
+        const std::string name = e.name;
+        return Value(Function(
+            [object, name](Args& a, Kwargs& kw) { return call_method(object, name, a, kw); }));
+      }
+      return eval_index(object, Value(e.name));
+    }
+    case Expr::kIndex:
+      return eval_index(eval(*e.args[0]), eval(*e.args[1]));
+    case Expr::kSlice:
+      return eval_slice(e);
+    case Expr::kCall:
+    case Expr::kFilter:
+      return eval_call(e);
+    case Expr::kTest: {
+      Args args;
+      for (std::size_t k = 1; k < e.args.size(); ++k) args.push_back(eval(*e.args[k]));
+      return Value(apply_test(e.name, eval(*e.args[0]), args) != e.negate);
+    }
+    case Expr::kUnary: {
+      const Value v = eval(*e.args[0]);
+      if (e.name == "not") return Value(!v.truthy());
+      if (!v.is_number()) throw RenderError("bad operand type for unary " + e.name);
+      if (e.name == "+") return v;
+      return v.is_float() ? Value(-v.as_number()) : Value(-v.as_int());
+    }
+    case Expr::kBinary:
+      return eval_binary(e);
+    case Expr::kAnd: {
+      Value a = eval(*e.args[0]);
+      return a.truthy() ? eval(*e.args[1]) : a;
+    }
+    case Expr::kOr: {
+      Value a = eval(*e.args[0]);
+      return a.truthy() ? a : eval(*e.args[1]);
+    }
+    case Expr::kCond:
+      if (eval(*e.args[0]).truthy()) return eval(*e.args[1]);
+      return e.args[2] ? eval(*e.args[2]) : Value();
+  }
+  return Value();
+}
+
+Value Renderer::eval_binary(const Expr& e) {
+  const Value a = eval(*e.args[0]);
+  const Value b = eval(*e.args[1]);
+  const std::string& op = e.name;
+  if (op == "+") return add(a, b);
+  if (op == "~") return Value(a.str() + b.str());
+  if (op == "==") return Value(equal(a, b));
+  if (op == "!=") return Value(!equal(a, b));
+  if (op == "<") return Value(less(a, b));
+  if (op == ">") return Value(less(b, a));
+  if (op == "<=") return Value(!less(b, a));
+  if (op == ">=") return Value(!less(a, b));
+  if (op == "in") return Value(contains(b, a));
+  if (op == "not in") return Value(!contains(b, a));
+  return arithmetic(op, a, b);
+}
+
+Value Renderer::eval_index(const Value& object, const Value& key) {
+  if (object.is_dict() || object.is_namespace())
+    return key.is_string() ? object.member(key.as_string()) : Value();
+  if (!key.is_int() && !key.is_bool()) return Value();
+  std::int64_t i = key.as_int();
+  if (object.is_list()) {
+    const auto n = static_cast<std::int64_t>(object.as_list().size());
+    if (i < 0) i += n;
+    return i >= 0 && i < n ? object.as_list()[static_cast<std::size_t>(i)] : Value();
+  }
+  if (object.is_string()) {
+    const auto cps = code_points(object.as_string());
+    const auto n = static_cast<std::int64_t>(cps.size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return Value();
+    return Value(
+        from_code_points(cps, static_cast<std::size_t>(i), static_cast<std::size_t>(i) + 1));
+  }
+  return Value();
+}
+
+Value Renderer::eval_slice(const Expr& e) {
+  const Value object = eval(*e.args[0]);
+  Value parts[3];
+  for (int k = 0; k < 3; ++k) {
+    if (e.args[static_cast<std::size_t>(k) + 1])
+      parts[k] = eval(*e.args[static_cast<std::size_t>(k) + 1]);
+  }
+  if (object.is_list()) {
+    List out;
+    for (std::size_t i : slice_indices(static_cast<std::int64_t>(object.as_list().size()), parts[0],
+                                       parts[1], parts[2]))
+      out.push_back(object.as_list()[i]);
+    return Value(std::move(out));
+  }
+  if (object.is_string()) {
+    const auto cps = code_points(object.as_string());
+    std::string out;
+    for (std::size_t i :
+         slice_indices(static_cast<std::int64_t>(cps.size()), parts[0], parts[1], parts[2]))
+      out += from_code_points(cps, i, i + 1);
+    return Value(std::move(out));
+  }
+  throw RenderError("a " + std::string(object.type_name()) + " cannot be sliced");
+}
+
+Value Renderer::eval_call(const Expr& e) {
+  Args args;
+  Kwargs kwargs;
+  for (std::size_t k = 1; k < e.args.size(); ++k) args.push_back(eval(*e.args[k]));
+  for (const auto& [key, value] : e.kwargs) kwargs.emplace_back(key, eval(*value));
+  const Value target = eval(*e.args[0]);
+  if (e.kind == Expr::kFilter) return apply_filter(e.name, target, args, kwargs);
+  if (!target.is_callable())
+    throw RenderError("a " + std::string(target.type_name()) + " is not callable");
+  return target.as_function()(args, kwargs);
+}
+
+}  // namespace ic::chat_template::detail

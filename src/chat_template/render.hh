@@ -1,0 +1,40 @@
+#pragma once
+// The tree-walking interpreter behind Template::render (internal).
+
+#include <string>
+
+#include "chat_template/ast.hh"
+#include "chat_template/value.hh"
+
+namespace ic::chat_template::detail {
+
+class Renderer {
+ public:
+  // `scope` (globals and variables) is the outermost frame.
+  Renderer(Dict scope, std::string& out);
+  // Runs `body`; throws RenderError.
+  void run(const Body& body);
+
+ private:
+  enum class Flow { kNormal, kBreak, kContinue };
+  Flow exec(const Body& body);
+  Flow exec(const Stmt& s);
+  Flow exec_for(const Stmt& s);
+  void exec_set(const Stmt& s);
+  Value make_macro(const Stmt& s);
+  Value eval(const Expr& e);
+  Value eval_binary(const Expr& e);
+  Value eval_index(const Value& object, const Value& key);
+  Value eval_slice(const Expr& e);
+  Value eval_call(const Expr& e);
+  Value lookup(const std::string& name) const;
+  void assign(const std::string& name, Value value);
+  void emit(const std::string& text);
+
+  std::vector<Dict> frames_;
+  std::string* out_;
+  std::size_t iterations_ = 0;
+  int macro_depth_ = 0;
+};
+
+}  // namespace ic::chat_template::detail

@@ -1,0 +1,59 @@
+#pragma once
+// The tokenizer models of --tokenizer-models-dir (docs/prompt-text.md
+// "Models"): every DIR/<model_id>/ holding tokenizer.json and
+// tokenizer_config.json, loaded once at startup, immutable afterwards and
+// shared by every core. A request's model_id is only ever looked up in this
+// set, never joined onto a path.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat_template/template.hh"
+#include "tokenizer/tokenizer.hh"
+
+namespace ic::prompt_text {
+
+struct Model {
+  std::string id;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<chat_template::Template> chat_template;
+  // bos_token, eos_token, unk_token, pad_token of tokenizer_config.json (those
+  // set, as strings), passed to the template as transformers does.
+  chat_template::Dict special_tokens;
+};
+
+// One model directory's outcome, for the startup log.
+struct LoadReport {
+  std::string model_id;
+  bool loaded = false;
+  std::string detail;  // loaded: "vocab N, M added tokens"; else why not
+};
+
+class ModelSet {
+ public:
+  // Loads every subdirectory of `dir` holding both files (others are
+  // skipped, unreported). A model whose files do not parse or use anything
+  // outside the supported subset is left out, with the reason in `reports`.
+  // False + `error` when `dir` cannot be listed.
+  bool load_dir(const std::string& dir, std::vector<LoadReport>& reports, std::string& error);
+
+  // Builds one model from the two files' contents; nullptr + `error`.
+  static std::unique_ptr<Model> load_model(std::string id, std::string_view tokenizer_json,
+                                           std::string_view tokenizer_config_json,
+                                           std::string& error);
+
+  // Adds a built model (replacing one of the same id).
+  void add(std::unique_ptr<Model> model);
+
+  // The model loaded under exactly `model_id`, or nullptr.
+  const Model* find(std::string_view model_id) const;
+  std::size_t size() const { return models_.size(); }
+
+ private:
+  std::map<std::string, std::unique_ptr<Model>, std::less<>> models_;
+};
+
+}  // namespace ic::prompt_text

@@ -1,0 +1,60 @@
+#pragma once
+// Added and special tokens of tokenizer.json ("added_tokens"): they are cut
+// out of the raw text before normalization and pre-tokenization and become
+// one token each, leftmost-longest first (tokenizers' AddedVocabulary with
+// split_special_tokens = false). Only tokens without lstrip/rstrip/
+// single_word are supported (Tokenizer::load rejects the others).
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokenizer/bpe.hh"
+
+namespace ic::tokenizer {
+
+class AddedTokens {
+ public:
+  // Registers `content` (non-empty) as token `id`.
+  void add(std::string content, TokenId id);
+
+  // Calls f(segment, nullptr) for each run of ordinary text and
+  // f(content, &id) for each added token, in order.
+  template <typename F>
+  void split(std::string_view text, F&& f) const;
+
+  // True when no token was added.
+  bool empty() const { return count_ == 0; }
+
+ private:
+  // Longest match of an added token at text[pos], or nullptr.
+  const std::pair<std::string, TokenId>* match_at(std::string_view text, std::size_t pos) const;
+
+  // Tokens by first byte, longest first.
+  std::array<std::vector<std::pair<std::string, TokenId>>, 256> by_first_;
+  std::size_t count_ = 0;
+};
+
+// ---- implementation ----
+
+template <typename F>
+void AddedTokens::split(std::string_view text, F&& f) const {
+  std::size_t run = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const auto* hit =
+        by_first_[static_cast<unsigned char>(text[pos])].empty() ? nullptr : match_at(text, pos);
+    if (hit == nullptr) {
+      ++pos;
+      continue;
+    }
+    if (pos > run) f(text.substr(run, pos - run), static_cast<const TokenId*>(nullptr));
+    f(std::string_view(hit->first), &hit->second);
+    pos += hit->first.size();
+    run = pos;
+  }
+  if (run < text.size()) f(text.substr(run), static_cast<const TokenId*>(nullptr));
+}
+
+}  // namespace ic::tokenizer

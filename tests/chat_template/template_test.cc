@@ -1,0 +1,114 @@
+// src/chat_template against the real Jinja2: jinja_cases.json holds
+// templates and their renderings by Python Jinja2 as transformers configures
+// it (gen_jinja_cases.py; the jinja_golden test re-checks them). Plus the
+// failure modes: unsupported constructs fail the parse with the line,
+// raise_exception and the render limits fail the render.
+
+#include "chat_template/template.hh"
+
+#include <doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+using ic::chat_template::Dict;
+using ic::chat_template::List;
+using ic::chat_template::Template;
+using ic::chat_template::Value;
+using json = nlohmann::ordered_json;  // keeps key order, as Python dicts do
+
+namespace {
+
+Value from_json(const json& j) {
+  if (j.is_null()) return Value(ic::chat_template::None{});
+  if (j.is_boolean()) return Value(j.get<bool>());
+  if (j.is_number_integer()) return Value(j.get<std::int64_t>());
+  if (j.is_number()) return Value(j.get<double>());
+  if (j.is_string()) return Value(j.get<std::string>());
+  if (j.is_array()) {
+    List l;
+    for (const json& x : j) l.push_back(from_json(x));
+    return Value(std::move(l));
+  }
+  Dict d;
+  for (const auto& [k, v] : j.items()) d.emplace_back(k, from_json(v));
+  return Value(std::move(d));
+}
+
+std::string render(std::string_view source, const Dict& vars = {}) {
+  std::string error, out;
+  auto t = Template::parse(source, error);
+  REQUIRE_MESSAGE(t != nullptr, error);
+  REQUIRE_MESSAGE(t->render(vars, out, error), error);
+  return out;
+}
+
+std::string parse_error(std::string_view source) {
+  std::string error;
+  CHECK(Template::parse(source, error) == nullptr);
+  return error;
+}
+
+std::string render_error(std::string_view source) {
+  std::string error, out;
+  auto t = Template::parse(source, error);
+  REQUIRE_MESSAGE(t != nullptr, error);
+  CHECK_FALSE(t->render({}, out, error));
+  return error;
+}
+
+}  // namespace
+
+TEST_CASE("every Jinja2 golden case renders byte for byte") {
+  std::ifstream in(IC_CASES_FILE);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const json doc = json::parse(ss.str());
+  const Dict vars = from_json(doc["variables"]).as_dict();
+  REQUIRE(doc["cases"].size() == 14);
+  for (const json& c : doc["cases"]) {
+    CAPTURE(c["name"].get<std::string>());
+    CHECK(render(c["template"].get<std::string>(), vars) == c["expected"].get<std::string>());
+  }
+}
+
+TEST_CASE("unsupported constructs fail the parse with their line") {
+  CHECK(parse_error("a\n{% include 'x.j2' %}") == "line 2: unsupported statement 'include'");
+  CHECK(parse_error("{{ x | frobnicate }}") == "line 1: unsupported filter 'frobnicate'");
+  CHECK(parse_error("{{ x is prime }}") == "line 1: unsupported test 'prime'");
+  CHECK(parse_error("{% if x %}open") ==
+        "line 1: missing end tag (expected one of the block's end tags)");
+  CHECK(parse_error("{{ x ") == "line 1: unterminated tag");
+  CHECK(parse_error("{{ 'abc }}") == "line 1: unterminated string");
+  CHECK(parse_error("{{ x ? y }}") == "line 1: unexpected character '?'");
+  CHECK(parse_error("{% for x in y recursive %}{% endfor %}") ==
+        "line 1: recursive loops are not supported");
+}
+
+TEST_CASE("raise_exception, type errors and limits fail the render, never crash") {
+  CHECK(render_error("{{ raise_exception('Conversation roles must alternate') }}") ==
+        "line 1: Conversation roles must alternate");
+  CHECK(render_error("x\n{{ 'a' + 1 }}") ==
+        "line 2: unsupported operand types for +: string and integer");
+  CHECK(render_error("{{ 1 // 0 }}") == "line 1: division by zero");
+  CHECK(render_error("{% for i in range(200000) %}{% endfor %}") == "line 1: range() too long");
+  CHECK(render_error(
+            "{% for i in range(1000) %}{% for j in range(1001) %}{% endfor %}{% endfor %}") ==
+        "line 1: too many loop iterations");
+  CHECK(render_error("{{ 'x' * 10000000 }}") == "line 1: output over 8388608 bytes");
+  CHECK(render_error("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}") ==
+        "line 1: macros nested too deeply");
+}
+
+TEST_CASE("Python semantics where Jinja2 and JavaScript differ") {
+  // str.strip() removes U+0085 and U+001C; JavaScript's trim() would not.
+  CHECK(render("[{{ x | trim }}]", {{"x", Value("\xC2\x85\x1c a \xE3\x80\x80")}}) == "[a]");
+  // Lengths and indices count code points.
+  CHECK(render("{{ x | length }} {{ x[1] }} {{ x[-1] }}", {{"x", Value("h\xC3\xA9llo")}}) ==
+        "5 \xC3\xA9 o");
+  // Variables shadow the globals of the same name.
+  CHECK(render("{{ range }}", {{"range", Value(3)}}) == "3");
+}

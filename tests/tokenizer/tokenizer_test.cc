@@ -1,0 +1,174 @@
+// Unit tests of src/tokenizer on a small tokenizer.json built here: byte-level
+// alphabet, merge order, ignore_merges, added tokens, NFC, the split regex and
+// the load errors. The real models are checked against the npm oracle in
+// oracle_test.cc.
+
+#include "tokenizer/tokenizer.hh"
+
+#include <doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "small_tokenizer.hh"
+#include "tokenizer/byte_level.hh"
+#include "tokenizer/split_regex.hh"
+#include "tokenizer/utf8.hh"
+
+using ic::tokenizer::EncodeStatus;
+using ic::tokenizer::TokenId;
+using ic::tokenizer::Tokenizer;
+using ic::tokenizer::Workspace;
+using json = nlohmann::json;
+
+namespace {
+
+using ic::test::small_tokenizer;
+
+std::string bl(std::string_view raw) { return ic::test::byte_level(raw); }
+
+std::vector<TokenId> encode(const Tokenizer& t, std::string_view text) {
+  Workspace ws;
+  std::vector<TokenId> out;
+  REQUIRE(t.encode(text, ws, out) == EncodeStatus::kOk);
+  return out;
+}
+
+std::unique_ptr<Tokenizer> load(const json& j) {
+  std::string error;
+  auto t = Tokenizer::load(j.dump(), error);
+  REQUIRE_MESSAGE(t != nullptr, error);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("byte-level alphabet: printable bytes map to themselves, the rest to 256+") {
+  CHECK(ic::tokenizer::byte_to_code_point('A') == U'A');
+  CHECK(ic::tokenizer::byte_to_code_point(' ') == U'\u0120');   // 'Ġ'
+  CHECK(ic::tokenizer::byte_to_code_point('\n') == U'\u010A');  // 'Ċ'
+  CHECK(ic::tokenizer::byte_to_code_point(0xAD) == U'\u0143');
+  CHECK(ic::tokenizer::decode_byte_level("\xC4\xA0hi") == std::string(" hi"));
+  CHECK_FALSE(ic::tokenizer::decode_byte_level("\xE4\xB8\xAD").has_value());  // U+4E2D
+}
+
+TEST_CASE("UTF-8 validation rejects overlongs, surrogates and truncation") {
+  using ic::tokenizer::valid_utf8;
+  CHECK(valid_utf8("plain ascii"));
+  CHECK(valid_utf8("\xE4\xB8\xAD\xF0\x9F\x98\x80"));
+  CHECK_FALSE(valid_utf8("\xC0\xAF"));
+  CHECK_FALSE(valid_utf8("\xED\xA0\x80"));
+  CHECK_FALSE(valid_utf8("\xE4\xB8"));
+  CHECK_FALSE(valid_utf8("\xF4\x90\x80\x80"));
+}
+
+TEST_CASE("merges apply lowest rank first, leftmost on a tie") {
+  // rank 0: "b"+"c", rank 1: "a"+"b", rank 2: "a"+"bc".
+  auto t = load(small_tokenizer({{"b", "c"}, {"a", "b"}, {"a", "bc"}}));
+  // "abc": bc (0) before ab (1) → a|bc → abc (2).
+  CHECK(encode(*t, "abc") == std::vector<TokenId>{258});
+  // "abab": ab at 0 and at 2 (same rank): both merge.
+  CHECK(encode(*t, "abab") == std::vector<TokenId>{257, 257});
+  // "bcb": bc then nothing.
+  CHECK(encode(*t, "bcb") == std::vector<TokenId>{256, 'b'});
+  // Words split by the regex never merge across pieces: "ab" + " ab".
+  CHECK(encode(*t, "ab ab") == std::vector<TokenId>{257, ' ', 257});
+}
+
+TEST_CASE("long words take the heap merge and agree with the array merge") {
+  auto t = load(small_tokenizer({{"a", "a"}, {"aa", "aa"}, {"b", "a"}}));
+  // 200 × 'a' (> the small-word limit): pairs of pairs, 50 tokens of "aaaa".
+  const std::vector<TokenId> big = encode(*t, std::string(200, 'a'));
+  CHECK(big == std::vector<TokenId>(50, 257));
+  // 7 × 'a' (small path): aa aa aa a → aaaa aa a.
+  CHECK(encode(*t, "aaaaaaa") == std::vector<TokenId>{257, 256, 'a'});
+  // The same word twice (second from the word cache) gives the same ids.
+  Workspace ws;
+  std::vector<TokenId> first, second;
+  REQUIRE(t->encode("baaa baaa", ws, first) == EncodeStatus::kOk);
+  REQUIRE(t->encode("baaa baaa", ws, second) == EncodeStatus::kOk);
+  // "baaa": a+a (rank 0) at the leftmost position wins over b+a (rank 2).
+  CHECK(first == std::vector<TokenId>{'b', 256, 'a', ' ', 'b', 256, 'a'});
+  CHECK(second == first);
+}
+
+TEST_CASE("ignore_merges: a word in the vocabulary is one token") {
+  json j = small_tokenizer({{"a", "b"}});
+  j["model"]["vocab"][bl("abc")] = 300;
+  CHECK(encode(*load(j), "abc") == std::vector<TokenId>{256, 'c'});
+  j["model"]["ignore_merges"] = true;
+  CHECK(encode(*load(j), "abc") == std::vector<TokenId>{300});
+}
+
+TEST_CASE("added tokens are cut out first, leftmost-longest") {
+  json j = small_tokenizer({});
+  j["added_tokens"] = json::array({{{"id", 1000}, {"content", "<|x|>"}, {"special", true}},
+                                   {{"id", 1001}, {"content", "<|x|>y"}, {"special", false}},
+                                   {{"id", 1002}, {"content", "<"}, {"special", false}}});
+  auto t = load(j);
+  CHECK(encode(*t, "a<|x|>b") == std::vector<TokenId>{'a', 1000, 'b'});
+  CHECK(encode(*t, "<|x|>y<|x") == std::vector<TokenId>{1001, 1002, '|', 'x'});
+  CHECK(t->added_token_id("<|x|>") == 1000);
+  CHECK(t->added_token_id("<|y|>") == -1);
+}
+
+TEST_CASE("NFC normalizer composes before the split") {
+  json j = small_tokenizer({});
+  j["normalizer"] = {{"type", "NFC"}};
+  // e + U+0301 → é (C3 A9): two byte tokens instead of three.
+  CHECK(encode(*load(j), "e\xCC\x81") == std::vector<TokenId>{0xC3, 0xA9});
+  j["normalizer"] = nullptr;
+  CHECK(encode(*load(j), "e\xCC\x81") == std::vector<TokenId>{'e', 0xCC, 0x81});
+}
+
+TEST_CASE("\\s follows Oniguruma's White_Space: U+0085 yes, U+180E no") {
+  std::string out, error;
+  REQUIRE(ic::tokenizer::rewrite_white_space(R"(a\sb[^\s\p{L}]\S)", out, error));
+  const std::string ws(ic::tokenizer::kWhiteSpaceClass);
+  CHECK(out == "a[" + ws + "]b[^" + ws + R"(\p{L}][^)" + ws + "]");
+  CHECK_FALSE(ic::tokenizer::rewrite_white_space(R"([\S])", out, error));
+  CHECK(error == "\\S inside a character class is not supported");
+  auto t = load(small_tokenizer({}));
+  // "x" + U+0085 + "y": U+0085 is white space, so it is its own piece (its two
+  // bytes are still two tokens; the point is no regex error).
+  CHECK(encode(*t, "x\xC2\x85y") == std::vector<TokenId>{'x', 0xC2, 0x85, 'y'});
+}
+
+TEST_CASE("encode fails cleanly on invalid UTF-8 and on the deadline") {
+  auto t = load(small_tokenizer({}));
+  Workspace ws;
+  std::vector<TokenId> out;
+  CHECK(t->encode("ab\xFF", ws, out) == EncodeStatus::kInvalidUtf8);
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += " w";
+  CHECK(t->encode(many, ws, out, [] { return true; }) == EncodeStatus::kDeadline);
+  CHECK(t->encode(many, ws, out, [] { return false; }) == EncodeStatus::kOk);
+  CHECK(out.size() == 2000);
+}
+
+TEST_CASE("load rejects what it does not support, with the reason") {
+  std::string error;
+  CHECK(Tokenizer::load("{", error) == nullptr);
+  CHECK(error.rfind("tokenizer.json: ", 0) == 0);
+  json j = small_tokenizer({});
+  j["normalizer"] = {{"type", "NFKC"}};
+  CHECK(Tokenizer::load(j.dump(), error) == nullptr);
+  CHECK(error == "normalizer \"NFKC\" is not supported (only NFC)");
+  j = small_tokenizer({});
+  j["model"]["byte_fallback"] = true;
+  CHECK(Tokenizer::load(j.dump(), error) == nullptr);
+  CHECK(error == "model BPE with byte_fallback, dropout or subword affixes is not supported");
+  j = small_tokenizer({});
+  j["model"]["merges"] = json::array({"a zz"});
+  CHECK(Tokenizer::load(j.dump(), error) == nullptr);
+  CHECK(error == "merge 0 (\"a\" \"zz\") names a token missing from the vocabulary");
+  j = small_tokenizer({});
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
+  CHECK(Tokenizer::load(j.dump(), error) == nullptr);
+  CHECK(error.rfind("regex does not compile at offset 9", 0) == 0);
+  j = small_tokenizer({});
+  j["added_tokens"] = json::array({{{"id", 5}, {"content", "<m>"}, {"lstrip", true}}});
+  CHECK(Tokenizer::load(j.dump(), error) == nullptr);
+  CHECK(error == "added token \"<m>\": empty, lstrip, rstrip or single_word unsupported");
+}
