@@ -55,6 +55,7 @@ void Sample::merge(const Sample& other) {
   http_requests += other.http_requests;
   add_arrays(policy_reloads, other.policy_reloads);
   cores.insert(cores.end(), other.cores.begin(), other.cores.end());
+  rpc.merge(other.rpc);
 }
 
 }  // namespace ic::metrics
