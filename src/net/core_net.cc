@@ -127,7 +127,7 @@ void CoreNet::link(TcpConnection* c) {
   if (head_ != nullptr) head_->prev = c;
   head_ = c;
   ++count_;
-  if (shutting_down_) c->begin_drain();
+  if (draining(c->listener())) c->begin_drain();
 }
 
 void CoreNet::turn_end() {
@@ -152,23 +152,35 @@ void CoreNet::turn_end() {
   if (shutting_down_) check_drained();
 }
 
-void CoreNet::begin_shutdown(std::int64_t grace_us, std::function<void()> drained) {
+void CoreNet::begin_shutdown(std::int64_t grace_us, std::function<void()> drained,
+                             std::function<bool(const ListenerState&)> which) {
   if (shutting_down_) return;
   shutting_down_ = true;
   drained_ = std::move(drained);
-  for (auto& a : acceptors_) a->close();
-  for (TcpConnection* c = head_; c != nullptr; c = c->next) c->begin_drain();
+  which_ = std::move(which);
+  for (auto& a : acceptors_)
+    if (which_(a->listener())) a->close();
+  for (TcpConnection* c = head_; c != nullptr; c = c->next)
+    if (which_(c->listener())) c->begin_drain();
   grace_timer_ = reactor_->add_timer(grace_us, [this] {
     grace_timer_ = 0;
-    for (TcpConnection* c = head_; c != nullptr; c = c->next) c->close(true);
+    for (TcpConnection* c = head_; c != nullptr; c = c->next)
+      if (which_(c->listener())) c->close(true);
   });
   check_drained();
 }
 
 void CoreNet::check_drained() {
-  if (!drained_ || count_ != 0) return;
+  if (!drained_ || count_ == checked_count_) return;
+  // Walk the list only when a connection came or went since the last check.
+  checked_count_ = count_;
+  for (TcpConnection* c = head_; c != nullptr; c = c->next)
+    if (which_(c->listener())) return;
   for (auto& a : acceptors_)
-    if (!a->closed()) return;
+    if (which_(a->listener()) && !a->closed()) {
+      checked_count_ = SIZE_MAX;  // re-check once the accept completion arrived
+      return;
+    }
   if (grace_timer_ != 0) {
     reactor_->cancel_timer(grace_timer_);
     grace_timer_ = 0;
