@@ -28,6 +28,13 @@ struct ServerOptions {
   std::filesystem::path binary;
   // Appended after the three bind-address flags (e.g. {"--threads", "2"}).
   std::vector<std::string> extra_args;
+  // Bind the control listener to 0.0.0.0 instead of 127.0.0.1 (tests of the
+  // non-loopback warnings; clients still connect over loopback).
+  bool snapshot_on_all_interfaces = false;
+  // Empty: ready once the gRPC health check (h2c) answers SERVING. Else ready
+  // once this text appears in the server's log (a TLS gRPC port, where the
+  // h2c check cannot connect).
+  std::string ready_when_logged;
   // How long to wait for the health check to answer SERVING.
   std::chrono::milliseconds ready_timeout = std::chrono::seconds(20);
 };
@@ -66,7 +73,7 @@ class ServerProcess {
 
  private:
   bool launch(const ServerOptions& options);
-  bool wait_ready(std::chrono::milliseconds timeout);
+  bool wait_ready(std::chrono::milliseconds timeout, const std::string& ready_when_logged);
 
   pid_t pid_ = -1;
   int exit_status_ = -1;  // valid once exited_
