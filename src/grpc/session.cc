@@ -161,6 +161,7 @@ void GrpcSession::on_request_data(h2::StreamId id, std::span<const std::byte> da
     if (!call->finished) call->handler->on_message(message);
   });
   buffered_ = buffered_ - before + call->reader.buffered_bytes();
+  if (err == FrameError::kTooLarge) log_message_limit(*call);
   if (err != FrameError::kNone && !call->finished) {
     finish_call(*call, frame_error_status(err, context_.options.max_message_bytes));
     call->handler->on_cancel();
@@ -229,6 +230,19 @@ bool GrpcSession::send_message(detail::CallState& call,
   const bool ok = h2_.write(call.id, std::as_bytes(std::span(scratch_.data(), scratch_.size())));
   wake();
   return ok;
+}
+
+void GrpcSession::log_message_limit(const detail::CallState& call) {
+  // A misconfigured client sends every request over the limit: one line per
+  // 10 s across all cores, the rest counted.
+  static config::LogRateLimit limit(10'000'000);
+  std::uint64_t suppressed = 0;
+  if (!limit.allow(config::log_clock_us(), &suppressed)) return;
+  config::log(config::LogLevel::warn, "message limit hit: call refused",
+              {{"peer", conn_.peer()},
+               {"method", call.method->path},
+               {"max_message_bytes", context_.options.max_message_bytes},
+               {"suppressed", suppressed}});
 }
 
 void GrpcSession::record_handled(const detail::CallState& call, StatusCode code) {

@@ -11,8 +11,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "admin/http_client.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
@@ -46,9 +48,10 @@ void write_file(const std::string& path, const std::string& content) {
   std::filesystem::rename(tmp, path);
 }
 
-// Polls the server log until `text` appears `times` times (or 20 s pass).
-bool logged(ServerProcess& server, const std::string& text, int times = 1) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
+// Polls the server log until `text` appears `times` times (or `within` passes).
+bool logged(ServerProcess& server, const std::string& text, int times = 1,
+            std::chrono::milliseconds within = 20s) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
   while (std::chrono::steady_clock::now() < deadline) {
     const std::string log = server.log();
     int n = 0;
@@ -230,5 +233,51 @@ TEST_CASE("SIGHUP re-reads the policy file and the token file, logs each, never 
   for (int i = 0; i < 5; ++i) server.signal(SIGHUP);
   REQUIRE(logged(server, "\"msg\":\"reloading\"", 3));
   CHECK(health_serving(server.grpc_port(), 10s));
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("limits and debug: message limit and refused call logged, connections at debug") {
+  ServerOptions options;
+  options.extra_args = {"--threads",   "1",     "--pin-threads=false", "--insecure-disable-auth",
+                        "--log-level", "debug", "--max-message-bytes", "64"};
+  ServerProcess server(options);
+  H2Client grpc(server.grpc_port());
+  pb::LookupRouteRequest req;
+  req.set_model_id(std::string(200, 'm'));
+  const int32_t id = grpc.start(method_path("LookupRoute"), BodyPlan{frame_message(req), 0, true});
+  grpc.flush();
+  REQUIRE(grpc.run_until([&] { return grpc.response(id).done(); }, 10s));
+  CHECK(grpc.response(id).grpc_status() == 8);  // RESOURCE_EXHAUSTED
+  REQUIRE(logged(server, "\"msg\":\"message limit hit: call refused\""));
+  const nlohmann::json limit = log_event(server, "message limit hit: call refused");
+  CHECK(limit["max_message_bytes"] == 64);
+  CHECK(limit["method"] == "/inferencecache.v1alpha1.InferenceCache/LookupRoute");
+  REQUIRE(logged(server, "\"msg\":\"call failed\""));
+  CHECK(log_event(server, "call failed")["grpc_code"] == "RESOURCE_EXHAUSTED");
+  REQUIRE(logged(server, "\"msg\":\"connection accepted\""));
+  const nlohmann::json accepted = log_event(server, "connection accepted");
+  CHECK(accepted["level"] == "debug");
+  CHECK(accepted["listener"] == "grpc");
+  CHECK(accepted["peer"].get<std::string>().rfind("127.0.0.1:", 0) == 0);
+  CHECK(server.stop() == 0);
+  CHECK(logged(server, "\"msg\":\"connection closed\""));
+}
+
+TEST_CASE("connection limit: refused connections are logged once per interval") {
+  ServerOptions options;
+  options.extra_args = {"--threads",         "1", "--pin-threads=false", "--insecure-disable-auth",
+                        "--max-connections", "1"};
+  ServerProcess server(options);
+  // The one allowed connection, then more until one is refused (the health
+  // check's connection may still be counted for a moment).
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 20 && !logged(server, "connection limit reached", 1, 200ms); ++i) {
+    held.push_back(std::make_unique<RawConnection>(server.http_port()));
+  }
+  const nlohmann::json refused = log_event(server, "connection limit reached: connection refused");
+  REQUIRE(refused.is_object());
+  CHECK(refused["listener"] == "http");
+  CHECK(refused["max_connections"] == 1);
+  held.clear();
   CHECK(server.stop() == 0);
 }
