@@ -521,7 +521,9 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   const ic::config::FlagsOutcome flags = ic::config::parse_flags(argc, argv);
   if (!flags.config) {
-    std::fprintf(flags.exit_code == 0 ? stdout : stderr, "%s\n", flags.message.c_str());
+    const bool newline = flags.message.empty() || flags.message.back() != '\n';
+    std::fprintf(flags.exit_code == 0 ? stdout : stderr, "%s%s", flags.message.c_str(),
+                 newline ? "\n" : "");
     return flags.exit_code;
   }
   const ServerConfig& config = *flags.config;
