@@ -356,6 +356,22 @@ bool loopback_only(const std::string& address) {
 }
 
 void App::log_serving() {
+  // Details and warnings first: once the "serving" line is out, they are too.
+  if (tls) {
+    const auto ctx = tls->current();
+    ic::config::log(
+        LogLevel::info, "TLS certificate loaded",
+        {{"path", tls->cert_file()}, {"subject", ctx->subject()}, {"not_after", ctx->not_after()}});
+  }
+  if (config.insecure_disable_auth && !loopback_only(config.snapshot_bind_address)) {
+    ic::config::log(LogLevel::warn,
+                    "control listener has no auth and is reachable from other hosts",
+                    {{"snapshot_address", config.snapshot_bind_address},
+                     {"hint",
+                      "anyone who can connect may read /snapshot and replace the policy via "
+                      "/policy; bind --snapshot-bind-address to 127.0.0.1 or use "
+                      "--control-token-file"}});
+  }
   const ic::buildinfo::BuildInfo& build = ic::buildinfo::build_info();
   ic::config::log(LogLevel::info, "serving",
                   {{"version", build.version},
@@ -372,21 +388,6 @@ void App::log_serving() {
                    {"threads", runtime.cores()},
                    {"policy_file", config.policy_file},
                    {"pid", static_cast<long>(::getpid())}});
-  if (tls) {
-    const auto ctx = tls->current();
-    ic::config::log(
-        LogLevel::info, "TLS certificate loaded",
-        {{"path", tls->cert_file()}, {"subject", ctx->subject()}, {"not_after", ctx->not_after()}});
-  }
-  if (config.insecure_disable_auth && !loopback_only(config.snapshot_bind_address)) {
-    ic::config::log(LogLevel::warn,
-                    "control listener has no auth and is reachable from other hosts",
-                    {{"snapshot_address", config.snapshot_bind_address},
-                     {"hint",
-                      "anyone who can connect may read /snapshot and replace the policy via "
-                      "/policy; bind --snapshot-bind-address to 127.0.0.1 or use "
-                      "--control-token-file"}});
-  }
 }
 
 // SIGHUP: re-read everything that comes from a file. Each part logs its own
