@@ -259,6 +259,30 @@ TEST_CASE("limits and debug: message limit and refused call logged, connections 
   CHECK(accepted["level"] == "debug");
   CHECK(accepted["listener"] == "grpc");
   CHECK(accepted["peer"].get<std::string>().rfind("127.0.0.1:", 0) == 0);
+
+  // The refused call in the go-grpc-prometheus families, and the process collector.
+  const std::string metrics = http_request(server.http_port(), "GET", "/metrics").body;
+  const std::string labels =
+      "grpc_method=\"LookupRoute\",grpc_service=\"inferencecache.v1alpha1.InferenceCache\","
+      "grpc_type=\"unary\"";
+  CHECK(metrics.find("\ngrpc_server_started_total{" + labels + "} 1\n") != std::string::npos);
+  CHECK(metrics.find("\ngrpc_server_handled_total{grpc_code=\"ResourceExhausted\"," + labels +
+                     "} 1\n") != std::string::npos);
+  CHECK(metrics.find("\ngrpc_server_handled_total{grpc_code=\"OK\"," + labels + "} 0\n") !=
+        std::string::npos);
+  CHECK(metrics.find("\ngrpc_server_handling_seconds_count{" + labels + "} 1\n") !=
+        std::string::npos);
+  // Never-called methods are there at 0 from the first scrape.
+  CHECK(metrics.find("\ngrpc_server_started_total{grpc_method=\"GetCacheState\"") !=
+        std::string::npos);
+  for (const char* family : {"\nprocess_cpu_seconds_total ", "\nprocess_open_fds ",
+                             "\nprocess_max_fds ", "\nprocess_resident_memory_bytes ",
+                             "\nprocess_virtual_memory_bytes ", "\nprocess_start_time_seconds "}) {
+    CAPTURE(family);
+    CHECK(metrics.find(family) != std::string::npos);
+  }
+  CHECK(metrics.find("inferencecache_build_info{version=\"0.1.0\",git_commit=\"") !=
+        std::string::npos);
   CHECK(server.stop() == 0);
   CHECK(logged(server, "\"msg\":\"connection closed\""));
 }
