@@ -4,20 +4,29 @@
 // registry → policies → index partitions (one Shard per core) → listeners
 // bound (a busy port fails the start) → reactor threads start; on each core:
 // services (gRPC method table, index sweep, policy file poll), then its
-// accepts are armed last. SIGTERM/SIGINT: not ready, listeners close, every
-// connection gets on_shutdown() (GOAWAY), in-flight calls finish within
-// --shutdown-grace, connections close, reactors stop and join, exit 0.
+// accepts are armed last. SIGTERM/SIGINT: /readyz says "draining", the gRPC
+// listener closes, every gRPC connection gets on_shutdown() (GOAWAY),
+// in-flight calls finish within --shutdown-grace while the admin listeners
+// keep answering (/healthz, /readyz, /metrics), then everything closes,
+// reactors stop and join, exit 0. SIGHUP re-reads the policy file, the control
+// token and the TLS certificate and key; it never stops the server.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "admin/auth.hh"
 #include "admin/readiness.hh"
 #include "admin/server.hh"
+#include "buildinfo/build_info.hh"
 #include "config/flags.hh"
 #include "config/log.hh"
 #include "config/policy_store.hh"
@@ -31,6 +40,7 @@
 #include "net/tls.hh"
 #include "persist/state_saver.hh"
 #include "prompt_text/models.hh"
+#include "net/tls_reload.hh"
 #include "runtime/runtime.hh"
 #include "service/core_link.hh"
 #include "service/event_fanout.hh"
@@ -49,6 +59,8 @@ constexpr int kExitStartup = 1;
 constexpr std::size_t kSweepSliceBudget = 4096;
 // How often core 0 stats --policy-file for changes.
 constexpr std::int64_t kPolicyPollUs = 1'000'000;
+// How often the signal thread stats the TLS certificate and key for changes.
+constexpr timespec kTlsPoll{1, 0};
 
 // Rejects unparsable listen addresses with the flag name (exit 2).
 std::string check_addresses(const ServerConfig& config) {
@@ -90,6 +102,11 @@ struct App {
   bool load_policies();
   bool load_tls();
   bool load_tokenizer_models();
+  void log_serving();
+  void reload(std::string_view why);
+  void reload_policy_file();
+  void reload_token_file();
+  void reload_tls(bool forced);
   void build_shards();
   void load_state();
   void save_final_state();
@@ -98,13 +115,15 @@ struct App {
   void start_core(unsigned core);
   void sweep_index(unsigned core);
   void poll_policy_file();
+  void report_policy_file(bool installed, std::uint64_t errors_before);
   void broadcast_policies(std::shared_ptr<const ic::config::PolicySet> set);
 
   const ServerConfig& config;
   ic::runtime::Runtime runtime;
   ic::metrics::Registry registry;
   ic::admin::Readiness readiness;
-  std::shared_ptr<ic::net::TlsContext> tls;  // gRPC listener TLS, when configured
+  // gRPC listener TLS, when configured; re-read on SIGHUP and on change.
+  std::unique_ptr<ic::net::TlsCertificateStore> tls;
   std::unique_ptr<ic::config::PolicyStore> policy_file;
   std::shared_ptr<const ic::config::PolicySet> initial_policies;
   ic::index::IndexGlobals index_globals;
@@ -142,8 +161,9 @@ bool App::load_policies() {
 bool App::load_tls() {
   if (config.tls_cert_file.empty()) return true;
   std::string error;
-  tls = ic::net::TlsContext::load(config.tls_cert_file, config.tls_key_file, {"h2"}, &error);
-  if (!tls) {
+  tls = std::make_unique<ic::net::TlsCertificateStore>(config.tls_cert_file, config.tls_key_file,
+                                                       std::vector<std::string>{"h2"});
+  if (!tls->load(&error)) {
     std::fprintf(stderr, "inferencecache-server: %s\n", error.c_str());
     return false;
   }
@@ -177,7 +197,7 @@ bool App::load_tokenizer_models() {
   }
   ic::config::log(
       LogLevel::info, "tokenizer models",
-      {{"dir", config.tokenizer_models_dir}, {"loaded", std::to_string(tokenizer_models.size())}});
+      {{"dir", config.tokenizer_models_dir}, {"loaded", tokenizer_models.size()}});
   return true;
 }
 
@@ -219,9 +239,9 @@ void App::load_state() {
   } else {
     ic::config::log(LogLevel::info, "state file loaded",
                     {{"path", config.state_file},
-                     {"entries", std::to_string(got.entries)},
+                     {"entries", got.entries},
                      {"written_by", got.server_version},
-                     {"age_s", std::to_string((clock.wall_us() - got.created_at_us) / 1'000'000)}});
+                     {"age_s", (clock.wall_us() - got.created_at_us) / 1'000'000}});
   }
   if (got.status == ic::persist::LoadStatus::kOk && !policy_file && !got.policy_json.empty()) {
     ic::config::PolicyParseResult parsed = ic::config::parse_policy_json(got.policy_json);
@@ -259,7 +279,11 @@ std::string App::add_listeners() {
   grpc.idle_timeout_us = config.idle_timeout_us;
   grpc.output_high_water = std::size_t{4} << 20;  // one max-size message in flight
   grpc.factory = [this](ic::net::Connection& conn) { return grpc_factories[conn.core()](conn); };
-  if (tls) grpc.factory = ic::net::tls_session_factory(tls, std::move(grpc.factory));
+  if (tls) {
+    ic::net::TlsCertificateStore* store = tls.get();
+    grpc.factory =
+        ic::net::tls_session_factory([store] { return store->current(); }, std::move(grpc.factory));
+  }
   if (std::string e = server.add_listener(std::move(grpc)); !e.empty()) {
     return "--grpc-bind-address: " + e;
   }
@@ -364,21 +388,32 @@ void App::broadcast_policies(std::shared_ptr<const ic::config::PolicySet> set) {
 
 // Core 0 owns the --policy-file store (not thread-safe) and fans changes out.
 void App::poll_policy_file() {
-  if (policy_file->poll()) {
-    ic::metrics::local().add_policy_reload(ic::metrics::PolicySource::kFile, true);
-    ic::config::log(LogLevel::info, "policy file reloaded", {{"path", policy_file->path()}});
-    broadcast_policies(policy_file->current());
-  } else if (!policy_file->last_error().empty() && policy_file->error_count() > 0) {
-    // poll() only re-reads a changed file, so each failure is logged once.
-    static std::uint64_t logged_errors = 0;
-    if (policy_file->error_count() != logged_errors) {
-      logged_errors = policy_file->error_count();
-      ic::metrics::local().add_policy_reload(ic::metrics::PolicySource::kFile, false);
-      ic::config::log(LogLevel::warn, "policy file rejected",
-                      {{"path", policy_file->path()}, {"error", policy_file->last_error()}});
-    }
-  }
+  const std::uint64_t errors = policy_file->error_count();
+  report_policy_file(policy_file->poll(), errors);
   runtime.reactor(0).add_timer(kPolicyPollUs, [this] { poll_policy_file(); });
+}
+
+// Logs, counts and broadcasts the outcome of one read of --policy-file
+// (`errors_before`: error_count() before it). Core 0 only.
+void App::report_policy_file(bool installed, std::uint64_t errors_before) {
+  if (installed) {
+    ic::metrics::local().add_policy_reload(ic::metrics::PolicySource::kFile, true);
+    const auto set = policy_file->current();
+    ic::config::log(LogLevel::info, "policy accepted",
+                    {{"source", "file"},
+                     {"path", policy_file->path()},
+                     {"policies", set->policy_count()},
+                     {"quotas", set->quota_count()}});
+    broadcast_policies(set);
+  } else if (policy_file->error_count() != errors_before) {
+    // poll() only re-reads a changed file, so each failure is logged once.
+    ic::metrics::local().add_policy_reload(ic::metrics::PolicySource::kFile, false);
+    ic::config::log(LogLevel::warn, "policy rejected",
+                    {{"source", "file"},
+                     {"path", policy_file->path()},
+                     {"error", policy_file->last_error()},
+                     {"kept", "last good policy"}});
+  }
 }
 
 void App::start_core(unsigned core) {
@@ -402,27 +437,140 @@ void App::start_core(unsigned core) {
   readiness.core_serving(core);
   if (cores_serving.fetch_add(1) + 1 == runtime.cores()) {
     registry.set_server_up(true);
-    ic::config::log(LogLevel::info, "serving",
-                    {{"grpc_port", std::to_string(server.port("grpc"))},
-                     {"http_port", std::to_string(server.port("http"))},
-                     {"snapshot_port", std::to_string(server.port("snapshot"))},
-                     {"threads", std::to_string(runtime.cores())}});
+    log_serving();
   }
 }
 
-sigset_t termination_signals() {
+// The control listener's auth mode, as the startup line reports it.
+std::string_view auth_mode(const ServerConfig& config) {
+  if (config.insecure_disable_auth) return "disabled";
+  return config.control_token_file.empty() ? "no token file: control requests refused"
+                                           : "bearer token";
+}
+
+// True when `address` only accepts connections from this host.
+bool loopback_only(const std::string& address) {
+  std::string why;
+  const auto addr = ic::net::parse_address(address, &why);
+  if (!addr || addr->any_host) return false;
+  if (addr->storage.ss_family == AF_INET) {
+    const auto* sin = reinterpret_cast<const sockaddr_in*>(&addr->storage);
+    return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+  }
+  const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&addr->storage);
+  return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
+         (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && sin6->sin6_addr.s6_addr[12] == 127);
+}
+
+void App::log_serving() {
+  // Details and warnings first: once the "serving" line is out, they are too.
+  if (tls) {
+    const auto ctx = tls->current();
+    ic::config::log(
+        LogLevel::info, "TLS certificate loaded",
+        {{"path", tls->cert_file()}, {"subject", ctx->subject()}, {"not_after", ctx->not_after()}});
+  }
+  if (config.insecure_disable_auth && !loopback_only(config.snapshot_bind_address)) {
+    ic::config::log(LogLevel::warn,
+                    "control listener has no auth and is reachable from other hosts",
+                    {{"snapshot_address", config.snapshot_bind_address},
+                     {"hint",
+                      "anyone who can connect may read /snapshot and replace the policy via "
+                      "/policy; bind --snapshot-bind-address to 127.0.0.1 or use "
+                      "--control-token-file"}});
+  }
+  const ic::buildinfo::BuildInfo& build = ic::buildinfo::build_info();
+  ic::config::log(LogLevel::info, "serving",
+                  {{"version", build.version},
+                   {"commit", build.git_commit},
+                   {"build", build.build_type},
+                   {"grpc_address", config.grpc_bind_address},
+                   {"grpc_port", server.port("grpc")},
+                   {"http_address", config.http_bind_address},
+                   {"http_port", server.port("http")},
+                   {"snapshot_address", config.snapshot_bind_address},
+                   {"snapshot_port", server.port("snapshot")},
+                   {"tls", tls != nullptr},
+                   {"auth", auth_mode(config)},
+                   {"threads", runtime.cores()},
+                   {"policy_file", config.policy_file},
+                   {"pid", static_cast<long>(::getpid())}});
+}
+
+// SIGHUP: re-read everything that comes from a file. Each part logs its own
+// outcome; a bad file keeps the last good state.
+void App::reload(std::string_view why) {
+  ic::config::log(LogLevel::info, "reloading", {{"trigger", why}});
+  reload_policy_file();
+  reload_token_file();
+  reload_tls(true);
+}
+
+void App::reload_policy_file() {
+  if (!policy_file) return;
+  // The store belongs to core 0: the reload runs there.
+  const bool posted = runtime.post(0, [this] {
+    const std::uint64_t errors = policy_file->error_count();
+    report_policy_file(policy_file->load(), errors);
+  });
+  if (!posted) ic::config::log(LogLevel::warn, "policy reload not queued: core 0 mailbox full");
+}
+
+void App::reload_token_file() {
+  if (config.control_token_file.empty()) return;
+  ic::admin::force_token_reload();
+  if (std::string problem = ic::admin::token_file_problem(config.control_token_file);
+      !problem.empty()) {
+    ic::config::log(LogLevel::warn, "control token rejected",
+                    {{"path", config.control_token_file},
+                     {"error", problem},
+                     {"effect", "control requests answer 503 until the file is fixed"}});
+  } else {
+    ic::config::log(LogLevel::info, "control token reloaded",
+                    {{"path", config.control_token_file}});
+  }
+}
+
+// `forced`: SIGHUP (re-read even if unchanged); else only when a file changed.
+void App::reload_tls(bool forced) {
+  if (!tls) return;
+  std::string error;
+  const auto outcome = forced ? tls->reload(&error) : tls->poll(&error);
+  using Outcome = ic::net::TlsCertificateStore::Outcome;
+  if (outcome == Outcome::kReloaded) {
+    const auto ctx = tls->current();
+    ic::config::log(LogLevel::info, "TLS certificate reloaded",
+                    {{"path", tls->cert_file()},
+                     {"subject", ctx->subject()},
+                     {"not_after", ctx->not_after()},
+                     {"trigger", forced ? "SIGHUP" : "file changed"}});
+  } else if (outcome == Outcome::kFailed) {
+    ic::config::log(
+        LogLevel::warn, "TLS certificate rejected",
+        {{"path", tls->cert_file()}, {"error", error}, {"kept", "last good certificate"}});
+  }
+}
+
+sigset_t signal_set(std::initializer_list<int> signals) {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
+  for (int sig : signals) sigaddset(&set, sig);
   return set;
 }
 
-// Blocks until SIGTERM/SIGINT; returns the signal number.
-int wait_for_signal(const sigset_t& set) {
+// Serves SIGHUP (reload) and watches the TLS files until SIGTERM/SIGINT;
+// returns that signal's number.
+int serve_signals(App& app) {
+  const sigset_t set = signal_set({SIGTERM, SIGINT, SIGHUP});
+
   for (;;) {
-    const int sig = sigwaitinfo(&set, nullptr);
-    if (sig > 0) return sig;
+    const int sig = sigtimedwait(&set, nullptr, &kTlsPoll);
+    if (sig == SIGTERM || sig == SIGINT) return sig;
+    if (sig == SIGHUP) {
+      app.reload("SIGHUP");
+    } else if (sig < 0 && errno == EAGAIN) {
+      app.reload_tls(false);  // a quiet second: look at the certificate files
+    }
   }
 }
 
@@ -439,11 +587,7 @@ void wait_drained(const std::atomic<bool>& drained, const sigset_t& set) {
 }
 
 int run(const ServerConfig& config) {
-  // Signals are taken synchronously by this thread; reactor threads inherit
-  // the blocked mask. Sends use MSG_NOSIGNAL; SIGPIPE is ignored anyway.
-  const sigset_t term = termination_signals();
-  pthread_sigmask(SIG_BLOCK, &term, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t term = signal_set({SIGTERM, SIGINT});
 
   App app(config);
   if (!app.load_policies() || !app.load_tls() || !app.load_tokenizer_models()) return kExitUsage;
@@ -457,30 +601,41 @@ int run(const ServerConfig& config) {
   app.runtime.start([&app](unsigned core) { app.start_core(core); });
   if (app.state_saver) app.state_saver->start();
 
-  const int sig = wait_for_signal(term);
+  const int sig = serve_signals(app);
   ic::config::log(LogLevel::info, "shutting down",
                   {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
-                   {"grace_ms", std::to_string(config.shutdown_grace_us / 1000)}});
+                   {"grace_ms", config.shutdown_grace_us / 1000},
+                   {"grpc_connections", app.server.stats("grpc")->open.load()}});
   app.readiness.set_draining();
   app.registry.set_server_up(false);
   std::atomic<bool> drained{false};
+  // Only gRPC drains; the admin listeners answer until the reactors stop.
   app.server.shutdown(config.shutdown_grace_us,
-                      [&drained] { drained.store(true, std::memory_order_release); });
+                      [&drained] { drained.store(true, std::memory_order_release); }, {"grpc"});
   wait_drained(drained, term);
   if (app.state_saver) app.state_saver->stop();  // before the cores stop taking its slices
   app.runtime.stop();
   app.runtime.join();
   app.save_final_state();
-  ic::config::log(LogLevel::info, "stopped");
+  ic::config::log(LogLevel::info, "stopped", {{"exit_code", 0}});
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Signals are taken synchronously by the main thread; every thread started
+  // later (log writer, reactors) inherits the blocked mask, so SIGHUP can
+  // never kill the server, not even during startup (it stays pending and is
+  // served once the server runs). Sends use MSG_NOSIGNAL; SIGPIPE is ignored.
+  const sigset_t blocked = signal_set({SIGTERM, SIGINT, SIGHUP});
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+  signal(SIGPIPE, SIG_IGN);
   const ic::config::FlagsOutcome flags = ic::config::parse_flags(argc, argv);
   if (!flags.config) {
-    std::fprintf(flags.exit_code == 0 ? stdout : stderr, "%s\n", flags.message.c_str());
+    const bool newline = flags.message.empty() || flags.message.back() != '\n';
+    std::fprintf(flags.exit_code == 0 ? stdout : stderr, "%s%s", flags.message.c_str(),
+                 newline ? "\n" : "");
     return flags.exit_code;
   }
   const ServerConfig& config = *flags.config;
@@ -489,5 +644,8 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   ic::config::configure_logging(config.log_format, config.log_level);
-  return run(config);
+  ic::config::start_log_writer();
+  const int code = run(config);
+  ic::config::stop_log_writer();
+  return code;
 }

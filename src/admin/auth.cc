@@ -5,7 +5,8 @@
 
 #include <cctype>
 #include <fstream>
-#include <sstream>
+#include <atomic>
+#include <optional>
 
 namespace ic::admin {
 
@@ -19,10 +20,32 @@ std::string_view trim_space(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
+std::atomic<std::uint64_t> g_reload_generation{0};
+
+// The token in `path`, trimmed; nullopt when unreadable or too large.
+std::optional<std::string> read_token(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string content(kMaxTokenFileBytes + 1, '\0');
+  in.read(content.data(), static_cast<std::streamsize>(content.size()));
+  content.resize(static_cast<std::size_t>(in.gcount()));
+  if (content.size() > kMaxTokenFileBytes) return std::nullopt;
+  return std::string(trim_space(content));
+}
+
 AuthDecision deny(metrics::AuthResult result, int status, std::string reason) {
   return AuthDecision{result, status, std::move(reason)};
 }
 }  // namespace
+
+void force_token_reload() { g_reload_generation.fetch_add(1, std::memory_order_relaxed); }
+
+std::string token_file_problem(const std::string& path) {
+  const std::optional<std::string> token = read_token(path);
+  if (!token) return "cannot read " + path + " (or larger than 64 KiB)";
+  if (token->empty()) return path + " is empty";
+  return {};
+}
 
 TokenAuth::TokenAuth(std::string token_file, bool disabled)
     : path_(std::move(token_file)), disabled_(disabled) {}
@@ -34,8 +57,9 @@ bool TokenAuth::refresh() {
     loaded_ = false;
     return false;
   }
-  if (loaded_ && st.st_mtim.tv_sec == mtime_.tv_sec && st.st_mtim.tv_nsec == mtime_.tv_nsec &&
-      st.st_size == size_ && st.st_ino == inode_) {
+  const std::uint64_t generation = g_reload_generation.load(std::memory_order_relaxed);
+  if (loaded_ && generation == generation_ && st.st_mtim.tv_sec == mtime_.tv_sec &&
+      st.st_mtim.tv_nsec == mtime_.tv_nsec && st.st_size == size_ && st.st_ino == inode_) {
     return true;
   }
   // A token file is a few bytes of local disk (a mounted Secret): reading it
@@ -44,14 +68,13 @@ bool TokenAuth::refresh() {
     loaded_ = false;
     return false;
   }
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) {
+  std::optional<std::string> token = read_token(path_);
+  if (!token) {
     loaded_ = false;
     return false;
   }
-  std::ostringstream content;
-  content << in.rdbuf();
-  token_ = std::string(trim_space(content.str()));
+  token_ = std::move(*token);
+  generation_ = generation;
   mtime_ = st.st_mtim;
   size_ = st.st_size;
   inode_ = st.st_ino;

@@ -21,6 +21,15 @@ struct AuthDecision {
   std::string reason;  // empty when ok; else the one-line response body
 };
 
+// SIGHUP: every TokenAuth re-reads its file at its next check even if the
+// file's mtime, size and inode look unchanged (a token rewritten within one
+// mtime tick). Any thread.
+void force_token_reload();
+
+// Reads and trims the token in `path` (as TokenAuth does) to report on a
+// reload: "" when usable, else why not ("cannot read ...", "empty").
+std::string token_file_problem(const std::string& path);
+
 class TokenAuth {
  public:
   // `token_file` empty with auth enabled: every request is refused (error).
@@ -44,6 +53,7 @@ class TokenAuth {
   std::timespec mtime_{};
   std::int64_t size_ = -1;
   std::uint64_t inode_ = 0;
+  std::uint64_t generation_ = 0;  // force_token_reload() count at the last read
 };
 
 }  // namespace ic::admin

@@ -1,6 +1,7 @@
 #pragma once
 // GET /readyz state (docs/admin.md "Listeners"): ready once every core serves,
-// not ready again once shutdown starts. Written on start/stop, read per probe.
+// not ready again once shutdown starts ("draining": the admin listeners keep
+// answering while gRPC drains). Written on start/stop, read per probe.
 
 #include <atomic>
 #include <cstdint>
@@ -18,6 +19,8 @@ class Readiness {
   void core_serving(unsigned core);
   // Shutdown began: ready() is false from now on. Any thread.
   void set_draining() { draining_.store(true, std::memory_order_relaxed); }
+  // True once set_draining() was called.
+  bool draining() const { return draining_.load(std::memory_order_relaxed); }
   // True when every core called core_serving() and draining has not begun.
   bool ready() const;
 

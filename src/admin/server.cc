@@ -5,6 +5,7 @@
 
 #include "admin/auth.hh"
 #include "admin/snapshot_json.hh"
+#include "config/log.hh"
 #include "metrics/gather.hh"
 #include "metrics/prometheus.hh"
 #include "metrics/scrape.hh"
@@ -14,6 +15,14 @@ namespace ic::admin {
 namespace {
 
 constexpr std::string_view kJsonContentType = "application/json";
+// At most one "control request refused" line per 10 s across all cores; the
+// rest are counted into the next line (and always in *_auth_total).
+constexpr std::int64_t kAuthLogIntervalUs = 10'000'000;
+config::LogRateLimit g_auth_log_limit(kAuthLogIntervalUs);
+
+void log_policy_rejected(std::string_view why) {
+  config::log(config::LogLevel::warn, "policy rejected", {{"source", "http"}, {"error", why}});
+}
 
 HttpResponse not_found() { return HttpResponse::text(404, "not found"); }
 
@@ -55,6 +64,7 @@ void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Res
   config::PolicyParseResult parsed = config::parse_policy_json(request.body);
   if (!parsed.ok()) {
     metrics::local().add_policy_reload(metrics::PolicySource::kHttp, false);
+    log_policy_rejected(parsed.error);
     respond(HttpResponse::text(400, parsed.error));
     return;
   }
@@ -72,15 +82,20 @@ void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Res
         apply(core, set);
         return true;
       },
-      [respond](std::vector<std::optional<bool>> applied) {
+      [respond, set](std::vector<std::optional<bool>> applied) {
         for (const auto& core : applied) {
           if (!core) {
             metrics::local().add_policy_reload(metrics::PolicySource::kHttp, false);
+            log_policy_rejected("not applied on every core");
             respond(HttpResponse::text(503, "policy not applied on every core; retry"));
             return;
           }
         }
         metrics::local().add_policy_reload(metrics::PolicySource::kHttp, true);
+        config::log(config::LogLevel::info, "policy accepted",
+                    {{"source", "http"},
+                     {"policies", set->policy_count()},
+                     {"quotas", set->quota_count()}});
         HttpResponse r;
         r.status = 204;
         respond(std::move(r));
@@ -93,6 +108,14 @@ bool authorized(TokenAuth& auth, metrics::AuthEndpoint endpoint, const HttpReque
   const AuthDecision decision = auth.check(request.header("authorization"));
   metrics::local().add_auth(endpoint, decision.result);
   if (decision.result == metrics::AuthResult::kOk) return true;
+  std::uint64_t suppressed = 0;
+  if (g_auth_log_limit.allow(config::log_clock_us(), &suppressed)) {
+    config::log(config::LogLevel::warn, "control request refused",
+                {{"path", request.path()},
+                 {"status", decision.status},
+                 {"reason", decision.reason},
+                 {"suppressed", suppressed}});
+  }
   HttpResponse r = HttpResponse::text(decision.status, decision.reason);
   if (decision.status == 401) {
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"inferencecache\"");
@@ -113,8 +136,13 @@ HttpHandler make_public_handler(std::shared_ptr<const AdminContext> ctx) {
     } else if (path == "/healthz") {
       respond(HttpResponse::text(200, "ok"));
     } else if (path == "/readyz") {
+      // Draining (SIGTERM) is told apart from starting: a load balancer
+      // treats both the same, an operator reading the probe should not.
       const bool ready = ctx->readiness == nullptr || ctx->readiness->ready();
-      respond(ready ? HttpResponse::text(200, "ok") : HttpResponse::text(503, "not ready"));
+      const bool draining = ctx->readiness != nullptr && ctx->readiness->draining();
+      respond(ready      ? HttpResponse::text(200, "ok")
+              : draining ? HttpResponse::text(503, "draining")
+                         : HttpResponse::text(503, "not ready"));
     } else {
       serve_metrics(*ctx, respond);
     }

@@ -13,7 +13,8 @@
 //                        .factory = ic::admin::make_control_session_factory(ctx)});
 //
 // Public listener (:8080): GET /healthz → 200 "ok"; GET /readyz → 200 "ok" /
-// 503 "not ready"; GET /metrics → Prometheus text 0.0.4. Control listener
+// 503 "not ready" (starting) / 503 "draining" (SIGTERM grace); GET /metrics → Prometheus text
+// 0.0.4. Control listener
 // (:8081): GET /snapshot (JSON), POST|PUT /policy (docs/policy.md) → 204 / 400.
 // Unknown path 404; wrong method 405 with Allow. Control requests need
 // "Authorization: Bearer <token>" (401 missing/not Bearer, 403 wrong token,

@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include "buildinfo/build_info.hh"
+
 namespace ic::config {
 
 namespace {
@@ -220,6 +222,12 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
                         ? "--tls-key-file given without --tls-cert-file (both or neither)"
                         : "--tls-cert-file given without --tls-key-file (both or neither)"};
   }
+  if (c.insecure_disable_auth && !c.control_token_file.empty()) {
+    // Either one silently winning would surprise someone: a token file that
+    // is ignored, or an "insecure" flag that is not.
+    throw FlagError{
+        "--insecure-disable-auth and --control-token-file contradict each other (give one)"};
+  }
   require_readable("--tls-cert-file", c.tls_cert_file);
   require_readable("--tls-key-file", c.tls_key_file);
   require_readable("--policy-file", c.policy_file);
@@ -329,6 +337,7 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
       "for a prompt prefix.",
       std::string(kProgram)};
   define_flags(app, config, raw);
+  app.set_version_flag("--version", "", "print version, commit, compiler and library versions");
   const std::vector<std::string> args = normalize_args(argc, argv);
   std::vector<const char*> ptrs;
   ptrs.reserve(args.size());
@@ -337,6 +346,8 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
     app.parse(static_cast<int>(ptrs.size()), ptrs.data());
   } catch (const CLI::CallForHelp&) {
     return FlagsOutcome{std::nullopt, 0, app.help()};
+  } catch (const CLI::CallForVersion&) {
+    return FlagsOutcome{std::nullopt, 0, buildinfo::version_text(kProgram)};
   } catch (const CLI::ExtrasError& e) {
     return error_outcome(std::string("unknown flag or argument: ") +
                          one_line(CLI::detail::join(app.remaining(), " ")));

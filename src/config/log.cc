@@ -3,9 +3,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace ic::config {
 
@@ -39,10 +43,78 @@ std::string rfc3339_ms(std::int64_t wall_us) {
   return buf;
 }
 
-std::int64_t wall_now_us() {
+std::int64_t clock_us(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(clock, &ts);
   return std::int64_t{ts.tv_sec} * 1'000'000 + ts.tv_nsec / 1000;
+}
+
+nlohmann::ordered_json to_json(const LogValue& v) {
+  return std::visit([](const auto& x) { return nlohmann::ordered_json(x); }, v.value);
+}
+
+std::string to_text(const LogValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return x;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return x ? "true" : "false";
+        } else {
+          return nlohmann::json(x).dump();
+        }
+      },
+      v.value);
+}
+
+void write_all(std::string_view bytes) {
+  // One write(2) per line keeps lines from different threads whole; a short
+  // write (a pipe) continues with the rest.
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, bytes.data(), bytes.size());
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// The bounded queue between log() callers and the writer thread.
+struct Writer {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> lines;
+  std::size_t queued_bytes = 0;
+  std::size_t max_bytes = 0;
+  std::uint64_t dropped_total = 0;
+  std::uint64_t dropped_unreported = 0;
+  bool running = false;
+  bool stopping = false;
+  std::thread thread;
+
+  void run() {
+    std::unique_lock lock(mu);
+    for (;;) {
+      cv.wait(lock, [this] { return stopping || !lines.empty(); });
+      if (lines.empty() && stopping) return;
+      std::deque<std::string> batch;
+      batch.swap(lines);
+      queued_bytes = 0;
+      const std::uint64_t dropped = std::exchange(dropped_unreported, 0);
+      lock.unlock();
+      for (const std::string& line : batch) write_all(line);
+      if (dropped > 0) {
+        write_all(format_log_line(g_format, LogLevel::warn, clock_us(CLOCK_REALTIME),
+                                  "log lines dropped", {{"count", dropped}}) +
+                  "\n");
+      }
+      lock.lock();
+    }
+  }
+};
+
+Writer& writer() {
+  static Writer* w = new Writer;  // never destroyed: log() may run during exit
+  return *w;
 }
 
 }  // namespace
@@ -62,7 +134,7 @@ std::string format_log_line(LogFormat format, LogLevel level, std::int64_t wall_
     line["ts"] = rfc3339_ms(wall_us);
     line["level"] = level_name(level, false);
     line["msg"] = msg;
-    for (const auto& [key, value] : fields) line[std::string(key)] = value;
+    for (const auto& [key, value] : fields) line[std::string(key)] = to_json(value);
     return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   std::string line = rfc3339_ms(wall_us);
@@ -74,17 +146,73 @@ std::string format_log_line(LogFormat format, LogLevel level, std::int64_t wall_
     line += ' ';
     line += key;
     line += '=';
-    line += value;
+    line += to_text(value);
   }
   return line;
 }
 
 void log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
   if (!log_enabled(level)) return;
-  std::string line = format_log_line(g_format, level, wall_now_us(), msg, fields);
+  std::string line = format_log_line(g_format, level, clock_us(CLOCK_REALTIME), msg, fields);
   line += '\n';
-  // One write(2) per line keeps lines from different threads whole.
-  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  Writer& w = writer();
+  {
+    std::lock_guard lock(w.mu);
+    if (w.running) {
+      if (w.queued_bytes + line.size() > w.max_bytes) {
+        ++w.dropped_total;
+        ++w.dropped_unreported;
+        return;
+      }
+      w.queued_bytes += line.size();
+      w.lines.push_back(std::move(line));
+      w.cv.notify_one();
+      return;
+    }
+  }
+  write_all(line);
+}
+
+void start_log_writer(std::size_t max_queued_bytes) {
+  Writer& w = writer();
+  std::lock_guard lock(w.mu);
+  if (w.running) return;
+  w.running = true;
+  w.stopping = false;
+  w.max_bytes = max_queued_bytes;
+  w.thread = std::thread([&w] { w.run(); });
+}
+
+void stop_log_writer() {
+  Writer& w = writer();
+  {
+    std::lock_guard lock(w.mu);
+    if (!w.running) return;
+    w.stopping = true;
+    w.cv.notify_one();
+  }
+  w.thread.join();
+  std::lock_guard lock(w.mu);
+  w.running = false;
+}
+
+std::uint64_t log_lines_dropped() {
+  Writer& w = writer();
+  std::lock_guard lock(w.mu);
+  return w.dropped_total;
+}
+
+std::int64_t log_clock_us() { return clock_us(CLOCK_MONOTONIC); }
+
+bool LogRateLimit::allow(std::int64_t now_us, std::uint64_t* suppressed) {
+  std::int64_t next = next_us_.load(std::memory_order_relaxed);
+  if (now_us >= next &&
+      next_us_.compare_exchange_strong(next, now_us + interval_us_, std::memory_order_relaxed)) {
+    *suppressed = suppressed_.exchange(0, std::memory_order_relaxed);
+    return true;
+  }
+  suppressed_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 }  // namespace ic::config

@@ -4,6 +4,7 @@
 
 #include "grpc/call_state.hh"
 #include "grpc/session.hh"
+#include "metrics/registry.hh"
 
 namespace ic::grpc {
 
@@ -57,7 +58,12 @@ unsigned CallHandle::core() const {
 }
 
 void MethodTable::add(std::string path, Method method) {
-  methods_.insert_or_assign(std::move(path), std::move(method));
+  static constexpr metrics::RpcType kTypes[] = {
+      metrics::RpcType::kUnary, metrics::RpcType::kClientStream, metrics::RpcType::kServerStream,
+      metrics::RpcType::kBidiStream};
+  method.rpc = metrics::local().rpc().declare(path, kTypes[static_cast<std::size_t>(method.kind)]);
+  const auto it = methods_.insert_or_assign(std::move(path), std::move(method)).first;
+  it->second.path = it->first;  // map nodes never move
 }
 
 const Method* MethodTable::find(std::string_view path) const {

@@ -19,6 +19,10 @@ namespace google::protobuf {
 class MessageLite;
 }
 
+namespace ic::metrics {
+struct RpcSeries;
+}
+
 namespace ic::grpc {
 
 namespace detail {
@@ -97,12 +101,18 @@ struct Method {
   bool handles_deadline = false;
   // Builds the handler for one call.
   std::function<std::unique_ptr<CallHandler>(CallHandle)> make;
+  // This core's grpc_server_* series of the method; set by MethodTable::add.
+  metrics::RpcSeries* rpc = nullptr;
+  // The ":path" it is registered under (for logs); set by MethodTable::add.
+  std::string_view path;
 };
 
 // Methods keyed by ":path". Built once per core before serving; read-only after.
 class MethodTable {
  public:
-  // Registers `path` ("/pkg.Service/Method"); a second add of a path replaces it.
+  // Registers `path` ("/pkg.Service/Method"); a second add of a path replaces
+  // it. Also declares the method's grpc_server_* series in the calling
+  // core's metrics (metrics::local()), so build the table on its core.
   void add(std::string path, Method method);
   // The method for `path`, or nullptr (→ UNIMPLEMENTED).
   const Method* find(std::string_view path) const;

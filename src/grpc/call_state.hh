@@ -28,6 +28,7 @@ struct CallState {
   std::unique_ptr<CallHandler> handler;
   std::optional<std::int64_t> deadline_us;
   std::optional<Timers::TimerId> deadline_timer;
+  std::int64_t started_us = 0;  // Timers clock, for grpc_server_handling_seconds
   bool headers_sent = false;
   bool finished = false;
 };

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include "config/log.hh"
 #include "grpc/call_state.hh"
 #include "grpc/timeout.hh"
 #include "metrics/registry.hh"
@@ -127,6 +128,10 @@ void GrpcSession::on_request(h2::StreamId id, std::span<const h2::HeaderView> he
   auto call =
       std::make_shared<detail::CallState>(*this, id, *m, context_.options.max_message_bytes);
   calls_.emplace(id, call);
+  if (m->rpc != nullptr) {
+    metrics::RpcMetrics::started(*m->rpc);
+    call->started_us = context_.timers->now_us();
+  }
   call->handler = m->make(CallHandle(call));
   if (!timeout.empty()) {
     if (const auto us = parse_grpc_timeout_us(timeout)) arm_deadline(call, *us);
@@ -156,6 +161,7 @@ void GrpcSession::on_request_data(h2::StreamId id, std::span<const std::byte> da
     if (!call->finished) call->handler->on_message(message);
   });
   buffered_ = buffered_ - before + call->reader.buffered_bytes();
+  if (err == FrameError::kTooLarge) log_message_limit(*call);
   if (err != FrameError::kNone && !call->finished) {
     finish_call(*call, frame_error_status(err, context_.options.max_message_bytes));
     call->handler->on_cancel();
@@ -197,6 +203,7 @@ void GrpcSession::on_stream_close(h2::StreamId id, std::uint32_t) {
   call->deadline_timer.reset();
   if (!call->finished) {
     call->finished = true;
+    record_handled(*call, StatusCode::kCancelled);
     call->handler->on_cancel();
   }
   // `call` dies here unless a handler method is on the stack; CallHandles expire.
@@ -243,9 +250,36 @@ std::size_t GrpcSession::unsent_bytes(const detail::CallState& call) {
   return h2_.unsent_bytes(call.id);
 }
 
+void GrpcSession::log_message_limit(const detail::CallState& call) {
+  // A misconfigured client sends every request over the limit: one line per
+  // 10 s across all cores, the rest counted.
+  static config::LogRateLimit limit(10'000'000);
+  std::uint64_t suppressed = 0;
+  if (!limit.allow(config::log_clock_us(), &suppressed)) return;
+  config::log(config::LogLevel::warn, "message limit hit: call refused",
+              {{"peer", conn_.peer()},
+               {"method", call.method->path},
+               {"max_message_bytes", context_.options.max_message_bytes},
+               {"suppressed", suppressed}});
+}
+
+void GrpcSession::record_handled(const detail::CallState& call, StatusCode code) {
+  if (call.method->rpc == nullptr) return;
+  metrics::RpcMetrics::handled(*call.method->rpc, static_cast<std::size_t>(code),
+                               context_.timers->now_us() - call.started_us);
+}
+
 void GrpcSession::finish_call(detail::CallState& call, const Status& status) {
   if (call.finished) return;
   call.finished = true;
+  record_handled(call, status.code);
+  if (!status.is_ok() && config::log_enabled(config::LogLevel::debug)) {
+    config::log(config::LogLevel::debug, "call failed",
+                {{"peer", conn_.peer()},
+                 {"method", call.method->path},
+                 {"grpc_code", status_name(status.code)},
+                 {"grpc_message", status.message}});
+  }
   if (call.deadline_timer) {
     context_.timers->cancel_timer(*call.deadline_timer);
     call.deadline_timer.reset();

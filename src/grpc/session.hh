@@ -79,6 +79,10 @@ class GrpcSession final : public net::Session, private h2::Application {
   void on_request_end(h2::StreamId id) override;
   void on_stream_close(h2::StreamId id, std::uint32_t error_code) override;
 
+  // Logs (rate-limited) a request message over max_message_bytes.
+  void log_message_limit(const detail::CallState& call);
+  // Counts the call's end in grpc_server_handled_total / _handling_seconds.
+  void record_handled(const detail::CallState& call, StatusCode code);
   // Trailers-only answer for a request that never became a call.
   void reject(h2::StreamId id, const Status& status);
   void send_headers_once(detail::CallState& call);

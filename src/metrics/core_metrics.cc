@@ -56,6 +56,7 @@ Sample CoreMetrics::collect() {
   copy.lookups.insert(lookups_.begin(), lookups_.end());
   copy.index_entries.insert(index_entries_.begin(), index_entries_.end());
   copy.tenant_evictions.insert(tenant_evictions_.begin(), tenant_evictions_.end());
+  copy.rpc = rpc_.copy();
   return copy;
 }
 

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "metrics/grpc_server_metrics.hh"
 #include "metrics/labels.hh"
 #include "metrics/sample.hh"
 
@@ -121,6 +122,9 @@ class CoreMetrics {
   // Tasks queued in this core's inbound cross-core mailboxes.
   void set_mailbox_depth(std::int64_t tasks) { core_figures().mailbox_depth = tasks; }
 
+  // This core's go-grpc-prometheus series (grpc_server_*), one per method.
+  RpcMetrics& rpc() { return rpc_; }
+
   // Registers a collector run by every collect() on this core, in order.
   void add_collector(Collector collector) { collectors_.push_back(std::move(collector)); }
 
@@ -155,6 +159,7 @@ class CoreMetrics {
   LabelMap<std::int64_t> index_entries_;
   LabelMap<std::uint64_t> tenant_evictions_;
   std::vector<Collector> collectors_;
+  RpcMetrics rpc_;
 };
 
 }  // namespace ic::metrics

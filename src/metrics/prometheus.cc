@@ -1,5 +1,9 @@
 #include "metrics/prometheus.hh"
 
+#include "metrics/exposition.hh"
+#include "metrics/grpc_server_metrics.hh"
+#include "metrics/process.hh"
+
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
@@ -9,69 +13,21 @@ namespace ic::metrics {
 
 namespace {
 
-constexpr std::string_view kPrefix = "inferencecache_";
-
-using Label = std::pair<std::string_view, std::string_view>;
-
-// Builds one exposition; each method appends whole lines.
-class Writer {
- public:
-  explicit Writer(std::string& out) : out_(out) {}
-
-  void family(std::string_view name, std::string_view type, std::string_view help) {
-    out_ += "# HELP ";
-    name_line(name);
-    out_ += ' ';
-    out_ += help;
-    out_ += "\n# TYPE ";
-    name_line(name);
-    out_ += ' ';
-    out_ += type;
-    out_ += '\n';
-  }
-
-  template <typename N>
-  void sample(std::string_view name, std::initializer_list<Label> labels, N value,
-              std::string_view suffix = {}) {
-    name_line(name);
-    out_ += suffix;
-    if (labels.size() > 0) {
-      out_ += '{';
-      bool first = true;
-      for (const auto& [key, val] : labels) {
-        if (!first) out_ += ',';
-        first = false;
-        out_ += key;
-        out_ += "=\"";
-        append_label_value(out_, val);
-        out_ += '"';
-      }
-      out_ += '}';
-    }
-    out_ += ' ';
-    if constexpr (std::is_floating_point_v<N>) {
-      out_ += format_double(value);
-    } else {
-      char buf[24];
-      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-      out_ += std::string_view(buf, static_cast<std::size_t>(end - buf));
-    }
-    out_ += '\n';
-  }
-
- private:
-  void name_line(std::string_view name) {
-    out_ += kPrefix;
-    out_ += name;
-  }
-  std::string& out_;
-};
-
 std::string core_label(unsigned core) { return std::to_string(core); }
 
 void render_process(Writer& w, const ProcessFigures& p) {
   w.family("build_info", "gauge", "Build of the running server (value is always 1).");
-  w.sample("build_info", {{"version", p.version}}, 1);
+  const buildinfo::BuildInfo& b = p.build;
+  w.sample("build_info",
+           {{"version", b.version},
+            {"git_commit", b.git_commit},
+            {"build_type", b.build_type},
+            {"compiler", b.compiler},
+            {"liburing", b.liburing},
+            {"nghttp2", b.nghttp2},
+            {"protobuf", b.protobuf},
+            {"openssl", b.openssl}},
+           1);
   w.family("server_up", "gauge", "1 while the server is serving.");
   w.sample("server_up", {}, p.server_up ? 1 : 0);
   w.family("server_grpc_tls_enabled", "gauge", "1 when the gRPC listener uses TLS.");
@@ -291,6 +247,8 @@ std::string render_prometheus(const Sample& sample, const ProcessFigures& proces
   render_auth(w, sample);
   render_traffic(w, sample);
   render_cores(w, sample);
+  render_process_collector(out, process.stats, process.start_time_seconds);
+  render_grpc_server(out, sample.rpc);
   return out;
 }
 

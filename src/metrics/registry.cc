@@ -10,9 +10,6 @@ namespace ic::metrics {
 namespace {
 thread_local CoreMetrics* bound_core = nullptr;
 
-#ifndef IC_VERSION
-#define IC_VERSION "unknown"
-#endif
 }  // namespace
 
 Registry::Registry(unsigned cores)
@@ -33,7 +30,8 @@ ProcessFigures Registry::process_figures() const {
       .grpc_tls_enabled = tls_.load(std::memory_order_relaxed),
       .resident_memory_bytes = resident_memory_bytes(),
       .start_time_seconds = start_time_seconds_,
-      .version = IC_VERSION,
+      .build = buildinfo::build_info(),
+      .stats = read_process_stats(),
       .persist = persist_.figures(),
   };
 }

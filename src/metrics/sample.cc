@@ -56,6 +56,7 @@ void Sample::merge(const Sample& other) {
   add_arrays(policy_reloads, other.policy_reloads);
   add_arrays(prompt_text_failures, other.prompt_text_failures);
   cores.insert(cores.end(), other.cores.begin(), other.cores.end());
+  rpc.merge(other.rpc);
 }
 
 }  // namespace ic::metrics

@@ -9,8 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "buildinfo/build_info.hh"
+#include "metrics/grpc_server_metrics.hh"
 #include "metrics/labels.hh"
 #include "metrics/persist_stats.hh"
+#include "metrics/process.hh"
 
 namespace ic::metrics {
 
@@ -71,6 +74,7 @@ struct Sample {
   // prompt_text lookups that failed open, by PromptTextFailure
   std::array<std::uint64_t, kPromptTextFailureCount> prompt_text_failures{};
   std::vector<CoreFigures> cores;  // one row per core that answered, by core
+  RpcSample rpc;                   // grpc_server_* per method
 
   // Adds `other` into this sample (counters and gauges summed per label set;
   // other.cores appended).
@@ -83,7 +87,8 @@ struct ProcessFigures {
   bool grpc_tls_enabled = false;
   std::int64_t resident_memory_bytes = 0;  // from /proc/self/statm
   double start_time_seconds = 0;           // Unix time the process started serving
-  std::string version;                     // build_info{version}
+  buildinfo::BuildInfo build{};            // build_info labels
+  ProcessStats stats;                      // the standard process_* families
   PersistFigures persist;                  // --state-file load/save figures
 };
 

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 
+#include "config/log.hh"
+
 namespace ic::net {
 
 namespace {
@@ -15,6 +17,8 @@ namespace {
 // so a persistent error does not spin the core.
 constexpr std::int64_t kAcceptRetryUs = 50'000;
 enum : std::uint8_t { kAcceptOp = 1 };
+// "connection limit reached": one line per 10 s across cores and listeners.
+config::LogRateLimit g_limit_log(10'000'000);
 }  // namespace
 
 // ---- Acceptor ----
@@ -90,6 +94,13 @@ void Acceptor::accept_one(int fd) {
   if (open >= static_cast<std::int64_t>(listener_.options.max_connections)) {
     listener_.stats.open.fetch_sub(1, std::memory_order_relaxed);
     listener_.stats.rejected_total.fetch_add(1, std::memory_order_relaxed);
+    std::uint64_t suppressed = 0;
+    if (g_limit_log.allow(config::log_clock_us(), &suppressed)) {
+      config::log(config::LogLevel::warn, "connection limit reached: connection refused",
+                  {{"listener", listener_.options.name},
+                   {"max_connections", listener_.options.max_connections},
+                   {"suppressed", suppressed}});
+    }
     ::close(fd);
     return;
   }
@@ -98,6 +109,13 @@ void Acceptor::accept_one(int fd) {
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   auto* conn = new TcpConnection(core_, listener_, fd);
+  if (config::log_enabled(config::LogLevel::debug)) {
+    config::log(config::LogLevel::debug, "connection accepted",
+                {{"listener", listener_.options.name},
+                 {"peer", conn->peer()},
+                 {"core", core_.core()},
+                 {"open", open + 1}});
+  }
   core_.link(conn);
   conn->start(listener_.options.factory(*conn));
 }
@@ -127,7 +145,7 @@ void CoreNet::link(TcpConnection* c) {
   if (head_ != nullptr) head_->prev = c;
   head_ = c;
   ++count_;
-  if (shutting_down_) c->begin_drain();
+  if (draining(c->listener())) c->begin_drain();
 }
 
 void CoreNet::turn_end() {
@@ -152,23 +170,35 @@ void CoreNet::turn_end() {
   if (shutting_down_) check_drained();
 }
 
-void CoreNet::begin_shutdown(std::int64_t grace_us, std::function<void()> drained) {
+void CoreNet::begin_shutdown(std::int64_t grace_us, std::function<void()> drained,
+                             std::function<bool(const ListenerState&)> which) {
   if (shutting_down_) return;
   shutting_down_ = true;
   drained_ = std::move(drained);
-  for (auto& a : acceptors_) a->close();
-  for (TcpConnection* c = head_; c != nullptr; c = c->next) c->begin_drain();
+  which_ = std::move(which);
+  for (auto& a : acceptors_)
+    if (which_(a->listener())) a->close();
+  for (TcpConnection* c = head_; c != nullptr; c = c->next)
+    if (which_(c->listener())) c->begin_drain();
   grace_timer_ = reactor_->add_timer(grace_us, [this] {
     grace_timer_ = 0;
-    for (TcpConnection* c = head_; c != nullptr; c = c->next) c->close(true);
+    for (TcpConnection* c = head_; c != nullptr; c = c->next)
+      if (which_(c->listener())) c->close(true);
   });
   check_drained();
 }
 
 void CoreNet::check_drained() {
-  if (!drained_ || count_ != 0) return;
+  if (!drained_ || count_ == checked_count_) return;
+  // Walk the list only when a connection came or went since the last check.
+  checked_count_ = count_;
+  for (TcpConnection* c = head_; c != nullptr; c = c->next)
+    if (which_(c->listener())) return;
   for (auto& a : acceptors_)
-    if (!a->closed()) return;
+    if (which_(a->listener()) && !a->closed()) {
+      checked_count_ = SIZE_MAX;  // re-check once the accept completion arrived
+      return;
+    }
   if (grace_timer_ != 0) {
     reactor_->cancel_timer(grace_timer_);
     grace_timer_ = 0;

@@ -35,6 +35,7 @@ class Acceptor final : public runtime::Reactor::IoHandler {
   // Stops accepting; the socket is closed once the accept SQE completed.
   void close();
   bool closed() const { return fd_ < 0; }
+  const ListenerState& listener() const { return listener_; }
   void on_completion(std::uint8_t op, std::int32_t res, std::uint32_t flags) override;
 
  private:
@@ -66,15 +67,18 @@ class CoreNet {
   void mark_dirty(TcpConnection* c) { dirty_.push_back(c); }
   std::size_t connections() const { return count_; }
 
-  // Stop accepting, drain connections, abort leftovers after `grace_us`;
-  // `drained` runs once nothing is left on this core.
-  void begin_shutdown(std::int64_t grace_us, std::function<void()> drained);
+  // Stop accepting on the listeners `which` returns true for, drain their
+  // connections, abort leftovers after `grace_us`; `drained` runs once none
+  // of them is left on this core. Other listeners keep serving.
+  void begin_shutdown(std::int64_t grace_us, std::function<void()> drained,
+                      std::function<bool(const ListenerState&)> which);
   // Reactor stop hook: abort everything still open.
   void abort_all();
 
  private:
   void turn_end();
   void check_drained();
+  bool draining(const ListenerState& l) const { return shutting_down_ && which_(l); }
 
   unsigned core_;
   runtime::Reactor* reactor_ = nullptr;
@@ -85,6 +89,8 @@ class CoreNet {
   std::vector<TcpConnection*> work_;
   bool shutting_down_ = false;
   std::function<void()> drained_;
+  std::function<bool(const ListenerState&)> which_;  // listeners being shut down
+  std::size_t checked_count_ = SIZE_MAX;             // count_ at the last drain check
   runtime::Reactor::TimerId grace_timer_ = 0;
 };
 

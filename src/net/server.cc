@@ -179,11 +179,24 @@ void Server::start_core(unsigned core) {
 }
 
 void Server::shutdown(std::int64_t grace_us, std::function<void()> done) {
+  shutdown(grace_us, std::move(done), listener_names());
+}
+
+void Server::shutdown(std::int64_t grace_us, std::function<void()> done,
+                      std::vector<std::string> names) {
+  auto chosen = std::make_shared<std::vector<const ListenerState*>>();
+  for (const std::string& name : names)
+    if (const ListenerState* l = impl_->find(name)) chosen->push_back(l);
+  const auto which = [chosen](const ListenerState& l) {
+    for (const ListenerState* c : *chosen)
+      if (c == &l) return true;
+    return false;
+  };
   // Stop listening on every core's socket right now (shutdown(2) on a
   // listening socket takes it out of the SO_REUSEPORT group and refuses new
   // connections), so no client can connect after any core sent GOAWAY. Each
   // core then reaps its accept and closes the fd itself.
-  for (const auto& l : impl_->listeners)
+  for (const ListenerState* l : *chosen)
     for (int fd : l->bound_fds) ::shutdown(fd, SHUT_RDWR);
   const unsigned n = impl_->runtime.cores();
   auto remaining = std::make_shared<std::atomic<unsigned>>(n);
@@ -192,10 +205,13 @@ void Server::shutdown(std::int64_t grace_us, std::function<void()> done) {
     CoreNet* net = impl_->cores[core].get();
     // From a non-reactor thread this is the locked injection path and cannot fail.
     [[maybe_unused]] const bool queued =
-        impl_->runtime.post(core, [net, grace_us, remaining, shared_done] {
-          net->begin_shutdown(grace_us, [remaining, shared_done] {
-            if (remaining->fetch_sub(1) == 1 && *shared_done) (*shared_done)();
-          });
+        impl_->runtime.post(core, [net, grace_us, remaining, shared_done, which] {
+          net->begin_shutdown(
+              grace_us,
+              [remaining, shared_done] {
+                if (remaining->fetch_sub(1) == 1 && *shared_done) (*shared_done)();
+              },
+              which);
         });
   }
 }

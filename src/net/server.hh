@@ -88,6 +88,11 @@ class Server {
   // output is written, and aborts the rest after `grace_us`. `done` runs once,
   // on a reactor thread, when every core has no connection left.
   void shutdown(std::int64_t grace_us, std::function<void()> done);
+  // Same, for the named listeners only (e.g. {"grpc"}): the others keep
+  // accepting and serving (the admin listeners answer /readyz "draining" and
+  // /metrics while gRPC drains) until Runtime::stop() aborts them.
+  void shutdown(std::int64_t grace_us, std::function<void()> done,
+                std::vector<std::string> listeners);
 
   // Connections open on the calling core (for tests and per-core gauges).
   std::size_t connections_on_this_core() const;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "config/log.hh"
 #include "net/address.hh"
 #include "net/core_net.hh"
 #include "runtime/buffer_ring.hh"
@@ -234,6 +235,13 @@ void TcpConnection::begin_drain() {
 
 void TcpConnection::finish() {
   finished_ = true;
+  if (config::log_enabled(config::LogLevel::debug)) {
+    config::log(config::LogLevel::debug, "connection closed",
+                {{"listener", listener_.options.name},
+                 {"peer", peer()},
+                 {"aborted", aborting_},
+                 {"peer_eof", peer_eof_}});
+  }
   if (idle_timer_ != 0) {
     core_.reactor().cancel_timer(idle_timer_);
     idle_timer_ = 0;

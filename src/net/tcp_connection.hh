@@ -58,6 +58,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   void turn_end();
   // Server shutdown: on_shutdown() (GOAWAY), then close once idle.
   void begin_drain();
+  // The listener that accepted it.
+  const ListenerState& listener() const { return listener_; }
   // True once on_close() ran and the socket is closed; CoreNet frees it.
   bool finished() const { return finished_; }
 

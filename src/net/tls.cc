@@ -6,11 +6,16 @@
 
 #include <cstring>
 
+#include "config/log.hh"
+
 namespace ic::net {
 
 namespace {
 
 constexpr std::size_t kPlainChunk = 16 * 1024;  // one TLS record of plaintext
+// A scanner or a client with the wrong CA fails every handshake: one line
+// per 10 s across all cores, with the count of the ones not logged.
+config::LogRateLimit g_handshake_log_limit(10'000'000);
 
 std::string openssl_error() {
   const unsigned long code = ERR_get_error();
@@ -129,9 +134,17 @@ class TlsSession final : public Session, public Connection {
     }
     const int err = SSL_get_error(ssl_, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return true;
+    log_handshake_failure(err == SSL_ERROR_SSL ? openssl_error() : "connection ended");
     ERR_clear_error();
     failed_ = true;  // the alert (if any) is queued; close after it is written
     return false;
+  }
+
+  void log_handshake_failure(const std::string& why) {
+    std::uint64_t suppressed = 0;
+    if (!g_handshake_log_limit.allow(config::log_clock_us(), &suppressed)) return;
+    config::log(config::LogLevel::warn, "TLS handshake failed",
+                {{"peer", outer_.peer()}, {"error", why}, {"suppressed", suppressed}});
   }
 
   bool read_plaintext() {
@@ -200,6 +213,30 @@ TlsContext::TlsContext(SSL_CTX* ctx, std::vector<std::string> alpn)
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
+std::string TlsContext::subject() const {
+  X509* cert = SSL_CTX_get0_certificate(ctx_);
+  if (cert == nullptr) return {};
+  BIO* out = BIO_new(BIO_s_mem());
+  X509_NAME_print_ex(out, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(out, &data);
+  std::string text(data, static_cast<std::size_t>(n > 0 ? n : 0));
+  BIO_free(out);
+  return text;
+}
+
+std::string TlsContext::not_after() const {
+  X509* cert = SSL_CTX_get0_certificate(ctx_);
+  if (cert == nullptr) return {};
+  BIO* out = BIO_new(BIO_s_mem());
+  ASN1_TIME_print(out, X509_get0_notAfter(cert));
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(out, &data);
+  std::string text(data, static_cast<std::size_t>(n > 0 ? n : 0));
+  BIO_free(out);
+  return text;
+}
+
 std::shared_ptr<TlsContext> TlsContext::load(const std::string& cert_file,
                                              const std::string& key_file,
                                              std::vector<std::string> alpn, std::string* error) {
@@ -231,9 +268,14 @@ std::shared_ptr<TlsContext> TlsContext::load(const std::string& cert_file,
 }
 
 SessionFactory tls_session_factory(std::shared_ptr<TlsContext> ctx, SessionFactory inner) {
-  return [ctx = std::move(ctx),
+  return tls_session_factory([ctx = std::move(ctx)] { return ctx; }, std::move(inner));
+}
+
+SessionFactory tls_session_factory(std::function<std::shared_ptr<TlsContext>()> current,
+                                   SessionFactory inner) {
+  return [current = std::move(current),
           inner = std::move(inner)](Connection& outer) -> std::unique_ptr<Session> {
-    auto tls = std::make_unique<TlsSession>(outer, ctx);
+    auto tls = std::make_unique<TlsSession>(outer, current());
     tls->set_inner(inner(*tls));
     if (!tls->has_inner()) return nullptr;
     return tls;

@@ -5,6 +5,7 @@
 // plaintext and never knows. ALPN selects "h2" for gRPC (RFC 7301; gRPC over
 // TLS requires it).
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ class TlsContext {
   TlsContext& operator=(const TlsContext&) = delete;
 
   SSL_CTX* native() const { return ctx_; }
+  // The leaf certificate's subject (RFC 2253) and notAfter ("Jan  2 03:04:05
+  // 2027 GMT"), for logs.
+  std::string subject() const;
+  std::string not_after() const;
   // ALPN protocols in preference order.
   const std::vector<std::string>& alpn() const { return alpn_; }
 
@@ -44,5 +49,12 @@ class TlsContext {
 // it sends before the handshake finished is held (bounded by the listener's
 // output cap through queued_bytes()) and encrypted once it has.
 SessionFactory tls_session_factory(std::shared_ptr<TlsContext> ctx, SessionFactory inner);
+
+// Same, with the context looked up per accepted connection: after a
+// certificate reload new handshakes use the new context while live
+// connections keep the one they started with. `current` runs on the accepting
+// core and must be thread-safe.
+SessionFactory tls_session_factory(std::function<std::shared_ptr<TlsContext>()> current,
+                                   SessionFactory inner);
 
 }  // namespace ic::net

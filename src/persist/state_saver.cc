@@ -205,9 +205,9 @@ std::string StateSaver::finish(StateFileWriter& writer, std::int64_t entries,
   if (error.empty()) {
     config::log(config::LogLevel::debug, "state file saved",
                 {{"path", options_.path},
-                 {"entries", std::to_string(entries)},
-                 {"bytes", std::to_string(writer.bytes_written())},
-                 {"duration_ms", std::to_string((ended - started_us) / 1000)}});
+                 {"entries", entries},
+                 {"bytes", writer.bytes_written()},
+                 {"duration_ms", (ended - started_us) / 1000}});
   }
   return error;
 }

@@ -1,6 +1,8 @@
 #include "admin/auth.hh"
 
 #include <doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -92,4 +94,31 @@ TEST_CASE("--insecure-disable-auth lets everything through as ok") {
   TokenAuth off("", true);
   CHECK(off.check(std::nullopt).result == AuthResult::kOk);
   CHECK(off.check("Basic x").result == AuthResult::kOk);
+}
+
+TEST_CASE("SIGHUP's forced reload re-reads a token rewritten in place with the same size/mtime") {
+  TempToken file;
+  file.write("aaaa");
+  TokenAuth auth(file.path, false);
+  CHECK(auth.check("Bearer aaaa").result == AuthResult::kOk);
+  // Same inode, same size, mtime put back: the stat check alone cannot see the change.
+  struct stat before {};
+  REQUIRE(::stat(file.path.c_str(), &before) == 0);
+  { std::ofstream(file.path, std::ios::binary | std::ios::trunc) << "bbbb"; }
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, file.path.c_str(), times, 0) == 0);
+  CHECK(auth.check("Bearer aaaa").result == AuthResult::kOk);
+  ic::admin::force_token_reload();
+  CHECK(auth.check("Bearer aaaa").result == AuthResult::kForbidden);
+  CHECK(auth.check("Bearer bbbb").result == AuthResult::kOk);
+}
+
+TEST_CASE("token_file_problem says why a token file is unusable") {
+  TempToken file;
+  CHECK(ic::admin::token_file_problem(file.path) ==
+        "cannot read " + file.path + " (or larger than 64 KiB)");
+  file.write(" \n");
+  CHECK(ic::admin::token_file_problem(file.path) == file.path + " is empty");
+  file.write("t\n");
+  CHECK(ic::admin::token_file_problem(file.path) == "");
 }

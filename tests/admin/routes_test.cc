@@ -159,7 +159,7 @@ std::string status_line(const std::string& response) {
 
 }  // namespace
 
-TEST_CASE("public listener: healthz, readyz before/after every core serves, 404, 405") {
+TEST_CASE("public listener: healthz, readyz before/after every core serves, draining, 404, 405") {
   Harness h;
   CHECK(h.exchange(0, false, get("/healthz")) == text(200, "OK", "ok"));
   CHECK(h.exchange(1, false, get("/readyz")) == text(503, "Service Unavailable", "not ready"));
@@ -168,7 +168,8 @@ TEST_CASE("public listener: healthz, readyz before/after every core serves, 404,
   h.readiness.core_serving(1);
   CHECK(h.exchange(1, false, get("/readyz")) == text(200, "OK", "ok"));
   h.readiness.set_draining();
-  CHECK(h.exchange(0, false, get("/readyz")) == text(503, "Service Unavailable", "not ready"));
+  CHECK(h.exchange(0, false, get("/readyz")) == text(503, "Service Unavailable", "draining"));
+  CHECK(h.exchange(0, false, get("/healthz")) == text(200, "OK", "ok"));
   CHECK(h.exchange(0, false, get("/nope")) == text(404, "Not Found", "not found"));
   CHECK(h.exchange(0, false, get("/snapshot")) == text(404, "Not Found", "not found"));
   CHECK(h.exchange(0, false, send_body("POST", "/metrics", "")) ==

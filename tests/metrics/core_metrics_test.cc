@@ -139,7 +139,13 @@ TEST_CASE("registry binds local() per thread; unbound threads get a scratch regi
   CHECK(p.server_up);
   CHECK_FALSE(p.grpc_tls_enabled);
   CHECK(p.resident_memory_bytes > 0);
-  CHECK(p.version == "0.1.0");
+  CHECK(p.build.version == "0.1.0");
+  CHECK(p.build.git_commit.size() >= 7);  // a commit hash, or "unknown" outside git
+  CHECK(p.stats.open_fds >= 3);           // stdin, stdout, stderr at least
+  CHECK(p.stats.max_fds >= p.stats.open_fds);
+  CHECK(p.stats.resident_memory_bytes > 0);
+  CHECK(p.stats.virtual_memory_bytes >= p.stats.resident_memory_bytes);
+  CHECK(p.stats.cpu_seconds >= 0);
 }
 
 TEST_CASE("collectors copy cumulative eviction totals kept by the shard") {

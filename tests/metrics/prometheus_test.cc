@@ -51,12 +51,26 @@ TEST_CASE("a known registry renders byte for byte") {
                                .grpc_tls_enabled = false,
                                .resident_memory_bytes = 4096,
                                .start_time_seconds = 1700000000.5,
-                               .version = "0.1.0",
+                               .build = {.version = "0.1.0",
+                                         .git_commit = "0123456789ab",
+                                         .build_type = "release",
+                                         .compiler = "gcc 12.2.0",
+                                         .liburing = "2.3",
+                                         .nghttp2 = "1.52.0",
+                                         .protobuf = "3.21.12",
+                                         .openssl = "3.0.11"},
+                               .stats = {.cpu_seconds = 1.25,
+                                         .open_fds = 17,
+                                         .max_fds = 1024,
+                                         .resident_memory_bytes = 8192,
+                                         .virtual_memory_bytes = 65536},
                                .persist = {}};
   const std::string expected =
       "# HELP inferencecache_build_info Build of the running server (value is always 1).\n"
       "# TYPE inferencecache_build_info gauge\n"
-      "inferencecache_build_info{version=\"0.1.0\"} 1\n"
+      "inferencecache_build_info{version=\"0.1.0\",git_commit=\"0123456789ab\","
+      "build_type=\"release\",compiler=\"gcc 12.2.0\",liburing=\"2.3\",nghttp2=\"1.52.0\","
+      "protobuf=\"3.21.12\",openssl=\"3.0.11\"} 1\n"
       "# HELP inferencecache_server_up 1 while the server is serving.\n"
       "# TYPE inferencecache_server_up gauge\n"
       "inferencecache_server_up 1\n"
@@ -189,7 +203,33 @@ TEST_CASE("a known registry renders byte for byte") {
       "# HELP inferencecache_core_index_entries (key, replica) entries held by this core's "
       "index shard.\n"
       "# TYPE inferencecache_core_index_entries gauge\n"
-      "inferencecache_core_index_entries{core=\"0\"} 15\n";
+      "inferencecache_core_index_entries{core=\"0\"} 15\n"
+      "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+      "# TYPE process_cpu_seconds_total counter\n"
+      "process_cpu_seconds_total 1.25\n"
+      "# HELP process_open_fds Number of open file descriptors.\n"
+      "# TYPE process_open_fds gauge\n"
+      "process_open_fds 17\n"
+      "# HELP process_max_fds Maximum number of open file descriptors.\n"
+      "# TYPE process_max_fds gauge\n"
+      "process_max_fds 1024\n"
+      "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+      "# TYPE process_resident_memory_bytes gauge\n"
+      "process_resident_memory_bytes 8192\n"
+      "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+      "# TYPE process_virtual_memory_bytes gauge\n"
+      "process_virtual_memory_bytes 65536\n"
+      "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+      "# TYPE process_start_time_seconds gauge\n"
+      "process_start_time_seconds 1.7000000005e+09\n"
+      "# HELP grpc_server_started_total Total number of RPCs started on the server.\n"
+      "# TYPE grpc_server_started_total counter\n"
+      "# HELP grpc_server_handled_total Total number of RPCs completed on the server, regardless "
+      "of success or failure.\n"
+      "# TYPE grpc_server_handled_total counter\n"
+      "# HELP grpc_server_handling_seconds Histogram of response latency (seconds) of gRPC that "
+      "had been application-level handled by the server.\n"
+      "# TYPE grpc_server_handling_seconds histogram\n";
   const std::string rendered = render_prometheus(core.collect(), process);
   CHECK(rendered == expected);
 }
@@ -202,4 +242,74 @@ TEST_CASE("an empty registry still renders every fixed family") {
   CHECK(
       rendered.find("inferencecache_index_evictions_total{algorithm=\"lfu\",reason=\"ttl\"} 0\n") !=
       std::string::npos);
+}
+
+TEST_CASE("grpc_server_* families: go-grpc-prometheus names, labels and every code per method") {
+  CoreMetrics core(0);
+  RpcSeries* lookup = core.rpc().declare("/pkg.Cache/Lookup", RpcType::kUnary);
+  core.rpc().declare("/pkg.Cache/Report", RpcType::kClientStream);
+  CHECK(core.rpc().find("/pkg.Cache/Lookup") == lookup);
+  CHECK(core.rpc().find("/pkg.Cache/Nope") == nullptr);
+  RpcMetrics::started(*lookup);
+  RpcMetrics::started(*lookup);
+  RpcMetrics::started(*lookup);
+  RpcMetrics::handled(*lookup, 0, 40);           // OK, 40 µs: the 50 µs bucket
+  RpcMetrics::handled(*lookup, 8, 2'000'000);    // ResourceExhausted, 2 s: the 2.5 s bucket
+  RpcMetrics::handled(*lookup, 99, 20'000'000);  // out of range → Unknown; over 10 s: +Inf only
+  // A second core's copy is summed in.
+  CoreMetrics other(1);
+  RpcMetrics::started(*other.rpc().declare("/pkg.Cache/Lookup", RpcType::kUnary));
+  Sample merged = core.collect();
+  merged.merge(other.collect());
+  std::string out;
+  render_grpc_server(out, merged.rpc);
+  std::string expected =
+      "# HELP grpc_server_started_total Total number of RPCs started on the server.\n"
+      "# TYPE grpc_server_started_total counter\n"
+      "grpc_server_started_total{grpc_method=\"Lookup\",grpc_service=\"pkg.Cache\","
+      "grpc_type=\"unary\"} 4\n"
+      "grpc_server_started_total{grpc_method=\"Report\",grpc_service=\"pkg.Cache\","
+      "grpc_type=\"client_stream\"} 0\n"
+      "# HELP grpc_server_handled_total Total number of RPCs completed on the server, regardless "
+      "of success or failure.\n"
+      "# TYPE grpc_server_handled_total counter\n";
+  const char* codes[] = {
+      "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+      "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+      "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+      "DataLoss", "Unauthenticated"};
+  const auto handled = [&](const char* method, const char* type, const char* code, int n) {
+    expected += std::string("grpc_server_handled_total{grpc_code=\"") + code + "\",grpc_method=\"" +
+                method + "\",grpc_service=\"pkg.Cache\",grpc_type=\"" + type + "\"} " +
+                std::to_string(n) + "\n";
+  };
+  for (const char* code : codes) {
+    const std::string c = code;
+    handled("Lookup", "unary", code, c == "OK" || c == "ResourceExhausted" || c == "Unknown");
+  }
+  for (const char* code : codes) handled("Report", "client_stream", code, 0);
+  expected +=
+      "# HELP grpc_server_handling_seconds Histogram of response latency (seconds) of gRPC that "
+      "had been application-level handled by the server.\n"
+      "# TYPE grpc_server_handling_seconds histogram\n";
+  const char* bounds[] = {"5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025",
+                          "0.005", "0.01",   "0.025",   "0.05",   "0.1",   "0.25",
+                          "0.5",   "1",      "2.5",     "5",      "10"};
+  const auto histogram = [&](const char* method, const char* type, std::vector<int> cumulative,
+                             int count, const char* sum) {
+    const std::string labels = std::string("grpc_method=\"") + method +
+                               "\",grpc_service=\"pkg.Cache\",grpc_type=\"" + type + "\"";
+    for (std::size_t b = 0; b < std::size(bounds); ++b) {
+      expected += "grpc_server_handling_seconds_bucket{" + labels + ",le=\"" + bounds[b] + "\"} " +
+                  std::to_string(cumulative[b]) + "\n";
+    }
+    expected += "grpc_server_handling_seconds_bucket{" + labels + ",le=\"+Inf\"} " +
+                std::to_string(count) + "\n";
+    expected += "grpc_server_handling_seconds_sum{" + labels + "} " + sum + "\n";
+    expected +=
+        "grpc_server_handling_seconds_count{" + labels + "} " + std::to_string(count) + "\n";
+  };
+  histogram("Lookup", "unary", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2}, 3, "22.00004");
+  histogram("Report", "client_stream", std::vector<int>(17, 0), 0, "0");
+  CHECK(out == expected);
 }

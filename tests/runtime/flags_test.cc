@@ -1,5 +1,7 @@
 #include "config/flags.hh"
 
+#include "buildinfo/build_info.hh"
+
 #include <doctest.h>
 
 #include <initializer_list>
@@ -122,6 +124,22 @@ TEST_SUITE("runtime") {
     CHECK(error_of({"--no-such-flag"}) ==
           "inferencecache-server: unknown flag or argument: --no-such-flag");
     CHECK(error_of({"stray"}) == "inferencecache-server: unknown flag or argument: stray");
+    CHECK(error_of({"--insecure-disable-auth", "--control-token-file", "/etc/hostname"}) ==
+          "inferencecache-server: --insecure-disable-auth and --control-token-file contradict "
+          "each other (give one)");
+  }
+
+  TEST_CASE("flags: --version is exit 0 with version, commit, compiler and library versions") {
+    const FlagsOutcome out = parse({"--version"});
+    CHECK_FALSE(out.config.has_value());
+    CHECK(out.exit_code == 0);
+    CHECK(out.message == ic::buildinfo::version_text("inferencecache-server"));
+    CHECK(out.message.rfind("inferencecache-server 0.1.0\ncommit: ", 0) == 0);
+    for (const char* key : {"\nbuild: ", "\ncompiler: ", "\nliburing: ", "\nnghttp2: ",
+                            "\nprotobuf: ", "\nopenssl: "}) {
+      CAPTURE(key);
+      CHECK(out.message.find(key) != std::string::npos);
+    }
   }
 
   TEST_CASE("flags: the ranking and its load-aware knobs (docs/ranking.md)") {

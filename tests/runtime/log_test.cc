@@ -23,6 +23,48 @@ TEST_SUITE("runtime") {
           "2026-01-02T03:04:05.678Z INFO serving grpc_port=9090");
   }
 
+  TEST_CASE("log lines: numbers and bools are JSON numbers and bools, text stays a string") {
+    CHECK(format_log_line(LogFormat::json, LogLevel::info, kWallUs, "serving",
+                          {{"grpc_port", 9090},
+                           {"threads", std::size_t{2}},
+                           {"grace_s", 1.5},
+                           {"tls", false},
+                           {"offset", -3},
+                           {"auth", "token"}}) ==
+          R"({"ts":"2026-01-02T03:04:05.678Z","level":"info","msg":"serving",)"
+          R"("grpc_port":9090,"threads":2,"grace_s":1.5,"tls":false,"offset":-3,"auth":"token"})");
+    CHECK(format_log_line(LogFormat::text, LogLevel::debug, kWallUs, "x",
+                          {{"n", 7}, {"ok", true}, {"s", std::string("a b")}}) ==
+          "2026-01-02T03:04:05.678Z DEBUG x n=7 ok=true s=a b");
+  }
+
+  TEST_CASE("log rate limit: one line per interval, the rest counted into the next") {
+    ic::config::LogRateLimit limit(1000);
+    std::uint64_t suppressed = 99;
+    CHECK(limit.allow(5000, &suppressed));
+    CHECK(suppressed == 0);
+    CHECK_FALSE(limit.allow(5001, &suppressed));
+    CHECK_FALSE(limit.allow(5999, &suppressed));
+    CHECK(limit.allow(6000, &suppressed));
+    CHECK(suppressed == 2);
+    CHECK_FALSE(limit.allow(6500, &suppressed));
+    CHECK(limit.allow(9000, &suppressed));
+    CHECK(suppressed == 1);
+  }
+
+  TEST_CASE("log writer: a full queue drops lines instead of blocking, and counts them") {
+    ic::config::configure_logging(LogFormat::json, LogLevel::info);
+    const std::uint64_t before = ic::config::log_lines_dropped();
+    // A queue smaller than any line: every line is dropped, none blocks.
+    ic::config::start_log_writer(8);
+    for (int i = 0; i < 5; ++i) ic::config::log(LogLevel::info, "dropped on purpose", {{"i", i}});
+    ic::config::stop_log_writer();
+    CHECK(ic::config::log_lines_dropped() - before == 5);
+    // Stopped: log() writes inline again and drops nothing.
+    ic::config::log(LogLevel::debug, "below the level: not written");
+    CHECK(ic::config::log_lines_dropped() - before == 5);
+  }
+
   TEST_CASE("log level filter") {
     ic::config::configure_logging(LogFormat::json, LogLevel::warn);
     CHECK_FALSE(ic::config::log_enabled(LogLevel::info));

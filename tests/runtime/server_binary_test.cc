@@ -117,6 +117,26 @@ TEST_SUITE("runtime") {
     CHECK(r.err.find('\n') == r.err.size() - 1);
   }
 
+  TEST_CASE("binary: --insecure-disable-auth with --control-token-file exits 2, one line") {
+    const Run r = run_to_exit({"--insecure-disable-auth", "--control-token-file", IC_SERVER_BINARY,
+                               "--grpc-bind-address", "127.0.0.1:0"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "inferencecache-server: --insecure-disable-auth and --control-token-file contradict "
+          "each other (give one)\n");
+    CHECK(r.out.empty());
+  }
+
+  TEST_CASE("binary: --version exits 0 with version, commit and library versions on stdout") {
+    const Run r = run_to_exit({"--version"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.rfind("inferencecache-server 0.1.0\ncommit: ", 0) == 0);
+    CHECK(r.out.find("\nopenssl: ") != std::string::npos);
+    CHECK(r.out.back() == '\n');
+    CHECK(r.out.find("\n\n") == std::string::npos);
+  }
+
   TEST_CASE("binary: --help exits 0 with usage on stdout") {
     const Run r = run_to_exit({"--help"});
     CHECK(r.exit_code == 0);
@@ -140,13 +160,16 @@ TEST_SUITE("runtime") {
         if (n <= 0) break;
         log.append(buf, static_cast<std::size_t>(n));
       }
-      REQUIRE(log.find(" INFO serving grpc_port=") != std::string::npos);
+      // The startup line leads with the version (text format: key=value).
+      REQUIRE(log.find(" INFO serving version=0.1.0 commit=") != std::string::npos);
       ::kill(pid, sig);
       log += slurp(err[0]);
       ::close(err[0]);
       CHECK(wait_exit(pid) == 0);
       CHECK(log.find(" INFO shutting down signal=") != std::string::npos);
-      CHECK(log.find(" INFO stopped") != std::string::npos);
+      CHECK(log.find(" INFO stopped exit_code=0") != std::string::npos);
+      CHECK(log.find(" tls=false auth=no token file: control requests refused threads=") !=
+            std::string::npos);
     }
   }
 }

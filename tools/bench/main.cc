@@ -12,6 +12,7 @@
 #include "bench/report.hh"
 #include "bench/worker.hh"
 #include "bench/workload.hh"
+#include "common/cli_parse.hh"
 #include "common/interrupt.hh"
 #include "common/trace.hh"
 
@@ -237,10 +238,12 @@ int run(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Load generator for the InferenceCache gRPC API (nghttp2 client, open loop)"};
+  CLI::App app{"Load generator for the InferenceCache gRPC API (nghttp2 client, open loop)",
+               "inferencecache-bench"};
   Flags flags;
   add_flags(app, flags);
-  CLI11_PARSE(app, argc, argv);
+  standard_flags(app);
+  parse_or_exit(app, argc, argv);
   install_interrupt_handler();
   return run(flags);
 }

@@ -10,6 +10,7 @@
 
 #include "cli/chain_input.hh"
 #include "common/channel.hh"
+#include "common/cli_parse.hh"
 #include "common/interrupt.hh"
 #include "common/requests.hh"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -298,7 +299,7 @@ int do_health(const std::shared_ptr<grpc::Channel>& channel, const Global& g, co
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Call the InferenceCache gRPC API from a shell"};
+  CLI::App app{"Call the InferenceCache gRPC API from a shell", "inferencecache-cli"};
   app.require_subcommand(1);
   Global g;
   Args a;
@@ -339,7 +340,8 @@ int main(int argc, char** argv) {
   event->add_option("--block-id", a.prefix.block_ids, "a Mooncake id instead of --prefix-hash")
       ->expected(1);
   health->add_option("--service", a.service, "service name (\"\" = the whole server)");
-  CLI11_PARSE(app, argc, argv);
+  standard_flags(app);
+  parse_or_exit(app, argc, argv);
   install_exit_on_interrupt("inferencecache-cli: interrupted\n");
 
   std::string error;

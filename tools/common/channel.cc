@@ -6,12 +6,19 @@
 
 #include <chrono>
 
+#include "common/probe.hh"
 #include "grpc/status.hh"
 
 namespace ic::tools {
 
 std::shared_ptr<::grpc::Channel> connect_channel(const std::string& address, int timeout_ms,
                                                  const std::string& tag, std::string* error) {
+  // A refused port or an unknown host is reported at once, with the address, instead of
+  // after the whole timeout.
+  if (std::string why = probe_tcp(address, timeout_ms); !why.empty()) {
+    *error = "cannot reach the InferenceCache server: " + why;
+    return nullptr;
+  }
   ::grpc::ChannelArguments args;
   // A distinct channel arg set plus a local subchannel pool gives each tag its own connection.
   args.SetString("ic.tools.connection", tag);

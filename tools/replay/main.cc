@@ -3,12 +3,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "common/channel.hh"
+#include "common/cli_parse.hh"
 #include "common/interrupt.hh"
 #include "common/progress.hh"
 #include "common/trace.hh"
@@ -112,6 +116,47 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
       ->capture_default_str();
 }
 
+// Bad trace lines printed one by one; the rest are only counted.
+constexpr std::int64_t kBadLinesShown = 10;
+
+// "" when `path` (empty: no output) can be written: its directory exists and is writable, and
+// the file, if it exists, is writable. Checked before the replay so that a typo does not cost a
+// whole run.
+std::string check_output_path(const std::string& path) {
+  if (path.empty()) return {};
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return "directory " + dir.string() + " does not exist";
+  if (std::filesystem::is_directory(p, ec)) return path + " is a directory";
+  if (std::filesystem::exists(p, ec) ? ::access(path.c_str(), W_OK) != 0
+                                     : ::access(dir.c_str(), W_OK) != 0) {
+    return "cannot write " + path + ": " + std::strerror(errno);
+  }
+  return {};
+}
+
+// After Ctrl-C: say what the replay left in the server.
+void report_interrupted(const ReplayResult& result, bool keep_state) {
+  std::string tenants;
+  for (const auto& policy : result.policies) {
+    tenants += (tenants.empty() ? "" : ", ") + policy.scope.tenant_id;
+  }
+  if (!result.fatal_error.empty()) {
+    std::cerr << "inferencecache-replay: interrupted; cleanup failed (" << result.fatal_error
+              << "): entries may remain under tenants " << tenants << "\n";
+  } else if (keep_state) {
+    std::cerr << "inferencecache-replay: interrupted; --keep-state: the replayed entries stay in "
+                 "the server under tenants "
+              << tenants << "\n";
+  } else {
+    std::cerr << "inferencecache-replay: interrupted; removed the replayed entries "
+                 "(ALL_CLEARED for every replica of tenants "
+              << tenants << ")\n";
+  }
+}
+
 int run(const Flags& f, ReplayOptions& o) {
   o.window_ms = static_cast<std::int64_t>(f.window_s * 1000);
   o.stats_interval_ms = static_cast<std::int64_t>(f.stats_interval_s * 1000);
@@ -125,10 +170,21 @@ int run(const Flags& f, ReplayOptions& o) {
       if (policy_name(p) == name) o.policies.push_back(p);
     }
   }
+  if (std::string why = check_output_path(f.svg_path); !why.empty()) {
+    std::cerr << "inferencecache-replay: error: --svg: " << why << "\n";
+    return 2;
+  }
   const auto policy = *parse_bad_line_policy(f.on_bad_line);
-  auto load = load_trace(f.trace, policy, f.limit, [](const std::string& message) {
-    std::cerr << "inferencecache-replay: bad trace line: " << message << "\n";
+  std::int64_t shown = 0;
+  auto load = load_trace(f.trace, policy, f.limit, [&shown](const std::string& message) {
+    if (shown++ < kBadLinesShown) {
+      std::cerr << "inferencecache-replay: bad trace line: " << message << "\n";
+    }
   });
+  if (shown > kBadLinesShown) {
+    std::cerr << "inferencecache-replay: " << shown - kBadLinesShown
+              << " more bad trace lines not shown (" << shown << " in all)\n";
+  }
   if (!load.error.empty()) {
     std::cerr << "inferencecache-replay: error: " << load.error << "\n";
     return 1;
@@ -165,7 +221,10 @@ int run(const Flags& f, ReplayOptions& o) {
     }
     if (!f.json) std::cout << "chart: " << f.svg_path << "\n";
   }
-  if (result.interrupted) return kInterruptedExit;
+  if (result.interrupted) {
+    report_interrupted(result, f.keep_state);
+    return kInterruptedExit;
+  }
   if (!result.fatal_error.empty()) {
     std::cerr << "inferencecache-replay: error: " << result.fatal_error << "\n";
     return 1;
@@ -176,12 +235,14 @@ int run(const Flags& f, ReplayOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Replay a Mooncake trace against InferenceCache and compare routing policies"};
+  CLI::App app{"Replay a Mooncake trace against InferenceCache and compare routing policies",
+               "inferencecache-replay"};
   Flags flags;
   ReplayOptions options;
   options.tenant_prefix = "replay-" + std::to_string(std::time(nullptr));
   add_flags(app, flags, options);
-  CLI11_PARSE(app, argc, argv);
+  standard_flags(app);
+  parse_or_exit(app, argc, argv);
   install_interrupt_handler();
   return run(flags, options);
 }

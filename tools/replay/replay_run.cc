@@ -167,8 +167,9 @@ ReplayResult run_replay(const std::vector<TraceRequest>& trace, const ReplayOpti
   progress.finish();
   result.interrupted = interrupted();
   if (result.fatal_error.empty()) {
-    // After Ctrl-C the user wants out: skip the cleanup round trips.
-    if (options.clear_at_end && !result.interrupted) clear_replicas(result, options, client);
+    // After Ctrl-C too: an interrupted replay must not leave its entries in a shared server
+    // (a second Ctrl-C during these few calls exits at once).
+    if (options.clear_at_end) clear_replicas(result, options, client);
     if (!client.finish(&error)) result.fatal_error = error;
   }
   return result;

@@ -71,7 +71,7 @@ ServerProcess::ServerProcess(ServerOptions options) {
   if (options.binary.empty()) options.binary = server_binary();
   std::string failures;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (launch(options) && wait_ready(options.ready_timeout)) return;
+    if (launch(options) && wait_ready(options.ready_timeout, options.ready_when_logged)) return;
     failures += numbered("attempt ", attempt + 1) + ": " +
                 (exited_ ? numbered("exited with status ", exit_status_)
                          : std::string("not SERVING in time")) +
@@ -99,10 +99,15 @@ bool ServerProcess::launch(const ServerOptions& options) {
   if (log_fd < 0) throw std::runtime_error(std::string("mkstemps: ") + std::strerror(errno));
   log_path_ = tmpl;
 
-  std::vector<std::string> args = {options.binary.string(), "--grpc-bind-address",
-                                   loopback(grpc_port_),    "--http-bind-address",
-                                   loopback(http_port_),    "--snapshot-bind-address",
-                                   loopback(snapshot_port_)};
+  std::vector<std::string> args = {options.binary.string(),
+                                   "--grpc-bind-address",
+                                   loopback(grpc_port_),
+                                   "--http-bind-address",
+                                   loopback(http_port_),
+                                   "--snapshot-bind-address",
+                                   options.snapshot_on_all_interfaces
+                                       ? "0.0.0.0:" + std::to_string(snapshot_port_)
+                                       : loopback(snapshot_port_)};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -122,11 +127,16 @@ bool ServerProcess::launch(const ServerOptions& options) {
   return true;
 }
 
-bool ServerProcess::wait_ready(std::chrono::milliseconds timeout) {
+bool ServerProcess::wait_ready(std::chrono::milliseconds timeout,
+                               const std::string& ready_when_logged) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (!running()) return false;
-    if (health_serving(grpc_port_, std::chrono::seconds(2))) return true;
+    if (!ready_when_logged.empty()) {
+      if (log().find(ready_when_logged) != std::string::npos) return true;
+    } else if (health_serving(grpc_port_, std::chrono::seconds(2))) {
+      return true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;

@@ -31,6 +31,13 @@ struct ServerOptions {
   // 0: a free port. Fixed: restart a server where its clients expect it (a taken port makes
   // the start fail after 3 attempts).
   uint16_t grpc_port = 0;
+  // Bind the control listener to 0.0.0.0 instead of 127.0.0.1 (tests of the
+  // non-loopback warnings; clients still connect over loopback).
+  bool snapshot_on_all_interfaces = false;
+  // Empty: ready once the gRPC health check (h2c) answers SERVING. Else ready
+  // once this text appears in the server's log (a TLS gRPC port, where the
+  // h2c check cannot connect).
+  std::string ready_when_logged;
   // How long to wait for the health check to answer SERVING.
   std::chrono::milliseconds ready_timeout = std::chrono::seconds(20);
 };
@@ -69,7 +76,7 @@ class ServerProcess {
 
  private:
   bool launch(const ServerOptions& options);
-  bool wait_ready(std::chrono::milliseconds timeout);
+  bool wait_ready(std::chrono::milliseconds timeout, const std::string& ready_when_logged);
 
   pid_t pid_ = -1;
   int exit_status_ = -1;  // valid once exited_

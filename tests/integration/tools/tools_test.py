@@ -122,9 +122,65 @@ def case_missing_server(a, target):
                                   "--connect-timeout-ms", "500"]),
                       ("bench", [a.bench, "--server", dead, "-D", "1"]),
                       ("cli", [a.cli, "--server", dead, "--timeout-ms", "500", "health"])):
+        started = time.monotonic()
         rc, out, err = run(cmd)
         check(rc == 1, "%s against a closed port: exit %d" % (name, rc))
         check("cannot" in err and dead in err, "%s error message %r" % (name, err))
+        if name != "bench":
+            check("connection refused by " + dead in err, "%s refused %r" % (name, err))
+    # An unknown host is named at once too (.invalid never resolves, RFC 6761); the timeout is
+    # far above what a refused or unresolvable address may take.
+    for name, cmd in (("replay", [a.replay, "--server", "nohost.invalid:9090", "--trace", a.trace,
+                                  "--limit", "5", "--connect-timeout-ms", "60000"]),
+                      ("cli", [a.cli, "health", "--server", "nohost.invalid:9090",
+                               "--timeout-ms", "60000"])):
+        started = time.monotonic()
+        rc, out, err = run(cmd)
+        check(rc == 1 and 'cannot resolve host "nohost.invalid"' in err, "%s: %d %r" % (name, rc, err))
+        check(time.monotonic() - started < 30, "%s waited for the timeout" % name)
+
+
+def case_usage(a, target):
+    # Every usage error exits 2 with one "error:" line (never CLI11's 104..109).
+    for cmd in ([a.cli], [a.cli, "lookup"], [a.cli, "nope"], [a.cli, "health", "--bogus"],
+                [a.cli, "report", "--tier", "9", "--tenant", "t", "--model", "m", "--replica", "r"],
+                [a.replay, "--replicas", "0"], [a.replay, "--policies", "random"],
+                [a.replay, "extra"], [a.bench, "-c", "x"], [a.bench, "--rpc", "nope"]):
+        rc, out, err = run(cmd)
+        check(rc == 2, "%s: exit %d %r" % (cmd[1:], rc, err))
+        check(": error: " in err and err.endswith("run with --help for usage\n"), "%r" % err)
+    for tool in (a.cli, a.replay, a.bench):
+        rc, out, err = run([tool, "--version"])
+        check(rc == 0 and out.startswith(os.path.basename(tool) + " 0.1.0\ncommit: ")
+              and "\nopenssl: " in out, "%s --version %r" % (tool, out))
+        rc, out, err = run([tool, "--help"])
+        check(rc == 0 and "Usage" in out, "%s --help %d" % (tool, rc))
+    # Global options before or after the subcommand.
+    for cmd in ([a.cli, "--server", target, "--json", "health"],
+                [a.cli, "health", "--server", target, "--json"],
+                [a.cli, "--json", "health", "--server", target]):
+        rc, out, err = run(cmd)
+        check(rc == 0 and '"SERVING"' in out, "%s: %d %r %r" % (cmd[1:], rc, out, err))
+
+
+def case_replay_checks(a, target):
+    # An unwritable --svg fails before the replay starts (exit 2, nothing sent).
+    rc, out, err = run([a.replay, "--server", target, "--trace", a.trace, "--limit", "5",
+                        "--svg", "/nonexistent-dir/chart.svg"])
+    check(rc == 2 and "--svg: directory /nonexistent-dir does not exist" in err, "svg %d %r" % (rc, err))
+    check(out == "", "nothing replayed %r" % out)
+    # 25 bad lines: the first 10 are shown, the rest counted.
+    good = '{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [0, 1]}\n'
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        f.write(good + "not json\n" * 25 + good)
+        path = f.name
+    try:
+        rc, out, err = run([a.replay, "--server", target, "--trace", path, "--no-progress"])
+        check(rc == 0, "replay with bad lines: %d %r" % (rc, err))
+        check(err.count("bad trace line:") == 10, "shown %r" % err)
+        check("15 more bad trace lines not shown (25 in all)" in err, "cap %r" % err)
+    finally:
+        os.unlink(path)
 
 
 def case_bad_lines(a, target):
@@ -154,10 +210,26 @@ def interrupt(cmd, after_s):
     return p.returncode, out, err
 
 
+def prefixes_of(a, target, tenant):
+    rc, out, err = run([a.cli, "--server", target, "--json", "state", "--tenant", tenant,
+                        "--model", "mooncake-conversation"])
+    check(rc == 0, "state %d %r" % (rc, err))
+    return int(json.loads(out).get("summary", {}).get("total_prefixes", "0"))
+
+
 def case_interrupt(a, target):
     rc, out, err = interrupt([a.replay, "--server", target, "--trace", a.trace, "--realtime"], 1.5)
     check(rc == 130, "replay after Ctrl-C: exit %d %r" % (rc, err))
     check("(INTERRUPTED)" in out and "round-robin" in out, "replay summary %r" % out)
+    check("interrupted; removed the replayed entries (ALL_CLEARED for every replica of tenants "
+          in err, "replay cleanup report %r" % err)
+    # What it wrote is gone; with --keep-state it stays (and is reported).
+    check(prefixes_of(a, target, err.split("tenants ")[1].split(",")[0]) == 0, "after cleanup")
+    rc, out, err = interrupt([a.replay, "--server", target, "--trace", a.trace, "--realtime",
+                              "--keep-state", "--tenant-prefix", "kept"], 1.5)
+    check(rc == 130 and "--keep-state: the replayed entries stay in the server under tenants "
+          "kept-round-robin" in err, "keep-state report %r" % err)
+    check(prefixes_of(a, target, "kept-round-robin") > 0, "kept entries")
     rc, out, err = interrupt([a.bench, "--server", target, "-D", "30", "-r", "100"], 1.5)
     check(rc == 130, "bench after Ctrl-C: exit %d %r" % (rc, err))
     check("(INTERRUPTED)" in out and "calls: sent" in out, "bench summary %r" % out)

@@ -1,0 +1,39 @@
+#include "common/cli_parse.hh"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "buildinfo/build_info.hh"
+
+namespace ic::tools {
+
+namespace {
+// Usage errors: the tools README's exit status for a bad command line.
+constexpr int kUsageExit = 2;
+}  // namespace
+
+void standard_flags(CLI::App& app) {
+  app.set_version_flag("--version", "", "print version, commit, compiler and library versions");
+  for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
+}
+
+void parse_or_exit(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    std::exit(0);
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    std::exit(0);
+  } catch (const CLI::CallForVersion&) {
+    std::cout << buildinfo::version_text(app.get_name());
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << app.get_name() << ": error: " << e.what() << "\n"
+              << "run with --help for usage\n";
+    std::exit(kUsageExit);
+  }
+}
+
+}  // namespace ic::tools
