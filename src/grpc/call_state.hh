@@ -30,6 +30,11 @@ struct CallState {
   std::optional<Timers::TimerId> deadline_timer;
   bool headers_sent = false;
   bool finished = false;
+  // Request progress for the message-body deadline (GrpcSession::peer_wait).
+  bool request_ended = false;
+  std::uint64_t messages_in = 0;  // complete request messages so far
+  std::int64_t wait_since = -1;   // first sample of the current wait, µs
+  std::uint64_t wait_mark = 0;    // messages_in at that sample
 };
 
 }  // namespace ic::grpc::detail

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "h2/limits.hh"
 #include "metrics/labels.hh"
 
 namespace ic::metrics {
@@ -65,6 +66,8 @@ struct Sample {
   std::array<std::uint64_t, kListenerCount> accepted_connections{};
   std::int64_t open_streams = 0;    // HTTP/2 streams open on gRPC connections
   std::uint64_t http_requests = 0;  // admin HTTP requests answered
+  // Hostile-peer limits hit on gRPC connections, by h2::LimitHit.
+  std::array<std::uint64_t, h2::kLimitHitCount> peer_limit_hits{};
   // policy_reloads[source][ok ? 0 : 1]
   std::array<std::array<std::uint64_t, 2>, kPolicySourceCount> policy_reloads{};
   std::vector<CoreFigures> cores;  // one row per core that answered, by core
