@@ -15,6 +15,8 @@ packages=(
   # test clients, baseline and load tools (never linked into the server)
   libgrpc++-dev protobuf-compiler-grpc nghttp2-client
   prometheus curl python3 clang-format
+  # hostile-peer suite and soak: raw HTTP/2 frames (tests/hostile, tests/soak)
+  python3-h2
 )
 # The machine image may ship Node.js from elsewhere (with its own npm); only
 # fall back to Debian's when there is none.
