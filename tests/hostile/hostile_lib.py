@@ -415,6 +415,9 @@ def latency_kept(server, attack_on, attack_off, windows=6, calls=300, factor=2.0
     print("normal client LookupRoute p99: quiet %.3f ms, attacked %.3f ms (windows %s / %s)" %
           (q * 1e3, a * 1e3, ["%.2f" % (x * 1e3) for x in quiet],
            ["%.2f" % (x * 1e3) for x in attacked]))
+    if os.environ.get("IC_SANITIZED") == "1":
+        print("sanitizer build: latency printed, not asserted")
+        return q, a
     # Plus 1 ms: on an idle machine the quiet p99 is ~0.25 ms, and one attack
     # connection's burst processed in the same reactor turn (~0.5 ms of CPU
     # for a rapid-reset connection) is what the normal call waits behind.
