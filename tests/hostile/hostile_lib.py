@@ -394,10 +394,10 @@ def measure_window(client, calls, message):
 def latency_kept(server, attack_on, attack_off, windows=6, calls=300, factor=2.0):
     """Alternates quiet and attacked windows of `calls` LookupRoutes on one
     normal connection; the attack runs between attack_on() and attack_off().
-    Asserts the median attacked-window p99 is within `factor` of the median
-    quiet-window p99, or within 1 ms of it (alternating cancels the drift of
-    a loaded machine).
-    Returns (quiet p99 s, attacked p99 s)."""
+    Each attacked window is judged against the quiet window just before it
+    (a loaded machine flips between regimes; a pair shares one): within
+    `factor`x its p99, or within 1 ms of it. Asserts the median pair passes.
+    Returns the median (quiet p99 s, attacked p99 s)."""
     client = GrpcClient(server.grpc_port)
     message = lookup_request("normal")
     measure_window(client, 100, message)  # warm-up
@@ -411,18 +411,19 @@ def latency_kept(server, attack_on, attack_off, windows=6, calls=300, factor=2.0
             attack_off()
     finally:
         client.close()
-    q, a = median(quiet), median(attacked)
-    print("normal client LookupRoute p99: quiet %.3f ms, attacked %.3f ms (windows %s / %s)" %
-          (q * 1e3, a * 1e3, ["%.2f" % (x * 1e3) for x in quiet],
-           ["%.2f" % (x * 1e3) for x in attacked]))
-    if os.environ.get("IC_SANITIZED") == "1":
-        print("sanitizer build: latency printed, not asserted")
-        return q, a
     # Plus 1 ms: on an idle machine the quiet p99 is ~0.25 ms, and one attack
     # connection's burst processed in the same reactor turn (~0.5 ms of CPU
     # for a rapid-reset connection) is what the normal call waits behind.
-    assert a <= max(factor * q, q + 0.001), "p99 %.3f ms under attack > %.1fx quiet %.3f ms" % (
-        a * 1e3, factor, q * 1e3)
+    margins = [a - max(factor * q, q + 0.001) for q, a in zip(quiet, attacked)]
+    q, a = median(quiet), median(attacked)
+    print("normal client LookupRoute p99 (ms), quiet/attacked pairs: %s; medians %.3f / %.3f" % (
+        ", ".join("%.2f/%.2f" % (x * 1e3, y * 1e3) for x, y in zip(quiet, attacked)),
+        q * 1e3, a * 1e3))
+    if os.environ.get("IC_SANITIZED") == "1":
+        print("sanitizer build: latency printed, not asserted")
+        return q, a
+    assert median(margins) <= 0, "attacked p99 over max(%.1fx, +1 ms) of quiet in most pairs" % (
+        factor)
     return q, a
 
 
