@@ -23,6 +23,8 @@ packages=(
   python3-yaml yamllint systemd
   # the real Jinja2, which re-checks tests/chat_template/jinja_cases.json
   python3-jinja2
+  # hostile-peer suite and soak: raw HTTP/2 frames (tests/hostile, tests/soak)
+  python3-h2
 )
 # The machine image may ship Node.js from elsewhere (with its own npm); only
 # fall back to Debian's when there is none.

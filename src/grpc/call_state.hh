@@ -31,6 +31,11 @@ struct CallState {
   std::int64_t started_us = 0;  // Timers clock, for grpc_server_handling_seconds
   bool headers_sent = false;
   bool finished = false;
+  // Request progress for the message-body deadline (GrpcSession::peer_wait).
+  bool request_ended = false;
+  std::uint64_t messages_in = 0;  // complete request messages so far
+  std::int64_t wait_since = -1;   // first sample of the current wait, µs
+  std::uint64_t wait_mark = 0;    // messages_in at that sample
 };
 
 }  // namespace ic::grpc::detail

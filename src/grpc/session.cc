@@ -83,6 +83,48 @@ void GrpcSession::on_close() {
   calls_.clear();
 }
 
+void GrpcSession::on_peer_eof() {
+  EntryGuard g(in_session_);
+  h2_.on_peer_eof();
+}
+
+namespace {
+// A call waits for the peer while its request is open and either a message is
+// half-received or the method takes exactly one request message.
+bool waits_for_body(const detail::CallState& call) {
+  if (call.finished || call.request_ended) return false;
+  if (call.reader.mid_message()) return true;
+  const CallKind kind = call.method->kind;
+  return kind == CallKind::kUnary || kind == CallKind::kServerStreaming;
+}
+}  // namespace
+
+net::PeerWaitState GrpcSession::peer_wait(std::int64_t now_us) {
+  net::PeerWaitState w = h2_.peer_wait(now_us);
+  for (auto& [id, call] : calls_) {
+    detail::CallState& c = *call;
+    if (!waits_for_body(c)) {
+      c.wait_since = -1;
+      continue;
+    }
+    if (c.wait_since < 0 || c.wait_mark != c.messages_in) {
+      c.wait_since = now_us;
+      c.wait_mark = c.messages_in;
+    }
+    if (w.kind == net::PeerWait::kNothing || c.wait_since < w.since_us) {
+      w = {net::PeerWait::kMessageBody, c.wait_since};
+    }
+  }
+  return w;
+}
+
+void GrpcSession::on_peer_deadline(net::PeerWait kind) {
+  EntryGuard g(in_session_);
+  h2_.on_peer_deadline(kind);
+}
+
+void GrpcSession::on_limit_hit(h2::LimitHit hit) { metrics::local().add_peer_limit_hit(hit); }
+
 void GrpcSession::wake() {
   if (in_session_ == 0) conn_.request_flush();
 }
@@ -158,6 +200,7 @@ void GrpcSession::on_request_data(h2::StreamId id, std::span<const std::byte> da
   if (call->finished) return;
   const std::size_t before = call->reader.buffered_bytes();
   const FrameError err = call->reader.feed(data, [&](std::span<const std::byte> message) {
+    ++call->messages_in;
     if (!call->finished) call->handler->on_message(message);
   });
   buffered_ = buffered_ - before + call->reader.buffered_bytes();
@@ -178,6 +221,7 @@ void GrpcSession::on_request_end(h2::StreamId id) {
   const auto it = calls_.find(id);
   if (it == calls_.end()) return;
   const std::shared_ptr<detail::CallState> call = it->second;
+  call->request_ended = true;
   if (call->finished) return;
   if (call->reader.mid_message()) {
     finish_call(*call, {StatusCode::kInternal, "stream ended inside a message"});

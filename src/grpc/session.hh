@@ -60,6 +60,11 @@ class GrpcSession final : public net::Session, private h2::Application {
   void on_shutdown() override;
   bool idle() const override;
   void on_close() override;
+  void on_peer_eof() override;
+  // The HTTP/2 waits, and a call whose request message is half-sent (or a
+  // unary / server-streaming request not ended) as kMessageBody.
+  net::PeerWaitState peer_wait(std::int64_t now_us) override;
+  void on_peer_deadline(net::PeerWait kind) override;
 
   // Calls in flight (for tests and metrics).
   std::size_t active_calls() const { return calls_.size(); }
@@ -78,6 +83,7 @@ class GrpcSession final : public net::Session, private h2::Application {
   void on_request_data(h2::StreamId id, std::span<const std::byte> data) override;
   void on_request_end(h2::StreamId id) override;
   void on_stream_close(h2::StreamId id, std::uint32_t error_code) override;
+  void on_limit_hit(h2::LimitHit hit) override;
 
   // Logs (rate-limited) a request message over max_message_bytes.
   void log_message_limit(const detail::CallState& call);

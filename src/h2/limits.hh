@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace ic::h2 {
 
@@ -18,13 +19,49 @@ struct Limits {
   std::size_t max_continuations = 8;
   // Incoming RST_STREAM token bucket (CVE-2023-44487 "rapid reset"): `burst`
   // resets, refilled at `rate` per second; over it nghttp2 sends GOAWAY.
-  std::uint64_t reset_burst = 1000;
+  std::uint64_t reset_burst = 200;
   std::uint64_t reset_rate_per_s = 33;
   // SETTINGS_INITIAL_WINDOW_SIZE for request bodies (bytes).
   std::uint32_t initial_window_bytes = 1024 * 1024;
   // Output queued on the connection above which we stop reading requests
   // (bytes); reading resumes below half of it (docs/architecture.md rule 5).
   std::size_t output_queue_cap_bytes = 4 * 1024 * 1024;
+  // HPACK expansion (docs/hostile-peers.md "Costly peers"): a header block
+  // whose decoded size (name + value + 32 per field) passes this many times
+  // max_header_list_bytes while being over `hpack_max_expansion` times its
+  // wire bytes is cut mid-decode with GOAWAY ENHANCE_YOUR_CALM.
+  std::uint32_t hpack_cut_lists = 4;
+  std::uint32_t hpack_max_expansion = 8;
+  // Requests answered 431 (header list over the limit) one connection may
+  // cost before it gets GOAWAY ENHANCE_YOUR_CALM.
+  std::uint32_t max_rejected_header_blocks = 64;
+  // PING and SETTINGS frames (not ACKs) a peer may send: a token bucket of
+  // `control_frame_burst`, refilled at `control_frame_rate_per_s` (by the
+  // connection watchdog's ticks). Each costs us an ACK; over it: GOAWAY
+  // ENHANCE_YOUR_CALM. gRPC keepalive and BDP pings stay far below it.
+  std::uint32_t control_frame_burst = 1000;
+  std::uint32_t control_frame_rate_per_s = 100;
 };
+
+// Why a connection or stream hit a hostile-peer limit, for
+// inferencecache_peer_limit_hits_total{kind} (docs/hostile-peers.md).
+enum class LimitHit : std::uint8_t {
+  kHeaderTimeout,    // a frame / header block left half-sent past its deadline
+  kBodyTimeout,      // a request message left half-sent past its deadline
+  kWindowStall,      // a response held by the peer's zero window past the idle timeout
+  kHalfClosed,       // peer FIN with requests not ended: those streams are reset
+  kHpackExpansion,   // header block decoding to far more than its wire bytes
+  kRejectedHeaders,  // too many 431 answers on one connection
+  kFlood,            // nghttp2's flood guards (RST_STREAM rate, PING/SETTINGS floods)
+};
+inline constexpr std::size_t kLimitHitCount = 7;
+// "header_timeout", "body_timeout", "window_stall", "half_closed",
+// "hpack_expansion", "rejected_headers", "flood".
+constexpr std::string_view to_label(LimitHit hit) {
+  constexpr std::string_view kLabels[kLimitHitCount] = {
+      "header_timeout",  "body_timeout",     "window_stall", "half_closed",
+      "hpack_expansion", "rejected_headers", "flood"};
+  return kLabels[static_cast<std::size_t>(hit)];
+}
 
 }  // namespace ic::h2

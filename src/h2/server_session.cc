@@ -100,14 +100,31 @@ struct ServerSession::Callbacks {
     return 0;
   }
 
+  // Starts the wire count of a header block (HPACK expansion check).
+  static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
+    auto& s = self(user);
+    if (hd->type == NGHTTP2_HEADERS) {
+      s.block_wire_bytes_ = hd->length;
+      s.block_decoded_bytes_ = 0;
+    } else if (hd->type == NGHTTP2_CONTINUATION) {
+      s.block_wire_bytes_ += hd->length;
+    }
+    return 0;
+  }
+
   static int on_header(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rcbuf* name,
                        nghttp2_rcbuf* value, std::uint8_t, void* user) {
-    if (!is_request_headers(frame)) return 0;  // request trailers carry nothing we use
     auto& s = self(user);
+    // RFC 9113 §6.5.2: the size of a field is name + value + 32 octets.
+    const std::size_t field =
+        nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
+    // An HPACK bomb stops here: nghttp2 validates every decoded value, so
+    // only ending mem_recv bounds its cost.
+    if (!s.count_decoded(field)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (!is_request_headers(frame)) return 0;  // request trailers carry nothing we use
     Stream* st = s.find(frame->hd.stream_id);
     if (st == nullptr || st->headers_too_large) return 0;
-    // RFC 9113 §6.5.2: the size of a field is name + value + 32 octets.
-    st->header_bytes += nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
+    st->header_bytes += field;
     if (st->header_bytes > s.limits_.max_header_list_bytes) {
       st->headers_too_large = true;
       st->release_headers();
@@ -121,6 +138,10 @@ struct ServerSession::Callbacks {
 
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     auto& s = self(user);
+    if ((frame->hd.type == NGHTTP2_PING || frame->hd.type == NGHTTP2_SETTINGS) &&
+        (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0 && !s.take_control_token()) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;  // flood: ended in on_data
+    }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Stream* st = s.find(frame->hd.stream_id);
     if (st == nullptr) return 0;
@@ -152,6 +173,17 @@ struct ServerSession::Callbacks {
   }
 
   static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+      // nghttp2's own flood guards (RST_STREAM rate) end the connection with
+      // GOAWAY; ours set calm_ first.
+      auto& s = self(user);
+      const std::uint32_t code = frame->goaway.error_code;
+      if (!s.calm_ && (code == NGHTTP2_ENHANCE_YOUR_CALM || code == NGHTTP2_INTERNAL_ERROR)) {
+        s.calm_ = true;
+        s.app_.on_limit_hit(LimitHit::kFlood);
+      }
+      return 0;
+    }
     // Our response ended while the client is still sending: RFC 9113 §8.1
     // lets us reset with NO_ERROR so it stops. Done after mem_send returns.
     if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
@@ -199,6 +231,7 @@ struct ServerSession::Callbacks {
     static nghttp2_session_callbacks* cbs = [] {
       nghttp2_session_callbacks* c = nullptr;
       nghttp2_session_callbacks_new(&c);
+      nghttp2_session_callbacks_set_on_begin_frame_callback(c, &on_begin_frame);
       nghttp2_session_callbacks_set_on_begin_headers_callback(c, &on_begin_headers);
       nghttp2_session_callbacks_set_on_header_callback2(c, &on_header);
       nghttp2_session_callbacks_set_on_frame_recv_callback(c, &on_frame_recv);
@@ -212,7 +245,10 @@ struct ServerSession::Callbacks {
 };
 
 ServerSession::ServerSession(net::Connection& connection, Application& app, const Limits& limits)
-    : conn_(connection), app_(app), limits_(limits) {
+    : conn_(connection),
+      app_(app),
+      limits_(limits),
+      control_tokens_(static_cast<double>(limits.control_frame_burst)) {
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   nghttp2_option_set_stream_reset_rate_limit(option, limits_.reset_burst, limits_.reset_rate_per_s);
@@ -261,12 +297,21 @@ void ServerSession::mark_dirty(Stream& s) {
 
 bool ServerSession::on_data(std::span<const std::byte> data) {
   if (closed_) return false;
+  progress_.feed(data);
   in_nghttp2_ = true;
   const auto rv = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
   in_nghttp2_ = false;
   if (rv < 0) {
-    // nghttp2 has queued GOAWAY (bad preface, flood, protocol error): send it.
+    // nghttp2 has queued GOAWAY (bad preface, protocol error): send it. A
+    // stopped HPACK bomb or a PING/SETTINGS flood get ENHANCE_YOUR_CALM.
+    if (bomb_) {
+      calm_down(LimitHit::kHpackExpansion);
+    } else if (control_flood_) {
+      calm_down(LimitHit::kFlood);
+    } else if (rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
+      calm_down(LimitHit::kFlood);
+    }
     out_.clear();
     pump_output();
     if (!out_.empty()) conn_.send(std::as_bytes(std::span(out_.data(), out_.size())));
@@ -299,12 +344,17 @@ bool ServerSession::dispatch() {
       if (st == nullptr) continue;
       st->dirty = false;
       any = true;
-      if (st->headers_done && !st->delivered_request && !st->rejected) {
+      // A stream the client reset before we got to it (rapid reset) costs
+      // the application nothing.
+      if (st->headers_done && !st->delivered_request && !st->rejected && !st->closed) {
         if (st->headers_too_large) {
           st->rejected = true;
           st->in.clear();
           const HeaderView h431[] = {{":status", "431"}};
           respond(id, h431, true);
+          if (++rejected_blocks_ > limits_.max_rejected_header_blocks) {
+            calm_down(LimitHit::kRejectedHeaders);
+          }
         } else {
           st->delivered_request = true;
           header_views_.clear();
@@ -388,6 +438,104 @@ void ServerSession::on_shutdown() {
 }
 
 bool ServerSession::idle() const { return streams_.empty(); }
+
+void ServerSession::calm_down(LimitHit hit) {
+  app_.on_limit_hit(hit);
+  if (calm_) return;
+  calm_ = true;
+  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+bool ServerSession::count_decoded(std::size_t field_bytes) {
+  block_decoded_bytes_ += field_bytes;
+  const std::uint64_t cut = std::uint64_t{limits_.hpack_cut_lists} * limits_.max_header_list_bytes;
+  if (block_decoded_bytes_ <= cut ||
+      block_decoded_bytes_ <= std::uint64_t{limits_.hpack_max_expansion} * block_wire_bytes_) {
+    return true;
+  }
+  bomb_ = true;
+  return false;
+}
+
+void ServerSession::on_peer_eof() {
+  if (closed_) return;
+  bool any = false;
+  for (const auto& [id, st] : streams_) {
+    if (st->end_received || st->closed) continue;
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    any = true;
+  }
+  if (any) app_.on_limit_hit(LimitHit::kHalfClosed);
+  conn_.request_flush();
+}
+
+bool ServerSession::window_blocked() const {
+  const bool conn_blocked = nghttp2_session_get_remote_window_size(session_) <= 0;
+  for (const auto& [id, st] : streams_) {
+    if (!st->responded || st->closed || st->out_off >= st->out.size()) continue;
+    if (conn_blocked || nghttp2_session_get_stream_remote_window_size(session_, id) <= 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ServerSession::take_control_token() {
+  if (control_tokens_ >= 1.0) {
+    control_tokens_ -= 1.0;
+    return true;
+  }
+  control_flood_ = true;
+  return false;
+}
+
+net::PeerWaitState ServerSession::peer_wait(std::int64_t now_us) {
+  // The watchdog's sample is also the control-frame bucket's clock.
+  if (last_refill_us_ >= 0) {
+    control_tokens_ =
+        std::min<double>(limits_.control_frame_burst,
+                         control_tokens_ + static_cast<double>(now_us - last_refill_us_) * 1e-6 *
+                                               limits_.control_frame_rate_per_s);
+  }
+  last_refill_us_ = now_us;
+  net::PeerWaitState w;
+  if (progress_.mid_unit()) {
+    if (unit_wait_since_ < 0 || unit_wait_mark_ != progress_.units()) {
+      unit_wait_since_ = now_us;
+      unit_wait_mark_ = progress_.units();
+    }
+    w = {net::PeerWait::kHeaderBlock, unit_wait_since_};
+  } else {
+    unit_wait_since_ = -1;
+  }
+  if (window_blocked()) {
+    if (window_wait_since_ < 0) window_wait_since_ = now_us;
+    if (w.kind == net::PeerWait::kNothing || window_wait_since_ < w.since_us) {
+      w = {net::PeerWait::kFlowControl, window_wait_since_};
+    }
+  } else {
+    window_wait_since_ = -1;
+  }
+  return w;
+}
+
+void ServerSession::on_peer_deadline(net::PeerWait kind) {
+  if (closed_) return;
+  switch (kind) {
+    case net::PeerWait::kNothing:
+      return;
+    case net::PeerWait::kHeaderBlock:
+      calm_down(LimitHit::kHeaderTimeout);
+      break;
+    case net::PeerWait::kMessageBody:
+      calm_down(LimitHit::kBodyTimeout);
+      break;
+    case net::PeerWait::kFlowControl:
+      calm_down(LimitHit::kWindowStall);
+      break;
+  }
+  conn_.request_flush();
+}
 
 void ServerSession::on_close() {
   if (closed_) return;

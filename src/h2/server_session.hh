@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "h2/frame_progress.hh"
 #include "h2/limits.hh"
 #include "net/session.hh"
 
@@ -60,6 +61,8 @@ class Application {
   // is the RFC 9113 §7 code, e.g. 8 = CANCEL), or the connection closed. Last
   // call for `id`.
   virtual void on_stream_close(StreamId id, std::uint32_t error_code) = 0;
+  // The peer hit a hostile-peer limit (for metrics; the session acts itself).
+  virtual void on_limit_hit(LimitHit hit) { static_cast<void>(hit); }
 };
 
 class ServerSession final : public net::Session {
@@ -77,6 +80,14 @@ class ServerSession final : public net::Session {
   void on_shutdown() override;
   bool idle() const override;
   void on_close() override;
+  // Resets the streams whose request did not end (they never can).
+  void on_peer_eof() override;
+  // A frame or header block half-sent (kHeaderBlock), else a response held
+  // by the peer's flow-control window (kFlowControl).
+  net::PeerWaitState peer_wait(std::int64_t now_us) override;
+  // GOAWAY ENHANCE_YOUR_CALM; counted as kHeaderTimeout / kBodyTimeout /
+  // kWindowStall.
+  void on_peer_deadline(net::PeerWait kind) override;
 
   // Response side; each returns false if the stream is unknown or already
   // answered. Headers first: with `end_stream` the response is headers-only
@@ -115,6 +126,15 @@ class ServerSession final : public net::Session {
   void pump_output();
   // Pause/resume reading around the output queue cap.
   void apply_backpressure();
+  // Queues GOAWAY ENHANCE_YOUR_CALM (once) and reports `hit`.
+  void calm_down(LimitHit hit);
+  // True when some answered stream has body bytes the peer's window blocks.
+  bool window_blocked() const;
+  // Counts a decoded header field of the current block; false once the
+  // block is an HPACK bomb (docs/hostile-peers.md "Costly peers").
+  bool count_decoded(std::size_t field_bytes);
+  // Spends one PING/SETTINGS token; false (and control_flood_) when empty.
+  bool take_control_token();
 
   net::Connection& conn_;
   Application& app_;
@@ -128,7 +148,20 @@ class ServerSession final : public net::Session {
   std::vector<HeaderView> header_views_;  // reused by dispatch()
   std::vector<StreamId> dispatch_ids_;
   std::string dispatch_body_;
-  bool in_nghttp2_ = false;  // guards against re-entry (rule 3)
+  // Hostile-peer accounting (docs/hostile-peers.md).
+  FrameProgress progress_;                 // frame boundaries of the input
+  std::uint64_t block_wire_bytes_ = 0;     // HEADERS + CONTINUATION payloads of this block
+  std::uint64_t block_decoded_bytes_ = 0;  // its decoded fields, +32 each
+  std::uint32_t rejected_blocks_ = 0;      // 431 answers so far
+  std::int64_t unit_wait_since_ = -1;      // first sample of the half-sent unit
+  std::uint64_t unit_wait_mark_ = 0;       // progress_.units() at that sample
+  std::int64_t window_wait_since_ = -1;    // first sample of a window-blocked answer
+  bool calm_ = false;                      // our GOAWAY ENHANCE_YOUR_CALM is queued
+  bool bomb_ = false;                      // on_header stopped an HPACK bomb
+  bool control_flood_ = false;             // on_frame_recv stopped a PING/SETTINGS flood
+  double control_tokens_ = 0;              // PING/SETTINGS bucket (Limits::control_frame_*)
+  std::int64_t last_refill_us_ = -1;       // watchdog sample that last refilled it
+  bool in_nghttp2_ = false;                // guards against re-entry (rule 3)
   bool paused_ = false;
   bool shutting_down_ = false;
   bool closed_ = false;

@@ -194,13 +194,17 @@ std::uint32_t Shard::Impl::evict_cap(std::int64_t need) {
       e = pop_victim();
       if (e == kNone) break;
     }
-    const bool lfu = tenant_recs[domains[keys[entries[e].key].domain].k.tenant].lfu;
-    ++(lfu ? evictions.lfu_cap : evictions.lru_cap);
-    remove_entry(e);
+    evict_victim(e);
     ++done;
     --need;
   }
   return done;
+}
+
+void Shard::Impl::evict_victim(std::uint32_t e) {
+  const bool lfu = tenant_recs[domains[keys[entries[e].key].domain].k.tenant].lfu;
+  ++(lfu ? evictions.lfu_cap : evictions.lru_cap);
+  remove_entry(e);
 }
 
 std::int64_t Shard::Impl::key_newest(std::uint32_t k) const {

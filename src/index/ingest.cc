@@ -52,6 +52,7 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int3
   er.token_count = tokens;
   er.tier = tier;  // last write wins: T1 → T2 → T1
   if (changed || er.last_seen != seen) {
+    if (!changed) tenant_replica_seen(domains[domain].k.tenant, replica, er.last_seen, seen);
     er.last_seen = seen;
     on_order_change(e);
   }
@@ -124,10 +125,6 @@ IngestResult Shard::Impl::ingest(const pb::CacheStateUpdate& u, std::int64_t now
       }
       // A new domain may be dropped again only by removals: keep `domain` valid.
     }
-    if (tenant != kNone) {
-      auto it = tenant_replicas.find((std::uint64_t{tenant} << 32) | replica);
-      if (it != tenant_replicas.end()) it->second.newest = std::max(it->second.newest, seen);
-    }
   }
 
   if (u.has_stats()) {
@@ -146,8 +143,9 @@ IngestResult Shard::Impl::ingest(const pb::CacheStateUpdate& u, std::int64_t now
   }
   const std::int64_t total = publish();
   if (total > cfg.max_entries) {
-    r.evicted_cap = evict_cap(total - cfg.max_entries);
-    publish();
+    r.evicted_cap = settle_cap(total, r.cap_handoff);
+  } else {
+    note_oldest(total);
   }
   return r;
 }
@@ -227,7 +225,7 @@ std::size_t Shard::Impl::apply_event(const pb::CacheEvent& ev, std::int64_t now)
     default:
       break;  // PREFIX_ADDED and unknown types: acked, no-op
   }
-  publish();
+  note_oldest(publish());
   return removed;
 }
 

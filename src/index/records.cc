@@ -320,7 +320,7 @@ void Shard::Impl::remove_entry(std::uint32_t e) {
   // A removal may lower a key's newest last_seen below the quota threshold.
   if (!quota_evicting) tenant_recs[dr.k.tenant].drop_quota_victims();
   scope_sub(dr.scope, er.replica);
-  tenant_replica_sub(dr.k.tenant, er.replica);
+  tenant_replica_sub(dr.k.tenant, er.replica, er.last_seen);
   replicas.release(er.replica);
   er.live = false;
   ++er.gen;
@@ -359,12 +359,55 @@ void Shard::Impl::tenant_replica_add(std::uint32_t tenant, std::uint32_t replica
                                      std::int64_t seen) {
   TenantReplicaRec& r = tenant_replicas[(std::uint64_t{tenant} << 32) | replica];
   ++r.entries;
-  r.newest = std::max(r.newest, seen);
+  r.moved(INT64_MIN, seen);
 }
 
-void Shard::Impl::tenant_replica_sub(std::uint32_t tenant, std::uint32_t replica) {
+void Shard::Impl::tenant_replica_sub(std::uint32_t tenant, std::uint32_t replica,
+                                     std::int64_t seen) {
   auto it = tenant_replicas.find((std::uint64_t{tenant} << 32) | replica);
-  if (it != tenant_replicas.end() && --it->second.entries <= 0) tenant_replicas.erase(it);
+  if (it == tenant_replicas.end()) return;
+  if (--it->second.entries <= 0) {
+    tenant_replicas.erase(it);
+  } else {
+    it->second.moved(seen, INT64_MIN);
+  }
+}
+
+void Shard::Impl::tenant_replica_seen(std::uint32_t tenant, std::uint32_t replica,
+                                      std::int64_t from, std::int64_t to) {
+  auto it = tenant_replicas.find((std::uint64_t{tenant} << 32) | replica);
+  if (it != tenant_replicas.end()) it->second.moved(from, to);
+}
+
+void Shard::Impl::refresh_stale_newest() const {
+  // (newest, entries at it) of every row whose newest is only an upper bound.
+  std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> stale;
+  for (const auto& [id, tr] : tenant_replicas) {
+    if (tr.at_newest <= 0) stale.emplace(id, std::pair<std::int64_t, std::int64_t>{INT64_MIN, 0});
+  }
+  if (stale.empty()) return;
+  // One pass over the entries recomputes them all (rare: only after the
+  // newest entries of a (tenant, replica) went or moved back).
+  const std::uint32_t hw = entries.high_water();
+  for (std::uint32_t e = 0; e < hw; ++e) {
+    const EntryRec& er = entries[e];
+    if (!er.live) continue;
+    const std::uint32_t tenant = domains[keys[er.key].domain].k.tenant;
+    const auto it = stale.find((std::uint64_t{tenant} << 32) | er.replica);
+    if (it == stale.end()) continue;
+    auto& [newest, count] = it->second;
+    if (er.last_seen > newest) {
+      newest = er.last_seen;
+      count = 1;
+    } else if (er.last_seen == newest) {
+      ++count;
+    }
+  }
+  for (const auto& [id, v] : stale) {
+    TenantReplicaRec& tr = tenant_replicas.find(id)->second;
+    tr.newest = v.first;
+    tr.at_newest = v.second;
+  }
 }
 
 std::int64_t Shard::Impl::publish() {

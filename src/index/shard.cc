@@ -19,11 +19,15 @@ Shard::Impl::Impl(IndexConfig c, IndexGlobals* g, std::shared_ptr<const config::
     own_globals = std::make_unique<IndexGlobals>();
     globals = own_globals.get();
   }
+  const unsigned n = globals->shard_count.fetch_add(1, std::memory_order_relaxed);
+  if (n < IndexGlobals::kMaxShards) slot = static_cast<int>(n);
   sha = EVP_MD_CTX_new();
 }
 
 Shard::Impl::~Impl() {
   EVP_MD_CTX_free(sha);
+  // A shard that is gone holds no victim.
+  if (slot >= 0) globals->oldest[slot].last_seen.store(INT64_MAX, std::memory_order_relaxed);
   // Leave the global count as if this shard's entries were gone.
   if (own_globals == nullptr)
     globals->total_entries.fetch_sub(entry_total - unpublished, std::memory_order_relaxed);
@@ -128,7 +132,7 @@ bool Shard::sweep_slice(std::int64_t now_wall_us, std::size_t budget) {
       s.maybe_remove_tm(tm);
     }
   }
-  s.publish();
+  s.note_oldest(s.publish());
   return done;
 }
 
@@ -167,6 +171,7 @@ ShardSnapshot Shard::collect_snapshot() const {
     }
     return snap.replicas[it->second];
   };
+  s.refresh_stale_newest();
   for (const auto& [id, tr] : s.tenant_replicas) {
     ReplicaRow& r = row_of(static_cast<std::uint32_t>(id >> 32), static_cast<std::uint32_t>(id));
     r.prefix_count = tr.entries;

@@ -47,6 +47,13 @@ inline constexpr std::string_view kUnknownHashScheme = "UNKNOWN_HASH_SCHEME";
 struct IndexConfig {
   std::int64_t default_ttl_us = 30LL * 60 * 1'000'000;  // entry TTL without a policy TTL
   std::int64_t max_entries = 1'000'000;  // global cap on (key, replica) entries, all shards
+  // Global-cap slack across shards (docs/hostile-peers.md "Global cap"): a
+  // shard evicts its own oldest entry when it is at most cap_slack_us newer
+  // than the oldest published by any other shard; entries over the cap that
+  // wait for an older shard are at most cap_slack_entries (≤ 0: max(16,
+  // max_entries / 1024)), past which the crossing shard evicts its own.
+  std::int64_t cap_slack_us = 1'000'000;
+  std::int64_t cap_slack_entries = 0;
   std::int32_t engine_block_size = 16;   // tokens per block for token_ids / prompt_text
   double pressure_weight = 1.0;          // pressure_factor = clamp(1 − w × pressure, 0, 1)
   std::int32_t slo_tight_ttft_ms = 200;  // SLO is tight when 0 < ttft_ms < this
@@ -67,18 +74,33 @@ struct IndexConfig {
 
 // State shared by all shards of one server. Create once, outlive the shards.
 //
-// The global cap (docs/index.md "Global cap") across shards: every shard
-// publishes its entry delta with one fetch_add at the end of each operation;
-// the fetch_add of an ingest returns the global total at that instant, and if
-// it is over max_entries the ingesting shard evicts (from its own entries, in
-// the spec's victim order) until the total is back at the cap. Every ingest
-// that crosses the cap sees its own excess, so the total never stays above the
-// cap after an ingest returns, whatever the interleaving; the victims are the
-// oldest of the ingesting shard, not of the whole server (exact with one core).
+// The global cap (docs/index.md "Global cap") across shards, without locks
+// and off the lookup path (docs/hostile-peers.md "Global cap"): every shard
+// publishes its entry delta with one fetch_add at the end of each operation,
+// and, once the index is near the cap, the last_seen of its own next cap
+// victim in `oldest[slot]`. A shard whose ingest takes the total over the cap
+// evicts its own victims while each is within cap_slack_us of the oldest any
+// other shard published; the rest becomes `cap_debt` and the ingest names the
+// shard holding the oldest entry (IngestResult::cap_handoff), which the
+// service asks, on its own core, to pay the debt (Shard::pay_cap_debt). So
+// the victims are the globally oldest within the slack whichever core
+// crosses the cap, and the total stays ≤ cap + cap_slack_entries: a debt over
+// that is evicted by the crossing shard itself.
 struct IndexGlobals {
+  static constexpr unsigned kMaxShards = 256;
   // Sum of every shard's (key, replica) entries (reserved tenant never stored).
   // Also read (relaxed) for the cold-start carve-out: 0 = "index globally empty".
   alignas(64) std::atomic<std::int64_t> total_entries{0};
+  // Entries over the cap left for an older shard to evict.
+  alignas(64) std::atomic<std::int64_t> cap_debt{0};
+  // Shards registered (each takes the next slot at construction).
+  std::atomic<unsigned> shard_count{0};
+  // Per slot: last_seen (wall µs) of the shard's next cap victim; INT64_MAX
+  // when it has none or has not published yet.
+  struct alignas(64) Oldest {
+    std::atomic<std::int64_t> last_seen{INT64_MAX};
+  };
+  Oldest oldest[kMaxShards];
 };
 
 // Per-call inputs of LookupRoute.
@@ -105,6 +127,15 @@ struct IngestResult {
   std::uint32_t evicted_cap = 0;       // entries evicted by the global cap after it
   std::uint32_t evicted_quota = 0;     // keys evicted by the tenant quota after it
   bool dropped_reserved = false;       // reserved tenant: nothing applied
+  // Slot of the shard holding the globally oldest entry when this ingest left
+  // entries over the cap for it (run Shard::pay_cap_debt there); -1: none.
+  int cap_handoff = -1;
+};
+
+// What one Shard::pay_cap_debt call did.
+struct CapPayment {
+  std::uint32_t evicted = 0;  // entries evicted from this shard
+  int handoff = -1;           // slot of an older shard to ask next; -1: none
 };
 
 // Evictions by (algorithm, reason) for inferencecache_index_evictions_total:
@@ -198,6 +229,14 @@ class Shard {
   // Reports every applied change to `sink` (index/change.hh) from now on;
   // nullptr (the default) stops it. The sink outlives its installation.
   void set_change_sink(ChangeSink* sink) noexcept;
+  // Global cap across shards (IndexGlobals): evicts this shard's oldest
+  // entries while cap debt remains and they are the globally oldest within
+  // the slack. Call on the shard's core after another shard's ingest named it
+  // in cap_handoff.
+  CapPayment pay_cap_debt();
+  // This shard's slot in IndexGlobals::oldest (registration order); -1 when
+  // over IndexGlobals::kMaxShards (such a shard evicts only its own).
+  int cap_slot() const noexcept;
 
   // --- observability (read on the owner core; admin merges shards) ---
 

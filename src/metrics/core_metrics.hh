@@ -86,6 +86,11 @@ class CoreMetrics {
   // An HTTP/2 stream opened / closed on a gRPC connection of this core.
   void stream_opened() { ++sample_.open_streams; }
   void stream_closed() { --sample_.open_streams; }
+  // A gRPC connection's peer hit a hostile-peer limit
+  // (inferencecache_peer_limit_hits_total{kind}, docs/hostile-peers.md).
+  void add_peer_limit_hit(h2::LimitHit hit) {
+    ++sample_.peer_limit_hits[static_cast<std::size_t>(hit)];
+  }
   // One admin HTTP request answered (any status).
   void add_http_request() { ++sample_.http_requests; }
   // One Runtime::post from this core to another; accepted=false when the

@@ -162,6 +162,12 @@ void render_traffic(Writer& w, const Sample& s) {
   w.sample("open_streams", {}, s.open_streams);
   w.family("http_requests_total", "counter", "HTTP requests answered by the admin listeners.");
   w.sample("http_requests_total", {}, s.http_requests);
+  w.family("peer_limit_hits_total", "counter",
+           "Hostile-peer limits hit on gRPC connections by kind (docs/hostile-peers.md).");
+  for (std::size_t k = 0; k < h2::kLimitHitCount; ++k) {
+    w.sample("peer_limit_hits_total", {{"kind", h2::to_label(static_cast<h2::LimitHit>(k))}},
+             s.peer_limit_hits[k]);
+  }
   w.family("policy_reloads_total", "counter",
            "Policy snapshots applied (ok) or rejected (error) by source.");
   for (std::size_t src = 0; src < kPolicySourceCount; ++src) {

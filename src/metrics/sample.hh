@@ -11,6 +11,7 @@
 
 #include "buildinfo/build_info.hh"
 #include "metrics/grpc_server_metrics.hh"
+#include "h2/limits.hh"
 #include "metrics/labels.hh"
 #include "metrics/persist_stats.hh"
 #include "metrics/process.hh"
@@ -69,6 +70,8 @@ struct Sample {
   std::array<std::uint64_t, kListenerCount> accepted_connections{};
   std::int64_t open_streams = 0;    // HTTP/2 streams open on gRPC connections
   std::uint64_t http_requests = 0;  // admin HTTP requests answered
+  // Hostile-peer limits hit on gRPC connections, by h2::LimitHit.
+  std::array<std::uint64_t, h2::kLimitHitCount> peer_limit_hits{};
   // policy_reloads[source][ok ? 0 : 1]
   std::array<std::array<std::uint64_t, 2>, kPolicySourceCount> policy_reloads{};
   // prompt_text lookups that failed open, by PromptTextFailure

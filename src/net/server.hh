@@ -44,6 +44,11 @@ struct ListenerOptions {
   // queued output may go without any send progress (a peer that stopped
   // reading) before the connection is aborted. 0 disables both.
   std::int64_t idle_timeout_us = 0;
+  // Longest the peer may keep a header block, a frame or a request message
+  // partly sent (µs, Session::peer_wait kinds kHeaderBlock / kMessageBody),
+  // however slowly it trickles bytes meanwhile; past it the connection is cut
+  // (docs/hostile-peers.md). 0 disables.
+  std::int64_t request_timeout_us = 10'000'000;
   // Output bytes queued on one connection above which reading pauses until it
   // drains below half (rule 5). A connection whose queue passes 16× this (the
   // protocol ignored queued_bytes()) is aborted.

@@ -6,6 +6,7 @@
 // whole life (docs/architecture.md rule 1).
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -39,6 +40,29 @@ class Connection {
   virtual std::string_view peer() const = 0;
 };
 
+// What a protocol is waiting for from its peer, for the connection's deadlines
+// (docs/hostile-peers.md "Deadlines"). A peer that keeps one of these open past
+// its deadline is cut, whatever other bytes it trickles meanwhile.
+enum class PeerWait : std::uint8_t {
+  kNothing,
+  // A frame or a header block partly received (slowloris): the listener's
+  // request_timeout_us.
+  kHeaderBlock,
+  // A request message partly received, or a unary request not ended: the
+  // listener's request_timeout_us.
+  kMessageBody,
+  // A response held back by the peer's flow-control window (zero window): the
+  // listener's idle_timeout_us, like output the socket cannot drain.
+  kFlowControl,
+};
+
+// The oldest wait of a session: `since_us` is the connection clock's time
+// (µs) at which the session first saw it.
+struct PeerWaitState {
+  PeerWait kind = PeerWait::kNothing;
+  std::int64_t since_us = 0;
+};
+
 // One protocol instance per accepted connection.
 class Session {
  public:
@@ -58,6 +82,23 @@ class Session {
   // The socket is gone (peer closed, error, or close()). Called exactly once;
   // the Session is destroyed right after.
   virtual void on_close() = 0;
+
+  // The peer closed its sending side (FIN) while the socket stays open for
+  // our answers. Work that needs more bytes from the peer can never finish:
+  // drop it (HTTP/2: reset streams whose request did not end) so idle() can
+  // become true and the connection's slot is released.
+  virtual void on_peer_eof() {}
+  // Sampled by the connection about once per second (`now_us`: connection
+  // clock): the oldest thing the session waits for from the peer. A session
+  // stamps a wait with the first `now_us` that saw it and keeps the stamp
+  // while the same unit stays incomplete.
+  virtual PeerWaitState peer_wait(std::int64_t now_us) {
+    static_cast<void>(now_us);
+    return {};
+  }
+  // The connection cuts the peer for `kind` (deadline passed): queue a
+  // goodbye (HTTP/2 GOAWAY) and count it; the connection then closes.
+  virtual void on_peer_deadline(PeerWait kind) { static_cast<void>(kind); }
 };
 
 // Builds the protocol for a newly accepted connection on its core.

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -49,7 +50,7 @@ void TcpConnection::start(std::unique_ptr<Session> session) {
     close(true);
     return;
   }
-  if (listener_.options.idle_timeout_us > 0) arm_idle_timer(listener_.options.idle_timeout_us);
+  if (tick_us() > 0) arm_idle_timer(tick_us());
   mark_dirty();  // first turn_end arms the recv
 }
 
@@ -171,6 +172,10 @@ void TcpConnection::on_recv(std::int32_t res, std::span<const std::byte> data) {
     flush_wanted_ = true;
   } else if (res == 0) {
     peer_eof_ = true;
+    // Calls still waiting for the peer's bytes can never finish: let the
+    // protocol drop them so the slot is released once the rest is answered.
+    if (!closing_ && session_) session_->on_peer_eof();
+    flush_wanted_ = true;
   } else if (res == -ENOBUFS) {
     // The core's buffer pool ran dry for this batch: the bytes wait in the
     // socket and the next turn re-arms the read.
@@ -255,29 +260,76 @@ void TcpConnection::finish() {
   listener_.stats.open.fetch_sub(1, std::memory_order_relaxed);
 }
 
+std::int64_t TcpConnection::tick_us() const {
+  // A quarter of the shortest deadline, between 10 ms and 1 s: a deadline is
+  // enforced at most a quarter late.
+  std::int64_t shortest = 0;
+  for (const std::int64_t t :
+       {listener_.options.idle_timeout_us, listener_.options.request_timeout_us}) {
+    if (t > 0 && (shortest == 0 || t < shortest)) shortest = t;
+  }
+  if (shortest == 0) return 0;
+  return std::clamp<std::int64_t>(shortest / 4, 10'000, 1'000'000);
+}
+
 void TcpConnection::arm_idle_timer(std::int64_t delay_us) {
   idle_timer_ = core_.reactor().add_timer(delay_us, [this] { on_idle_timer(); });
 }
 
+bool TcpConnection::peer_deadline_passed(std::int64_t now) {
+  const PeerWaitState w = session_->peer_wait(now);
+  std::int64_t limit = 0;
+  switch (w.kind) {
+    case PeerWait::kNothing:
+      return false;
+    case PeerWait::kHeaderBlock:
+    case PeerWait::kMessageBody:
+      limit = listener_.options.request_timeout_us;
+      break;
+    case PeerWait::kFlowControl:
+      limit = listener_.options.idle_timeout_us;
+      break;
+  }
+  if (limit <= 0 || now - w.since_us < limit) return false;
+  session_->on_peer_deadline(w.kind);
+  session_->flush();
+  return true;
+}
+
 void TcpConnection::on_idle_timer() {
   idle_timer_ = 0;
-  if (finished_ || closing_) return;
-  const std::int64_t timeout = listener_.options.idle_timeout_us;
-  const std::int64_t quiet = core_.reactor().now_us() - last_active_us_;
-  if (quiet < timeout) {
-    arm_idle_timer(timeout - quiet);
+  if (finished_) return;
+  const std::int64_t now = core_.reactor().now_us();
+  arm_idle_timer(tick_us());
+  if (closing_) {
+    // A graceful close whose last bytes the peer does not read: abort it once
+    // its output made no progress for a whole tick.
+    if (closing_since_us_ == 0) {
+      closing_since_us_ = now;
+    } else if (!aborting_ && now - std::max(closing_since_us_, stall_since_us_) >= tick_us()) {
+      close(true);
+    }
     return;
   }
-  if (queued_bytes() > 0 && core_.reactor().now_us() - stall_since_us_ >= timeout) {
+  if (peer_deadline_passed(now)) {
+    close(false);
+    return;
+  }
+  const std::int64_t timeout = listener_.options.idle_timeout_us;
+  if (timeout <= 0 || now - last_active_us_ < timeout) return;
+  if (queued_bytes() > 0 && now - stall_since_us_ >= timeout) {
     // The peer stopped reading: our output made no progress for a whole
     // timeout. Cut it off rather than hold its queue forever (rule 9).
     close(true);
     return;
   }
-  if (!session_->idle() || queued_bytes() > 0) {
-    arm_idle_timer(timeout);  // busy (a long call): look again later
+  if (peer_eof_) {
+    // Half-closed and silent for a whole timeout with calls still open: the
+    // peer cannot send anything more, so nothing it waits for is coming.
+    close(true);
     return;
   }
+  if (!session_->idle() || queued_bytes() > 0) return;  // busy (a long call)
   // Idle too long: say goodbye (GOAWAY) and close once it is written.
   session_->on_shutdown();
   session_->flush();

@@ -78,8 +78,13 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   void cancel_all();
   void finish();
   void apply_backpressure();
+  // The watchdog: one timer per connection, every tick_us(), enforcing the
+  // idle timeout, the send stall and the Session's peer deadlines.
+  std::int64_t tick_us() const;
   void arm_idle_timer(std::int64_t delay_us);
   void on_idle_timer();
+  // True when a Session::peer_wait deadline passed (the peer is then cut).
+  bool peer_deadline_passed(std::int64_t now);
   void on_recv(std::int32_t res, std::span<const std::byte> data);
   void on_send(std::int32_t res);
 
@@ -108,8 +113,9 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   bool cancel_sent_ = false;
   bool finished_ = false;
 
-  std::int64_t last_active_us_ = 0;  // last byte received or sent
-  std::int64_t stall_since_us_ = 0;  // output queued and no send progress since
+  std::int64_t last_active_us_ = 0;    // last byte received or sent
+  std::int64_t stall_since_us_ = 0;    // output queued and no send progress since
+  std::int64_t closing_since_us_ = 0;  // first watchdog tick that saw closing_
   runtime::Reactor::TimerId idle_timer_ = 0;
   mutable std::string peer_;
 };

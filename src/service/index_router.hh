@@ -40,6 +40,12 @@ class IndexRouter {
   // Core `core`'s shard (call only on that core).
   index::Shard& shard(unsigned core) const { return *shards_[core]; }
 
+  // The global cap left entries for an older shard (IngestResult::
+  // cap_handoff = its slot): runs Shard::pay_cap_debt on that shard's core,
+  // following its own hand-off, at most cores() hops. A full mailbox drops
+  // the request: the debt stays bounded by the cap slack (docs/hostile-peers.md).
+  void hand_off_cap(int slot, unsigned hops = 0);
+
   // Posts `fn` (a move-only callable, heap-held) to `core`. On a full mailbox
   // returns false and leaves `fn` with the caller (to shed or retry).
   template <typename Fn>
@@ -54,6 +60,7 @@ class IndexRouter {
   CoreLink& link_;
   std::vector<index::Shard*> shards_;
   index::Clock& clock_;
+  std::vector<int> slot_core_;  // IndexGlobals slot → core, -1 when not ours
 };
 
 // ---- implementation ----

@@ -130,6 +130,7 @@ struct IngestJob {
   void operator()() {
     const auto result = router->shard(owner).ingest(*update, router->clock().wall_us());
     metrics::local().add_ingest(result.entries_upserted);
+    router->hand_off_cap(result.cap_handoff);
   }
 };
 
@@ -168,6 +169,7 @@ class ReportHandler final : public grpc::CallHandler {
     if (owner == here) {
       const auto result = router_.shard(here).ingest(*update, router_.clock().wall_us());
       metrics::local().add_ingest(result.entries_upserted);
+      router_.hand_off_cap(result.cap_handoff);
       return;
     }
     auto job = std::make_unique<IngestJob>(IngestJob{&router_, owner, std::move(update)});

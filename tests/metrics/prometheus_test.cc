@@ -42,6 +42,9 @@ TEST_CASE("a known registry renders byte for byte") {
   core.add_auth(AuthEndpoint::kPolicy, AuthResult::kUnauth);
   core.add_ingest(9);
   core.add_event(EventType::kAllCleared);
+  core.add_peer_limit_hit(ic::h2::LimitHit::kHpackExpansion);
+  core.add_peer_limit_hit(ic::h2::LimitHit::kHpackExpansion);
+  core.add_peer_limit_hit(ic::h2::LimitHit::kHalfClosed);
   core.connection_opened(Listener::kHttp);
   core.stream_opened();
   core.add_http_request();
@@ -171,6 +174,16 @@ TEST_CASE("a known registry renders byte for byte") {
       "# HELP inferencecache_http_requests_total HTTP requests answered by the admin listeners.\n"
       "# TYPE inferencecache_http_requests_total counter\n"
       "inferencecache_http_requests_total 1\n"
+      "# HELP inferencecache_peer_limit_hits_total Hostile-peer limits hit on gRPC connections "
+      "by kind (docs/hostile-peers.md).\n"
+      "# TYPE inferencecache_peer_limit_hits_total counter\n"
+      "inferencecache_peer_limit_hits_total{kind=\"header_timeout\"} 0\n"
+      "inferencecache_peer_limit_hits_total{kind=\"body_timeout\"} 0\n"
+      "inferencecache_peer_limit_hits_total{kind=\"window_stall\"} 0\n"
+      "inferencecache_peer_limit_hits_total{kind=\"half_closed\"} 1\n"
+      "inferencecache_peer_limit_hits_total{kind=\"hpack_expansion\"} 2\n"
+      "inferencecache_peer_limit_hits_total{kind=\"rejected_headers\"} 0\n"
+      "inferencecache_peer_limit_hits_total{kind=\"flood\"} 0\n"
       "# HELP inferencecache_policy_reloads_total Policy snapshots applied (ok) or rejected "
       "(error) by source.\n"
       "# TYPE inferencecache_policy_reloads_total counter\n"

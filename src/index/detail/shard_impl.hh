@@ -159,10 +159,25 @@ struct TenantRec {
   }
 };
 
-// (tenant, replica) aggregate for /snapshot.
+// (tenant, replica) aggregate for /snapshot. `newest` is exact while
+// at_newest > 0; when the last entry at it goes or moves back, it is only an
+// upper bound and collect_snapshot recomputes it (one scan, only then).
 struct TenantReplicaRec {
   std::int64_t entries = 0;
   std::int64_t newest = 0;
+  std::int64_t at_newest = 0;  // entries whose last_seen == newest
+  // An entry's last_seen moved from `from` (INT64_MIN: new entry) to `to`
+  // (INT64_MIN: entry removed).
+  void moved(std::int64_t from, std::int64_t to) {
+    if (from != INT64_MIN && from == newest) --at_newest;
+    if (to == INT64_MIN) return;
+    if (to > newest || (at_newest <= 0 && entries == 1)) {
+      newest = to;
+      at_newest = 1;
+    } else if (to == newest) {
+      ++at_newest;
+    }
+  }
 };
 
 // One cap-victim candidate: snapshot of an entry's order key.
@@ -251,7 +266,8 @@ struct Shard::Impl {
   std::vector<detail::TenantRec> tenant_recs;  // by tenant id
   std::vector<std::int64_t> model_keys;        // by model id
   std::vector<std::string> drained_models;     // report 0 once
-  std::unordered_map<std::uint64_t, detail::TenantReplicaRec> tenant_replicas;
+  // mutable: collect_snapshot() makes stale `newest` values exact again.
+  mutable std::unordered_map<std::uint64_t, detail::TenantReplicaRec> tenant_replicas;
 
   std::int64_t entry_total = 0;
   std::int64_t key_total = 0;
@@ -334,12 +350,17 @@ struct Shard::Impl {
   void scope_add(std::uint32_t scope, std::uint32_t replica);
   void scope_sub(std::uint32_t scope, std::uint32_t replica);
   void tenant_replica_add(std::uint32_t tenant, std::uint32_t replica, std::int64_t seen);
-  void tenant_replica_sub(std::uint32_t tenant, std::uint32_t replica);
+  void tenant_replica_sub(std::uint32_t tenant, std::uint32_t replica, std::int64_t seen);
+  // An existing entry's last_seen changed from `from` to `to`.
+  void tenant_replica_seen(std::uint32_t tenant, std::uint32_t replica, std::int64_t from,
+                           std::int64_t to);
   detail::TenantRec& tenant_rec(std::uint32_t tenant);
   void refresh_tenant_policy(std::uint32_t tenant);
   std::int64_t ttl_of(std::uint32_t tenant) const;
   std::int64_t ttl_for_policy(const config::CachePolicy& p) const;
 
+  // Recomputes TenantReplicaRec::newest where it is only an upper bound.
+  void refresh_stale_newest() const;
   // Publishes the entry delta to the globals; returns the new global total.
   std::int64_t publish();
 
@@ -354,6 +375,25 @@ struct Shard::Impl {
   void rebuild_victims();
   std::uint32_t pop_victim();
   std::uint32_t evict_cap(std::int64_t need);
+  // Removes cap victim `e` (counted as a cap eviction).
+  void evict_victim(std::uint32_t e);
+
+  // ===== global cap across shards (global_cap.cc) =====
+  int slot = -1;  // IndexGlobals::oldest slot, -1 = none
+  // The next cap victim without taking it, or kNone.
+  std::uint32_t peek_victim();
+  // Publishes the next victim's last_seen in globals->oldest[slot].
+  void publish_oldest();
+  // publish_oldest() when the global `total` is near the cap.
+  void note_oldest(std::int64_t total);
+  // The oldest last_seen published by another shard, and its slot (-1: none).
+  std::pair<std::int64_t, int> oldest_elsewhere() const;
+  // True when `e` may go now: within cap_slack_us of `elsewhere`.
+  bool within_slack(std::uint32_t e, std::int64_t elsewhere) const;
+  std::int64_t slack_entries() const;
+  // After an ingest took the total over the cap (docs/hostile-peers.md).
+  std::uint32_t settle_cap(std::int64_t total, int& handoff);
+  CapPayment pay_cap_debt();
   std::uint32_t enforce_quota(std::uint32_t tenant);
   std::int64_t key_newest(std::uint32_t k) const;
   bool quota_less(std::int64_t xn, std::uint32_t x, std::int64_t yn, std::uint32_t y) const;
