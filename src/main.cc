@@ -38,9 +38,9 @@
 #include "net/address.hh"
 #include "net/server.hh"
 #include "net/tls.hh"
+#include "net/tls_reload.hh"
 #include "persist/state_saver.hh"
 #include "prompt_text/models.hh"
-#include "net/tls_reload.hh"
 #include "runtime/runtime.hh"
 #include "service/core_link.hh"
 #include "service/event_fanout.hh"
@@ -195,9 +195,8 @@ bool App::load_tokenizer_models() {
                       {{"model", r.model_id}, {"error", r.detail}});
     }
   }
-  ic::config::log(
-      LogLevel::info, "tokenizer models",
-      {{"dir", config.tokenizer_models_dir}, {"loaded", tokenizer_models.size()}});
+  ic::config::log(LogLevel::info, "tokenizer models",
+                  {{"dir", config.tokenizer_models_dir}, {"loaded", tokenizer_models.size()}});
   return true;
 }
 

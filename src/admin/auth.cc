@@ -3,9 +3,9 @@
 #include <openssl/crypto.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cctype>
 #include <fstream>
-#include <atomic>
 #include <optional>
 
 namespace ic::admin {

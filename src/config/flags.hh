@@ -83,8 +83,8 @@ struct ServerConfig {
 struct FlagsOutcome {
   std::optional<ServerConfig> config;  // set when the server should run
   int exit_code = 0;                   // 0 for --help/--version, 2 for a bad command line
-  // --help: the usage text; --version: buildinfo::version_text; error: ONE line "inferencecache-server: <why>"
-  // (no newline), printed to stderr by main.
+  // --help: the usage text; --version: buildinfo::version_text; error: ONE line
+  // "inferencecache-server: <why>" (no newline), printed to stderr by main.
   std::string message;
 };
 

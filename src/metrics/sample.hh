@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "buildinfo/build_info.hh"
-#include "metrics/grpc_server_metrics.hh"
 #include "h2/limits.hh"
+#include "metrics/grpc_server_metrics.hh"
 #include "metrics/labels.hh"
 #include "metrics/persist_stats.hh"
 #include "metrics/process.hh"
