@@ -2,9 +2,9 @@
 // A pool of equal-size receive buffers that the kernel picks from when data
 // arrives (io_uring provided buffer ring, IORING_REGISTER_PBUF_RING, Linux
 // ≥ 5.19). An idle connection then holds no receive buffer at all: memory
-// for reads scales with the data in flight on the core, not with the number
-// of open connections (docs/architecture.md rule 9: connection count is a
-// hostile-peer dimension).
+// for reads is a fixed count × size per core (resident from startup), not a
+// function of the number of open connections (docs/architecture.md rule 9:
+// connection count is a hostile-peer dimension).
 
 #include <cstddef>
 #include <cstdint>
