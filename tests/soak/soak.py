@@ -16,7 +16,8 @@ after the warm-up (a quarter of the run, at least 1 and at most 5 min) every sam
 and fd count is within ±5 % of the post-warm-up median (fds: or ±3), there
 is no unexpected error, and, with the traffic stopped, the soaked server's
 LookupRoute p99 is within 2x of a fresh server's filled the same way, on the
-same lookups interleaved call by call (docs/hostile-peers.md "Soak"). `--replot CSV` redraws and
+same lookups interleaved call by call, judged when the box is not saturated
+(docs/hostile-peers.md "Soak"). `--replot CSV` redraws and
 re-judges RSS, fds and errors of a run.
 
     soak.py --server BUILD/src/inferencecache-server --duration 120 --out DIR
@@ -247,7 +248,10 @@ def verdict(rows, warmup_s, errors):
 # ---- p99 stable: the soaked server against a fresh one, side by side -------
 
 FRESH_REPORTS = 3000  # 24,000 upserts: a fresh server at the 20,000-entry cap like the soaked one
-PAIR_WINDOWS, PAIR_CALLS = 8, 300
+# Windows spread over ~30 s: on a loaded box one server's reactor threads can
+# sit behind a busy CPU for ~10 s (its p99 0.3 -> 8 ms while the other's stays
+# 0.3 ms, either way round), so the median must span several such spells.
+PAIR_WINDOWS, PAIR_CALLS, PAIR_PAUSE_S = 20, 300, 1.0
 
 
 def lookup_window(clients, rnd):
@@ -288,17 +292,37 @@ def p99_against_fresh(binary, soaked):
             for i in range(PAIR_WINDOWS):
                 got = lookup_window(clients, random.Random(i))
                 pairs.append((got["fresh"] * 1e3, got["soaked"] * 1e3))
+                time.sleep(PAIR_PAUSE_S)
         finally:
             for c in clients.values():
                 c.close()
             if feeder.client is not None:
                 feeder.client.close()
     ratio = hl.median([s / max(f, 1e-6) for f, s in pairs])
-    problems = []
-    if os.environ.get("IC_SANITIZED") != "1" and ratio > 2.0:
-        problems.append("p99 not stable: the soaked server's LookupRoute p99 is %.2fx a fresh "
-                        "server's (median window; limit 2x)" % ratio)
-    return problems, pairs
+    print("soaked/fresh LookupRoute p99: %.2fx (median window)" % ratio)
+    if os.environ.get("IC_SANITIZED") == "1":
+        return [], pairs  # every call costs several times more: printed only
+    pressure = cpu_pressure()
+    if pressure > 50.0:
+        print("p99 not judged: CPU pressure %.0f %% over the last 10 s (tasks waiting for a "
+              "core); a p99 on a saturated box is the scheduler's, not the server's" % pressure)
+        return [], pairs
+    if ratio > 2.0:
+        return ["p99 not stable: the soaked server's LookupRoute p99 is %.2fx a fresh "
+                "server's (median window; limit 2x)" % ratio], pairs
+    return [], pairs
+
+
+def cpu_pressure():
+    """Share of the last 10 s (%) in which some runnable task waited for a CPU
+    (Linux PSI, /proc/pressure/cpu "some avg10"); without PSI, 100 x the 1-min
+    load average per core, capped at 100."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            fields = dict(kv.split("=") for kv in f.readline().split()[1:])
+        return float(fields["avg10"])
+    except (OSError, KeyError, ValueError):
+        return min(100.0, 100.0 * os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def write_svg(path, rows, warmup_s, title):
