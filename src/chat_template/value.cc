@@ -17,66 +17,56 @@ std::string float_str(double d) {
   return s;
 }
 
+// The escapes Python's repr() and JSON write alike; nullptr for any other byte.
+const char* shared_escape(char c) {
+  switch (c) {
+    case '\\':
+      return "\\\\";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      return nullptr;
+  }
+}
+
 std::string quote_repr(const std::string& s) {
   const char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
   std::string out(1, q);
   for (char c : s) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c == q) out += '\\';
-        out += c;
+    if (const char* e = shared_escape(c)) {
+      out += e;
+      continue;
     }
+    if (c == q) out += '\\';
+    out += c;
   }
   out += q;
   return out;
 }
 
+// JSON string escaping as Python's json.dumps writes it (ensure_ascii aside).
 void json_string(std::string& out, const std::string& s) {
   out += '"';
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (u < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", u);
-          out += buf;
-        } else {
-          out += c;
-        }
+    if (const char* e = shared_escape(c)) {
+      out += e;
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\b') {
+      out += "\\b";
+    } else if (c == '\f') {
+      out += "\\f";
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out += buf;
+    } else {
+      out += c;
     }
   }
   out += '"';

@@ -38,6 +38,13 @@ class Writer {
     out_ += '\n';
   }
 
+  // One unlabelled family and its only sample: `type` is "gauge" or "counter".
+  template <typename N>
+  void single(std::string_view name, std::string_view type, std::string_view help, N value) {
+    family(name, type, help);
+    sample(name, {}, value);
+  }
+
   template <typename N>
   void sample(std::string_view name, std::initializer_list<Label> labels, N value,
               std::string_view suffix = {}) {

@@ -66,20 +66,16 @@ ProcessStats read_process_stats() {
 
 void render_process_collector(std::string& out, const ProcessStats& s, double start_time_seconds) {
   Writer w(out, "");
-  w.family("process_cpu_seconds_total", "counter",
-           "Total user and system CPU time spent in seconds.");
-  w.sample("process_cpu_seconds_total", {}, s.cpu_seconds);
-  w.family("process_open_fds", "gauge", "Number of open file descriptors.");
-  w.sample("process_open_fds", {}, s.open_fds);
-  w.family("process_max_fds", "gauge", "Maximum number of open file descriptors.");
-  w.sample("process_max_fds", {}, s.max_fds);
-  w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-  w.sample("process_resident_memory_bytes", {}, s.resident_memory_bytes);
-  w.family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
-  w.sample("process_virtual_memory_bytes", {}, s.virtual_memory_bytes);
-  w.family("process_start_time_seconds", "gauge",
-           "Start time of the process since unix epoch in seconds.");
-  w.sample("process_start_time_seconds", {}, start_time_seconds);
+  w.single("process_cpu_seconds_total", "counter",
+           "Total user and system CPU time spent in seconds.", s.cpu_seconds);
+  w.single("process_open_fds", "gauge", "Number of open file descriptors.", s.open_fds);
+  w.single("process_max_fds", "gauge", "Maximum number of open file descriptors.", s.max_fds);
+  w.single("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+           s.resident_memory_bytes);
+  w.single("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+           s.virtual_memory_bytes);
+  w.single("process_start_time_seconds", "gauge",
+           "Start time of the process since unix epoch in seconds.", start_time_seconds);
 }
 
 }  // namespace ic::metrics

@@ -28,16 +28,15 @@ void render_process(Writer& w, const ProcessFigures& p) {
             {"protobuf", b.protobuf},
             {"openssl", b.openssl}},
            1);
-  w.family("server_up", "gauge", "1 while the server is serving.");
-  w.sample("server_up", {}, p.server_up ? 1 : 0);
-  w.family("server_grpc_tls_enabled", "gauge", "1 when the gRPC listener uses TLS.");
-  w.sample("server_grpc_tls_enabled", {}, p.grpc_tls_enabled ? 1 : 0);
-  w.family("process_resident_memory_bytes", "gauge",
-           "Resident set size of the server process in bytes (/proc/self/statm).");
-  w.sample("process_resident_memory_bytes", {}, p.resident_memory_bytes);
-  w.family("process_start_time_seconds", "gauge",
-           "Start time of the server process since the Unix epoch in seconds.");
-  w.sample("process_start_time_seconds", {}, p.start_time_seconds);
+  w.single("server_up", "gauge", "1 while the server is serving.", p.server_up ? 1 : 0);
+  w.single("server_grpc_tls_enabled", "gauge", "1 when the gRPC listener uses TLS.",
+           p.grpc_tls_enabled ? 1 : 0);
+  w.single("process_resident_memory_bytes", "gauge",
+           "Resident set size of the server process in bytes (/proc/self/statm).",
+           p.resident_memory_bytes);
+  w.single("process_start_time_seconds", "gauge",
+           "Start time of the server process since the Unix epoch in seconds.",
+           p.start_time_seconds);
 }
 
 // Only with --state-file: a server without one has no such figures.
@@ -50,23 +49,21 @@ void render_persist(Writer& w, const PersistFigures& p) {
     w.sample("state_loads_total",
              {{"result", kStateLoadResults[static_cast<std::size_t>(p.load_result)]}}, 1);
   }
-  w.family("state_restored_entries", "gauge",
-           "(key, replica) entries restored from --state-file at startup.");
-  w.sample("state_restored_entries", {}, p.restored_entries);
+  w.single("state_restored_entries", "gauge",
+           "(key, replica) entries restored from --state-file at startup.", p.restored_entries);
   w.family("state_saves_total", "counter", "State file saves by result (ok, error).");
   w.sample("state_saves_total", {{"result", "ok"}}, p.saves_ok);
   w.sample("state_saves_total", {{"result", "error"}}, p.saves_failed);
-  w.family("state_last_save_timestamp_seconds", "gauge",
-           "Unix time the last good state file was written; 0 = none yet.");
-  w.sample("state_last_save_timestamp_seconds", {}, p.last_save_unix_seconds);
-  w.family("state_last_save_duration_seconds", "gauge",
-           "Wall time of the last good save, from the first slice to the rename.");
-  w.sample("state_last_save_duration_seconds", {}, p.last_save_duration_seconds);
-  w.family("state_last_save_bytes", "gauge", "Size of the last good state file in bytes.");
-  w.sample("state_last_save_bytes", {}, p.last_save_bytes);
-  w.family("state_last_save_entries", "gauge",
-           "(key, replica) entries in the last good state file.");
-  w.sample("state_last_save_entries", {}, p.last_save_entries);
+  w.single("state_last_save_timestamp_seconds", "gauge",
+           "Unix time the last good state file was written; 0 = none yet.",
+           p.last_save_unix_seconds);
+  w.single("state_last_save_duration_seconds", "gauge",
+           "Wall time of the last good save, from the first slice to the rename.",
+           p.last_save_duration_seconds);
+  w.single("state_last_save_bytes", "gauge", "Size of the last good state file in bytes.",
+           p.last_save_bytes);
+  w.single("state_last_save_entries", "gauge",
+           "(key, replica) entries in the last good state file.", p.last_save_entries);
 }
 
 void render_lookups(Writer& w, const Sample& s) {
@@ -139,11 +136,11 @@ void render_auth(Writer& w, const Sample& s) {
 }
 
 void render_traffic(Writer& w, const Sample& s) {
-  w.family("ingest_messages_total", "counter", "CacheStateUpdate messages ingested.");
-  w.sample("ingest_messages_total", {}, s.ingest_messages);
-  w.family("ingest_entries_total", "counter",
-           "(key, replica) entries upserted by ingested CacheStateUpdate messages.");
-  w.sample("ingest_entries_total", {}, s.ingest_entries);
+  w.single("ingest_messages_total", "counter", "CacheStateUpdate messages ingested.",
+           s.ingest_messages);
+  w.single("ingest_entries_total", "counter",
+           "(key, replica) entries upserted by ingested CacheStateUpdate messages.",
+           s.ingest_entries);
   w.family("events_total", "counter", "PublishEvent messages received by event type.");
   for (std::size_t t = 0; t < kEventTypeCount; ++t) {
     w.sample("events_total", {{"type", to_label(static_cast<EventType>(t))}}, s.events[t]);
@@ -158,10 +155,9 @@ void render_traffic(Writer& w, const Sample& s) {
     w.sample("connections_accepted_total", {{"listener", to_label(static_cast<Listener>(l))}},
              s.accepted_connections[l]);
   }
-  w.family("open_streams", "gauge", "Open HTTP/2 streams on gRPC connections.");
-  w.sample("open_streams", {}, s.open_streams);
-  w.family("http_requests_total", "counter", "HTTP requests answered by the admin listeners.");
-  w.sample("http_requests_total", {}, s.http_requests);
+  w.single("open_streams", "gauge", "Open HTTP/2 streams on gRPC connections.", s.open_streams);
+  w.single("http_requests_total", "counter", "HTTP requests answered by the admin listeners.",
+           s.http_requests);
   w.family("peer_limit_hits_total", "counter",
            "Hostile-peer limits hit on gRPC connections by kind (docs/hostile-peers.md).");
   for (std::size_t k = 0; k < h2::kLimitHitCount; ++k) {
