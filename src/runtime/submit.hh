@@ -26,6 +26,10 @@
 // flight). Mailboxes are FIFO per (from, to) pair: two submits from one core
 // to another run in order.
 //
+// From a thread that is not one of the runtime's reactors (the state saver,
+// the main thread) nothing is local and nothing is refused: the work goes
+// through Runtime's injection queue.
+//
 // Lifetimes: fn and arg are destroyed on `core` (after fn ran), the reply on
 // the calling core; captures must be safe to move across threads (plain
 // values, pointers to objects outliving the runtime, weak handles).
@@ -96,6 +100,18 @@ struct RoundTrip {
   }
 };
 
+// The remote half of try_submit / try_submit_later.
+template <typename Fn>
+std::optional<Fn> try_push_fn(Cores& cores, unsigned core, Fn fn) {
+  Task task(std::move(fn));
+  if (cores.try_push(core, task)) return std::nullopt;
+  return std::move(task).template take<Fn>();
+}
+
+inline void push_waiting(Cores& cores, unsigned core, Task task, const Wait& wait) {
+  push_or_wait(cores, core, std::move(task), wait.retry_us, give_up_at(cores, wait));
+}
+
 }  // namespace detail
 
 // Runs `fn()` on `core`. Returns std::nullopt once it ran (local) or was
@@ -106,9 +122,7 @@ template <typename Fn>
     fn();
     return std::nullopt;
   }
-  Task task(std::move(fn));
-  if (cores.try_push(core, task)) return std::nullopt;
-  return std::move(task).template take<Fn>();
+  return detail::try_push_fn(cores, core, std::move(fn));
 }
 
 // Runs `fn()` on `core`, waiting on a full mailbox (see Wait).
@@ -118,8 +132,7 @@ void submit(Cores& cores, unsigned core, Fn fn, Wait wait = {}) {
     fn();
     return;
   }
-  detail::push_or_wait(cores, core, Task(std::move(fn)), wait.retry_us,
-                       detail::give_up_at(cores, wait));
+  detail::push_waiting(cores, core, Task(std::move(fn)), wait);
 }
 
 // Runs `fn(arg)` on `core`, then `reply(result)` (or `reply()` when fn returns
@@ -150,10 +163,10 @@ void submit_to(Cores& cores, unsigned core, Arg&& arg, Fn fn, Reply reply, Wait 
     detail::run_and_reply(arg, fn, reply);
     return;
   }
-  detail::push_or_wait(cores, core,
+  detail::push_waiting(cores, core,
                        Task(detail::RoundTrip<std::decay_t<Arg>, Fn, Reply>{
                            &cores, here, std::forward<Arg>(arg), std::move(fn), std::move(reply)}),
-                       wait.retry_us, detail::give_up_at(cores, wait));
+                       wait);
 }
 
 // As try_submit(), but a local `fn` runs at the end of the calling core's
@@ -164,9 +177,7 @@ template <typename Fn>
     cores.defer(Task(std::move(fn)));
     return std::nullopt;
   }
-  Task task(std::move(fn));
-  if (cores.try_push(core, task)) return std::nullopt;
-  return std::move(task).template take<Fn>();
+  return detail::try_push_fn(cores, core, std::move(fn));
 }
 
 // As submit(), but a local `fn` runs at the end of the calling core's turn
@@ -178,8 +189,7 @@ void submit_later(Cores& cores, unsigned core, Fn fn, Wait wait = {}) {
     cores.defer(Task(std::move(fn)));
     return;
   }
-  detail::push_or_wait(cores, core, Task(std::move(fn)), wait.retry_us,
-                       detail::give_up_at(cores, wait));
+  detail::push_waiting(cores, core, Task(std::move(fn)), wait);
 }
 
 }  // namespace ic::runtime

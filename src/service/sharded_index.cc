@@ -2,7 +2,6 @@
 
 #include "index/partition.hh"
 #include "metrics/registry.hh"
-#include "runtime/map_reduce.hh"
 
 namespace ic::service {
 
@@ -31,12 +30,6 @@ std::optional<pb::CacheStateUpdate> ShardedIndex::ingest(unsigned core,
         hand_off_cap(result.cap_handoff);
       },
       runtime::NoReply{});  // nothing travels back per message (see barrier)
-}
-
-void ShardedIndex::snapshot(
-    std::function<void(std::vector<std::optional<index::ShardSnapshot>>)> done) {
-  runtime::map_reduce<index::ShardSnapshot>(
-      cores_, [this](unsigned core) { return shards_[core]->collect_snapshot(); }, std::move(done));
 }
 
 void ShardedIndex::hand_off_cap(int slot, unsigned hops) {

@@ -10,7 +10,6 @@
 // mailbox is full; answers travelling back are never dropped.
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -74,10 +73,6 @@ class ShardedIndex {
   std::optional<pb::GetCacheStateRequest> get_cache_state(unsigned core,
                                                           pb::GetCacheStateRequest&& request,
                                                           Reply reply);
-
-  // /snapshot: every shard's rows, `done(shards)` on this core (a core that
-  // did not answer in time is std::nullopt; runtime/map_reduce.hh).
-  void snapshot(std::function<void(std::vector<std::optional<index::ShardSnapshot>>)> done);
 
   // The global cap left entries for an older shard (IngestResult::
   // cap_handoff = its slot): runs Shard::pay_cap_debt on that shard's core,
