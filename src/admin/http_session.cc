@@ -19,21 +19,10 @@ struct SessionLink {
 }  // namespace detail
 
 namespace {
-class ReactorTimers final : public TimerSource {
- public:
-  std::uint64_t add_timer(std::int64_t delay_us, runtime::Task task) override {
-    return runtime::current_reactor().add_timer(delay_us, std::move(task));
-  }
-  void cancel_timer(std::uint64_t id) override { runtime::current_reactor().cancel_timer(id); }
-};
-
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 }  // namespace
 
-TimerSource& reactor_timers() {
-  thread_local ReactorTimers timers;
-  return timers;
-}
+TimerSource& reactor_timers() { return runtime::current_reactor(); }
 
 void Responder::operator()(HttpResponse response) const {
   if (!link_ || link_->answered) return;

@@ -16,6 +16,7 @@
 #include "admin/http_response.hh"
 #include "net/session.hh"
 #include "runtime/task.hh"
+#include "runtime/timers.hh"
 
 namespace ic::admin {
 
@@ -38,16 +39,9 @@ class Responder {
 // Serves one parsed request: must eventually call `respond` once.
 using HttpHandler = std::function<void(HttpRequest& request, Responder respond)>;
 
-// One-shot timers on the connection's core (the reactor's in production, a
-// manual clock in tests).
-class TimerSource {
- public:
-  virtual ~TimerSource() = default;
-  // Runs `task` once after `delay_us` µs; returns an id for cancel().
-  virtual std::uint64_t add_timer(std::int64_t delay_us, runtime::Task task) = 0;
-  // Cancels a pending timer; no-op if it already fired.
-  virtual void cancel_timer(std::uint64_t id) = 0;
-};
+// One-shot timers on the connection's core: the one timer API of
+// runtime/timers.hh (the reactor in production, a manual clock in tests).
+using TimerSource = runtime::Timers;
 
 // The calling reactor's timers (runtime::current_reactor()); call on a
 // reactor thread.

@@ -6,9 +6,9 @@
 #include "admin/auth.hh"
 #include "admin/snapshot_json.hh"
 #include "config/log.hh"
-#include "metrics/gather.hh"
 #include "metrics/prometheus.hh"
 #include "metrics/scrape.hh"
+#include "runtime/map_reduce.hh"
 
 namespace ic::admin {
 
@@ -44,7 +44,7 @@ void serve_snapshot(const AdminContext& ctx, const Responder& respond) {
     respond(HttpResponse::text(503, "snapshot not available"));
     return;
   }
-  metrics::gather<index::ShardSnapshot>(
+  runtime::map_reduce<index::ShardSnapshot>(
       *ctx.runtime, ctx.collect_snapshot,
       [respond](std::vector<std::optional<index::ShardSnapshot>> shards) {
         for (const auto& shard : shards) {
@@ -76,7 +76,7 @@ void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Res
   // caller's next LookupRoute sees it whatever core serves it.
   auto apply = ctx.apply_policy;
   std::shared_ptr<const config::PolicySet> set = std::move(parsed.set);
-  metrics::gather<bool>(
+  runtime::map_reduce<bool>(
       *ctx.runtime,
       [apply, set](unsigned core) {
         apply(core, set);

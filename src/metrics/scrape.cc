@@ -1,7 +1,7 @@
 #include "metrics/scrape.hh"
 
-#include "metrics/gather.hh"
 #include "metrics/prometheus.hh"
+#include "runtime/map_reduce.hh"
 
 namespace ic::metrics {
 
@@ -15,7 +15,7 @@ Sample merge_samples(const std::vector<std::optional<Sample>>& copies) {
 
 void scrape(runtime::Runtime& rt, Registry& registry,
             std::function<void(std::optional<std::string> body)> done) {
-  gather<Sample>(
+  runtime::map_reduce<Sample>(
       rt, [&registry](unsigned core) { return registry.core(core).collect(); },
       [&registry, done = std::move(done)](std::vector<std::optional<Sample>> copies) {
         for (const auto& copy : copies) {

@@ -16,9 +16,9 @@ namespace ic::metrics {
 // Precondition: called on a reactor thread of `rt`; `registry` has one
 // CoreMetrics per core of `rt` and outlives the scrape. `done(body)` runs once
 // on the calling core with the rendered exposition, or with std::nullopt when
-// a core did not answer within the gather deadline: a scrape that left a
-// core's counters out would look like a counter reset to Prometheus, so the
-// caller fails the scrape instead (503).
+// a core did not answer within the map_reduce deadline (runtime/map_reduce.hh): a scrape that left
+// a core's counters out would look like a counter reset to Prometheus, so the caller fails the
+// scrape instead (503).
 void scrape(runtime::Runtime& rt, Registry& registry,
             std::function<void(std::optional<std::string> body)> done);
 

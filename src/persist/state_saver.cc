@@ -9,6 +9,7 @@
 
 #include "config/log.hh"
 #include "persist/snapshot_codec.hh"
+#include "runtime/submit.hh"
 
 namespace ic::persist {
 
@@ -119,11 +120,13 @@ std::string StateSaver::save_live() {
   // The policy set lives on the cores: read it on core 0.
   auto policy = std::make_shared<Slot>();
   index::Shard* shard0 = shards_[0];
-  const bool posted = runtime_.post(0, [shard0, policy] {
+  // From this (non-reactor) thread a submit is never refused: it goes through
+  // the runtime's injection queue (runtime/submit.hh).
+  runtime::submit(runtime_, 0, [shard0, policy] {
     policy->policy_json = shard0->policies()->source_json();
     policy->ready.store(true, std::memory_order_release);
   });
-  if (!posted || !wait(policy)) return "stopping";
+  if (!wait(policy)) return "stopping";
   state_pb::StateHeader header;
   header.set_server_version(options_.server_version);
   header.set_created_at_us(started);
@@ -141,7 +144,7 @@ std::string StateSaver::save_live() {
       auto slot = std::make_shared<Slot>();
       index::Shard* shard = shards_[core];
       const std::size_t budget = options_.slice_entries;
-      const bool sent = runtime_.post(core, [shard, slot, cursor, budget] {
+      runtime::submit(runtime_, core, [shard, slot, cursor, budget] {
         ChunkBuilder builder(budget);
         std::uint32_t cur = cursor;
         const bool end = shard->export_entries(
@@ -154,7 +157,7 @@ std::string StateSaver::save_live() {
         slot->done = end;
         slot->ready.store(true, std::memory_order_release);
       });
-      if (!sent || !wait(slot)) return "stopping";
+      if (!wait(slot)) return "stopping";
       if (!slot->chunk.empty() && !writer->append_chunk(slot->chunk)) break;
       entries += slot->entries;
       cursor = slot->cursor;

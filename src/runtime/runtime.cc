@@ -78,19 +78,34 @@ Reactor& Runtime::reactor(unsigned core) { return *impl_->reactors[core]; }
 
 bool Runtime::post(unsigned core, Task task) {
   Reactor* self = tls_reactor;
+  if (self != nullptr && &self->runtime() == this && self->core() == core) {
+    self->defer(std::move(task));
+    return true;
+  }
+  return try_push(core, task);
+}
+
+unsigned Runtime::current_core() const {
+  // A thread that is not one of our reactors is no core: submits from it are
+  // never "local" (they go through the injection queue instead).
+  Reactor* self = tls_reactor;
+  return self != nullptr && &self->runtime() == this ? self->core() : impl_->n;
+}
+
+bool Runtime::try_push(unsigned core, Task& task) {
+  Reactor* self = tls_reactor;
   if (self == nullptr || &self->runtime() != this) {
     impl_->reactors[core]->impl_->post_external(std::move(task));
     return true;
   }
-  const unsigned from = self->core();
-  if (from == core) {
-    self->defer(std::move(task));
-    return true;
-  }
-  if (!impl_->box(from, core).try_push(task)) return false;
+  if (!impl_->box(self->core(), core).try_push(task)) return false;
   self->impl_->note_wake(core);
   return true;
 }
+
+Timers& Runtime::timers() { return *tls_reactor; }
+
+void Runtime::defer(Task task) { tls_reactor->defer(std::move(task)); }
 
 std::uint64_t Runtime::mailbox_depth(unsigned from, unsigned to) const {
   if (from == to || from >= impl_->n || to >= impl_->n) return 0;

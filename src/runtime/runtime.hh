@@ -9,7 +9,9 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/cores.hh"
 #include "runtime/task.hh"
+#include "runtime/timers.hh"
 
 struct io_uring_sqe;
 
@@ -26,7 +28,9 @@ unsigned current_core();
 // The reactor of the calling thread. Precondition: called on a reactor thread.
 Reactor& current_reactor();
 
-class Runtime {
+// The cores of this process (runtime::Cores: the cross-core verb of
+// runtime/submit.hh runs on it).
+class Runtime final : public Cores {
  public:
   struct Options {
     unsigned cores = 0;                  // 0 = all online CPUs
@@ -39,16 +43,27 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  unsigned cores() const;
+  unsigned cores() const override;
   Reactor& reactor(unsigned core);
 
-  // Queues `task` to run on `core`'s loop. Callable from any reactor thread of
-  // this runtime; a post to the calling core runs at the end of this turn.
-  // Returns false (task dropped) when that mailbox is full: the caller sheds
-  // load (RESOURCE_EXHAUSTED / UNAVAILABLE) instead of queueing without bound.
-  // From a thread that is not one of this runtime's reactors (main thread,
-  // tests) the task goes through a locked, unbounded injection queue instead:
-  // that path is for startup/shutdown/control work, never the hot path.
+  // ---- Cores (runtime/submit.hh) ----
+  // The calling reactor's core; cores() on any other thread (so a submit
+  // from there never takes the local fast path).
+  unsigned current_core() const override;
+  // From a thread that is not one of this runtime's reactors, the task goes
+  // through the locked injection queue (never refused).
+  bool try_push(unsigned core, Task& task) override;
+  // The calling reactor. Precondition: called on a reactor thread.
+  Timers& timers() override;
+  // Reactor::defer on the calling reactor. Precondition: a reactor thread.
+  void defer(Task task) override;
+
+  // Queues `task` to run on `core`'s loop: the control-path primitive for
+  // threads that are not reactors (main thread, state saver, tests), where it
+  // goes through a locked, unbounded injection queue and always succeeds.
+  // Reactor code uses runtime/submit.hh instead. From a reactor thread: a post
+  // to the calling core runs at the end of this turn; false (task dropped)
+  // when that mailbox is full.
   [[nodiscard]] bool post(unsigned core, Task task);
 
   // Tasks queued from core `from` to core `to` and not yet run (approximate;
@@ -75,10 +90,8 @@ class Runtime {
 // run turn hooks (src/net flushes sessions and starts sends there); wake the
 // cores we posted to (IORING_OP_MSG_RING); submit and sleep until a completion
 // or the next timer deadline. Budgets bound the work of one turn (rule 2).
-class Reactor {
+class Reactor final : public Timers {
  public:
-  using TimerId = std::uint64_t;
-
   static constexpr unsigned kMailboxBudget = 256;
   static constexpr unsigned kCqeBudget = 512;
   static constexpr unsigned kTimerBudget = 256;
@@ -91,15 +104,15 @@ class Reactor {
   // The runtime this reactor belongs to (to post to other cores).
   Runtime& runtime() const;
   // Monotonic clock in µs (CLOCK_MONOTONIC), read once per loop turn.
-  std::int64_t now_us() const;
+  std::int64_t now_us() const override;
   // Wall clock in µs since the Unix epoch (CLOCK_REALTIME), read once per turn.
   std::int64_t wall_us() const;
   // Runs `task` once after `delay_us` (≥ 0) µs. A min-heap of deadlines; the
   // loop sleeps in io_uring_submit_and_wait_timeout (an io_uring timeout) until
   // the earliest. Timers with equal deadlines fire in the order added.
-  TimerId add_timer(std::int64_t delay_us, Task task);
+  TimerId add_timer(std::int64_t delay_us, Task task) override;
   // Cancels a pending timer; no-op if it already fired.
-  void cancel_timer(TimerId id);
+  void cancel_timer(TimerId id) override;
   // Runs `task` at the end of the current loop turn (after I/O completions).
   // Tasks deferred by a deferred task run in the next turn (no sleep between).
   void defer(Task task);

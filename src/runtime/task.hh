@@ -25,6 +25,15 @@ class Task {
   // Runs the callable. Precondition: not empty.
   void operator()() { impl_->call(); }
   explicit operator bool() const { return impl_ != nullptr; }
+  // Moves the wrapped callable back out (the task becomes empty).
+  // Precondition: this task was built from an `F` (runtime/submit.hh hands a
+  // refused callable back to its caller this way).
+  template <typename F>
+  F take() && {
+    F f = std::move(static_cast<Model<F>&>(*impl_).fn);
+    impl_.reset();
+    return f;
+  }
 
  private:
   struct Concept {

@@ -58,7 +58,7 @@ class CoreHub final : public index::ChangeSink {
 
   void add(std::shared_ptr<Subscription> sub) {
     if (sub->closed.load(std::memory_order_acquire)) return;  // ended before it got here
-    if (slots_.empty()) fanout_.router_.shard(core_).set_change_sink(this);
+    if (slots_.empty()) fanout_.index_.shard(core_).set_change_sink(this);
     slots_.push_back({std::move(sub), {}});
   }
 
@@ -69,7 +69,7 @@ class CoreHub final : public index::ChangeSink {
       slots_.pop_back();
       break;
     }
-    if (slots_.empty()) fanout_.router_.shard(core_).set_change_sink(nullptr);
+    if (slots_.empty()) fanout_.index_.shard(core_).set_change_sink(nullptr);
   }
 
   std::size_t size() const { return slots_.size(); }
@@ -110,7 +110,7 @@ class CoreHub final : public index::ChangeSink {
     event_.mutable_prefix_hash()->assign(c.prefix_hash);
     event_.mutable_adapter_id()->assign(c.adapter_id);
     event_.set_timestamp_us(c.timestamp_us != 0 ? c.timestamp_us
-                                                : fanout_.router_.clock().wall_us());
+                                                : fanout_.index_.clock().wall_us());
     const std::size_t size = event_.ByteSizeLong();
     frame_.clear();
     grpc::append_frame_header(frame_, static_cast<std::uint32_t>(size));
@@ -128,17 +128,15 @@ class CoreHub final : public index::ChangeSink {
                             std::to_string(fanout_.limits_.max_queued_bytes) +
                             " bytes of events queued";
     EventFanout* f = &fanout_;
-    auto task = [f, sub = slot.sub, why] {
+    runtime::submit_later(fanout_.index_.cores(), slot.sub->home, [f, sub = slot.sub, why] {
       f->end(sub, {grpc::StatusCode::kResourceExhausted, why});
-    };
-    fanout_.router_.post_reliably(slot.sub->home,
-                                  std::make_unique<decltype(task)>(std::move(task)));
+    });
   }
 
   void schedule_flush() {
     if (flush_armed_) return;
     flush_armed_ = true;
-    fanout_.router_.link().add_timer(0, [this] { flush(); });
+    fanout_.index_.cores().timers().add_timer(0, [this] { flush(); });
   }
 
   // Posts the slot's batch to its home core; false (batch kept, still
@@ -146,11 +144,12 @@ class CoreHub final : public index::ChangeSink {
   bool post(Slot& slot) {
     const std::size_t n = slot.batch.size();
     slot.sub->in_flight.fetch_add(n, std::memory_order_relaxed);
-    auto task = std::make_unique<Batch>(Batch{&fanout_, slot.sub, std::move(slot.batch)});
+    auto refused = runtime::try_submit_later(fanout_.index_.cores(), slot.sub->home,
+                                             Batch{&fanout_, slot.sub, std::move(slot.batch)});
     slot.batch.clear();
-    if (fanout_.router_.try_post(slot.sub->home, task)) return true;
+    if (!refused) return true;
     slot.sub->in_flight.fetch_sub(n, std::memory_order_relaxed);
-    slot.batch = std::move(task->frames);
+    slot.batch = std::move(refused->frames);
     return false;
   }
 
@@ -169,7 +168,7 @@ class CoreHub final : public index::ChangeSink {
     }
     if (retry) {
       flush_armed_ = true;
-      fanout_.router_.link().add_timer(kReplyRetryUs, [this] { flush(); });
+      fanout_.index_.cores().timers().add_timer(runtime::Wait{}.retry_us, [this] { flush(); });
     }
   }
 
@@ -211,8 +210,8 @@ std::uint32_t type_mask(const pb::StreamEventsRequest& request) {
 // leaves, the server drains, or the subscriber overflows its bound.
 class StreamEventsHandler final : public grpc::CallHandler {
  public:
-  StreamEventsHandler(grpc::CallHandle call, EventFanout& fanout, IndexRouter& router)
-      : call_(std::move(call)), fanout_(fanout), router_(router) {}
+  StreamEventsHandler(grpc::CallHandle call, EventFanout& fanout, ShardedIndex& index)
+      : call_(std::move(call)), fanout_(fanout), index_(index) {}
 
   void on_message(std::span<const std::byte> message) override {
     if (have_request_) {
@@ -234,15 +233,15 @@ class StreamEventsHandler final : public grpc::CallHandler {
                     "REPLICA_UPDATED, ALL_CLEARED)"});
       return;
     }
-    const unsigned cores = router_.link().cores();
+    const unsigned cores = index_.cores().cores();
     sub_ = std::make_shared<Subscription>();
     sub_->tenant_id = request_.tenant_id();
     sub_->model_id = request_.model_id();
     sub_->type_mask = mask;
-    sub_->home = router_.link().current_core();
+    sub_->home = index_.cores().current_core();
     sub_->call = call_;
     if (!sub_->tenant_id.empty()) {
-      sub_->owners.push_back(router_.owner(sub_->tenant_id));
+      sub_->owners.push_back(index_.owner(sub_->tenant_id));
     } else {
       for (unsigned c = 0; c < cores; ++c) sub_->owners.push_back(c);
     }
@@ -270,7 +269,7 @@ class StreamEventsHandler final : public grpc::CallHandler {
  private:
   grpc::CallHandle call_;
   EventFanout& fanout_;
-  IndexRouter& router_;
+  ShardedIndex& index_;
   pb::StreamEventsRequest request_;
   bool have_request_ = false;
   std::shared_ptr<Subscription> sub_;
@@ -278,9 +277,9 @@ class StreamEventsHandler final : public grpc::CallHandler {
 
 }  // namespace
 
-EventFanout::EventFanout(IndexRouter& router, EventStreamLimits limits)
-    : router_(router), limits_(limits) {
-  for (unsigned c = 0; c < router.link().cores(); ++c) {
+EventFanout::EventFanout(ShardedIndex& index, EventStreamLimits limits)
+    : index_(index), limits_(limits) {
+  for (unsigned c = 0; c < index.cores().cores(); ++c) {
     hubs_.push_back(std::make_unique<detail::CoreHub>(*this, c));
   }
 }
@@ -291,7 +290,7 @@ void EventFanout::add_method(grpc::MethodTable& methods) {
   grpc::Method m;
   m.kind = grpc::CallKind::kServerStreaming;
   m.make = [this](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
-    return std::make_unique<StreamEventsHandler>(std::move(call), *this, router_);
+    return std::make_unique<StreamEventsHandler>(std::move(call), *this, index_);
   };
   methods.add("/" + std::string(kInferenceCacheService) + "/StreamCacheEvents", std::move(m));
 }
@@ -307,12 +306,10 @@ bool EventFanout::start(const std::shared_ptr<Subscription>& sub) {
   sub->pending_registrations = static_cast<unsigned>(sub->owners.size());
   for (const unsigned owner : sub->owners) {
     detail::CoreHub* hub = hubs_[owner].get();
-    auto task = [this, hub, sub] {
+    runtime::submit_later(index_.cores(), owner, [this, hub, sub] {
       hub->add(sub);
-      auto back = [this, sub] { registered(sub); };
-      router_.post_reliably(sub->home, std::make_unique<decltype(back)>(std::move(back)));
-    };
-    router_.post_reliably(owner, std::make_unique<decltype(task)>(std::move(task)));
+      runtime::submit_later(index_.cores(), sub->home, [this, sub] { registered(sub); });
+    });
   }
   return true;
 }
@@ -329,8 +326,7 @@ void EventFanout::end(const std::shared_ptr<Subscription>& sub, const grpc::Stat
   sub->call.finish(status);
   for (const unsigned owner : sub->owners) {
     detail::CoreHub* hub = hubs_[owner].get();
-    auto task = [hub, sub] { hub->remove(sub.get()); };
-    router_.post_reliably(owner, std::make_unique<decltype(task)>(std::move(task)));
+    runtime::submit_later(index_.cores(), owner, [hub, sub] { hub->remove(sub.get()); });
   }
 }
 

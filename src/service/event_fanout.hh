@@ -29,7 +29,7 @@
 
 #include "grpc/call.hh"
 #include "index/change.hh"
-#include "service/index_router.hh"
+#include "service/sharded_index.hh"
 
 namespace ic::service {
 
@@ -54,9 +54,9 @@ class CoreHub;
 
 class EventFanout {
  public:
-  // One hub per core of `router`; call before the cores serve. `router` (its
-  // link, shards and clock) outlives the fan-out.
-  explicit EventFanout(IndexRouter& router, EventStreamLimits limits = {});
+  // One hub per core of `index`; call before the cores serve. `index` (its
+  // cores, shards and clock) outlives the fan-out.
+  explicit EventFanout(ShardedIndex& index, EventStreamLimits limits = {});
   ~EventFanout();
   EventFanout(const EventFanout&) = delete;
   EventFanout& operator=(const EventFanout&) = delete;
@@ -83,7 +83,7 @@ class EventFanout {
   // Home core: owner `owner` registered `sub`.
   void registered(const std::shared_ptr<detail::Subscription>& sub);
 
-  IndexRouter& router_;
+  ShardedIndex& index_;
   EventStreamLimits limits_;
   std::vector<std::unique_ptr<detail::CoreHub>> hubs_;
   std::atomic<std::size_t> active_{0};  // started, not ended subscriptions

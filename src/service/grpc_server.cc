@@ -5,18 +5,10 @@
 #include <mutex>
 
 #include "service/event_fanout.hh"
-#include "service/index_routes.hh"
 #include "service/inference_cache.hh"
-#include "service/reactor_timers.hh"
 #include "service/reflection.hh"
 
 namespace ic::service {
-
-CoreGrpcServer::CoreGrpcServer(const GrpcServiceOptions& options, runtime::Reactor& reactor)
-    : owned_timers_(std::make_unique<ReactorTimers>(reactor)) {
-  context_.timers = owned_timers_.get();
-  build(options);
-}
 
 CoreGrpcServer::CoreGrpcServer(const GrpcServiceOptions& options, grpc::Timers& timers) {
   context_.timers = &timers;
@@ -31,8 +23,7 @@ void CoreGrpcServer::build(const GrpcServiceOptions& options) {
   // could make every reactor block on stderr that way: drop those logs.
   static std::once_flag quiet;
   std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
-  add_inference_cache(methods_);
-  if (options.router != nullptr) add_index_routes(methods_, *options.router, options.prompt_text);
+  add_inference_cache(methods_, options.index, options.prompt_text);
   if (options.events != nullptr) options.events->add_method(methods_);
   if (options.scrape_metrics) {
     add_metric_stream(methods_, options.scrape_metrics, options.metrics_interval_us,

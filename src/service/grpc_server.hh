@@ -8,15 +8,14 @@
 //   opts.grpc.h2.max_concurrent_streams = cfg.max_streams;
 //   opts.ready = [&] { return ready_flag.load(std::memory_order_relaxed); };
 //   // once, before Runtime::start: shards[c] = core c's index::Shard
-//   static ic::service::RuntimeLink link(runtime);
 //   static ic::index::SystemClock clock;
-//   static ic::service::IndexRouter router(link, shards, clock);
-//   opts.router = &router;
-//   static ic::service::EventFanout events(router);  // StreamCacheEvents
+//   static ic::service::ShardedIndex index(runtime, shards, clock);
+//   opts.index = &index;
+//   static ic::service::EventFanout events(index);  // StreamCacheEvents
 //   opts.events = &events;
 //   opts.scrape_metrics = [&](auto done) { ic::metrics::scrape(runtime, registry, done); };
 //   auto server = std::make_unique<ic::service::CoreGrpcServer>(
-//       opts, ic::runtime::current_reactor());
+//       opts, ic::runtime::current_reactor());   // the core's Timers
 //   net.listen_grpc(server->session_factory());     // SessionFactory per core
 //
 // Keep each CoreGrpcServer alive until its core's reactor has stopped (the
@@ -38,7 +37,7 @@
 
 namespace ic::service {
 
-class IndexRouter;
+class ShardedIndex;
 class EventFanout;
 struct PromptTextConfig;
 
@@ -50,9 +49,9 @@ struct GrpcServiceOptions {
   // Health reports SERVING while this returns true; nullptr = always ready.
   ReadyFn ready;
   // Index routing for LookupRoute / ReportCacheState / PublishEvent /
-  // GetCacheState (service/index_router.hh); nullptr = contract defaults.
+  // GetCacheState (service/sharded_index.hh); nullptr = contract defaults.
   // Shared by every core's server; outlives them.
-  IndexRouter* router = nullptr;
+  ShardedIndex* index = nullptr;
   // StreamCacheEvents (service/event_fanout.hh), shared by every core's
   // server; nullptr = contract default (closes at once).
   EventFanout* events = nullptr;
@@ -72,9 +71,8 @@ struct GrpcServiceOptions {
 // invalid UTF-8 would otherwise log one stderr line per message).
 class CoreGrpcServer {
  public:
-  // Timers on `reactor` (this core's); call on the reactor's thread.
-  CoreGrpcServer(const GrpcServiceOptions& options, runtime::Reactor& reactor);
-  // Tests: any clock/timer source.
+  // `timers`: this core's (its runtime::Reactor in the server, a manual clock
+  // in tests); outlives the server.
   CoreGrpcServer(const GrpcServiceOptions& options, grpc::Timers& timers);
   ~CoreGrpcServer();
   CoreGrpcServer(const CoreGrpcServer&) = delete;
@@ -90,7 +88,6 @@ class CoreGrpcServer {
  private:
   void build(const GrpcServiceOptions& options);
 
-  std::unique_ptr<grpc::Timers> owned_timers_;
   grpc::MethodTable methods_;
   grpc::ServerContext context_;
 };

@@ -6,6 +6,7 @@
 #include "grpc/typed.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "metrics/registry.hh"
+#include "service/index_methods.hh"
 
 namespace ic::service {
 namespace {
@@ -50,32 +51,46 @@ void empty_stream(grpc::MethodTable& methods, std::string_view name) {
                   [](grpc::CallHandle call, Request&&) { call.finish(grpc::Status::ok()); }));
 }
 
-void add_defaults(grpc::MethodTable& methods) {
-  unary<pb::LookupRouteRequest>(
-      methods, "LookupRoute", [](grpc::CallHandle call, pb::LookupRouteRequest&& request) {
+// The contract's answers without an index.
+grpc::Method default_lookup() {
+  return grpc::single_request_method<pb::LookupRouteRequest>(
+      grpc::CallKind::kUnary, [](grpc::CallHandle call, pb::LookupRouteRequest&& request) {
         pb::LookupRouteResponse response;
         response.set_reason_code("NO_HINT");
         metrics::local().record_lookup(request.model_id(), "NO_HINT", false, 0);
         call.reply(response);
       });
+}
+
+grpc::Method default_report() {
   grpc::Method report;
   report.kind = grpc::CallKind::kClientStreaming;
   report.make = [](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
     return std::make_unique<DrainHandler>(std::move(call));
   };
-  methods.add(path("ReportCacheState"), std::move(report));
-  unary<pb::CacheEvent>(methods, "PublishEvent",
-                        [](grpc::CallHandle call, pb::CacheEvent&&) { call.reply(accepted()); });
-  unary<pb::GetCacheStateRequest>(methods, "GetCacheState",
-                                  [](grpc::CallHandle call, pb::GetCacheStateRequest&&) {
-                                    call.reply(pb::GetCacheStateResponse());
-                                  });
+  return report;
 }
 
 }  // namespace
 
-void add_inference_cache(grpc::MethodTable& methods) {
-  add_defaults(methods);
+void add_inference_cache(grpc::MethodTable& methods, ShardedIndex* index,
+                         const PromptTextConfig* prompt) {
+  namespace im = index_methods;
+  methods.add(path("LookupRoute"),
+              index != nullptr ? im::lookup_route(*index, prompt) : default_lookup());
+  methods.add(path("ReportCacheState"),
+              index != nullptr ? im::report_cache_state(*index) : default_report());
+  if (index != nullptr) {
+    methods.add(path("PublishEvent"), im::publish_event(*index));
+    methods.add(path("GetCacheState"), im::get_cache_state(*index));
+  } else {
+    unary<pb::CacheEvent>(methods, "PublishEvent",
+                          [](grpc::CallHandle call, pb::CacheEvent&&) { call.reply(accepted()); });
+    unary<pb::GetCacheStateRequest>(methods, "GetCacheState",
+                                    [](grpc::CallHandle call, pb::GetCacheStateRequest&&) {
+                                      call.reply(pb::GetCacheStateResponse());
+                                    });
+  }
   unary<pb::RenderTemplateRequest>(methods, "RenderTemplate",
                                    [](grpc::CallHandle call, pb::RenderTemplateRequest&&) {
                                      pb::RenderTemplateResponse response;

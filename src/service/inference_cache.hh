@@ -1,8 +1,8 @@
 #pragma once
 // The inferencecache.v1alpha1.InferenceCache methods (docs/contract.md "RPCs").
 //
-// Contract defaults (no index attached): LookupRoute → {reason_code NO_HINT};
-// ReportCacheState drains the stream and answers Ack{accepted:true} on
+// Contract defaults (no index attached; service/index_methods.hh otherwise): LookupRoute →
+// {reason_code NO_HINT}; ReportCacheState drains the stream and answers Ack{accepted:true} on
 // half-close; PublishEvent → Ack{accepted:true}; GetCacheState → empty;
 // RenderTemplate → {reason_code "OK"}; LookupPDRoute → {reason_code
 // "NO_HINT"}; StreamCacheEvents / StreamMetrics close at once with OK
@@ -19,8 +19,15 @@ namespace ic::service {
 // Service name and the method path prefix.
 inline constexpr std::string_view kInferenceCacheService = "inferencecache.v1alpha1.InferenceCache";
 
-// Registers the eight methods with the contract defaults in `methods`
-// (service/index_routes.hh then replaces four of them when an index is wired).
-void add_inference_cache(grpc::MethodTable& methods);
+class ShardedIndex;
+struct PromptTextConfig;
+
+// Registers the eight methods in `methods`, once each: LookupRoute,
+// ReportCacheState, PublishEvent and GetCacheState over `index`
+// (service/index_methods.hh) or, with `index` nullptr, the contract defaults
+// above. `index` and `prompt` outlive the sessions; `prompt` nullptr:
+// prompt_text always fails open.
+void add_inference_cache(grpc::MethodTable& methods, ShardedIndex* index = nullptr,
+                         const PromptTextConfig* prompt = nullptr);
 
 }  // namespace ic::service

@@ -56,6 +56,7 @@ class FakeConnection final : public net::Connection {
 
 class FakeTimers final : public TimerSource {
  public:
+  std::int64_t now_us() const override { return 0; }
   std::uint64_t add_timer(std::int64_t delay_us, runtime::Task task) override {
     const std::uint64_t id = ++next_id;
     pending.emplace(id, Entry{delay_us, std::move(task)});

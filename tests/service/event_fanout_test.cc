@@ -13,7 +13,7 @@
 #include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "service/event_fanout.hh"
-#include "service/index_router.hh"
+#include "service/sharded_index.hh"
 #include "service_fixture.hh"
 
 namespace pb = ::inferencecache::v1alpha1;
@@ -75,11 +75,11 @@ struct Events {
       : link(2),
         shard0(config, &globals),
         shard1(config, &globals),
-        router(link, {&shard0, &shard1}, clock),
-        fanout(router, limits) {
+        index(link, {&shard0, &shard1}, clock),
+        fanout(index, limits) {
     clock.wall = kWall;
     ic::service::GrpcServiceOptions o;
-    o.router = &router;
+    o.index = &index;
     o.events = &fanout;
     svc = std::make_unique<ic::test::ServiceFixture>(o);
   }
@@ -116,7 +116,7 @@ struct Events {
   ic::index::IndexGlobals globals;
   ic::index::Shard shard0;
   ic::index::Shard shard1;
-  ic::service::IndexRouter router;
+  ic::service::ShardedIndex index;
   ic::service::EventFanout fanout;
   std::unique_ptr<ic::test::ServiceFixture> svc;
 };

@@ -7,17 +7,17 @@
 #include <map>
 #include <vector>
 
-#include "service/core_link.hh"
+#include "runtime/cores.hh"
 
 namespace ic::test {
 
-class FakeLink final : public service::CoreLink {
+class FakeLink final : public runtime::Cores, public runtime::Timers {
  public:
   explicit FakeLink(unsigned cores) : capacity(cores, 1u << 20), queues_(cores) {}
 
   unsigned cores() const override { return static_cast<unsigned>(queues_.size()); }
   unsigned current_core() const override { return current; }
-  bool post(unsigned core, runtime::Task task) override {
+  bool try_push(unsigned core, runtime::Task& task) override {
     ++posts;
     if (queues_[core].size() >= capacity[core]) {
       ++rejected;
@@ -26,6 +26,10 @@ class FakeLink final : public service::CoreLink {
     queues_[core].push_back(std::move(task));
     return true;
   }
+  // Deferred work of the calling core joins its mailbox queue (run by run()).
+  void defer(runtime::Task task) override { queues_[current].push_back(std::move(task)); }
+  runtime::Timers& timers() override { return *this; }
+  std::int64_t now_us() const override { return now; }
   TimerId add_timer(std::int64_t delay_us, runtime::Task task) override {
     const TimerId id = ++next_;
     timers_.emplace(id, Timer{now + delay_us, current, std::move(task)});

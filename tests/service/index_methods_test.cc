@@ -7,7 +7,7 @@
 #include "index/partition.hh"
 #include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
-#include "service/index_router.hh"
+#include "service/sharded_index.hh"
 #include "service_fixture.hh"
 
 namespace pb = ::inferencecache::v1alpha1;
@@ -54,11 +54,11 @@ struct Routed {
       : link(2),
         shard0(ic::index::IndexConfig{}, &globals),
         shard1(ic::index::IndexConfig{}, &globals),
-        router(link, {&shard0, &shard1}, clock) {
+        index(link, {&shard0, &shard1}, clock) {
     clock.wall = 1'700'000'000'000'000;
     clock.mono = 1'000'000;
     ic::service::GrpcServiceOptions o;
-    o.router = &router;
+    o.index = &index;
     svc = std::make_unique<ic::test::ServiceFixture>(o);
   }
   // Moves both manual clocks (the gRPC timers, the index clock, the link).
@@ -89,7 +89,7 @@ struct Routed {
   ic::index::IndexGlobals globals;
   ic::index::Shard shard0;
   ic::index::Shard shard1;
-  ic::service::IndexRouter router;
+  ic::service::ShardedIndex index;
   std::unique_ptr<ic::test::ServiceFixture> svc;
 };
 
@@ -253,7 +253,7 @@ TEST_CASE_FIXTURE(Routed, "an answer that meets a full mailbox is retried, not l
   link.run_core(1);  // the answer's post back to core 0 fails
   CHECK(link.pending_timers() == 1);
   link.capacity[0] = 1u << 20;
-  advance(ic::service::kReplyRetryUs);
+  advance(ic::runtime::Wait{}.retry_us);
   settle();
   CHECK(answer<pb::LookupRouteResponse>(id).reason_code() == "NO_HINT");
 }

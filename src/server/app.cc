@@ -1,0 +1,368 @@
+// App: loading, wiring and starting the server's parts (server/app.hh).
+
+#include "server/app.hh"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "admin/auth.hh"
+#include "admin/server.hh"
+#include "buildinfo/build_info.hh"
+#include "config/log.hh"
+#include "metrics/labels.hh"
+#include "metrics/scrape.hh"
+#include "net/address.hh"
+#include "net/tls.hh"
+
+namespace ic::server {
+
+namespace {
+
+using ic::config::LogLevel;
+
+// Entry slots one TTL sweep slice examines (docs/index.md: bounded slices).
+constexpr std::size_t kSweepSliceBudget = 4096;
+
+ic::index::IndexConfig index_config(const ServerConfig& config) {
+  ic::index::IndexConfig ic;
+  ic.default_ttl_us = config.index_ttl_us;
+  ic.max_entries = static_cast<std::int64_t>(config.index_max_entries);
+  ic.engine_block_size = static_cast<std::int32_t>(config.engine_block_size);
+  ic.ranking = config.ranking;
+  ic.load_aware = config.load_aware;
+  return ic;
+}
+
+std::vector<ic::index::Shard*> shard_pointers(
+    const std::vector<std::unique_ptr<ic::index::Shard>>& shards) {
+  std::vector<ic::index::Shard*> out;
+  for (const auto& shard : shards) out.push_back(shard.get());
+  return out;
+}
+
+// The control listener's auth mode, as the startup line reports it.
+std::string_view auth_mode(const ServerConfig& config) {
+  if (config.insecure_disable_auth) return "disabled";
+  return config.control_token_file.empty() ? "no token file: control requests refused"
+                                           : "bearer token";
+}
+
+// True when `address` only accepts connections from this host.
+bool loopback_only(const std::string& address) {
+  std::string why;
+  const auto addr = ic::net::parse_address(address, &why);
+  if (!addr || addr->any_host) return false;
+  if (addr->storage.ss_family == AF_INET) {
+    const auto* sin = reinterpret_cast<const sockaddr_in*>(&addr->storage);
+    return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+  }
+  const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&addr->storage);
+  return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
+         (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && sin6->sin6_addr.s6_addr[12] == 127);
+}
+
+}  // namespace
+
+// Rejects unparsable listen addresses with the flag name (exit 2).
+std::string check_addresses(const ServerConfig& config) {
+  const std::pair<const char*, const std::string*> flags[] = {
+      {"--grpc-bind-address", &config.grpc_bind_address},
+      {"--http-bind-address", &config.http_bind_address},
+      {"--snapshot-bind-address", &config.snapshot_bind_address},
+  };
+  for (const auto& [flag, value] : flags) {
+    std::string why;
+    if (!ic::net::parse_address(*value, &why)) {
+      return std::string(flag) + ": invalid address \"" + *value + "\": " + why;
+    }
+  }
+  return {};
+}
+
+bool App::load_policies() {
+  initial_policies = ic::config::PolicySet::defaults();
+  if (config.policy_file.empty()) return true;
+  policy_file = std::make_unique<ic::config::PolicyStore>(config.policy_file);
+  if (!policy_file->load()) {
+    std::fprintf(stderr, "inferencecache-server: --policy-file: %s\n",
+                 policy_file->last_error().c_str());
+    return false;
+  }
+  initial_policies = policy_file->current();
+  return true;
+}
+
+// --tls-cert-file/--tls-key-file: gRPC over TLS with ALPN h2. An unusable
+// certificate or key is a bad flag value (exit 2).
+bool App::load_tls() {
+  if (config.tls_cert_file.empty()) return true;
+  std::string error;
+  tls = std::make_unique<ic::net::TlsCertificateStore>(config.tls_cert_file, config.tls_key_file,
+                                                       std::vector<std::string>{"h2"});
+  if (!tls->load(&error)) {
+    std::fprintf(stderr, "inferencecache-server: %s\n", error.c_str());
+    return false;
+  }
+  registry.set_grpc_tls_enabled(true);
+  return true;
+}
+
+// --tokenizer-models-dir: every model subdirectory, loaded once; a model
+// that does not load is logged and left out (its prompt_text lookups fail
+// open). A directory that cannot be listed is a bad flag value (exit 2).
+bool App::load_tokenizer_models() {
+  const ic::index::IndexConfig limits = index_config(config);
+  prompt_text.models = &tokenizer_models;
+  prompt_text.max_prompt_bytes = limits.max_prompt_bytes;
+  prompt_text.max_token_ids = limits.max_token_ids;
+  if (config.tokenizer_models_dir.empty()) return true;
+  std::vector<ic::prompt_text::LoadReport> reports;
+  std::string error;
+  if (!tokenizer_models.load_dir(config.tokenizer_models_dir, reports, error)) {
+    std::fprintf(stderr, "inferencecache-server: --tokenizer-models-dir: %s\n", error.c_str());
+    return false;
+  }
+  for (const auto& r : reports) {
+    if (r.loaded) {
+      ic::config::log(LogLevel::info, "tokenizer model loaded",
+                      {{"model", r.model_id}, {"detail", r.detail}});
+    } else {
+      ic::config::log(LogLevel::warn, "tokenizer model not loaded: prompt_text fails open for it",
+                      {{"model", r.model_id}, {"error", r.detail}});
+    }
+  }
+  ic::config::log(LogLevel::info, "tokenizer models",
+                  {{"dir", config.tokenizer_models_dir}, {"loaded", tokenizer_models.size()}});
+  return true;
+}
+
+void App::build_shards() {
+  for (unsigned core = 0; core < runtime.cores(); ++core) {
+    shards.push_back(
+        std::make_unique<ic::index::Shard>(index_config(config), &index_globals, initial_policies));
+  }
+  std::vector<ic::index::Shard*> shard_ptrs;
+  for (auto& shard : shards) shard_ptrs.push_back(shard.get());
+  index = std::make_unique<ic::service::ShardedIndex>(runtime, std::move(shard_ptrs), clock);
+  events = std::make_unique<ic::service::EventFanout>(*index);
+  grpc_servers.resize(runtime.cores());
+  grpc_factories.resize(runtime.cores());
+}
+
+// --state-file: restore the index before any listener is up (so /readyz only
+// says ready with it loaded). Policy: --policy-file wins; otherwise the saved
+// document (the last one pushed to /policy) comes back.
+void App::load_state() {
+  if (config.state_file.empty()) return;
+  registry.persist().set_enabled();
+  const ic::persist::LoadOutcome got =
+      ic::persist::load_state(config.state_file, shard_pointers(shards), clock.wall_us());
+  const std::string_view result = ic::persist::load_status_name(got.status);
+  registry.persist().record_load(static_cast<int>(got.status), got.entries);
+  if (got.status != ic::persist::LoadStatus::kOk) {
+    ic::config::log(
+        got.status == ic::persist::LoadStatus::kMissing ? LogLevel::info : LogLevel::warn,
+        "state file not loaded: starting cold",
+        {{"path", config.state_file}, {"result", std::string(result)}, {"error", got.error}});
+  } else {
+    ic::config::log(LogLevel::info, "state file loaded",
+                    {{"path", config.state_file},
+                     {"entries", got.entries},
+                     {"written_by", got.server_version},
+                     {"age_s", (clock.wall_us() - got.created_at_us) / 1'000'000}});
+  }
+  if (got.status == ic::persist::LoadStatus::kOk && !policy_file && !got.policy_json.empty()) {
+    ic::config::PolicyParseResult parsed = ic::config::parse_policy_json(got.policy_json);
+    if (parsed.ok()) {
+      for (auto& shard : shards) shard->set_policies(parsed.set);
+    } else {
+      ic::config::log(LogLevel::warn, "saved policy rejected: using defaults",
+                      {{"error", parsed.error}});
+    }
+  }
+  ic::persist::StateSaver::Options options;
+  options.path = config.state_file;
+  options.interval_us = config.state_save_interval_us;
+  options.server_version = IC_SERVER_VERSION;
+  state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
+                                                          registry.persist());
+}
+
+// After the reactors joined: the exact final snapshot.
+void App::save_final_state() {
+  if (!state_saver) return;
+  if (std::string error = state_saver->save_stopped(); !error.empty()) {
+    ic::config::log(LogLevel::error, "state file not saved at shutdown",
+                    {{"path", config.state_file}, {"error", error}});
+  } else {
+    ic::config::log(LogLevel::info, "state file saved", {{"path", config.state_file}});
+  }
+}
+
+std::string App::add_listeners() {
+  ic::net::ListenerOptions grpc;
+  grpc.name = "grpc";
+  grpc.address = config.grpc_bind_address;
+  grpc.max_connections = config.max_connections;
+  grpc.idle_timeout_us = config.idle_timeout_us;
+  grpc.output_high_water = std::size_t{4} << 20;  // one max-size message in flight
+  grpc.factory = [this](ic::net::Connection& conn) { return grpc_factories[conn.core()](conn); };
+  if (tls) {
+    ic::net::TlsCertificateStore* store = tls.get();
+    grpc.factory =
+        ic::net::tls_session_factory([store] { return store->current(); }, std::move(grpc.factory));
+  }
+  if (std::string e = server.add_listener(std::move(grpc)); !e.empty()) {
+    return "--grpc-bind-address: " + e;
+  }
+
+  auto admin = std::make_shared<ic::admin::AdminContext>();
+  admin->runtime = &runtime;
+  admin->registry = &registry;
+  admin->readiness = &readiness;
+  admin->collect_snapshot = [this](unsigned core) { return shards[core]->collect_snapshot(); };
+  admin->apply_policy = [this](unsigned core,
+                               std::shared_ptr<const ic::config::PolicySet> policies) {
+    shards[core]->set_policies(std::move(policies));
+  };
+  admin->control_token_file = config.control_token_file;
+  admin->insecure_disable_auth = config.insecure_disable_auth;
+
+  // Both admin listeners share the connection limits; only name, address and protocol differ.
+  auto add_admin = [&](std::string name, const std::string& address, std::string_view flag,
+                       ic::net::SessionFactory factory) -> std::string {
+    ic::net::ListenerOptions options;
+    options.name = std::move(name);
+    options.address = address;
+    options.max_connections = config.max_connections;
+    options.idle_timeout_us = config.idle_timeout_us;
+    options.factory = std::move(factory);
+    std::string e = server.add_listener(std::move(options));
+    return e.empty() ? e : std::string(flag) + ": " + e;
+  };
+  if (std::string e = add_admin("http", config.http_bind_address, "--http-bind-address",
+                                ic::admin::make_public_session_factory(admin));
+      !e.empty()) {
+    return e;
+  }
+  if (std::string e = add_admin("snapshot", config.snapshot_bind_address, "--snapshot-bind-address",
+                                ic::admin::make_control_session_factory(admin));
+      !e.empty()) {
+    return e;
+  }
+  return {};
+}
+
+void App::install_collectors() {
+  using ic::metrics::Listener;
+  // Connection gauges come from the net layer's per-listener atomics.
+  const ic::net::ListenerStats* grpc = server.stats("grpc");
+  const ic::net::ListenerStats* http = server.stats("http");
+  const ic::net::ListenerStats* control = server.stats("snapshot");
+  registry.set_global_collector([grpc, http, control](ic::metrics::Sample& merged) {
+    const std::pair<Listener, const ic::net::ListenerStats*> rows[] = {
+        {Listener::kGrpc, grpc}, {Listener::kHttp, http}, {Listener::kControl, control}};
+    for (const auto& [listener, stats] : rows) {
+      const auto i = static_cast<std::size_t>(listener);
+      merged.open_connections[i] = stats->open.load(std::memory_order_relaxed);
+      merged.accepted_connections[i] = stats->accepted_total.load(std::memory_order_relaxed);
+    }
+  });
+  // Index and mailbox gauges are read on each core from its own shard.
+  for (unsigned core = 0; core < runtime.cores(); ++core) {
+    registry.core(core).add_collector([this, core](ic::metrics::CoreMetrics& m) {
+      using ic::metrics::EvictionAlgorithm;
+      using ic::metrics::EvictionReason;
+      ic::index::Shard& shard = *shards[core];
+      shard.for_each_model_keys(
+          [&m](std::string_view model, std::int64_t keys) { m.set_index_entries(model, keys); });
+      shard.for_each_tenant_eviction([&m](std::string_view tenant, std::uint64_t count) {
+        m.set_tenant_evictions(tenant, count);
+      });
+      const ic::index::EvictionCounters& ev = shard.eviction_counters();
+      m.set_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, ev.lru_cap);
+      m.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kCap, ev.lfu_cap);
+      m.set_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kTtl, ev.lru_ttl);
+      m.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kTtl, ev.lfu_ttl);
+      m.set_core_index_entries(shard.entry_count());
+      std::int64_t depth = 0;
+      for (unsigned from = 0; from < runtime.cores(); ++from) {
+        depth += static_cast<std::int64_t>(runtime.mailbox_depth(from, core));
+      }
+      m.set_mailbox_depth(depth);
+    });
+  }
+}
+
+// One TTL pass in bounded slices, one slice per loop turn, then wait for the
+// next interval (docs/index.md "Expiry": never stall the core).
+void App::sweep_index(unsigned core) {
+  ic::runtime::Reactor& reactor = runtime.reactor(core);
+  const bool pass_done = shards[core]->sweep_slice(reactor.wall_us(), kSweepSliceBudget);
+  reactor.add_timer(pass_done ? config.sweep_interval_us : 0, [this, core] { sweep_index(core); });
+}
+
+void App::start_core(unsigned core) {
+  registry.bind_current_thread(core);
+  ic::service::GrpcServiceOptions opts;
+  opts.grpc.max_message_bytes = config.max_message_bytes;
+  opts.grpc.h2.max_concurrent_streams = config.max_concurrent_streams;
+  opts.ready = [this] { return readiness.ready(); };
+  opts.index = index.get();
+  opts.events = events.get();
+  opts.scrape_metrics = [this](auto done) { ic::metrics::scrape(runtime, registry, done); };
+  opts.metrics_interval_us = config.metrics_stream_interval_us;
+  opts.prompt_text = &prompt_text;
+  grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
+  grpc_factories[core] = grpc_servers[core]->session_factory();
+  runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });
+  if (core == 0 && policy_file) {
+    runtime.reactor(0).add_timer(kPolicyPollUs, [this] { poll_policy_file(); });
+  }
+  server.start_core(core);  // listeners last
+  readiness.core_serving(core);
+  if (cores_serving.fetch_add(1) + 1 == runtime.cores()) {
+    registry.set_server_up(true);
+    log_serving();
+  }
+}
+
+void App::log_serving() {
+  // Details and warnings first: once the "serving" line is out, they are too.
+  if (tls) {
+    const auto ctx = tls->current();
+    ic::config::log(
+        LogLevel::info, "TLS certificate loaded",
+        {{"path", tls->cert_file()}, {"subject", ctx->subject()}, {"not_after", ctx->not_after()}});
+  }
+  if (config.insecure_disable_auth && !loopback_only(config.snapshot_bind_address)) {
+    ic::config::log(LogLevel::warn,
+                    "control listener has no auth and is reachable from other hosts",
+                    {{"snapshot_address", config.snapshot_bind_address},
+                     {"hint",
+                      "anyone who can connect may read /snapshot and replace the policy via "
+                      "/policy; bind --snapshot-bind-address to 127.0.0.1 or use "
+                      "--control-token-file"}});
+  }
+  const ic::buildinfo::BuildInfo& build = ic::buildinfo::build_info();
+  ic::config::log(LogLevel::info, "serving",
+                  {{"version", build.version},
+                   {"commit", build.git_commit},
+                   {"build", build.build_type},
+                   {"grpc_address", config.grpc_bind_address},
+                   {"grpc_port", server.port("grpc")},
+                   {"http_address", config.http_bind_address},
+                   {"http_port", server.port("http")},
+                   {"snapshot_address", config.snapshot_bind_address},
+                   {"snapshot_port", server.port("snapshot")},
+                   {"tls", tls != nullptr},
+                   {"auth", auth_mode(config)},
+                   {"threads", runtime.cores()},
+                   {"policy_file", config.policy_file},
+                   {"pid", static_cast<long>(::getpid())}});
+}
+
+}  // namespace ic::server

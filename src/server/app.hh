@@ -1,0 +1,120 @@
+#pragma once
+// inferencecache-server's composition root: everything the server is made of
+// (App), how it is wired, started, reloaded and stopped.
+//
+// Start order (docs/architecture.md rule 10): flags → logging → runtime → metrics
+// registry → policies → index partitions (one Shard per core) → listeners
+// bound (a busy port fails the start) → reactor threads start; on each core:
+// services (gRPC method table, index sweep, policy file poll), then its
+// accepts are armed last. SIGTERM/SIGINT: /readyz says "draining", the gRPC
+// listener closes, every gRPC connection gets on_shutdown() (GOAWAY),
+// in-flight calls finish within --shutdown-grace while the admin listeners
+// keep answering (/healthz, /readyz, /metrics), then everything closes,
+// reactors stop and join, exit 0. SIGHUP re-reads the policy file, the control
+// token and the TLS certificate and key; it never stops the server.
+//
+// app.cc wires and starts it, policy_reload.cc installs and broadcasts
+// policies and serves reloads, run.cc runs it under the process's signals.
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admin/readiness.hh"
+#include "config/flags.hh"
+#include "config/policy_store.hh"
+#include "index/clock.hh"
+#include "index/shard.hh"
+#include "metrics/registry.hh"
+#include "net/server.hh"
+#include "net/tls_reload.hh"
+#include "persist/state_saver.hh"
+#include "prompt_text/models.hh"
+#include "runtime/runtime.hh"
+#include "service/event_fanout.hh"
+#include "service/grpc_server.hh"
+#include "service/prompt_input.hh"
+#include "service/sharded_index.hh"
+
+namespace ic::server {
+
+using ic::config::ServerConfig;
+
+// Exit codes: a bad flag value (usage), a failed start (a busy port).
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitStartup = 1;
+// How often core 0 stats --policy-file for changes, µs.
+inline constexpr std::int64_t kPolicyPollUs = 1'000'000;
+
+// Everything the server is made of, in construction order; destroyed in
+// reverse, after the reactors joined.
+struct App {
+  explicit App(const ServerConfig& cfg)
+      : config(cfg),
+        runtime(
+            ic::runtime::Runtime::Options{.cores = cfg.threads, .pin_threads = cfg.pin_threads}),
+        registry(runtime.cores()),
+        readiness(runtime.cores()),
+        server(runtime) {}
+
+  bool load_policies();
+  bool load_tls();
+  bool load_tokenizer_models();
+  void log_serving();
+  void reload(std::string_view why);
+  void reload_policy_file();
+  void reload_token_file();
+  void reload_tls(bool forced);
+  void build_shards();
+  void load_state();
+  void save_final_state();
+  std::string add_listeners();
+  void install_collectors();
+  void start_core(unsigned core);
+  void sweep_index(unsigned core);
+  void poll_policy_file();
+  void report_policy_file(bool installed, std::uint64_t errors_before);
+  void broadcast_policies(std::shared_ptr<const ic::config::PolicySet> set);
+
+  const ServerConfig& config;
+  ic::runtime::Runtime runtime;
+  ic::metrics::Registry registry;
+  ic::admin::Readiness readiness;
+  // gRPC listener TLS, when configured; re-read on SIGHUP and on change.
+  std::unique_ptr<ic::net::TlsCertificateStore> tls;
+  std::unique_ptr<ic::config::PolicyStore> policy_file;
+  std::shared_ptr<const ic::config::PolicySet> initial_policies;
+  ic::index::IndexGlobals index_globals;
+  std::vector<std::unique_ptr<ic::index::Shard>> shards;
+  std::unique_ptr<ic::persist::StateSaver> state_saver;  // --state-file
+  // Routes each tenant's calls to its owner core's shard (rule 8).
+  ic::index::SystemClock clock;
+  std::unique_ptr<ic::service::ShardedIndex> index;
+  std::unique_ptr<ic::service::EventFanout> events;  // StreamCacheEvents
+  // --tokenizer-models-dir, loaded before the reactors start; read-only after.
+  ic::prompt_text::ModelSet tokenizer_models;
+  ic::service::PromptTextConfig prompt_text;
+  std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
+  std::vector<ic::net::SessionFactory> grpc_factories;
+  std::atomic<unsigned> cores_serving{0};
+  ic::net::Server server;  // last member: destroyed first
+};
+
+// Rejects unparsable listen addresses with the flag name ("" when all parse;
+// exit 2 otherwise).
+std::string check_addresses(const ServerConfig& config);
+
+// Runs the server until SIGTERM/SIGINT and the drain; returns the exit code.
+// Precondition: SIGTERM, SIGINT and SIGHUP are blocked in every thread.
+int run(const ServerConfig& config);
+
+// The set of `signals` (for pthread_sigmask / sigtimedwait).
+sigset_t signal_set(std::initializer_list<int> signals);
+
+}  // namespace ic::server

@@ -1,0 +1,208 @@
+#include "service/index_methods.hh"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grpc/typed.hh"
+#include "metrics/registry.hh"
+
+namespace ic::service::index_methods {
+namespace {
+
+using TimerId = runtime::Timers::TimerId;
+
+pb::Ack accepted() {
+  pb::Ack ack;
+  ack.set_accepted(true);
+  return ack;
+}
+
+grpc::Status shed(unsigned core) {
+  return {grpc::StatusCode::kResourceExhausted,
+          "index core " + std::to_string(core) + " is overloaded (mailbox full)"};
+}
+
+void record(std::string_view model, const pb::LookupRouteResponse& response) {
+  metrics::local().record_lookup(model, response.reason_code(), response.replica_scores_size() > 0,
+                                 response.lookup_latency_us());
+}
+
+// A fail-open LookupRoute answer built on the connection's core.
+void answer_without_index(grpc::CallHandle& call, std::string_view model, std::string_view reason,
+                          std::int64_t latency_us) {
+  pb::LookupRouteResponse response;
+  response.set_reason_code(std::string(reason));
+  response.set_lookup_latency_us(latency_us);
+  record(model, response);
+  call.reply(response);
+}
+
+// ---------------------------------------------------------------- LookupRoute
+
+// Arms the connection-side deadline guard of a remote lookup: TIMEOUT if the
+// owner's answer is late (a local lookup answers before any timer could).
+std::optional<TimerId> arm_guard(runtime::Timers& timers, index::Clock& clock,
+                                 const index::LookupContext& ctx, grpc::CallHandle call,
+                                 const std::string& model) {
+  if (ctx.deadline_mono_us == INT64_MAX) return std::nullopt;
+  const std::int64_t start = ctx.start_mono_us;
+  return timers.add_timer(std::max<std::int64_t>(0, ctx.deadline_mono_us - start),
+                          [call = std::move(call), start, &clock, model]() mutable {
+                            if (!call.alive()) return;
+                            answer_without_index(call, model, index::reason::kTimeout,
+                                                 clock.monotonic_us() - start);
+                          });
+}
+
+void lookup(ShardedIndex& index, const PromptTextConfig* prompt, grpc::CallHandle call,
+            pb::LookupRouteRequest&& request) {
+  index::Clock& clock = index.clock();
+  index::LookupContext ctx;
+  ctx.clock = &clock;
+  ctx.start_mono_us = clock.monotonic_us();
+  ctx.deadline_mono_us = call.deadline_us().value_or(INT64_MAX);
+  runtime::Cores& cores = index.cores();
+  const unsigned here = cores.current_core();
+  if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
+    static const PromptTextConfig kNone;
+    const config::CachePolicy& policy =
+        index.shard(here).policies()->policy_for(request.tenant_id());
+    ctx.token_ids_from_prompt =
+        resolve_prompt_text(prompt != nullptr ? *prompt : kNone, policy, clock, ctx, request);
+  }
+  const unsigned owner = index.owner(request.tenant_id());
+  std::optional<TimerId> guard;
+  std::optional<grpc::CallHandle> for_shed;  // the reply takes `call` along
+  if (owner != here) {
+    guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
+    for_shed = call;
+  }
+  auto refused = index.lookup(
+      owner, std::move(request), ctx,
+      [](const pb::LookupRouteRequest& r, const pb::LookupRouteResponse& response) {
+        record(r.model_id(), response);
+      },
+      [call = std::move(call), guard, &cores](pb::LookupRouteResponse&& response) mutable {
+        if (guard) cores.timers().cancel_timer(*guard);
+        call.reply(response);
+      });
+  if (owner == here) return;
+  metrics::local().add_cross_core_post(!refused);
+  if (!refused) return;
+  if (guard) cores.timers().cancel_timer(*guard);
+  answer_without_index(*for_shed, refused->model_id(), index::reason::kNoHint,
+                       clock.monotonic_us() - ctx.start_mono_us);
+}
+
+// ----------------------------------------------------------- ReportCacheState
+
+class ReportHandler final : public grpc::CallHandler {
+ public:
+  ReportHandler(grpc::CallHandle call, ShardedIndex& index)
+      : call_(std::move(call)), index_(index), used_(index.cores().cores(), false) {}
+
+  void on_message(std::span<const std::byte> message) override {
+    pb::CacheStateUpdate update;
+    if (!grpc::parse_request(message, update, call_)) return;
+    const unsigned owner = index_.owner(update.tenant_id());
+    const bool remote = owner != index_.cores().current_core();
+    const bool refused = index_.ingest(owner, std::move(update)).has_value();
+    if (!remote) return;
+    metrics::local().add_cross_core_post(!refused);
+    if (refused) {
+      call_.finish(shed(owner));
+      return;
+    }
+    used_[owner] = true;
+  }
+
+  // FIFO per (this core, owner) mailbox: each barrier comes back after every
+  // ingest this stream sent there; the Ack follows the last one.
+  void on_half_close() override {
+    auto pending = std::make_shared<unsigned>(0);
+    for (const bool used : used_) *pending += used ? 1 : 0;
+    if (*pending == 0) {
+      call_.reply(accepted());
+      return;
+    }
+    for (unsigned core = 0; core < used_.size(); ++core) {
+      if (!used_[core]) continue;
+      index_.barrier(core, [call = call_, pending]() mutable {
+        if (--*pending == 0) call.reply(accepted());
+      });
+    }
+  }
+
+ private:
+  grpc::CallHandle call_;
+  ShardedIndex& index_;
+  std::vector<bool> used_;  // owner cores this stream sent ingests to
+};
+
+// -------------------------------------------- PublishEvent and GetCacheState
+
+// The shed answer and the hop's metric of a call to the tenant's owner.
+template <typename Request>
+void finish_routed(ShardedIndex& index, grpc::CallHandle& call, unsigned owner,
+                   const std::optional<Request>& refused) {
+  if (owner == index.cores().current_core()) return;
+  metrics::local().add_cross_core_post(!refused);
+  if (refused) call.finish(shed(owner));
+}
+
+void publish(ShardedIndex& index, grpc::CallHandle call, pb::CacheEvent&& event) {
+  metrics::local().add_event(metrics::event_type_from_wire(event.type()));
+  const unsigned owner = index.owner(event.tenant_id());
+  auto refused =
+      index.apply_event(owner, std::move(event), [call]() mutable { call.reply(accepted()); });
+  finish_routed(index, call, owner, refused);
+}
+
+void cache_state(ShardedIndex& index, grpc::CallHandle call, pb::GetCacheStateRequest&& request) {
+  const unsigned owner = index.owner(request.tenant_id());
+  auto refused = index.get_cache_state(
+      owner, std::move(request),
+      [call](pb::GetCacheStateResponse&& response) mutable { call.reply(response); });
+  finish_routed(index, call, owner, refused);
+}
+
+}  // namespace
+
+grpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
+  ShardedIndex* i = &index;
+  return grpc::single_request_method<pb::LookupRouteRequest>(
+      grpc::CallKind::kUnary,
+      [i, prompt](grpc::CallHandle call, pb::LookupRouteRequest&& request) {
+        lookup(*i, prompt, std::move(call), std::move(request));
+      },
+      /*handles_deadline=*/true);
+}
+
+grpc::Method report_cache_state(ShardedIndex& index) {
+  grpc::Method report;
+  report.kind = grpc::CallKind::kClientStreaming;
+  report.make = [i = &index](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+    return std::make_unique<ReportHandler>(std::move(call), *i);
+  };
+  return report;
+}
+
+grpc::Method publish_event(ShardedIndex& index) {
+  return grpc::single_request_method<pb::CacheEvent>(
+      grpc::CallKind::kUnary, [i = &index](grpc::CallHandle call, pb::CacheEvent&& event) {
+        publish(*i, std::move(call), std::move(event));
+      });
+}
+
+grpc::Method get_cache_state(ShardedIndex& index) {
+  return grpc::single_request_method<pb::GetCacheStateRequest>(
+      grpc::CallKind::kUnary,
+      [i = &index](grpc::CallHandle call, pb::GetCacheStateRequest&& request) {
+        cache_state(*i, std::move(call), std::move(request));
+      });
+}
+
+}  // namespace ic::service::index_methods

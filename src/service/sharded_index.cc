@@ -1,0 +1,47 @@
+#include "service/sharded_index.hh"
+
+#include "index/partition.hh"
+#include "metrics/registry.hh"
+
+namespace ic::service {
+
+ShardedIndex::ShardedIndex(runtime::Cores& cores, std::vector<index::Shard*> shards,
+                           index::Clock& clock)
+    : cores_(cores), shards_(std::move(shards)), clock_(clock) {
+  for (unsigned core = 0; core < shards_.size(); ++core) {
+    const int slot = shards_[core]->cap_slot();
+    if (slot < 0) continue;
+    if (slot_core_.size() <= static_cast<std::size_t>(slot)) slot_core_.resize(slot + 1, -1);
+    slot_core_[slot] = static_cast<int>(core);
+  }
+}
+
+unsigned ShardedIndex::owner(std::string_view tenant_id) const {
+  return index::owner_core(tenant_id, static_cast<unsigned>(shards_.size()));
+}
+
+std::optional<pb::CacheStateUpdate> ShardedIndex::ingest(unsigned core,
+                                                         pb::CacheStateUpdate&& update) {
+  return runtime::try_submit_to(
+      cores_, core, std::move(update),
+      [this, core](pb::CacheStateUpdate& u) {
+        const auto result = shards_[core]->ingest(u, clock_.wall_us());
+        metrics::local().add_ingest(result.entries_upserted);
+        hand_off_cap(result.cap_handoff);
+      },
+      runtime::NoReply{});  // nothing travels back per message (see barrier)
+}
+
+void ShardedIndex::hand_off_cap(int slot, unsigned hops) {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= slot_core_.size() || hops >= shards_.size()) {
+    return;
+  }
+  const int core = slot_core_[slot];
+  if (core < 0) return;
+  const auto refused = runtime::try_submit(cores_, static_cast<unsigned>(core), [this, core, hops] {
+    hand_off_cap(shards_[core]->pay_cap_debt().handoff, hops + 1);
+  });
+  metrics::local().add_cross_core_post(!refused);
+}
+
+}  // namespace ic::service

@@ -1,0 +1,138 @@
+#pragma once
+// The index as one object over every core's shard (docs/index.md
+// "Partitioning"; docs/architecture.md rule 8 and "Across cores"):
+//   owner = index::owner_core(tenant_id, cores)  (seeded XXH3, stable)
+// Each call runs the shard's work on the tenant's owner core through the
+// runtime's one cross-core verb (runtime/submit.hh): inline when the owner is
+// the calling core, else a Task there and the answer back here.
+// Shedding (rule 5) is the caller's answer to a refused call: lookup,
+// apply_event and get_cache_state hand the request back when the owner's
+// mailbox is full; answers travelling back are never dropped.
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "index/clock.hh"
+#include "index/shard.hh"
+#include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "runtime/cores.hh"
+#include "runtime/submit.hh"
+
+namespace ic::service {
+
+namespace pb = ::inferencecache::v1alpha1;
+
+class ShardedIndex {
+ public:
+  // `shards[c]` is core c's index shard, touched only on core c
+  // (shards.size() == cores.cores()). `clock`: monotonic µs for latency and
+  // deadlines (same clock as the reactor's now_us, i.e. CLOCK_MONOTONIC) and
+  // wall µs for ingest; safe to read from every core (index::SystemClock
+  // is). All three outlive this object.
+  ShardedIndex(runtime::Cores& cores, std::vector<index::Shard*> shards, index::Clock& clock);
+
+  runtime::Cores& cores() const { return cores_; }
+  index::Clock& clock() const { return clock_; }
+  // The owner core of `tenant_id`.
+  unsigned owner(std::string_view tenant_id) const;
+  // Core `core`'s shard (call only on that core).
+  index::Shard& shard(unsigned core) const { return *shards_[core]; }
+
+  // Every call below takes `core` = owner(tenant_id of its request), which
+  // the caller computes once (it also decides the caller's shed answer).
+
+  // LookupRoute (docs/lookup.md) on `core`; `reply(LookupRouteResponse&&)`
+  // runs here. Returns the request back, unanswered, when the owner's mailbox
+  // is full. `done_on_owner(request, response)` runs on the owner right after
+  // the lookup (metrics of the core doing the work).
+  template <typename Done, typename Reply>
+  std::optional<pb::LookupRouteRequest> lookup(unsigned core, pb::LookupRouteRequest&& request,
+                                               const index::LookupContext& ctx, Done done_on_owner,
+                                               Reply reply);
+
+  // Ingests one ReportCacheState message on the owner and pays the global
+  // cap's debt it left (hand_off_cap). Returns the update back when the
+  // owner's mailbox is full.
+  std::optional<pb::CacheStateUpdate> ingest(unsigned core, pb::CacheStateUpdate&& update);
+
+  // Runs `reply()` here once every call this core made to `core` before it
+  // ran there (mailboxes are FIFO per core pair); never shed.
+  template <typename Reply>
+  void barrier(unsigned core, Reply reply);
+
+  // PublishEvent on the owner; `reply()` here once applied. Returns the
+  // event back when the owner's mailbox is full.
+  template <typename Reply>
+  std::optional<pb::CacheEvent> apply_event(unsigned core, pb::CacheEvent&& event, Reply reply);
+
+  // GetCacheState on the owner; `reply(GetCacheStateResponse&&)` here.
+  // Returns the request back when the owner's mailbox is full.
+  template <typename Reply>
+  std::optional<pb::GetCacheStateRequest> get_cache_state(unsigned core,
+                                                          pb::GetCacheStateRequest&& request,
+                                                          Reply reply);
+
+  // The global cap left entries for an older shard (IngestResult::
+  // cap_handoff = its slot): runs Shard::pay_cap_debt on that shard's core,
+  // following its own hand-off, at most cores() hops. A full mailbox drops
+  // the request: the debt stays bounded by the cap slack (docs/hostile-peers.md).
+  void hand_off_cap(int slot, unsigned hops = 0);
+
+ private:
+  runtime::Cores& cores_;
+  std::vector<index::Shard*> shards_;
+  index::Clock& clock_;
+  std::vector<int> slot_core_;  // IndexGlobals slot → core, -1 when not ours
+};
+
+// ---- implementation ----
+
+template <typename Done, typename Reply>
+std::optional<pb::LookupRouteRequest> ShardedIndex::lookup(unsigned core,
+                                                           pb::LookupRouteRequest&& request,
+                                                           const index::LookupContext& ctx,
+                                                           Done done_on_owner, Reply reply) {
+  return runtime::try_submit_to(
+      cores_, core, std::move(request),
+      [shard = shards_[core], ctx, done = std::move(done_on_owner)](pb::LookupRouteRequest& r) {
+        pb::LookupRouteResponse response;
+        shard->lookup_route(r, ctx, &response);
+        done(r, response);
+        return response;
+      },
+      std::move(reply));
+}
+
+template <typename Reply>
+void ShardedIndex::barrier(unsigned core, Reply reply) {
+  runtime::submit_to(
+      cores_, core, 0, [](int&) {}, std::move(reply));
+}
+
+template <typename Reply>
+std::optional<pb::CacheEvent> ShardedIndex::apply_event(unsigned core, pb::CacheEvent&& event,
+                                                        Reply reply) {
+  return runtime::try_submit_to(
+      cores_, core, std::move(event),
+      [shard = shards_[core], clock = &clock_](pb::CacheEvent& e) {
+        shard->apply_event(e, clock->wall_us());
+      },
+      std::move(reply));
+}
+
+template <typename Reply>
+std::optional<pb::GetCacheStateRequest> ShardedIndex::get_cache_state(
+    unsigned core, pb::GetCacheStateRequest&& request, Reply reply) {
+  return runtime::try_submit_to(
+      cores_, core, std::move(request),
+      [shard = shards_[core]](pb::GetCacheStateRequest& r) {
+        pb::GetCacheStateResponse response;
+        shard->get_cache_state(r, &response);
+        return response;
+      },
+      std::move(reply));
+}
+
+}  // namespace ic::service
