@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "index/shard.hh"
+#include "service/index_wire.hh"
 
 namespace {
 
@@ -67,14 +68,16 @@ struct World {
     for (int i = 0; i < 64; ++i) probe.push_back(rng());
     for (int k = 0; k < 8; ++k) {
       std::vector<std::uint64_t> held(probe.begin(), probe.end() - 4 * k);
-      shard->ingest(chain_update("tenant-a", name("replica-", k), held, kNow), kNow);
+      ic::service::wire::ingest(*shard, chain_update("tenant-a", name("replica-", k), held, kNow),
+                                kNow);
     }
     std::uint64_t i = 0;
     while (shard->entry_count() < entries) {
       std::vector<std::uint64_t> blocks(16);
       for (auto& b : blocks) b = rng();
       const std::string tenant = i % 2 == 0 ? std::string("tenant-a") : name("tenant-", i % 100);
-      shard->ingest(chain_update(tenant, name("replica-", i % 8), blocks, kNow - 1000), kNow);
+      ic::service::wire::ingest(
+          *shard, chain_update(tenant, name("replica-", i % 8), blocks, kNow - 1000), kNow);
       ++i;
     }
   }
@@ -103,7 +106,7 @@ void chain_lookup(benchmark::State& state, World& w) {
   LookupContext ctx;
   ctx.clock = &w.clock;
   for (auto _ : state) {
-    w.shard->lookup_route(req, ctx, &out);
+    ic::service::wire::lookup_route(*w.shard, req, ctx, &out);
     benchmark::DoNotOptimize(out);
   }
   if (out.reason_code() != "PREFIX_MATCH" || out.replica_scores_size() != 8)
@@ -129,7 +132,7 @@ void BM_ExactLookup(benchmark::State& state) {
   LookupContext ctx;
   ctx.clock = &w.clock;
   for (auto _ : state) {
-    w.shard->lookup_route(req, ctx, &out);
+    ic::service::wire::lookup_route(*w.shard, req, ctx, &out);
     benchmark::DoNotOptimize(out);
   }
   // All 8 hold it: dp = 0 → routing floor → AFFINITY_HINT (the full pipeline).
@@ -160,7 +163,7 @@ void BM_Ingest16BlockChains(benchmark::State& state) {
       i = 0;
       state.ResumeTiming();
     }
-    shard.ingest(batch[i++], kNow);
+    ic::service::wire::ingest(shard, batch[i++], kNow);
     blocks += 16;
   }
   state.SetItemsProcessed(blocks);
@@ -178,7 +181,7 @@ void BM_IngestRefresh16(benchmark::State& state) {
   auto u = chain_update("tenant-a", "replica-0", chain, kNow);
   std::int64_t blocks = 0;
   for (auto _ : state) {
-    w.shard->ingest(u, kNow);
+    ic::service::wire::ingest(*w.shard, u, kNow);
     blocks += 16;
   }
   state.SetItemsProcessed(blocks);
@@ -196,7 +199,8 @@ void BM_PrefixEvicted(benchmark::State& state) {
     for (std::size_t c = 0; c < keys.size(); c += 16) {
       std::vector<std::uint64_t> blocks(keys.begin() + static_cast<long>(c),
                                         keys.begin() + static_cast<long>(c + 16));
-      w.shard->ingest(chain_update("tenant-a", "replica-3", blocks, kNow), kNow);
+      ic::service::wire::ingest(*w.shard, chain_update("tenant-a", "replica-3", blocks, kNow),
+                                kNow);
     }
   };
   refill();
@@ -215,7 +219,7 @@ void BM_PrefixEvicted(benchmark::State& state) {
       state.ResumeTiming();
     }
     ev.set_prefix_hash(hb(keys[i++]));
-    removed += w.shard->apply_event(ev, kNow);
+    removed += ic::service::wire::apply_event(*w.shard, ev, kNow);
   }
   if (removed != static_cast<std::size_t>(state.iterations())) state.SkipWithError("missed");
 }

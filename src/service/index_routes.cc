@@ -9,6 +9,7 @@
 #include "grpc/typed.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "metrics/registry.hh"
+#include "service/index_wire.hh"
 #include "service/inference_cache.hh"
 
 namespace ic::service {
@@ -70,7 +71,7 @@ struct LookupJob {
   std::optional<TimerId> guard;
   void operator()() {
     auto response = std::make_unique<pb::LookupRouteResponse>();
-    router->shard(owner).lookup_route(request, ctx, response.get());
+    wire::lookup_route(router->shard(owner), request, ctx, response.get());
     record(request.model_id(), *response);
     router->post_reliably(back, std::make_unique<LookupAnswer>(LookupAnswer{
                                     std::move(call), guard, std::move(response), &router->link()}));
@@ -96,7 +97,7 @@ void lookup_route(IndexRouter& router, const PromptTextConfig* prompt, grpc::Cal
   const unsigned owner = router.owner(request.tenant_id());
   if (owner == here) {  // local fast path: no hop, no allocation beyond the response
     pb::LookupRouteResponse response;
-    router.shard(here).lookup_route(request, ctx, &response);
+    wire::lookup_route(router.shard(here), request, ctx, &response);
     record(request.model_id(), response);
     call.reply(response);
     return;
@@ -128,7 +129,7 @@ struct IngestJob {
   unsigned owner;
   std::unique_ptr<pb::CacheStateUpdate> update;
   void operator()() {
-    const auto result = router->shard(owner).ingest(*update, router->clock().wall_us());
+    const auto result = wire::ingest(router->shard(owner), *update, router->clock().wall_us());
     metrics::local().add_ingest(result.entries_upserted);
     router->hand_off_cap(result.cap_handoff);
   }
@@ -167,7 +168,7 @@ class ReportHandler final : public grpc::CallHandler {
     const unsigned here = router_.link().current_core();
     const unsigned owner = router_.owner(update->tenant_id());
     if (owner == here) {
-      const auto result = router_.shard(here).ingest(*update, router_.clock().wall_us());
+      const auto result = wire::ingest(router_.shard(here), *update, router_.clock().wall_us());
       metrics::local().add_ingest(result.entries_upserted);
       router_.hand_off_cap(result.cap_handoff);
       return;
@@ -223,7 +224,7 @@ struct EventJob {
   pb::CacheEvent event;
   grpc::CallHandle call;
   void operator()() {
-    router->shard(owner).apply_event(event, router->clock().wall_us());
+    wire::apply_event(router->shard(owner), event, router->clock().wall_us());
     router->post_reliably(back, std::make_unique<Answer<pb::Ack>>(Answer<pb::Ack>{
                                     std::move(call), std::make_unique<pb::Ack>(accepted())}));
   }
@@ -234,7 +235,7 @@ void publish_event(IndexRouter& router, grpc::CallHandle call, pb::CacheEvent&& 
   const unsigned here = router.link().current_core();
   const unsigned owner = router.owner(event.tenant_id());
   if (owner == here) {
-    router.shard(here).apply_event(event, router.clock().wall_us());
+    wire::apply_event(router.shard(here), event, router.clock().wall_us());
     call.reply(accepted());
     return;
   }
@@ -252,7 +253,7 @@ struct StateJob {
   grpc::CallHandle call;
   void operator()() {
     auto response = std::make_unique<pb::GetCacheStateResponse>();
-    router->shard(owner).get_cache_state(request, response.get());
+    wire::get_cache_state(router->shard(owner), request, response.get());
     router->post_reliably(
         back, std::make_unique<Answer<pb::GetCacheStateResponse>>(
                   Answer<pb::GetCacheStateResponse>{std::move(call), std::move(response)}));
@@ -265,7 +266,7 @@ void get_cache_state(IndexRouter& router, grpc::CallHandle call,
   const unsigned owner = router.owner(request.tenant_id());
   if (owner == here) {
     pb::GetCacheStateResponse response;
-    router.shard(here).get_cache_state(request, &response);
+    wire::get_cache_state(router.shard(here), request, &response);
     call.reply(response);
     return;
   }
