@@ -34,6 +34,16 @@ double Shard::Impl::pressure_factor(const LookupState& st, std::uint32_t replica
   return std::clamp(1.0 - cfg.pressure_weight * p, 0.0, 1.0);
 }
 
+// The reference score of a holder before the distinguishing power: matched
+// tokens × freshness × pressure factor × SLO bias; 0 under the load-aware
+// ranking, which prices the replicas itself (ranking.cc).
+double Shard::Impl::holder_score(const LookupState& st, std::uint32_t replica, std::int64_t matched,
+                                 double fresh) const {
+  if (st.load_aware) return 0.0;
+  const double slo = st.slo_tight ? 1.0 + fresh * cfg.slo_bias : 1.0;
+  return static_cast<double>(matched) * fresh * pressure_factor(st, replica) * slo;
+}
+
 // The UNKNOWN_* reason of a miss; none while the index is globally empty
 // (the cold-start carve-out).
 Outcome Shard::Impl::classify_miss(const LookupState& st) const {

@@ -65,11 +65,7 @@ void Shard::Impl::score_chain_runs(const LookupState& st) {
     if (c.matched <= 0) continue;
     const double fresh = freshness(st.now, c.oldest, st.ttl);
     if (fresh <= 0) continue;
-    // The load-aware ranking prices the replicas itself (ranking.cc): no reference score.
-    const double slo = st.slo_tight ? 1.0 + fresh * cfg.slo_bias : 1.0;
-    const double score = st.load_aware ? 0.0
-                                       : static_cast<double>(c.matched) * fresh *
-                                             pressure_factor(st, c.replica) * slo;
+    const double score = holder_score(st, c.replica, c.matched, fresh);
     scored.push_back(Scored{c.replica, score, c.matched, fresh, c.coldest, c.run, kNone});
   }
   if (st.load_aware) return;

@@ -35,10 +35,7 @@ void Shard::Impl::match_exact(LookupState& st) {
       const EntryRec& er = entries[e];
       const double fresh = freshness(st.now, er.last_seen, st.ttl);
       if (fresh <= 0) continue;
-      const double slo = st.slo_tight ? 1.0 + fresh * cfg.slo_bias : 1.0;
-      const double score = st.load_aware ? 0.0
-                                         : static_cast<double>(er.token_count) * fresh *
-                                               pressure_factor(st, er.replica) * slo;
+      const double score = holder_score(st, er.replica, er.token_count, fresh);
       scored.push_back(Scored{er.replica, score, er.token_count, fresh, er.tier, 0, e});
     }
     const double dp = distinguishing_power(scored.size(), st.serving);

@@ -16,6 +16,15 @@ std::span<const T> span_of(const google::protobuf::RepeatedField<T>& field) {
   return {field.data(), static_cast<std::size_t>(field.size())};
 }
 
+// The scope names a LookupQuery and an Update share with their messages.
+template <typename Message, typename Out>
+void copy_scope(const Message& m, Out& out) {
+  out.tenant_id = m.tenant_id();
+  out.model_id = m.model_id();
+  out.hash_scheme = m.hash_scheme();
+  out.adapter_id = m.adapter_id();
+}
+
 // The translation buffers of this thread (one per core).
 struct Buffers {
   std::vector<std::string_view> hashes;
@@ -36,10 +45,7 @@ index::LookupQuery to_query(const pb::LookupRouteRequest& request,
   hashes.clear();
   append_views(request.block_hashes(), hashes);
   index::LookupQuery q;
-  q.tenant_id = request.tenant_id();
-  q.model_id = request.model_id();
-  q.hash_scheme = request.hash_scheme();
-  q.adapter_id = request.adapter_id();
+  copy_scope(request, q);
   q.prefix_hash = request.prefix_hash();
   q.prefix_token_count = request.prefix_token_count();
   q.block_hashes = hashes;
@@ -86,11 +92,8 @@ index::Update to_update(const pb::CacheStateUpdate& update, UpdateBuffers& buffe
     at += n;
   }
   index::Update u;
-  u.tenant_id = update.tenant_id();
-  u.model_id = update.model_id();
+  copy_scope(update, u);
   u.replica_id = update.replica_id();
-  u.hash_scheme = update.hash_scheme();
-  u.adapter_id = update.adapter_id();
   u.timestamp_us = update.timestamp_us();
   u.prefixes = buffers.prefixes;
   if (update.has_stats()) {

@@ -3,6 +3,7 @@
 // victims (evict.cc), the cross-shard slot (global_cap.cc), the quota flag
 // and the TTL sweep cursor (expiry.cc).
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -19,6 +20,19 @@ struct VictimRec {
   std::uint32_t a;  // access_count on LFU, else 0
   std::int64_t last_seen;
 };
+
+// Keeps in `heap` (a max-heap under `less`) the `k` smallest values offered.
+template <typename T, typename Less>
+void keep_smallest(std::vector<T>& heap, const T& v, std::size_t k, Less less) {
+  if (heap.size() < k) {
+    heap.push_back(v);
+    std::push_heap(heap.begin(), heap.end(), less);
+  } else if (!heap.empty() && less(v, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), less);
+    heap.back() = v;
+    std::push_heap(heap.begin(), heap.end(), less);
+  }
+}
 
 struct EvictionState {
   EvictionCounters evictions;

@@ -214,6 +214,8 @@ struct Shard::Impl : detail::Records,
   // lookup_scoring.cc: what the matchers share.
   void find_scope_of(detail::LookupState& st) const;
   double pressure_factor(const detail::LookupState& st, std::uint32_t replica) const;
+  double holder_score(const detail::LookupState& st, std::uint32_t replica, std::int64_t matched,
+                      double fresh) const;
   detail::Outcome classify_miss(const detail::LookupState& st) const;
   // match_chain.cc, step 7 for a chain: longest leading run per replica.
   void match_chain(detail::LookupState& st);
