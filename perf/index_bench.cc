@@ -6,14 +6,34 @@
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "index/shard.hh"
 #include "service/index_wire.hh"
+
+// GCC pairs the replaced operator delete's free() with `new` expressions it
+// inlined and warns; the pair below is malloc/free on both sides.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+// Every operator new of the process, so the lookup benchmarks report heap
+// allocations per call (the hot path's budget: none beyond the response).
+namespace {
+std::atomic<std::uint64_t> g_allocs{0};
+}  // namespace
+void* operator new(std::size_t n) {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -105,10 +125,14 @@ void chain_lookup(benchmark::State& state, World& w) {
   pb::LookupRouteResponse out;
   LookupContext ctx;
   ctx.clock = &w.clock;
+  const std::uint64_t allocs = g_allocs.load(std::memory_order_relaxed);
   for (auto _ : state) {
     ic::service::wire::lookup_route(*w.shard, req, ctx, &out);
     benchmark::DoNotOptimize(out);
   }
+  state.counters["allocs_per_lookup"] =
+      static_cast<double>(g_allocs.load(std::memory_order_relaxed) - allocs) /
+      static_cast<double>(state.iterations());
   if (out.reason_code() != "PREFIX_MATCH" || out.replica_scores_size() != 8)
     state.SkipWithError("probe did not match 8 replicas");
   state.counters["entries"] = static_cast<double>(w.shard->entry_count());
@@ -131,10 +155,14 @@ void BM_ExactLookup(benchmark::State& state) {
   pb::LookupRouteResponse out;
   LookupContext ctx;
   ctx.clock = &w.clock;
+  const std::uint64_t allocs = g_allocs.load(std::memory_order_relaxed);
   for (auto _ : state) {
     ic::service::wire::lookup_route(*w.shard, req, ctx, &out);
     benchmark::DoNotOptimize(out);
   }
+  state.counters["allocs_per_lookup"] =
+      static_cast<double>(g_allocs.load(std::memory_order_relaxed) - allocs) /
+      static_cast<double>(state.iterations());
   // All 8 hold it: dp = 0 → routing floor → AFFINITY_HINT (the full pipeline).
   if (out.reason_code().empty()) state.SkipWithError("no answer");
 }

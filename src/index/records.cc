@@ -182,11 +182,8 @@ void Shard::Impl::remove_domain(std::uint32_t d) {
 
 std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
                                       std::uint32_t head) {
-  const std::uint32_t k = keys.allocate();
+  const std::uint32_t k = keys.allocate_fresh();
   KeyRec& kr = keys[k];
-  const std::uint16_t gen = kr.gen;
-  kr = KeyRec{};
-  kr.gen = gen;
   kr.domain = domain;
   kr.live = true;
   if (bytes.size() <= 8) {
@@ -265,11 +262,8 @@ void Shard::Impl::remove_key_record(std::uint32_t k) {
 }
 
 std::uint32_t Shard::Impl::create_entry(std::uint32_t k, std::uint32_t replica) {
-  const std::uint32_t e = entries.allocate();
+  const std::uint32_t e = entries.allocate_fresh();
   EntryRec& er = entries[e];
-  const std::uint16_t gen = er.gen;
-  er = EntryRec{};
-  er.gen = gen;
   er.key = k;
   er.replica = replica;
   er.live = true;

@@ -16,6 +16,12 @@ std::span<const T> span_of(const google::protobuf::RepeatedField<T>& field) {
   return {field.data(), static_cast<std::size_t>(field.size())};
 }
 
+static_assert(static_cast<int>(index::EventType::kPrefixAdded) == pb::CacheEvent::PREFIX_ADDED);
+static_assert(static_cast<int>(index::EventType::kPrefixEvicted) == pb::CacheEvent::PREFIX_EVICTED);
+static_assert(static_cast<int>(index::EventType::kReplicaUpdated) ==
+              pb::CacheEvent::REPLICA_UPDATED);
+static_assert(static_cast<int>(index::EventType::kAllCleared) == pb::CacheEvent::ALL_CLEARED);
+
 // The scope names a LookupQuery and an Update share with their messages.
 template <typename Message, typename Out>
 void copy_scope(const Message& m, Out& out) {
@@ -106,23 +112,11 @@ index::Update to_update(const pb::CacheStateUpdate& update, UpdateBuffers& buffe
 
 index::Event to_event(const pb::CacheEvent& event) {
   index::Event e;
-  switch (event.type()) {
-    case pb::CacheEvent::PREFIX_ADDED:
-      e.type = index::EventType::kPrefixAdded;
-      break;
-    case pb::CacheEvent::PREFIX_EVICTED:
-      e.type = index::EventType::kPrefixEvicted;
-      break;
-    case pb::CacheEvent::REPLICA_UPDATED:
-      e.type = index::EventType::kReplicaUpdated;
-      break;
-    case pb::CacheEvent::ALL_CLEARED:
-      e.type = index::EventType::kAllCleared;
-      break;
-    default:
-      e.type = index::EventType::kUnspecified;
-      break;
-  }
+  // EventType numbers are CacheEvent.Type's; the rest become kUnspecified.
+  const int type = event.type();
+  e.type = type >= pb::CacheEvent::PREFIX_ADDED && type <= pb::CacheEvent::ALL_CLEARED
+               ? static_cast<index::EventType>(type)
+               : index::EventType::kUnspecified;
   e.tenant_id = event.tenant_id();
   e.model_id = event.model_id();
   e.replica_id = event.replica_id();

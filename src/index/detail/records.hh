@@ -173,18 +173,6 @@ struct TenantReplicaRec {
   }
 };
 
-// A free slot of `recs` (reused from `free`, else appended), as an id.
-template <typename Rec>
-std::uint32_t take_slot(std::vector<Rec>& recs, std::vector<std::uint32_t>& free) {
-  if (free.empty()) {
-    recs.emplace_back();
-    return static_cast<std::uint32_t>(recs.size() - 1);
-  }
-  const std::uint32_t id = free.back();
-  free.pop_back();
-  return id;
-}
-
 // The tables of one shard (data only; the plumbing is in records.cc).
 struct Records {
   // --- interned names ---
