@@ -9,6 +9,8 @@
 #include <span>
 #include <string_view>
 
+#include "index/change.hh"
+
 namespace ic::index {
 
 // One reported prefix (PrefixEntry): a chain (block_hashes with their token
@@ -40,14 +42,8 @@ struct Update {
   std::optional<ReplicaStats> stats;
 };
 
-// CacheEvent.Type; other values are acknowledged no-ops.
-enum class EventType : std::uint8_t {
-  kUnspecified = 0,
-  kPrefixAdded = 1,
-  kPrefixEvicted = 2,
-  kReplicaUpdated = 3,
-  kAllCleared = 4,
-};
+// CacheEvent.Type: the numbers of the change stream (index/change.hh).
+using EventType = ChangeType;
 
 // One PublishEvent.
 struct Event {
