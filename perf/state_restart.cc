@@ -17,10 +17,11 @@
 #include "index/partition.hh"
 #include "persist/snapshot_codec.hh"
 #include "persist/state_saver.hh"
+#include "service/index_wire.hh"
 
 namespace {
 
-namespace pb = ic::index::pb;
+namespace pb = ic::service::wire::pb;
 using Clock = std::chrono::steady_clock;
 
 constexpr unsigned kCores = 2;
@@ -93,7 +94,7 @@ std::vector<std::string> answers(Index& idx, std::int64_t now) {
     ic::index::LookupContext ctx;
     ctx.clock = &clock;
     pb::LookupRouteResponse resp;
-    idx.owner(r.tenant_id()).lookup_route(r, ctx, &resp);
+    ic::service::wire::lookup_route(idx.owner(r.tenant_id()), r, ctx, &resp);
     resp.set_lookup_latency_us(0);
     out.push_back(resp.SerializeAsString());
   }
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   Index before;
   auto t0 = Clock::now();
   for (int i = 0; i < kChains; ++i)
-    before.owner(name("tenant-", i % kTenants)).ingest(chain(i, now), now);
+    ic::service::wire::ingest(before.owner(name("tenant-", i % kTenants)), chain(i, now), now);
   std::printf("fill      %8.3f s  entries %lld\n", seconds_since(t0),
               static_cast<long long>(before.globals.total_entries.load()));
 

@@ -1,5 +1,7 @@
 #include "sharded_index.hh"
 
+#include "service/index_wire.hh"
+
 #include <cstdint>
 #include <limits>
 
@@ -53,14 +55,14 @@ void ShardedIndex::lookup(const pb::LookupRouteRequest& request,
       deadline_to_monotonic_us(deadline, std::chrono::system_clock::now(), ctx.start_mono_us);
   Slot& slot = *slots_[shard_of(request.tenant_id())];
   std::lock_guard<std::mutex> lock(slot.mutex);
-  slot.shard.lookup_route(request, ctx, &out);
+  ic::service::wire::lookup_route(slot.shard, request, ctx, &out);
 }
 
 index::IngestResult ShardedIndex::ingest(const pb::CacheStateUpdate& update) {
   const std::int64_t now = clock_.wall_us();
   Slot& slot = *slots_[shard_of(update.tenant_id())];
   std::lock_guard<std::mutex> lock(slot.mutex);
-  return slot.shard.ingest(update, now);
+  return ic::service::wire::ingest(slot.shard, update, now);
 }
 
 void ShardedIndex::sweep_loop(std::chrono::milliseconds interval) {

@@ -13,6 +13,26 @@ void put_le64(std::uint8_t* out, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 
+// Calls fn(i, prefix hash of block i) for every full block, in order.
+template <typename Fn>
+std::size_t for_each_prefix_hash(std::span<const std::uint32_t> tokens, std::int32_t block_size,
+                                 std::optional<std::uint64_t> parent, Fn&& fn) {
+  if (block_size <= 0) return 0;
+  const std::size_t bs = static_cast<std::size_t>(block_size);
+  const std::size_t blocks = tokens.size() / bs;
+  std::uint64_t prefix = 0;
+  for (std::size_t i = 0; i < blocks; ++i) {
+    const std::uint64_t content = content_hash(tokens.subspan(i * bs, bs));
+    if (i > 0) {
+      prefix = chain_hash(prefix, content);
+    } else {
+      prefix = parent ? chain_hash(*parent, content) : content;
+    }
+    fn(i, prefix);
+  }
+  return blocks;
+}
+
 }  // namespace
 
 std::uint64_t content_hash(std::span<const std::uint32_t> tokens) {
@@ -48,15 +68,21 @@ std::vector<std::uint64_t> content_hashes(std::span<const std::uint32_t> tokens,
 std::vector<std::uint64_t> prefix_hashes(std::span<const std::uint32_t> tokens,
                                          std::int32_t block_size,
                                          std::optional<std::uint64_t> parent) {
-  std::vector<std::uint64_t> out = content_hashes(tokens, block_size);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (i > 0) {
-      out[i] = chain_hash(out[i - 1], out[i]);
-    } else if (parent) {
-      out[0] = chain_hash(*parent, out[0]);
-    }
-  }
+  std::vector<std::uint64_t> out;
+  if (block_size > 0) out.reserve(tokens.size() / static_cast<std::size_t>(block_size));
+  for_each_prefix_hash(tokens, block_size, parent,
+                       [&](std::size_t, std::uint64_t h) { out.push_back(h); });
   return out;
+}
+
+std::size_t wire_prefix_hashes(std::span<const std::uint32_t> tokens, std::int32_t block_size,
+                               std::string& out) {
+  out.resize(block_size > 0 ? tokens.size() / static_cast<std::size_t>(block_size) * 8 : 0);
+  return for_each_prefix_hash(tokens, block_size, std::nullopt,
+                              [&](std::size_t i, std::uint64_t h) {
+                                const std::array<std::uint8_t, 8> wire = to_wire(h);
+                                std::memcpy(out.data() + i * 8, wire.data(), wire.size());
+                              });
 }
 
 std::array<std::uint8_t, 8> to_wire(std::uint64_t hash) {

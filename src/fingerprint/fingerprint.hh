@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace ic::fingerprint {
@@ -34,6 +35,12 @@ std::vector<std::uint64_t> content_hashes(std::span<const std::uint32_t> tokens,
 std::vector<std::uint64_t> prefix_hashes(std::span<const std::uint32_t> tokens,
                                          std::int32_t block_size,
                                          std::optional<std::uint64_t> parent = std::nullopt);
+
+// The same prefix hashes (no parent) in wire form, written to `out` (resized
+// to 8 bytes per full block) without an intermediate vector: the lookup path
+// reuses `out` across calls. Returns the number of blocks.
+std::size_t wire_prefix_hashes(std::span<const std::uint32_t> tokens, std::int32_t block_size,
+                               std::string& out);
 
 // Wire form of a prefix hash: the 8 bytes big-endian (docs/fingerprint.md).
 std::array<std::uint8_t, 8> to_wire(std::uint64_t hash);

@@ -9,8 +9,10 @@
 
 namespace ic::index {
 
-// Same numbers as inferencecache.v1alpha1.CacheEvent.Type.
+// Same numbers as inferencecache.v1alpha1.CacheEvent.Type; also the type of
+// a published Event (index/update.hh), where any other type is kUnspecified.
 enum class ChangeType : std::uint8_t {
+  kUnspecified = 0,     // events only: an unknown or unset type (a no-op)
   kPrefixAdded = 1,     // a (key, replica) entry was added or refreshed by ingest
   kPrefixEvicted = 2,   // a (key, replica) entry was removed: event, TTL, cap or quota
   kReplicaUpdated = 3,  // a replica's stats were stored, or its liveness refreshed

@@ -44,12 +44,12 @@ void Shard::Impl::report_replica(ChangeType type, std::uint32_t tm, std::uint32_
   sink->on_change(c);
 }
 
-void Shard::Impl::report_cleared(const pb::CacheEvent& ev) {
+void Shard::Impl::report_cleared(const Event& ev) {
   Change c;
   c.type = ChangeType::kAllCleared;
-  c.tenant_id = ev.tenant_id();
-  c.model_id = ev.model_id();
-  c.replica_id = ev.replica_id();
+  c.tenant_id = ev.tenant_id;
+  c.model_id = ev.model_id;
+  c.replica_id = ev.replica_id;
   sink->on_change(c);
 }
 

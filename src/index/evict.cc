@@ -136,15 +136,7 @@ void Shard::Impl::rebuild_victims() {
   const std::uint32_t hw = entries.high_water();
   for (std::uint32_t e = 0; e < hw; ++e) {
     if (!entries[e].live) continue;
-    const VictimRec v = victim_of(e);
-    if (best.size() < kVictimBatch) {
-      best.push_back(v);
-      std::push_heap(best.begin(), best.end(), max_cmp);
-    } else if (coarse_less(v, best.front())) {
-      std::pop_heap(best.begin(), best.end(), max_cmp);
-      best.back() = v;
-      std::push_heap(best.begin(), best.end(), max_cmp);
-    }
+    keep_smallest(best, victim_of(e), kVictimBatch, max_cmp);
   }
   if (best.empty()) return;
   threshold = best.front();
@@ -240,15 +232,7 @@ void Shard::Impl::rebuild_quota_victims(TenantRec& t, std::uint32_t tenant, std:
   pick.clear();
   t.quota_pos = 0;
   for (std::uint32_t k = t.key_head; k != kNone; k = keys[k].tenant_next) {
-    const V v{key_newest(k), k, keys[k].gen};
-    if (static_cast<std::int64_t>(pick.size()) < batch) {
-      pick.push_back(v);
-      std::push_heap(pick.begin(), pick.end(), less);
-    } else if (less(v, pick.front())) {
-      std::pop_heap(pick.begin(), pick.end(), less);
-      pick.back() = v;
-      std::push_heap(pick.begin(), pick.end(), less);
-    }
+    keep_smallest(pick, V{key_newest(k), k, keys[k].gen}, static_cast<std::size_t>(batch), less);
   }
   std::sort_heap(pick.begin(), pick.end(), less);
   t.quota_threshold = pick.empty() ? INT64_MIN : pick.back().newest;

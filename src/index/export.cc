@@ -38,20 +38,7 @@ void Shard::export_stats(const std::function<void(const StatsView&)>& fn) const 
   const Impl& s = *impl_;
   for (const TmRec& tm : s.tms) {
     if (!tm.live) continue;
-    for (const StatsRec& r : tm.stats) {
-      StatsView v;
-      v.tenant = s.tenants.name(tm.tenant);
-      v.model = s.models.name(tm.model);
-      v.replica = s.replicas.name(r.replica);
-      v.cache_memory_bytes = r.cache_memory_bytes;
-      v.hit_rate = r.hit_rate;
-      v.pressure = r.pressure;
-      v.t2_hit_tokens = r.t2_hit_tokens;
-      v.t2_query_tokens = r.t2_query_tokens;
-      v.stats_reported_us = r.stats_reported;
-      v.last_seen_us = r.last_seen;
-      fn(v);
-    }
+    for (const StatsRec& r : tm.stats) fn(s.stats_view(tm, r));
   }
 }
 

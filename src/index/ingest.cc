@@ -1,4 +1,5 @@
-// ReportCacheState ingest and PublishEvent (docs/index.md "Ingest", "Events").
+// ReportCacheState ingest (docs/index.md "Ingest"): prefixes, then stats,
+// then the tenant quota and the global cap.
 
 #include <algorithm>
 #include <cmath>
@@ -60,8 +61,8 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int3
   if (sink != nullptr) report_upsert(e);
 }
 
-void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
-                              const pb::ReplicaStats& s, std::int64_t seen) {
+void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const ReplicaStats& s,
+                              std::int64_t seen) {
   auto& v = tms[tm].stats;
   StatsRec* rec = nullptr;
   for (StatsRec& x : v) {
@@ -72,161 +73,85 @@ void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
     rec = &v.emplace_back();
     rec->replica = replica_ref;
   }
-  rec->cache_memory_bytes = s.cache_memory_bytes();
-  rec->hit_rate = finite_or_zero(s.hit_rate());
-  rec->pressure = finite_or_zero(s.pressure());
-  rec->t2_hit_tokens = s.t2_hit_tokens();
-  rec->t2_query_tokens = s.t2_query_tokens();
+  rec->cache_memory_bytes = s.cache_memory_bytes;
+  rec->hit_rate = finite_or_zero(s.hit_rate);
+  rec->pressure = finite_or_zero(s.pressure);
+  rec->t2_hit_tokens = s.t2_hit_tokens;
+  rec->t2_query_tokens = s.t2_query_tokens;
   rec->last_seen = seen;
   rec->stats_reported = seen;
   if (sink != nullptr) report_replica(ChangeType::kReplicaUpdated, tm, replica_ref, seen);
 }
 
-IngestResult Shard::Impl::ingest(const pb::CacheStateUpdate& u, std::int64_t now) {
-  IngestResult r;
-  if (u.tenant_id() == config::kReservedTenant) {
-    r.dropped_reserved = true;
-    return r;
+void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std::int64_t seen,
+                                std::uint32_t replica, IngestResult& r) {
+  const std::uint8_t tier = stored_tier(p.tier);
+  if (p.block_hashes.empty()) {
+    upsert(domain, p.prefix_hash, p.token_count, seen, tier, replica, r);
+    return;
   }
-  const std::int64_t seen = u.timestamp_us() == 0 ? now : u.timestamp_us();
-  // A temporary reference keeps the replica id alive while entries are added.
-  const std::uint32_t replica = replicas.acquire(u.replica_id());
-  std::uint32_t tenant = kNone;
+  std::int64_t sum = 0;
+  for (std::size_t j = 0; j < p.block_hashes.size(); ++j) {
+    sum += p.block_token_counts[j];
+    upsert(domain, p.block_hashes[j], saturate32(sum), seen, tier, replica, r);
+  }
+  if (!p.prefix_hash.empty())
+    upsert(domain, p.prefix_hash, saturate32(sum), seen, tier, replica, r);
+}
 
-  if (u.hash_scheme().empty()) {
-    r.prefixes_dropped = static_cast<std::uint32_t>(u.prefixes_size());
-  } else {
-    std::uint32_t domain = kNone;
-    std::string_view domain_adapter;
-    for (const pb::PrefixEntry& p : u.prefixes()) {
-      const bool chain = p.block_hashes_size() > 0 || p.block_token_counts_size() > 0;
-      if (chain && p.block_hashes_size() != p.block_token_counts_size()) {
-        ++r.prefixes_dropped;  // malformed: never fall back to prefix_hash
-        continue;
-      }
-      const std::string_view adapter = !p.adapter_id().empty() ? std::string_view(p.adapter_id())
-                                                               : std::string_view(u.adapter_id());
-      if (domain == kNone || adapter != domain_adapter) {
-        domain = get_or_create_domain(u.tenant_id(), u.model_id(), u.hash_scheme(), adapter);
-        domain_adapter = adapter;
-        tenant = domains[domain].k.tenant;
-      }
-      const std::uint8_t tier = stored_tier(static_cast<int>(p.tier()));
-      if (chain) {
-        std::int64_t sum = 0;
-        for (int j = 0; j < p.block_hashes_size(); ++j) {
-          sum += p.block_token_counts(j);
-          upsert(domain, p.block_hashes(j), saturate32(sum), seen, tier, replica, r);
-        }
-        if (!p.prefix_hash().empty())
-          upsert(domain, p.prefix_hash(), saturate32(sum), seen, tier, replica, r);
-      } else {
-        upsert(domain, p.prefix_hash(), p.token_count(), seen, tier, replica, r);
-      }
-      // A new domain may be dropped again only by removals: keep `domain` valid.
-    }
-  }
-
-  if (u.has_stats()) {
-    const std::uint32_t t = tenants.acquire(u.tenant_id());
-    const std::uint32_t m = models.acquire(u.model_id());
-    const std::uint32_t tm = get_or_create_tm(t, m);
-    tenants.release(t);
-    models.release(m);
-    apply_stats(tm, replica, u.stats(), seen);
-    if (tenant == kNone) tenant = t;
-  }
-  replicas.release(replica);
-
-  if (tenant != kNone && tenant_recs[tenant].tm_count > 0) {
-    r.evicted_quota = enforce_quota(tenant);
-  }
+void Shard::Impl::settle_ingest(std::uint32_t tenant, IngestResult& r) {
+  if (tenant != kNone && tenant_recs[tenant].tm_count > 0) r.evicted_quota = enforce_quota(tenant);
   const std::int64_t total = publish();
   if (total > cfg.max_entries) {
     r.evicted_cap = settle_cap(total, r.cap_handoff);
   } else {
     note_oldest(total);
   }
-  return r;
 }
 
-std::size_t Shard::Impl::apply_event(const pb::CacheEvent& ev, std::int64_t now) {
-  if (ev.tenant_id() == config::kReservedTenant) return 0;
-  const std::uint32_t tenant = tenants.find(ev.tenant_id());
-  const std::uint32_t model = models.find(ev.model_id());
-  const std::uint32_t replica = replicas.find(ev.replica_id());
-  const std::uint32_t tm = find_tm(tenant, model);
-  if (tm == kNone || replica == kNone) return 0;
-  std::size_t removed = 0;
-  switch (ev.type()) {
-    case pb::CacheEvent::PREFIX_EVICTED: {
-      const std::string_view bytes = ev.prefix_hash();
-      const std::uint32_t adapter =
-          ev.adapter_id().empty() ? kNone : adapters.find(ev.adapter_id());
-      if (!ev.adapter_id().empty() && adapter == kNone) break;
-      std::uint32_t k = find_group(tm, group_hash(tm, bytes), bytes);
-      while (k != kNone) {
-        // Capture the next key first: removing the last entry frees `k`.
-        const std::uint32_t next = keys[k].next_in_group;
-        if (adapter == kNone || domains[keys[k].domain].k.adapter == adapter) {
-          const std::uint32_t e = find_entry(k, replica);
-          if (e != kNone) {
-            remove_entry(e);
-            ++removed;
-          }
-        }
-        k = next;
-      }
-      break;
-    }
-    case pb::CacheEvent::REPLICA_UPDATED: {
-      const std::int64_t seen = ev.timestamp_us() == 0 ? now : ev.timestamp_us();
-      for (StatsRec& s : tms[tm].stats) {
-        if (s.replica != replica) continue;
-        s.last_seen = seen;
-        if (sink != nullptr) report_replica(ChangeType::kReplicaUpdated, tm, replica, seen);
-      }
-      break;
-    }
-    case pb::CacheEvent::ALL_CLEARED: {
-      // Walk the tenant's keys (not the whole shard) for this model's entries.
-      bool cleared = false;
-      quiet_removals = true;  // one ALL_CLEARED report, not one per entry
-      std::uint32_t k = tenant_recs[tenant].key_head;
-      while (k != kNone) {
-        const std::uint32_t next = keys[k].tenant_next;
-        if (domains[keys[k].domain].k.model == model) {
-          const std::uint32_t e = find_entry(k, replica);
-          if (e != kNone) {
-            remove_entry(e);
-            ++removed;
-          }
-        }
-        k = next;
-      }
-      quiet_removals = false;
-      // tm may have been freed if it had no stats; look it up again.
-      const std::uint32_t tm2 = find_tm(tenants.find(ev.tenant_id()), models.find(ev.model_id()));
-      if (tm2 != kNone) {
-        auto& v = tms[tm2].stats;
-        for (auto it = v.begin(); it != v.end(); ++it) {
-          if (it->replica == replica) {
-            v.erase(it);
-            cleared = true;
-            replicas.release(replica);
-            maybe_remove_tm(tm2);
-            break;
-          }
-        }
-      }
-      if (sink != nullptr && (cleared || removed > 0)) report_cleared(ev);
-      break;
-    }
-    default:
-      break;  // PREFIX_ADDED and unknown types: acked, no-op
+IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
+  IngestResult r;
+  if (u.tenant_id == config::kReservedTenant) {
+    r.dropped_reserved = true;
+    return r;
   }
-  note_oldest(publish());
-  return removed;
+  const std::int64_t seen = u.timestamp_us == 0 ? now : u.timestamp_us;
+  // A temporary reference keeps the replica id alive while entries are added.
+  const std::uint32_t replica = replicas.acquire(u.replica_id);
+  std::uint32_t tenant = kNone;
+  if (u.hash_scheme.empty()) {
+    r.prefixes_dropped = static_cast<std::uint32_t>(u.prefixes.size());
+  } else {
+    std::uint32_t domain = kNone;
+    std::string_view domain_adapter;
+    for (const PrefixReport& p : u.prefixes) {
+      const bool chain = !p.block_hashes.empty() || !p.block_token_counts.empty();
+      if (chain && p.block_hashes.size() != p.block_token_counts.size()) {
+        ++r.prefixes_dropped;  // malformed: never fall back to prefix_hash
+        continue;
+      }
+      const std::string_view adapter = !p.adapter_id.empty() ? p.adapter_id : u.adapter_id;
+      if (domain == kNone || adapter != domain_adapter) {
+        domain = get_or_create_domain(u.tenant_id, u.model_id, u.hash_scheme, adapter);
+        domain_adapter = adapter;
+        tenant = domains[domain].k.tenant;
+      }
+      // A new domain may be dropped again only by removals: keep `domain` valid.
+      ingest_prefix(domain, p, seen, replica, r);
+    }
+  }
+  if (u.stats) {
+    const std::uint32_t t = tenants.acquire(u.tenant_id);
+    const std::uint32_t m = models.acquire(u.model_id);
+    const std::uint32_t tm = get_or_create_tm(t, m);
+    tenants.release(t);
+    models.release(m);
+    apply_stats(tm, replica, *u.stats, seen);
+    if (tenant == kNone) tenant = t;
+  }
+  replicas.release(replica);
+  settle_ingest(tenant, r);
+  return r;
 }
 
 }  // namespace ic::index

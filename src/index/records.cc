@@ -92,14 +92,7 @@ std::int64_t Shard::Impl::ttl_of(std::uint32_t tenant) const { return tenant_rec
 std::uint32_t Shard::Impl::get_or_create_tm(std::uint32_t tenant, std::uint32_t model) {
   const std::uint64_t id = (std::uint64_t{tenant} << 32) | model;
   if (auto it = tm_ids.find(id); it != tm_ids.end()) return it->second;
-  std::uint32_t tm;
-  if (!tm_free.empty()) {
-    tm = tm_free.back();
-    tm_free.pop_back();
-  } else {
-    tm = static_cast<std::uint32_t>(tms.size());
-    tms.emplace_back();
-  }
+  const std::uint32_t tm = take_slot(tms, tm_free);
   TmRec& r = tms[tm];
   r = TmRec{};
   r.tenant = tenant;
@@ -140,14 +133,7 @@ std::uint32_t Shard::Impl::get_or_create_domain(std::string_view tenant, std::st
   if (found != kNone) return found;
   DomainKey k{tenants.acquire(tenant), models.acquire(model), schemes.acquire(scheme),
               adapters.acquire(adapter)};
-  std::uint32_t d;
-  if (!domain_free.empty()) {
-    d = domain_free.back();
-    domain_free.pop_back();
-  } else {
-    d = static_cast<std::uint32_t>(domains.size());
-    domains.emplace_back();
-  }
+  const std::uint32_t d = take_slot(domains, domain_free);
   DomainRec& dr = domains[d];
   dr = DomainRec{};
   dr.k = k;
@@ -156,14 +142,7 @@ std::uint32_t Shard::Impl::get_or_create_domain(std::string_view tenant, std::st
   const std::uint64_t sid = (std::uint64_t{dr.tm} << 32) | k.scheme;
   auto it = scope_ids.find(sid);
   if (it == scope_ids.end()) {
-    std::uint32_t s;
-    if (!scope_free.empty()) {
-      s = scope_free.back();
-      scope_free.pop_back();
-    } else {
-      s = static_cast<std::uint32_t>(scopes.size());
-      scopes.emplace_back();
-    }
+    const std::uint32_t s = take_slot(scopes, scope_free);
     scopes[s] = ScopeRec{};
     scopes[s].tm = dr.tm;
     scopes[s].scheme = k.scheme;
@@ -203,11 +182,8 @@ void Shard::Impl::remove_domain(std::uint32_t d) {
 
 std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
                                       std::uint32_t head) {
-  const std::uint32_t k = keys.allocate();
+  const std::uint32_t k = keys.allocate_fresh();
   KeyRec& kr = keys[k];
-  const std::uint16_t gen = kr.gen;
-  kr = KeyRec{};
-  kr.gen = gen;
   kr.domain = domain;
   kr.live = true;
   if (bytes.size() <= 8) {
@@ -286,11 +262,8 @@ void Shard::Impl::remove_key_record(std::uint32_t k) {
 }
 
 std::uint32_t Shard::Impl::create_entry(std::uint32_t k, std::uint32_t replica) {
-  const std::uint32_t e = entries.allocate();
+  const std::uint32_t e = entries.allocate_fresh();
   EntryRec& er = entries[e];
-  const std::uint16_t gen = er.gen;
-  er = EntryRec{};
-  er.gen = gen;
   er.key = k;
   er.replica = replica;
   er.live = true;

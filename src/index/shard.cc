@@ -1,6 +1,8 @@
-// Shard: construction, policy installation, GetCacheState, the TTL sweep and
-// the operator-facing aggregates. Ingest/events: ingest.cc; lookups: lookup.cc;
-// eviction: evict.cc; record plumbing: records.cc.
+// Shard: construction, policy installation and the operator-facing
+// aggregates; the other calls forward to the file named after them: ingest.cc,
+// events.cc, lookup.cc (and the step files it names), cache_state.cc,
+// expiry.cc (TTL), evict.cc, global_cap.cc, export.cc; record plumbing:
+// records.cc.
 
 #include "index/shard.hh"
 
@@ -59,81 +61,24 @@ void Shard::set_policies(std::shared_ptr<const config::PolicySet> policies) {
 
 const std::shared_ptr<const config::PolicySet>& Shard::policies() const { return impl_->policies; }
 
-IngestResult Shard::ingest(const pb::CacheStateUpdate& update, std::int64_t now_wall_us) {
+IngestResult Shard::ingest(const Update& update, std::int64_t now_wall_us) {
   return impl_->ingest(update, now_wall_us);
 }
 
-std::size_t Shard::apply_event(const pb::CacheEvent& event, std::int64_t now_wall_us) {
+std::size_t Shard::apply_event(const Event& event, std::int64_t now_wall_us) {
   return impl_->apply_event(event, now_wall_us);
 }
 
-void Shard::lookup_route(const pb::LookupRouteRequest& request, const LookupContext& ctx,
-                         pb::LookupRouteResponse* out) {
-  impl_->lookup(request, ctx, out);
+void Shard::lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out) {
+  impl_->lookup(query, ctx, out);
 }
 
-void Shard::get_cache_state(const pb::GetCacheStateRequest& request,
-                            pb::GetCacheStateResponse* out) const {
-  const Impl& s = *impl_;
-  out->Clear();
-  auto* summary = out->mutable_summary();
-  summary->set_total_prefixes(0);
-  summary->set_hot_prefixes(0);
-  if (request.tenant_id() == config::kReservedTenant) return;
-  const std::uint32_t tm =
-      s.find_tm(s.tenants.find(request.tenant_id()), s.models.find(request.model_id()));
-  if (tm == kNone) return;
-  const TmRec& r = s.tms[tm];
-  summary->set_total_prefixes(r.key_count);
-  std::vector<const StatsRec*> sorted;
-  sorted.reserve(r.stats.size());
-  for (const StatsRec& st : r.stats) sorted.push_back(&st);
-  std::sort(sorted.begin(), sorted.end(), [&](const StatsRec* a, const StatsRec* b) {
-    return s.replicas.name(a->replica) < s.replicas.name(b->replica);
-  });
-  for (const StatsRec* st : sorted) {
-    auto* rs = out->add_replicas();
-    rs->set_replica_id(s.replicas.name(st->replica));
-    rs->set_cache_memory_bytes(st->cache_memory_bytes);
-    rs->set_hit_rate(static_cast<float>(st->hit_rate));
-    rs->set_pressure(static_cast<float>(st->pressure));
-    rs->set_t2_hit_tokens(st->t2_hit_tokens);
-    rs->set_t2_query_tokens(st->t2_query_tokens);
-  }
+void Shard::get_cache_state(const CacheStateQuery& query, CacheState* out) const {
+  impl_->get_cache_state(query, out);
 }
 
 bool Shard::sweep_slice(std::int64_t now_wall_us, std::size_t budget) {
-  Impl& s = *impl_;
-  const std::uint32_t hw = s.entries.high_water();
-  std::uint32_t e = s.sweep_cursor;
-  for (std::size_t n = 0; n < budget && e < hw; ++n, ++e) {
-    const EntryRec& er = s.entries[e];
-    if (!er.live) continue;
-    const TenantRec& t = s.tenant_recs[s.domains[s.keys[er.key].domain].k.tenant];
-    if (now_wall_us - er.last_seen < t.ttl_us) continue;
-    ++(t.lfu ? s.evictions.lfu_ttl : s.evictions.lru_ttl);
-    s.remove_entry(e);
-  }
-  s.sweep_cursor = e;
-  const bool done = e >= hw;
-  if (done) {
-    // End of a pass: expire stats entries whose liveness is older than the TTL.
-    s.sweep_cursor = 0;
-    for (std::uint32_t tm = 0; tm < s.tms.size(); ++tm) {
-      TmRec& r = s.tms[tm];
-      if (!r.live || r.stats.empty()) continue;
-      const std::int64_t ttl = s.tenant_recs[r.tenant].ttl_us;
-      for (std::size_t i = r.stats.size(); i-- > 0;) {
-        if (now_wall_us - r.stats[i].last_seen < ttl) continue;
-        const std::uint32_t replica = r.stats[i].replica;
-        r.stats.erase(r.stats.begin() + static_cast<std::ptrdiff_t>(i));
-        s.replicas.release(replica);
-      }
-      s.maybe_remove_tm(tm);
-    }
-  }
-  s.note_oldest(s.publish());
-  return done;
+  return impl_->sweep_slice(now_wall_us, budget);
 }
 
 std::int64_t Shard::entry_count() const noexcept { return impl_->entry_total; }

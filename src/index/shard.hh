@@ -21,27 +21,14 @@
 #include <vector>
 
 #include "config/policy.hh"
+#include "index/cache_state.hh"
 #include "index/change.hh"
 #include "index/clock.hh"
+#include "index/query.hh"
 #include "index/snapshot.hh"
-#include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "index/update.hh"
 
 namespace ic::index {
-
-namespace pb = ::inferencecache::v1alpha1;
-
-// Reason codes of LookupRouteResponse.reason_code (docs/lookup.md).
-namespace reason {
-inline constexpr std::string_view kPrefixMatch = "PREFIX_MATCH";
-inline constexpr std::string_view kTenantHot = "TENANT_HOT";
-inline constexpr std::string_view kAffinityHint = "AFFINITY_HINT";
-inline constexpr std::string_view kNoHint = "NO_HINT";
-inline constexpr std::string_view kPolicyRequiresChain = "POLICY_REQUIRES_CHAIN";
-inline constexpr std::string_view kTimeout = "TIMEOUT";
-inline constexpr std::string_view kUnknownTenant = "UNKNOWN_TENANT";
-inline constexpr std::string_view kUnknownModel = "UNKNOWN_MODEL";
-inline constexpr std::string_view kUnknownHashScheme = "UNKNOWN_HASH_SCHEME";
-}  // namespace reason
 
 // Server-level knobs of the index (docs/lookup.md "Defaults", docs/index.md).
 struct IndexConfig {
@@ -147,27 +134,6 @@ struct EvictionCounters {
   std::uint64_t lfu_ttl = 0;
 };
 
-// One (key, replica) entry as export_entries() visits it (for the state
-// file, docs/persistence.md). Views into the shard: valid during the visit.
-struct EntryView {
-  std::string_view tenant, model, hash_scheme, adapter;
-  std::string_view prefix_hash;  // the key's hash bytes (a block hash or a prefix hash)
-  std::string_view replica;
-  std::int32_t token_count = 0;   // tokens the key covers (cumulative for a chain block)
-  std::int64_t last_seen_us = 0;  // producer wall µs
-  std::int32_t tier = 1;          // CacheTier 1..3; an unknown reported tier is 255
-};
-
-// One replica's stats for (tenant, model) as export_stats() visits them.
-struct StatsView {
-  std::string_view tenant, model, replica;
-  std::int64_t cache_memory_bytes = 0;
-  double hit_rate = 0, pressure = 0;
-  std::int64_t t2_hit_tokens = 0, t2_query_tokens = 0;
-  std::int64_t stats_reported_us = 0;  // wall µs of the last stats-bearing update
-  std::int64_t last_seen_us = 0;       // liveness (≥ stats_reported_us; REPLICA_UPDATED)
-};
-
 class Shard {
  public:
   // `globals` must outlive the shard; nullptr → the shard owns a private one
@@ -189,25 +155,24 @@ class Shard {
   // timestamp_us 0 = now_wall_us; reserved tenant dropped; empty hash_scheme
   // drops prefixes but keeps stats; chain/legacy forms; tier and adapter rules;
   // stats with NaN/±Inf → 0; then the tenant quota, then the global cap.
-  IngestResult ingest(const pb::CacheStateUpdate& update, std::int64_t now_wall_us);
+  IngestResult ingest(const Update& update, std::int64_t now_wall_us);
 
   // PublishEvent (docs/index.md "Events"); timestamp_us 0 = now_wall_us.
   // PREFIX_EVICTED probes a (tenant, model, hash) map: no scan.
   // Returns the number of (key, replica) entries removed.
-  std::size_t apply_event(const pb::CacheEvent& event, std::int64_t now_wall_us);
+  std::size_t apply_event(const Event& event, std::int64_t now_wall_us);
 
   // LookupRoute, steps 0–13 of docs/lookup.md. Fills `out` completely
-  // (clears it first). Never fails for a decoded request. Side effects: LFU
-  // access credit (tenant on LFU, delivered PREFIX_MATCH) and, under the
-  // load-aware ranking, the scope's hint count of the answered replica
-  // (docs/ranking.md "Cost").
-  void lookup_route(const pb::LookupRouteRequest& request, const LookupContext& ctx,
-                    pb::LookupRouteResponse* out);
+  // (clears it first; its views stay valid until this shard's next call).
+  // Never fails. Side effects: LFU access credit (tenant on LFU, delivered
+  // PREFIX_MATCH) and, under the load-aware ranking, the scope's hint count
+  // of the answered replica (docs/ranking.md "Cost").
+  void lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out);
 
-  // GetCacheState (docs/index.md): summary.total_prefixes = distinct keys of
-  // (tenant, model); replicas = stats entries sorted by replica_id.
-  void get_cache_state(const pb::GetCacheStateRequest& request,
-                       pb::GetCacheStateResponse* out) const;
+  // GetCacheState (docs/index.md): total_prefixes = distinct keys of
+  // (tenant, model); replicas = its stats entries sorted by replica_id.
+  // Fills `out` completely (clears it first).
+  void get_cache_state(const CacheStateQuery& query, CacheState* out) const;
 
   // TTL sweep slice: examines at most `budget` entry slots from the cursor,
   // removing (key, replica) entries with now − last_seen ≥ the tenant's TTL;

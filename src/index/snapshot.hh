@@ -1,9 +1,11 @@
 #pragma once
-// Plain rows for the /snapshot JSON (docs/admin.md). A shard produces rows of
-// its own tenants; the admin layer merges shards, sorts, and renders JSON.
+// Plain rows for the /snapshot JSON (docs/admin.md) and the views of the
+// state-file export (docs/persistence.md). A shard produces rows of its own
+// tenants; the admin layer merges shards, sorts, and renders JSON.
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ic::index {
@@ -38,6 +40,27 @@ struct ShardSnapshot {
   std::vector<TenantRow> tenants;
   std::int64_t total_prefixes = 0;
   std::int64_t hot_prefixes = 0;
+};
+
+// One (key, replica) entry as export_entries() visits it (for the state
+// file, docs/persistence.md). Views into the shard: valid during the visit.
+struct EntryView {
+  std::string_view tenant, model, hash_scheme, adapter;
+  std::string_view prefix_hash;  // the key's hash bytes (a block hash or a prefix hash)
+  std::string_view replica;
+  std::int32_t token_count = 0;   // tokens the key covers (cumulative for a chain block)
+  std::int64_t last_seen_us = 0;  // producer wall µs
+  std::int32_t tier = 1;          // CacheTier 1..3; an unknown reported tier is 255
+};
+
+// One replica's stats for (tenant, model) as export_stats() visits them.
+struct StatsView {
+  std::string_view tenant, model, replica;
+  std::int64_t cache_memory_bytes = 0;
+  double hit_rate = 0, pressure = 0;
+  std::int64_t t2_hit_tokens = 0, t2_query_tokens = 0;
+  std::int64_t stats_reported_us = 0;  // wall µs of the last stats-bearing update
+  std::int64_t last_seen_us = 0;       // liveness (≥ stats_reported_us; REPLICA_UPDATED)
 };
 
 }  // namespace ic::index

@@ -39,7 +39,7 @@ class ChunkBuilder {
   std::size_t max_entries_;
   std::size_t entries_ = 0;
   state_pb::StateChunk chunk_;
-  index::pb::CacheStateUpdate* current_ = nullptr;
+  ::inferencecache::v1alpha1::CacheStateUpdate* current_ = nullptr;
 };
 
 // What restoring chunks applied.

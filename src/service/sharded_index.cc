@@ -25,7 +25,7 @@ std::optional<pb::CacheStateUpdate> ShardedIndex::ingest(unsigned core,
   return runtime::try_submit_to(
       cores_, core, std::move(update),
       [this, core](pb::CacheStateUpdate& u) {
-        const auto result = shards_[core]->ingest(u, clock_.wall_us());
+        const auto result = wire::ingest(*shards_[core], u, clock_.wall_us());
         metrics::local().add_ingest(result.entries_upserted);
         hand_off_cap(result.cap_handoff);
       },

@@ -16,6 +16,7 @@
 
 #include "index/clock.hh"
 #include "index/shard.hh"
+#include "service/index_wire.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "runtime/cores.hh"
 #include "runtime/submit.hh"
@@ -98,7 +99,7 @@ std::optional<pb::LookupRouteRequest> ShardedIndex::lookup(unsigned core,
       cores_, core, std::move(request),
       [shard = shards_[core], ctx, done = std::move(done_on_owner)](pb::LookupRouteRequest& r) {
         pb::LookupRouteResponse response;
-        shard->lookup_route(r, ctx, &response);
+        wire::lookup_route(*shard, r, ctx, &response);
         done(r, response);
         return response;
       },
@@ -117,7 +118,7 @@ std::optional<pb::CacheEvent> ShardedIndex::apply_event(unsigned core, pb::Cache
   return runtime::try_submit_to(
       cores_, core, std::move(event),
       [shard = shards_[core], clock = &clock_](pb::CacheEvent& e) {
-        shard->apply_event(e, clock->wall_us());
+        wire::apply_event(*shard, e, clock->wall_us());
       },
       std::move(reply));
 }
@@ -129,7 +130,7 @@ std::optional<pb::GetCacheStateRequest> ShardedIndex::get_cache_state(
       cores_, core, std::move(request),
       [shard = shards_[core]](pb::GetCacheStateRequest& r) {
         pb::GetCacheStateResponse response;
-        shard->get_cache_state(r, &response);
+        wire::get_cache_state(*shard, r, &response);
         return response;
       },
       std::move(reply));

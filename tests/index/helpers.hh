@@ -11,6 +11,7 @@
 
 #include "config/policy.hh"
 #include "index/shard.hh"
+#include "service/index_wire.hh"
 
 namespace ic::index::test {
 
@@ -118,14 +119,16 @@ struct Harness {
     shard = std::make_unique<Shard>(cfg, globals);
   }
   void policy(const std::string& json) { shard->set_policies(policies(json)); }
-  IngestResult ingest(const pb::CacheStateUpdate& u) { return shard->ingest(u, clock.wall); }
+  IngestResult ingest(const pb::CacheStateUpdate& u) {
+    return ic::service::wire::ingest(*shard, u, clock.wall);
+  }
   pb::LookupRouteResponse lookup(const pb::LookupRouteRequest& r,
                                  std::int64_t deadline = INT64_MAX) {
     LookupContext ctx;
     ctx.clock = &clock;
     ctx.deadline_mono_us = deadline;
     pb::LookupRouteResponse out;
-    shard->lookup_route(r, ctx, &out);
+    ic::service::wire::lookup_route(*shard, r, ctx, &out);
     return out;
   }
   std::size_t event(pb::CacheEvent::Type type, const std::string& tenant, const std::string& model,
@@ -139,7 +142,7 @@ struct Harness {
     ev.set_prefix_hash(hash);
     ev.set_adapter_id(adapter);
     ev.set_timestamp_us(ts);
-    return shard->apply_event(ev, clock.wall);
+    return ic::service::wire::apply_event(*shard, ev, clock.wall);
   }
 };
 

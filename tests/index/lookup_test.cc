@@ -576,7 +576,7 @@ TEST_CASE("reserved tenant: ingest dropped, NO_HINT with zero latency, empty sta
   g.set_tenant_id(probe);
   g.set_model_id("m");
   pb::GetCacheStateResponse out;
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.replicas_size() == 0);
   CHECK(out.summary().total_prefixes() == 0);
   CHECK(h.event(pb::CacheEvent::ALL_CLEARED, probe, "m", "r") == 0);

@@ -67,7 +67,7 @@ TEST_CASE("ingest: chain + prefix_hash, legacy, malformed, empty scheme, counts"
   g.set_tenant_id("t");
   g.set_model_id("m");
   pb::GetCacheStateResponse out;
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   REQUIRE(out.replicas_size() == 1);
   CHECK(out.replicas(0).replica_id() == "r2");
 
@@ -134,7 +134,7 @@ TEST_CASE("ingest: timestamp 0 is now; stats NaN/Inf → 0 and replica forced; G
   g.set_tenant_id("t");
   g.set_model_id("m");
   pb::GetCacheStateResponse out;
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.summary().total_prefixes() == 1);
   CHECK(out.summary().hot_prefixes() == 0);
   REQUIRE(out.replicas_size() == 2);
@@ -148,7 +148,7 @@ TEST_CASE("ingest: timestamp 0 is now; stats NaN/Inf → 0 and replica forced; G
   CHECK(out.replicas(1).t2_hit_tokens() == 5);
   CHECK(out.replicas(1).t2_query_tokens() == 9);
   g.set_model_id("nope");
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.replicas_size() == 0);
   CHECK(out.summary().total_prefixes() == 0);
 }
@@ -164,7 +164,7 @@ TEST_CASE("GetCacheState counts distinct keys over schemes and adapters, not ent
   g.set_tenant_id("t");
   g.set_model_id("m");
   pb::GetCacheStateResponse out;
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.summary().total_prefixes() == 4);
   CHECK(h.shard->entry_count() == 6);
   CHECK(h.shard->key_count() == 5);
@@ -202,7 +202,7 @@ TEST_CASE("events: PREFIX_EVICTED by secondary map, adapters, REPLICA_UPDATED, A
   g.set_tenant_id("t");
   g.set_model_id("m");
   pb::GetCacheStateResponse out;
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.replicas_size() == 0);
   pb::CacheStateUpdate s;
   s.set_tenant_id("t");
@@ -215,14 +215,14 @@ TEST_CASE("events: PREFIX_EVICTED by secondary map, adapters, REPLICA_UPDATED, A
   // The stats survive a sweep because liveness was refreshed (TTL 30 min).
   while (!h.shard->sweep_slice(h.clock.wall, 1000)) {
   }
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.replicas_size() == 1);
 
   // ALL_CLEARED: every key of (t, m) for r1, all schemes/adapters, and its stats.
   h.ingest(exact_update("t", "m", "sglang", "r1", kNow, {{7, 16}}));
   h.ingest(exact_update("t", "m", "vllm", "r1", kNow, {{8, 16}}, 0, "lora"));
   CHECK(h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "r1") == 3);
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.replicas_size() == 0);
   CHECK(out.summary().total_prefixes() == 1);  // r2's key 1
   CHECK(matches(h, exact_req("t", "m2", "vllm", 1, 16), "r1"));
@@ -424,7 +424,7 @@ TEST_CASE("tenant quota: whole keys, oldest newest-last_seen first, other tenant
   g.set_tenant_id("q");
   g.set_model_id("m");
   pb::GetCacheStateResponse out;
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.summary().total_prefixes() == 3);
   h.policy(
       R"({"version":7,"policies":[{"namespace":"q","minimumMatchedTokens":0,"routingFloorScore":0}],"tenants":[{"tenantID":"q","maxIndexEntries":3},{"tenantID":"z","maxIndexEntries":0}]})");
@@ -439,12 +439,12 @@ TEST_CASE("tenant quota: whole keys, oldest newest-last_seen first, other tenant
   });
   CHECK(q_evicted == 3);  // 11, 12, 13 (key 10 is kept alive by r2)
   g.set_tenant_id("other");
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.summary().total_prefixes() == 4);
   // Budget 0 admits nothing.
   h.ingest(exact_update("z", "m", "vllm", "r", kNow, {{1, 16}, {2, 16}}));
   g.set_tenant_id("z");
-  h.shard->get_cache_state(g, &out);
+  ic::service::wire::get_cache_state(*h.shard, g, &out);
   CHECK(out.summary().total_prefixes() == 0);
   CHECK(h.shard->entry_count() == 4 + 4);  // other: 4; q: keys 10 (×2), 14, 15
 }

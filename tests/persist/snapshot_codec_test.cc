@@ -44,7 +44,9 @@ struct Index {
   index::Shard& owner(const std::string& tenant) {
     return *shards[index::owner_core(tenant, kCores)];
   }
-  void ingest(const pb::CacheStateUpdate& u) { owner(u.tenant_id()).ingest(u, clock.wall); }
+  void ingest(const pb::CacheStateUpdate& u) {
+    ic::service::wire::ingest(owner(u.tenant_id()), u, clock.wall);
+  }
   void event(pb::CacheEvent::Type type, const std::string& tenant, const std::string& replica,
              std::int64_t ts) {
     pb::CacheEvent ev;
@@ -53,13 +55,13 @@ struct Index {
     ev.set_model_id("m");
     ev.set_replica_id(replica);
     ev.set_timestamp_us(ts);
-    owner(tenant).apply_event(ev, clock.wall);
+    ic::service::wire::apply_event(owner(tenant), ev, clock.wall);
   }
   std::string lookup(const pb::LookupRouteRequest& r) {
     index::LookupContext ctx;
     ctx.clock = &clock;
     pb::LookupRouteResponse out;
-    owner(r.tenant_id()).lookup_route(r, ctx, &out);
+    ic::service::wire::lookup_route(owner(r.tenant_id()), r, ctx, &out);
     return out.ShortDebugString();
   }
 };

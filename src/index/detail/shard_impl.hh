@@ -1,237 +1,38 @@
 #pragma once
-// Internal state of index::Shard (not part of the public API).
-//
-// Layout (docs/index.md "Keys"):
-//   Key    = (domain, prefix hash bytes); domain = (tenant, model, scheme, adapter).
-//   Group  = keys sharing (tenant, model, hash bytes) across schemes/adapters: the
-//            GroupTable maps a group to its first key, so a lookup is one probe
-//            plus a short chain walk, and PREFIX_EVICTED (no scheme) is one probe.
-//   Entry  = (key, replica): 32 bytes in a slab, linked from its key.
-//   Scope  = (tenant, model, scheme): replicas serving it with entry counts,
-//            kept sorted by replica name (AFFINITY_HINT picks by index).
-// All ids are dense uint32 (Interner / Slab indexes).
+// Internal state of index::Shard (not part of the public API): the parts
+// each file needs, composed into Shard::Impl, and its operations grouped by
+// the file that implements them. Records and tables: detail/records.hh;
+// cap, quota and TTL state: detail/eviction_state.hh; lookup scratch and the
+// per-call state: detail/lookup_state.hh.
 
-#include <openssl/evp.h>
 #include <xxhash.h>
 
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
+#include <utility>
 
-#include "index/detail/group_table.hh"
-#include "index/detail/interner.hh"
-#include "index/detail/slab.hh"
+#include "index/detail/eviction_state.hh"
+#include "index/detail/lookup_state.hh"
+#include "index/detail/records.hh"
 #include "index/shard.hh"
 
 namespace ic::index {
 
 namespace detail {
 
-// MurmurHash3's 64-bit finalizer: a full-avalanche mix of one word.
-inline std::uint64_t fmix64(std::uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
-
-// Stored tier values: 1..3 as in CacheTier; kTierInvalid = unknown/negative
-// (coldest, reported UNSPECIFIED).
-inline constexpr std::uint8_t kTierInvalid = 0xFF;
-
-struct KeyRec {
-  std::uint64_t hash = 0;  // bytes inline (len ≤ 8, zero-padded) or long_hashes index
-  std::uint32_t domain = kNone;
-  std::uint32_t first_entry = kNone;
-  std::uint32_t next_in_group = kNone;
-  std::uint32_t tenant_prev = kNone;  // per-tenant key list (quota, ALL_CLEARED)
-  std::uint32_t tenant_next = kNone;
-  std::uint8_t hash_len = 0;  // 0..8 inline; kLongHash → long_hashes[hash]
-  bool live = false;
-  std::uint16_t gen = 0;  // bumped on free: quota victim records go stale
-};
-inline constexpr std::uint8_t kLongHash = 0xFF;
-
-struct EntryRec {
-  std::int64_t last_seen = 0;  // producer wall µs
-  std::uint32_t key = kNone;
-  std::uint32_t replica = kNone;
-  std::uint32_t next_in_key = kNone;
-  std::int32_t token_count = 0;
-  std::uint32_t access_count = 0;  // LFU credit
-  std::uint8_t tier = 1;
-  bool live = false;
-  std::uint16_t gen = 0;  // bumped on free: victim records go stale
-};
-static_assert(sizeof(EntryRec) == 32);
-static_assert(sizeof(KeyRec) == 32);
-
-struct DomainKey {
-  std::uint32_t tenant, model, scheme, adapter;
-  bool operator==(const DomainKey&) const = default;
-};
-struct DomainKeyHash {
-  std::size_t operator()(const DomainKey& k) const noexcept {
-    std::uint64_t a = (std::uint64_t{k.tenant} << 32) | k.model;
-    std::uint64_t b = (std::uint64_t{k.scheme} << 32) | k.adapter;
-    a ^= b * 0x9E3779B97F4A7C15ull;
-    a ^= a >> 29;
-    a *= 0xBF58476D1CE4E5B9ull;
-    return a ^ (a >> 32);
-  }
-};
-
-struct DomainRec {
-  DomainKey k{};
-  std::uint32_t tm = kNone;
-  std::uint32_t scope = kNone;
-  std::int64_t key_count = 0;
-};
-
-struct StatsRec {
-  std::uint32_t replica = kNone;  // holds an interner reference
-  std::int64_t cache_memory_bytes = 0;
-  double hit_rate = 0;
-  double pressure = 0;
-  std::int64_t t2_hit_tokens = 0;
-  std::int64_t t2_query_tokens = 0;
-  std::int64_t last_seen = 0;       // liveness (REPLICA_UPDATED refreshes it)
-  std::int64_t stats_reported = 0;  // last stats-bearing update
-};
-
-// (tenant, model): key count and the replicas' stats.
-struct TmRec {
-  std::uint32_t tenant = kNone, model = kNone;
-  std::int64_t key_count = 0;
-  std::uint32_t domain_count = 0;
-  std::vector<StatsRec> stats;
-  bool live = false;
-};
-
-struct ScopeMember {
-  std::uint32_t replica;
-  std::uint32_t entries;
-};
-// Load-aware ranking: the decayed count of hints answered with `replica` on top
-// (docs/ranking.md "Cost"). Holds an interner reference to the replica.
-struct LoadRec {
-  std::uint32_t replica;
-  double hints;
-};
-struct ScopeRec {
-  std::uint32_t tm = kNone, scheme = kNone;
-  std::uint32_t domain_count = 0;
-  std::vector<ScopeMember> members;  // sorted by replica name, bytewise
-  std::vector<LoadRec> loads;        // unsorted; few replicas per scope
-  bool live = false;
-};
-
-struct TenantRec {
-  std::int64_t key_count = 0;
-  std::uint32_t tm_count = 0;
-  std::uint32_t key_head = kNone;
-  // Cached from the PolicySet (set_policies / creation).
-  std::int64_t ttl_us = 0;
-  std::int64_t quota = -1;  // -1 = unbounded
-  bool lfu = false;
-  // Quota victims (evict.cc enforce_quota): the smallest keys by (newest
-  // last_seen, key bytes, names) from the last scan, ascending, from
-  // quota_pos on. Valid while every key outside it is larger: an upsert at or
-  // below quota_threshold or any removal not made by the quota drops it.
-  struct QuotaVictim {
-    std::int64_t newest;
-    std::uint32_t key;
-    std::uint16_t gen;
-  };
-  std::vector<QuotaVictim> quota_victims;
-  std::size_t quota_pos = 0;
-  std::int64_t quota_threshold = 0;
-  bool quota_valid = false;
-  void drop_quota_victims() {
-    quota_victims.clear();
-    quota_pos = 0;
-    quota_valid = false;
-  }
-};
-
-// (tenant, replica) aggregate for /snapshot. `newest` is exact while
-// at_newest > 0; when the last entry at it goes or moves back, it is only an
-// upper bound and collect_snapshot recomputes it (one scan, only then).
-struct TenantReplicaRec {
-  std::int64_t entries = 0;
-  std::int64_t newest = 0;
-  std::int64_t at_newest = 0;  // entries whose last_seen == newest
-  // An entry's last_seen moved from `from` (INT64_MIN: new entry) to `to`
-  // (INT64_MIN: entry removed).
-  void moved(std::int64_t from, std::int64_t to) {
-    if (from != INT64_MIN && from == newest) --at_newest;
-    if (to == INT64_MIN) return;
-    if (to > newest || (at_newest <= 0 && entries == 1)) {
-      newest = to;
-      at_newest = 1;
-    } else if (to == newest) {
-      ++at_newest;
-    }
-  }
-};
-
-// One cap-victim candidate: snapshot of an entry's order key.
-struct VictimRec {
-  std::uint32_t entry;
-  std::uint16_t gen;
-  std::uint32_t a;  // access_count on LFU, else 0
-  std::int64_t last_seen;
-};
-
-// Scratch state of one chain-match candidate replica.
-struct ChainCand {
-  std::uint32_t replica;
-  std::uint32_t run;     // blocks matched
-  std::int64_t matched;  // Σ request block_token_counts over the run
-  std::int64_t oldest;   // oldest last_seen over the run
-  std::uint8_t coldest;  // coldest stored tier over the run
-};
-
-// One candidate replica of the load-aware ranking (ranking.cc).
-struct LoadCand {
-  std::uint32_t replica;
-  std::uint32_t holder;  // index into Shard::Impl::scored, kNone = holds nothing usable
-  double cost;           // tokens: uncached prompt tokens + load_cost_tokens × load
-  std::int64_t matched;  // tokens of the matched run (0 for a cold replica)
-  bool saturated;        // fresh pressure ≥ saturation_pressure
-};
-
-// Per-replica-id scratch of the load-aware ranking: what one lookup gathered about a replica
-// (valid when the stamp equals Shard::Impl::load_stamp; no clearing between lookups).
-struct ReplicaScratch {
-  std::uint32_t hints_stamp = 0;     // `hints` is this lookup's
-  std::uint32_t pressure_stamp = 0;  // `pressure` is this lookup's (fresh stats)
-  std::uint32_t cand_stamp = 0;      // already a candidate
-  double hints = 0;
-  double pressure = 0;
-};
-
-// Answer of the load-aware ranking.
-enum class LoadAnswer : std::uint8_t { kNone, kPrefixMatch, kAffinityHint };
-
-struct Scored {
-  std::uint32_t replica;
-  double score;
-  std::int64_t matched;
-  double prob;
-  std::uint8_t tier;    // stored tier; 0 = UNSPECIFIED
-  std::uint32_t run;    // chain: blocks in the run; exact: 0
-  std::uint32_t entry;  // exact: the matched entry
+// Change reporting (changes.cc): the installed sink, if any.
+struct ChangeReports {
+  ChangeSink* sink = nullptr;
+  bool quiet_removals = false;  // ALL_CLEARED reports itself, not each entry
 };
 
 }  // namespace detail
 
-struct Shard::Impl {
+struct Shard::Impl : detail::Records,
+                     detail::EvictionState,
+                     detail::LookupScratch,
+                     detail::ChangeReports {
   Impl(IndexConfig c, IndexGlobals* g, std::shared_ptr<const config::PolicySet> p);
   ~Impl();
 
@@ -240,63 +41,6 @@ struct Shard::Impl {
   std::unique_ptr<IndexGlobals> own_globals;
   IndexGlobals* globals;
   std::shared_ptr<const config::PolicySet> policies;
-
-  // --- interned names ---
-  detail::Interner tenants, models, schemes, adapters, replicas;
-
-  // --- records ---
-  detail::Slab<detail::KeyRec> keys;
-  detail::Slab<detail::EntryRec> entries;
-  std::vector<std::string> long_hashes;
-  std::vector<std::uint32_t> long_free;
-  detail::GroupTable groups;
-
-  std::unordered_map<detail::DomainKey, std::uint32_t, detail::DomainKeyHash> domain_ids;
-  std::vector<detail::DomainRec> domains;
-  std::vector<std::uint32_t> domain_free;
-
-  std::unordered_map<std::uint64_t, std::uint32_t> tm_ids;  // tenant<<32|model
-  std::vector<detail::TmRec> tms;
-  std::vector<std::uint32_t> tm_free;
-
-  std::unordered_map<std::uint64_t, std::uint32_t> scope_ids;  // tm<<32|scheme
-  std::vector<detail::ScopeRec> scopes;
-  std::vector<std::uint32_t> scope_free;
-
-  std::vector<detail::TenantRec> tenant_recs;  // by tenant id
-  std::vector<std::int64_t> model_keys;        // by model id
-  std::vector<std::string> drained_models;     // report 0 once
-  // mutable: collect_snapshot() makes stale `newest` values exact again.
-  mutable std::unordered_map<std::uint64_t, detail::TenantReplicaRec> tenant_replicas;
-
-  std::int64_t entry_total = 0;
-  std::int64_t key_total = 0;
-  std::int64_t unpublished = 0;  // entry delta not yet added to globals
-
-  // --- eviction ---
-  EvictionCounters evictions;
-  std::unordered_map<std::string, std::uint64_t> tenant_evictions;
-  // Cap victims (evict.cc): a min-heap by coarse order (a, last_seen, entry)
-  // holding every entry whose coarse order is ≤ `threshold`, plus `group`: the
-  // records of the smallest coarse value, sorted by the full order.
-  std::vector<detail::VictimRec> victims;
-  std::vector<detail::VictimRec> group;
-  std::size_t group_pos = 0;
-  bool victims_valid = false;
-  detail::VictimRec threshold{};
-  std::uint32_t sweep_cursor = 0;
-
-  // --- lookup scratch (reused: no allocation per lookup once warm) ---
-  std::vector<detail::ChainCand> cands;
-  std::vector<detail::Scored> scored;
-  std::vector<std::string_view> chain_hashes;  // resolved chain (views)
-  std::vector<std::int32_t> chain_counts;
-  std::vector<detail::LoadCand> load_cands;
-  std::vector<detail::Scored> load_scratch;
-  std::vector<detail::ReplicaScratch> replica_scratch;  // by replica id
-  std::uint32_t load_stamp = 0;
-  std::string fingerprint_buf;  // wire bytes of a token_ids chain
-  EVP_MD_CTX* sha = nullptr;
 
   // ===== key / record plumbing (records.cc) =====
   // Seeded hash of (tenant-model id, prefix hash bytes) for the GroupTable;
@@ -379,7 +123,6 @@ struct Shard::Impl {
   void evict_victim(std::uint32_t e);
 
   // ===== global cap across shards (global_cap.cc) =====
-  int slot = -1;  // IndexGlobals::oldest slot, -1 = none
   // The next cap victim without taking it, or kNone.
   std::uint32_t peek_victim();
   // Publishes the next victim's last_seen in globals->oldest[slot].
@@ -398,16 +141,34 @@ struct Shard::Impl {
   std::int64_t key_newest(std::uint32_t k) const;
   bool quota_less(std::int64_t xn, std::uint32_t x, std::int64_t yn, std::uint32_t y) const;
   void rebuild_quota_victims(detail::TenantRec& t, std::uint32_t tenant, std::int64_t batch);
-  bool quota_evicting = false;  // removals by the quota keep its victim list
   void invalidate_victims();
 
-  // ===== ingest / events (ingest.cc) =====
-  IngestResult ingest(const pb::CacheStateUpdate& u, std::int64_t now);
+  // ===== ingest (ingest.cc) =====
+  IngestResult ingest(const Update& u, std::int64_t now);
+  // Ingests one reported prefix into `domain` (chain blocks and/or the exact key).
+  void ingest_prefix(std::uint32_t domain, const PrefixReport& p, std::int64_t seen,
+                     std::uint32_t replica, IngestResult& r);
   void upsert(std::uint32_t domain, std::string_view bytes, std::int32_t tokens, std::int64_t seen,
               std::uint8_t tier, std::uint32_t replica, IngestResult& r);
-  void apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const pb::ReplicaStats& s,
+  void apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const ReplicaStats& s,
                    std::int64_t seen);
-  std::size_t apply_event(const pb::CacheEvent& ev, std::int64_t now);
+  // The tenant quota, then the global cap, after an ingest into `tenant`.
+  void settle_ingest(std::uint32_t tenant, IngestResult& r);
+
+  // ===== events (events.cc, docs/index.md "Events") =====
+  std::size_t apply_event(const Event& ev, std::int64_t now);
+  std::size_t evict_prefix(const Event& ev, std::uint32_t tm, std::uint32_t replica);
+  void refresh_replica(const Event& ev, std::uint32_t tm, std::uint32_t replica, std::int64_t now);
+  std::size_t clear_replica(const Event& ev, std::uint32_t tenant, std::uint32_t model,
+                            std::uint32_t replica);
+
+  // ===== expiry and GetCacheState (expiry.cc, cache_state.cc) =====
+  bool sweep_slice(std::int64_t now, std::size_t budget);
+  // Removes the stats entries whose liveness is older than the tenant's TTL.
+  void expire_stats(std::int64_t now);
+  void get_cache_state(const CacheStateQuery& q, CacheState* out) const;
+  // The export/GetCacheState view of one stats entry of (tenant, model) `tm`.
+  StatsView stats_view(const detail::TmRec& tm, const detail::StatsRec& r) const;
 
   // ===== load-aware ranking (ranking.cc, docs/ranking.md) =====
   // Ranks the holders in `scored` (after the matched-tokens floor; may be
@@ -437,17 +198,43 @@ struct Shard::Impl {
   // Drops the scope's hint counts (scope removal).
   void clear_loads(detail::ScopeRec& sr);
   // ===== change reports (changes.cc; only called when `sink` is set) =====
-  ChangeSink* sink = nullptr;
-  bool quiet_removals = false;  // ALL_CLEARED reports itself, not each entry
   Change prefix_change(ChangeType type, std::uint32_t e) const;
   void report_upsert(std::uint32_t e);
   void report_removal(std::uint32_t e);
   void report_replica(ChangeType type, std::uint32_t tm, std::uint32_t replica, std::int64_t seen);
-  void report_cleared(const pb::CacheEvent& ev);
+  void report_cleared(const Event& ev);
 
-  // ===== lookup (lookup.cc) =====
-  void lookup(const pb::LookupRouteRequest& req, const LookupContext& ctx,
-              pb::LookupRouteResponse* out);
+  // ===== lookup (docs/lookup.md steps 0–13) =====
+  // lookup.cc: the steps in order.
+  void lookup(const LookupQuery& q, const LookupContext& ctx, LookupResult* out);
+  // lookup_input.cc, step 5: false = no usable input (NO_HINT).
+  bool resolve_input(detail::LookupState& st);
+  // token_ids → the fingerprint chain with the engine block size; false = fail open.
+  bool resolve_tokens(detail::LookupState& st);
+  // lookup_scoring.cc: what the matchers share.
+  void find_scope_of(detail::LookupState& st) const;
+  double pressure_factor(const detail::LookupState& st, std::uint32_t replica) const;
+  double holder_score(const detail::LookupState& st, std::uint32_t replica, std::int64_t matched,
+                      double fresh) const;
+  detail::Outcome classify_miss(const detail::LookupState& st) const;
+  // match_chain.cc, step 7 for a chain: longest leading run per replica.
+  void match_chain(detail::LookupState& st);
+  void start_chain_run(const detail::LookupState& st);
+  void extend_chain_runs(std::uint32_t domain, std::int64_t now, std::int64_t ttl);
+  void score_chain_runs(const detail::LookupState& st);
+  // match_exact.cc, step 7 for one key, then TENANT_HOT on a miss.
+  void match_exact(detail::LookupState& st);
+  void match_tenant_hot(const detail::LookupState& st);
+  // lookup_gates.cc, steps 8–11.
+  void apply_gates(detail::LookupState& st);
+  // affinity.cc, step 12 and its load-aware counterpart (docs/ranking.md):
+  // true when the answer is AFFINITY_HINT (then `st.out` is complete).
+  bool rank_by_load(detail::LookupState& st);
+  bool affinity_hint(detail::LookupState& st);
+  // lookup_result.cc, step 13.
+  void credit_lfu(const detail::LookupState& st);
+  void build_result(detail::LookupState& st);
+  void finish(detail::LookupState& st, std::string_view code, bool echo_adapter) const;
 };
 
 }  // namespace ic::index

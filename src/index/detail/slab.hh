@@ -11,6 +11,18 @@
 
 namespace ic::index::detail {
 
+// A free slot of `recs` (reused LIFO from `free`, else appended), as an id.
+template <typename Rec>
+std::uint32_t take_slot(std::vector<Rec>& recs, std::vector<std::uint32_t>& free) {
+  if (free.empty()) {
+    recs.emplace_back();
+    return static_cast<std::uint32_t>(recs.size() - 1);
+  }
+  const std::uint32_t id = free.back();
+  free.pop_back();
+  return id;
+}
+
 template <class T>
 class Slab {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -18,14 +30,16 @@ class Slab {
  public:
   // A free slot index; the caller overwrites its record. May reallocate:
   // references into the slab do not survive this call.
-  std::uint32_t allocate() {
-    if (!free_.empty()) {
-      const std::uint32_t i = free_.back();
-      free_.pop_back();
-      return i;
-    }
-    records_.emplace_back();
-    return static_cast<std::uint32_t>(records_.size() - 1);
+  std::uint32_t allocate() { return take_slot(records_, free_); }
+  // allocate(), with the record reset to T{} except its `gen` (records that
+  // count their reuses so stale references to a slot can be told apart).
+  std::uint32_t allocate_fresh() {
+    const std::uint32_t i = allocate();
+    T& r = records_[i];
+    const auto gen = r.gen;
+    r = T{};
+    r.gen = gen;
+    return i;
   }
   void free(std::uint32_t i) { free_.push_back(i); }
 

@@ -1,0 +1,41 @@
+// GetCacheState (docs/index.md "GetCacheState"): the key count of (tenant,
+// model) and its replicas' stats, sorted by replica_id.
+
+#include <algorithm>
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+StatsView Shard::Impl::stats_view(const TmRec& tm, const StatsRec& r) const {
+  StatsView v;
+  v.tenant = tenants.name(tm.tenant);
+  v.model = models.name(tm.model);
+  v.replica = replicas.name(r.replica);
+  v.cache_memory_bytes = r.cache_memory_bytes;
+  v.hit_rate = r.hit_rate;
+  v.pressure = r.pressure;
+  v.t2_hit_tokens = r.t2_hit_tokens;
+  v.t2_query_tokens = r.t2_query_tokens;
+  v.stats_reported_us = r.stats_reported;
+  v.last_seen_us = r.last_seen;
+  return v;
+}
+
+void Shard::Impl::get_cache_state(const CacheStateQuery& q, CacheState* out) const {
+  out->total_prefixes = 0;
+  out->hot_prefixes = 0;
+  out->replicas.clear();
+  if (q.tenant_id == config::kReservedTenant) return;
+  const std::uint32_t tm = find_tm(tenants.find(q.tenant_id), models.find(q.model_id));
+  if (tm == kNone) return;
+  const TmRec& r = tms[tm];
+  out->total_prefixes = r.key_count;
+  for (const StatsRec& st : r.stats) out->replicas.push_back(stats_view(r, st));
+  std::sort(out->replicas.begin(), out->replicas.end(),
+            [](const StatsView& a, const StatsView& b) { return a.replica < b.replica; });
+}
+
+}  // namespace ic::index

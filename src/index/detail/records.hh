@@ -1,0 +1,211 @@
+#pragma once
+// The index's records and the tables that hold them (part of Shard::Impl,
+// detail/shard_impl.hh). Every file of the index reads these.
+//
+// Layout (docs/index.md "Keys"):
+//   Key    = (domain, prefix hash bytes); domain = (tenant, model, scheme, adapter).
+//   Group  = keys sharing (tenant, model, hash bytes) across schemes/adapters: the
+//            GroupTable maps a group to its first key, so a lookup is one probe
+//            plus a short chain walk, and PREFIX_EVICTED (no scheme) is one probe.
+//   Entry  = (key, replica): 32 bytes in a slab, linked from its key.
+//   Scope  = (tenant, model, scheme): replicas serving it with entry counts,
+//            kept sorted by replica name (AFFINITY_HINT picks by index).
+// All ids are dense uint32 (Interner / Slab indexes).
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "index/detail/group_table.hh"
+#include "index/detail/interner.hh"
+#include "index/detail/slab.hh"
+
+namespace ic::index::detail {
+
+// MurmurHash3's 64-bit finalizer: a full-avalanche mix of one word.
+inline std::uint64_t fmix64(std::uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return k;
+}
+
+// Stored tier values: 1..3 as in CacheTier; kTierInvalid = unknown/negative
+// (coldest, reported UNSPECIFIED).
+inline constexpr std::uint8_t kTierInvalid = 0xFF;
+
+struct KeyRec {
+  std::uint64_t hash = 0;  // bytes inline (len ≤ 8, zero-padded) or long_hashes index
+  std::uint32_t domain = kNone;
+  std::uint32_t first_entry = kNone;
+  std::uint32_t next_in_group = kNone;
+  std::uint32_t tenant_prev = kNone;  // per-tenant key list (quota, ALL_CLEARED)
+  std::uint32_t tenant_next = kNone;
+  std::uint8_t hash_len = 0;  // 0..8 inline; kLongHash → long_hashes[hash]
+  bool live = false;
+  std::uint16_t gen = 0;  // bumped on free: quota victim records go stale
+};
+inline constexpr std::uint8_t kLongHash = 0xFF;
+
+struct EntryRec {
+  std::int64_t last_seen = 0;  // producer wall µs
+  std::uint32_t key = kNone;
+  std::uint32_t replica = kNone;
+  std::uint32_t next_in_key = kNone;
+  std::int32_t token_count = 0;
+  std::uint32_t access_count = 0;  // LFU credit
+  std::uint8_t tier = 1;
+  bool live = false;
+  std::uint16_t gen = 0;  // bumped on free: victim records go stale
+};
+static_assert(sizeof(EntryRec) == 32);
+static_assert(sizeof(KeyRec) == 32);
+
+struct DomainKey {
+  std::uint32_t tenant, model, scheme, adapter;
+  bool operator==(const DomainKey&) const = default;
+};
+struct DomainKeyHash {
+  std::size_t operator()(const DomainKey& k) const noexcept {
+    std::uint64_t a = (std::uint64_t{k.tenant} << 32) | k.model;
+    std::uint64_t b = (std::uint64_t{k.scheme} << 32) | k.adapter;
+    a ^= b * 0x9E3779B97F4A7C15ull;
+    a ^= a >> 29;
+    a *= 0xBF58476D1CE4E5B9ull;
+    return a ^ (a >> 32);
+  }
+};
+
+struct DomainRec {
+  DomainKey k{};
+  std::uint32_t tm = kNone;
+  std::uint32_t scope = kNone;
+  std::int64_t key_count = 0;
+};
+
+struct StatsRec {
+  std::uint32_t replica = kNone;  // holds an interner reference
+  std::int64_t cache_memory_bytes = 0;
+  double hit_rate = 0;
+  double pressure = 0;
+  std::int64_t t2_hit_tokens = 0;
+  std::int64_t t2_query_tokens = 0;
+  std::int64_t last_seen = 0;       // liveness (REPLICA_UPDATED refreshes it)
+  std::int64_t stats_reported = 0;  // last stats-bearing update
+};
+
+// (tenant, model): key count and the replicas' stats.
+struct TmRec {
+  std::uint32_t tenant = kNone, model = kNone;
+  std::int64_t key_count = 0;
+  std::uint32_t domain_count = 0;
+  std::vector<StatsRec> stats;
+  bool live = false;
+};
+
+struct ScopeMember {
+  std::uint32_t replica;
+  std::uint32_t entries;
+};
+// Load-aware ranking: the decayed count of hints answered with `replica` on top
+// (docs/ranking.md "Cost"). Holds an interner reference to the replica.
+struct LoadRec {
+  std::uint32_t replica;
+  double hints;
+};
+struct ScopeRec {
+  std::uint32_t tm = kNone, scheme = kNone;
+  std::uint32_t domain_count = 0;
+  std::vector<ScopeMember> members;  // sorted by replica name, bytewise
+  std::vector<LoadRec> loads;        // unsorted; few replicas per scope
+  bool live = false;
+};
+
+struct TenantRec {
+  std::int64_t key_count = 0;
+  std::uint32_t tm_count = 0;
+  std::uint32_t key_head = kNone;
+  // Cached from the PolicySet (set_policies / creation).
+  std::int64_t ttl_us = 0;
+  std::int64_t quota = -1;  // -1 = unbounded
+  bool lfu = false;
+  // Quota victims (evict.cc enforce_quota): the smallest keys by (newest
+  // last_seen, key bytes, names) from the last scan, ascending, from
+  // quota_pos on. Valid while every key outside it is larger: an upsert at or
+  // below quota_threshold or any removal not made by the quota drops it.
+  struct QuotaVictim {
+    std::int64_t newest;
+    std::uint32_t key;
+    std::uint16_t gen;
+  };
+  std::vector<QuotaVictim> quota_victims;
+  std::size_t quota_pos = 0;
+  std::int64_t quota_threshold = 0;
+  bool quota_valid = false;
+  void drop_quota_victims() {
+    quota_victims.clear();
+    quota_pos = 0;
+    quota_valid = false;
+  }
+};
+
+// (tenant, replica) aggregate for /snapshot. `newest` is exact while
+// at_newest > 0; when the last entry at it goes or moves back, it is only an
+// upper bound and collect_snapshot recomputes it (one scan, only then).
+struct TenantReplicaRec {
+  std::int64_t entries = 0;
+  std::int64_t newest = 0;
+  std::int64_t at_newest = 0;  // entries whose last_seen == newest
+  // An entry's last_seen moved from `from` (INT64_MIN: new entry) to `to`
+  // (INT64_MIN: entry removed).
+  void moved(std::int64_t from, std::int64_t to) {
+    if (from != INT64_MIN && from == newest) --at_newest;
+    if (to == INT64_MIN) return;
+    if (to > newest || (at_newest <= 0 && entries == 1)) {
+      newest = to;
+      at_newest = 1;
+    } else if (to == newest) {
+      ++at_newest;
+    }
+  }
+};
+
+// The tables of one shard (data only; the plumbing is in records.cc).
+struct Records {
+  // --- interned names ---
+  Interner tenants, models, schemes, adapters, replicas;
+
+  // --- records ---
+  Slab<KeyRec> keys;
+  Slab<EntryRec> entries;
+  std::vector<std::string> long_hashes;
+  std::vector<std::uint32_t> long_free;
+  GroupTable groups;
+
+  std::unordered_map<DomainKey, std::uint32_t, DomainKeyHash> domain_ids;
+  std::vector<DomainRec> domains;
+  std::vector<std::uint32_t> domain_free;
+
+  std::unordered_map<std::uint64_t, std::uint32_t> tm_ids;  // tenant<<32|model
+  std::vector<TmRec> tms;
+  std::vector<std::uint32_t> tm_free;
+
+  std::unordered_map<std::uint64_t, std::uint32_t> scope_ids;  // tm<<32|scheme
+  std::vector<ScopeRec> scopes;
+  std::vector<std::uint32_t> scope_free;
+
+  std::vector<TenantRec> tenant_recs;       // by tenant id
+  std::vector<std::int64_t> model_keys;     // by model id
+  std::vector<std::string> drained_models;  // report 0 once
+  // mutable: collect_snapshot() makes stale `newest` values exact again.
+  mutable std::unordered_map<std::uint64_t, TenantReplicaRec> tenant_replicas;
+
+  std::int64_t entry_total = 0;
+  std::int64_t key_total = 0;
+  std::int64_t unpublished = 0;  // entry delta not yet added to globals
+};
+
+}  // namespace ic::index::detail

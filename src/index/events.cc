@@ -1,0 +1,103 @@
+// PublishEvent (docs/index.md "Events"): PREFIX_EVICTED probes one group,
+// REPLICA_UPDATED refreshes liveness, ALL_CLEARED walks the tenant's keys;
+// PREFIX_ADDED and unknown types are acknowledged no-ops.
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+std::size_t Shard::Impl::evict_prefix(const Event& ev, std::uint32_t tm, std::uint32_t replica) {
+  const std::string_view bytes = ev.prefix_hash;
+  const std::uint32_t adapter = ev.adapter_id.empty() ? kNone : adapters.find(ev.adapter_id);
+  if (!ev.adapter_id.empty() && adapter == kNone) return 0;
+  std::size_t removed = 0;
+  std::uint32_t k = find_group(tm, group_hash(tm, bytes), bytes);
+  while (k != kNone) {
+    // Capture the next key first: removing the last entry frees `k`.
+    const std::uint32_t next = keys[k].next_in_group;
+    if (adapter == kNone || domains[keys[k].domain].k.adapter == adapter) {
+      const std::uint32_t e = find_entry(k, replica);
+      if (e != kNone) {
+        remove_entry(e);
+        ++removed;
+      }
+    }
+    k = next;
+  }
+  return removed;
+}
+
+void Shard::Impl::refresh_replica(const Event& ev, std::uint32_t tm, std::uint32_t replica,
+                                  std::int64_t now) {
+  const std::int64_t seen = ev.timestamp_us == 0 ? now : ev.timestamp_us;
+  for (StatsRec& s : tms[tm].stats) {
+    if (s.replica != replica) continue;
+    s.last_seen = seen;
+    if (sink != nullptr) report_replica(ChangeType::kReplicaUpdated, tm, replica, seen);
+  }
+}
+
+std::size_t Shard::Impl::clear_replica(const Event& ev, std::uint32_t tenant, std::uint32_t model,
+                                       std::uint32_t replica) {
+  // Walk the tenant's keys (not the whole shard) for this model's entries.
+  std::size_t removed = 0;
+  quiet_removals = true;  // one ALL_CLEARED report, not one per entry
+  std::uint32_t k = tenant_recs[tenant].key_head;
+  while (k != kNone) {
+    const std::uint32_t next = keys[k].tenant_next;
+    if (domains[keys[k].domain].k.model == model) {
+      const std::uint32_t e = find_entry(k, replica);
+      if (e != kNone) {
+        remove_entry(e);
+        ++removed;
+      }
+    }
+    k = next;
+  }
+  quiet_removals = false;
+  // tm may have been freed if it had no stats; look it up again.
+  bool cleared = false;
+  const std::uint32_t tm = find_tm(tenants.find(ev.tenant_id), models.find(ev.model_id));
+  if (tm != kNone) {
+    auto& v = tms[tm].stats;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (it->replica != replica) continue;
+      v.erase(it);
+      cleared = true;
+      replicas.release(replica);
+      maybe_remove_tm(tm);
+      break;
+    }
+  }
+  if (sink != nullptr && (cleared || removed > 0)) report_cleared(ev);
+  return removed;
+}
+
+std::size_t Shard::Impl::apply_event(const Event& ev, std::int64_t now) {
+  if (ev.tenant_id == config::kReservedTenant) return 0;
+  const std::uint32_t tenant = tenants.find(ev.tenant_id);
+  const std::uint32_t model = models.find(ev.model_id);
+  const std::uint32_t replica = replicas.find(ev.replica_id);
+  const std::uint32_t tm = find_tm(tenant, model);
+  if (tm == kNone || replica == kNone) return 0;
+  std::size_t removed = 0;
+  switch (ev.type) {
+    case EventType::kPrefixEvicted:
+      removed = evict_prefix(ev, tm, replica);
+      break;
+    case EventType::kReplicaUpdated:
+      refresh_replica(ev, tm, replica, now);
+      break;
+    case EventType::kAllCleared:
+      removed = clear_replica(ev, tenant, model, replica);
+      break;
+    default:
+      break;  // PREFIX_ADDED and unknown types: acked, no-op
+  }
+  note_oldest(publish());
+  return removed;
+}
+
+}  // namespace ic::index
