@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes after the HTTP/2 client preface, in
-// arbitrary splits, into a GrpcSession (nghttp2 pump, gRPC framing, calls,
+// arbitrary splits, into the gRPC server session (nghttp2 pump, gRPC framing, calls,
 // deadlines). It must never crash, never leak (ASan), never write anything
 // but HTTP/2 frames, and never keep a call after the connection closed.
 //
@@ -26,7 +26,7 @@
 #include <memory>
 #include <string_view>
 
-#include "grpc/session.hh"
+#include "grpc/server_calls.hh"
 #include "grpc/typed.hh"
 #include "h2_harness.hh"
 
@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   context.options.max_message_bytes = 4096;
   context.options.h2.max_concurrent_streams = 16;
   ic::test::FakeConnection conn;
-  auto session = std::make_unique<ic::grpc::GrpcSession>(conn, context);
+  auto session = ic::grpc::make_server_session(conn, context);
   const auto* p = reinterpret_cast<const std::byte*>(input.data());
   bool open = true;
   const std::size_t step = chunk == 0 ? input.size() : chunk;
@@ -101,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Whatever happened, the server spoke HTTP/2 first: a SETTINGS frame.
   require(conn.out.size() >= 9 && conn.out[3] == 0x04);
   session->on_close();
-  require(session->active_calls() == 0);
+  require(static_cast<ic::grpc::ServerCalls&>(session->application()).active_calls() == 0);
   session.reset();
   return 0;
 }
