@@ -10,7 +10,8 @@
 // Fuzz (clang):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I src
 //     -I tests/grpc/support -I build/proto tests/grpc/fuzz_grpc_session.cc
-//     src/h2/server_session.cc src/grpc/{status,framing,timeout,call,session}.cc
+//     src/h2/{server_session,peer_watch}.cc
+//     src/grpc/{status,timeout,method_table,server_calls}.cc
 //     src/metrics/{labels,sample,core_metrics,registry}.cc -lnghttp2 -lprotobuf
 //     -o /tmp/fuzz_grpc
 //   /tmp/fuzz_grpc -max_total_time=60
