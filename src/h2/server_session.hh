@@ -112,9 +112,10 @@ class ServerSession final : public net::Session {
 
   // Response side; each returns false if the stream is unknown or already
   // answered. Called from outside the session's entry points (a timer, a
-  // cross-core reply), they ask the connection for a flush. Headers first: with `end_stream` the
-  // response is headers-only (e.g. gRPC trailers-only); otherwise body bytes follow via write() and
-  // the response ends with finish().
+  // cross-core reply), they ask the connection for a flush. Headers first:
+  // with `end_stream` the response is headers-only (e.g. gRPC
+  // trailers-only); otherwise body bytes follow via write() and the response
+  // ends with finish().
   bool respond(StreamId id, std::span<const HeaderView> headers, bool end_stream);
   // Appends body bytes (copied) to the stream's response.
   bool write(StreamId id, std::span<const std::byte> bytes);
@@ -134,6 +135,7 @@ class ServerSession final : public net::Session {
   bool shutting_down() const { return shutting_down_; }
   // The socket side, e.g. for the peer's address and the owning core.
   net::Connection& connection() const { return conn_; }
+  // The protocol on top, as built by the factory (tests inspect it).
   Application& application() const { return *app_; }
 
  private:
