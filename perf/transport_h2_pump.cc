@@ -1,6 +1,6 @@
 // Transport microbenchmarks, part 2: the nghttp2 pump per request. A real
-// nghttp2 client (tests' in-memory harness) talks to our GrpcSession over a
-// fake connection; only the SERVER side is timed (on_data = mem_recv +
+// nghttp2 client (tests' in-memory harness) talks to our gRPC server session (h2::ServerSession +
+// grpc::ServerCalls) over a fake connection; only the SERVER side is timed (on_data = mem_recv +
 // dispatch + handler, flush = mem_send + coalesce), per request, for
 // `batch` unary calls arriving in one read. Handlers answer at once without
 // any index work, so this is the per-call transport cost of one core.
@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "grpc/session.hh"
+#include "grpc/server_calls.hh"
 #include "grpc/typed.hh"
 #include "h2_harness.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
@@ -77,7 +77,8 @@ void BM_GrpcUnaryServerPump(benchmark::State& state) {
   context.methods = &table;
   context.timers = &timers;
   ic::test::FakeConnection conn;
-  ic::grpc::GrpcSession session(conn, context);
+  const auto owned = ic::grpc::make_server_session(conn, context);
+  ic::h2::ServerSession& session = *owned;
   ic::test::H2Client client;
   ic::test::pump(client, session, conn);  // SETTINGS exchange
   const std::string body = request_body(lookup);

@@ -1,6 +1,6 @@
 #pragma once
-// Internal: the per-call state a GrpcSession keeps for one stream. Owned by the
-// session (shared_ptr) and erased on stream close; CallHandles hold weak_ptrs.
+// Internal: the per-call state ServerCalls keeps for one stream. Owned by it
+// (shared_ptr) and erased on stream close; CallHandles hold weak_ptrs.
 
 #include <cstdint>
 #include <memory>
@@ -12,16 +12,16 @@
 #include "h2/server_session.hh"
 
 namespace ic::grpc {
-class GrpcSession;
+class ServerCalls;
 }
 
 namespace ic::grpc::detail {
 
 struct CallState {
-  CallState(GrpcSession& s, h2::StreamId stream, const Method& m, std::size_t max_message_bytes)
-      : session(&s), id(stream), method(&m), reader(max_message_bytes) {}
+  CallState(ServerCalls& owner, h2::StreamId stream, const Method& m, std::size_t max_message_bytes)
+      : calls(&owner), id(stream), method(&m), reader(max_message_bytes) {}
 
-  GrpcSession* session;
+  ServerCalls* calls;
   h2::StreamId id;
   const Method* method;
   MessageReader reader;
@@ -31,7 +31,7 @@ struct CallState {
   std::int64_t started_us = 0;  // Timers clock, for grpc_server_handling_seconds
   bool headers_sent = false;
   bool finished = false;
-  // Request progress for the message-body deadline (GrpcSession::peer_wait).
+  // Request progress for the message-body deadline (ServerCalls::peer_wait).
   bool request_ended = false;
   std::uint64_t messages_in = 0;  // complete request messages so far
   std::int64_t wait_since = -1;   // first sample of the current wait, µs

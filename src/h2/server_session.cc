@@ -180,7 +180,7 @@ struct ServerSession::Callbacks {
       const std::uint32_t code = frame->goaway.error_code;
       if (!s.calm_ && (code == NGHTTP2_ENHANCE_YOUR_CALM || code == NGHTTP2_INTERNAL_ERROR)) {
         s.calm_ = true;
-        s.app_.on_limit_hit(LimitHit::kFlood);
+        s.app_->on_limit_hit(LimitHit::kFlood);
       }
       return 0;
     }
@@ -244,9 +244,9 @@ struct ServerSession::Callbacks {
   }
 };
 
-ServerSession::ServerSession(net::Connection& connection, Application& app, const Limits& limits)
+ServerSession::ServerSession(net::Connection& connection, const Limits& limits,
+                             const ApplicationFactory& make_app)
     : conn_(connection),
-      app_(app),
       limits_(limits),
       control_tokens_(static_cast<double>(limits.control_frame_burst)) {
   nghttp2_option* option = nullptr;
@@ -266,10 +266,12 @@ ServerSession::ServerSession(net::Connection& connection, Application& app, cons
   // §6.9.2); widen it so concurrent uploads are not serialised on it.
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                         static_cast<std::int32_t>(limits_.initial_window_bytes));
+  app_ = make_app(*this);
 }
 
 ServerSession::~ServerSession() {
   closed_ = true;
+  app_.reset();      // its calls may still look their streams up
   streams_.clear();  // release header buffers before their session goes
   nghttp2_session_del(session_);
 }
@@ -297,6 +299,7 @@ void ServerSession::mark_dirty(Stream& s) {
 
 bool ServerSession::on_data(std::span<const std::byte> data) {
   if (closed_) return false;
+  const Entry entry(*this);
   progress_.feed(data);
   in_nghttp2_ = true;
   const auto rv = nghttp2_session_mem_recv(
@@ -361,22 +364,22 @@ bool ServerSession::dispatch() {
           for (const auto& [name, value] : st->headers) {
             header_views_.push_back({view(name), view(value)});
           }
-          app_.on_request(id, header_views_);
+          app_->on_request(id, header_views_);
           header_views_.clear();
           st->release_headers();
         }
       }
       if (st->delivered_request && !st->in.empty()) {
         body.swap(st->in);
-        app_.on_request_data(id, std::as_bytes(std::span(body.data(), body.size())));
+        app_->on_request_data(id, std::as_bytes(std::span(body.data(), body.size())));
         body.clear();
       }
       if (st->delivered_request && st->end_received && !st->delivered_end) {
         st->delivered_end = true;
-        app_.on_request_end(id);
+        app_->on_request_end(id);
       }
       if (st->closed) {
-        if (st->delivered_request) app_.on_stream_close(id, st->close_code);
+        if (st->delivered_request) app_->on_stream_close(id, st->close_code);
         erase(id);
       }
     }
@@ -401,6 +404,7 @@ void ServerSession::pump_output() {
 
 void ServerSession::flush() {
   if (closed_ || in_nghttp2_) return;
+  const Entry entry(*this);
   out_.clear();
   do {
     dispatch();
@@ -428,23 +432,18 @@ void ServerSession::apply_backpressure() {
 
 void ServerSession::on_shutdown() {
   if (closed_ || shutting_down_) return;
+  const Entry entry(*this);
   shutting_down_ = true;
   // Streams up to the last one we processed finish; newer ones are refused and
   // safe for the client to retry (RFC 9113 §6.8).
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
                         nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
                         nullptr, 0);
+  app_->on_shutdown();
   conn_.request_flush();
 }
 
 bool ServerSession::idle() const { return streams_.empty(); }
-
-void ServerSession::calm_down(LimitHit hit) {
-  app_.on_limit_hit(hit);
-  if (calm_) return;
-  calm_ = true;
-  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
-}
 
 bool ServerSession::count_decoded(std::size_t field_bytes) {
   block_decoded_bytes_ += field_bytes;
@@ -459,13 +458,14 @@ bool ServerSession::count_decoded(std::size_t field_bytes) {
 
 void ServerSession::on_peer_eof() {
   if (closed_) return;
+  const Entry entry(*this);
   bool any = false;
   for (const auto& [id, st] : streams_) {
     if (st->end_received || st->closed) continue;
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
     any = true;
   }
-  if (any) app_.on_limit_hit(LimitHit::kHalfClosed);
+  if (any) app_->on_limit_hit(LimitHit::kHalfClosed);
   conn_.request_flush();
 }
 
@@ -480,68 +480,12 @@ bool ServerSession::window_blocked() const {
   return false;
 }
 
-bool ServerSession::take_control_token() {
-  if (control_tokens_ >= 1.0) {
-    control_tokens_ -= 1.0;
-    return true;
-  }
-  control_flood_ = true;
-  return false;
-}
-
-net::PeerWaitState ServerSession::peer_wait(std::int64_t now_us) {
-  // The watchdog's sample is also the control-frame bucket's clock.
-  if (last_refill_us_ >= 0) {
-    control_tokens_ =
-        std::min<double>(limits_.control_frame_burst,
-                         control_tokens_ + static_cast<double>(now_us - last_refill_us_) * 1e-6 *
-                                               limits_.control_frame_rate_per_s);
-  }
-  last_refill_us_ = now_us;
-  net::PeerWaitState w;
-  if (progress_.mid_unit()) {
-    if (unit_wait_since_ < 0 || unit_wait_mark_ != progress_.units()) {
-      unit_wait_since_ = now_us;
-      unit_wait_mark_ = progress_.units();
-    }
-    w = {net::PeerWait::kHeaderBlock, unit_wait_since_};
-  } else {
-    unit_wait_since_ = -1;
-  }
-  if (window_blocked()) {
-    if (window_wait_since_ < 0) window_wait_since_ = now_us;
-    if (w.kind == net::PeerWait::kNothing || window_wait_since_ < w.since_us) {
-      w = {net::PeerWait::kFlowControl, window_wait_since_};
-    }
-  } else {
-    window_wait_since_ = -1;
-  }
-  return w;
-}
-
-void ServerSession::on_peer_deadline(net::PeerWait kind) {
-  if (closed_) return;
-  switch (kind) {
-    case net::PeerWait::kNothing:
-      return;
-    case net::PeerWait::kHeaderBlock:
-      calm_down(LimitHit::kHeaderTimeout);
-      break;
-    case net::PeerWait::kMessageBody:
-      calm_down(LimitHit::kBodyTimeout);
-      break;
-    case net::PeerWait::kFlowControl:
-      calm_down(LimitHit::kWindowStall);
-      break;
-  }
-  conn_.request_flush();
-}
-
 void ServerSession::on_close() {
   if (closed_) return;
+  const Entry entry(*this);
   closed_ = true;
   for (auto& [id, st] : streams_) {
-    if (st->delivered_request) app_.on_stream_close(id, NGHTTP2_CANCEL);
+    if (st->delivered_request) app_->on_stream_close(id, NGHTTP2_CANCEL);
   }
   last_found_ = nullptr;
   streams_.clear();
@@ -563,6 +507,7 @@ bool ServerSession::respond(StreamId id, std::span<const HeaderView> headers, bo
   if (rv != 0) return false;
   st->responded = true;
   st->body_done = end_stream;
+  wake();
   return true;
 }
 
@@ -574,6 +519,7 @@ bool ServerSession::write(StreamId id, std::span<const std::byte> bytes) {
     st->deferred = false;
     nghttp2_session_resume_data(session_, id);
   }
+  wake();
   return true;
 }
 
@@ -593,6 +539,7 @@ bool ServerSession::finish(StreamId id, std::span<const HeaderView> trailers) {
     st->deferred = false;
     nghttp2_session_resume_data(session_, id);
   }
+  wake();
   return true;
 }
 
@@ -600,6 +547,11 @@ void ServerSession::reset(StreamId id, std::uint32_t error_code) {
   Stream* st = find(id);
   if (st == nullptr || st->closed || closed_) return;
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error_code);
+  wake();
+}
+
+void ServerSession::wake() {
+  if (entry_depth_ == 0) conn_.request_flush();
 }
 
 }  // namespace ic::h2

@@ -1,5 +1,8 @@
 #pragma once
-// One nghttp2 server session per accepted connection, sans-IO (net::Session).
+// One nghttp2 server session per accepted connection: the connection's
+// net::Session, sans-IO. The protocol on top (gRPC, src/grpc) is its
+// Application, owned by the session and handed complete request header
+// blocks, body bytes and stream ends.
 //
 // The pump (docs/architecture.md rule 3): on_data() runs nghttp2_session_mem_recv
 // once; the nghttp2 callbacks only record per-stream state (headers, body
@@ -12,6 +15,7 @@
 // Library doc: https://nghttp2.org/documentation/ (1.52 API: mem_recv/mem_send).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -43,9 +47,10 @@ struct HeaderView {
   std::string_view value;
 };
 
-// The protocol on top of HTTP/2 (gRPC in src/grpc). Called only from the pump,
-// never from inside an nghttp2 callback, so it may call the session's response
-// methods freely. For one stream the calls come in the order
+// The protocol on top of HTTP/2 (gRPC in src/grpc). Called only from the
+// session's pump and net::Session entry points, never from inside an nghttp2
+// callback, so it may call the session's response methods freely. For one
+// stream the calls come in the order
 // on_request → on_request_data* → on_request_end? → on_stream_close.
 class Application {
  public:
@@ -63,13 +68,29 @@ class Application {
   virtual void on_stream_close(StreamId id, std::uint32_t error_code) = 0;
   // The peer hit a hostile-peer limit (for metrics; the session acts itself).
   virtual void on_limit_hit(LimitHit hit) { static_cast<void>(hit); }
+  // Graceful shutdown began (GOAWAY queued): end long-lived work.
+  virtual void on_shutdown() {}
+  // The oldest thing the application waits for from the peer beyond HTTP/2
+  // framing (e.g. a half-sent gRPC message), with the same stamping rule as
+  // net::Session::peer_wait. The session reports the older of the two.
+  virtual net::PeerWaitState peer_wait(std::int64_t now_us) {
+    static_cast<void>(now_us);
+    return {};
+  }
 };
+
+class ServerSession;
+
+// Builds the application of one session (called once, in the session's
+// constructor; the application may keep the reference).
+using ApplicationFactory = std::function<std::unique_ptr<Application>(ServerSession&)>;
 
 class ServerSession final : public net::Session {
  public:
-  // Queues our SETTINGS (from `limits`) at once. `connection` and `app`
-  // outlive the session.
-  ServerSession(net::Connection& connection, Application& app, const Limits& limits);
+  // Queues our SETTINGS (from `limits`) at once and builds the application
+  // with `make_app`. `connection` outlives the session.
+  ServerSession(net::Connection& connection, const Limits& limits,
+                const ApplicationFactory& make_app);
   ~ServerSession() override;
   ServerSession(const ServerSession&) = delete;
   ServerSession& operator=(const ServerSession&) = delete;
@@ -90,9 +111,11 @@ class ServerSession final : public net::Session {
   void on_peer_deadline(net::PeerWait kind) override;
 
   // Response side; each returns false if the stream is unknown or already
-  // answered. Headers first: with `end_stream` the response is headers-only
-  // (e.g. gRPC trailers-only); otherwise body bytes follow via write() and the
-  // response ends with finish().
+  // answered. Called from outside the session's entry points (a timer, a
+  // cross-core reply), they ask the connection for a flush. Headers first:
+  // with `end_stream` the response is headers-only (e.g. gRPC
+  // trailers-only); otherwise body bytes follow via write() and the response
+  // ends with finish().
   bool respond(StreamId id, std::span<const HeaderView> headers, bool end_stream);
   // Appends body bytes (copied) to the stream's response.
   bool write(StreamId id, std::span<const std::byte> bytes);
@@ -110,11 +133,27 @@ class ServerSession final : public net::Session {
   std::size_t open_streams() const { return streams_.size(); }
   // True once on_shutdown() queued GOAWAY.
   bool shutting_down() const { return shutting_down_; }
+  // The socket side, e.g. for the peer's address and the owning core.
+  net::Connection& connection() const { return conn_; }
+  // The protocol on top, as built by the factory (tests inspect it).
+  Application& application() const { return *app_; }
 
  private:
   struct Stream;
   struct Callbacks;  // the static nghttp2 callback trampolines
   friend struct Callbacks;
+  // Counts the net::Session entry points on the stack: responses produced
+  // inside one are flushed by it; others ask the connection (wake()).
+  class Entry {
+   public:
+    explicit Entry(ServerSession& session) : session_(session) { ++session_.entry_depth_; }
+    ~Entry() { --session_.entry_depth_; }
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+
+   private:
+    ServerSession& session_;
+  };
 
   Stream* find(StreamId id);
   void erase(StreamId id);
@@ -135,9 +174,13 @@ class ServerSession final : public net::Session {
   bool count_decoded(std::size_t field_bytes);
   // Spends one PING/SETTINGS token; false (and control_flood_) when empty.
   bool take_control_token();
+  // Refills the PING/SETTINGS bucket at a watchdog sample.
+  void refill_control_tokens(std::int64_t now_us);
+  // Asks the connection for a flush unless an entry point is running (its
+  // flush follows anyway).
+  void wake();
 
   net::Connection& conn_;
-  Application& app_;
   Limits limits_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<StreamId, std::unique_ptr<Stream>> streams_;
@@ -162,9 +205,12 @@ class ServerSession final : public net::Session {
   double control_tokens_ = 0;              // PING/SETTINGS bucket (Limits::control_frame_*)
   std::int64_t last_refill_us_ = -1;       // watchdog sample that last refilled it
   bool in_nghttp2_ = false;                // guards against re-entry (rule 3)
+  int entry_depth_ = 0;                    // net::Session entry points running
   bool paused_ = false;
   bool shutting_down_ = false;
   bool closed_ = false;
+  // Last member: built after the session is complete, destroyed first.
+  std::unique_ptr<Application> app_;
 };
 
 }  // namespace ic::h2

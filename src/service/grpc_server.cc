@@ -40,7 +40,7 @@ net::SessionFactory CoreGrpcServer::session_factory() {
 }
 
 std::unique_ptr<net::Session> CoreGrpcServer::make_session(net::Connection& connection) {
-  return std::make_unique<grpc::GrpcSession>(connection, context_);
+  return grpc::make_server_session(connection, context_);
 }
 
 }  // namespace ic::service

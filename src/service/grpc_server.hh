@@ -28,7 +28,7 @@
 #include <memory>
 
 #include "grpc/call.hh"
-#include "grpc/session.hh"
+#include "grpc/server_calls.hh"
 #include "grpc/timers.hh"
 #include "net/session.hh"
 #include "runtime/runtime.hh"
@@ -78,7 +78,8 @@ class CoreGrpcServer {
   CoreGrpcServer(const CoreGrpcServer&) = delete;
   CoreGrpcServer& operator=(const CoreGrpcServer&) = delete;
 
-  // Builds a grpc::GrpcSession per accepted connection (captures `this`).
+  // Builds the HTTP/2 session with the gRPC layer on top
+  // (grpc::make_server_session) per accepted connection (captures `this`).
   net::SessionFactory session_factory();
   // The same, for a factory shared by all cores that picks the server of
   // `connection.core()`.

@@ -1,4 +1,4 @@
-// Runs the GrpcSession fuzz target without libFuzzer (gcc builds, meson
+// Runs the gRPC server session fuzz target without libFuzzer (gcc builds, meson
 // test): every file named on the command line, then deterministic inputs made
 // from real nghttp2-client traffic (calls, streaming, resets, big and
 // compressed messages, bad content-types) with seeded mutations: byte flips,

@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes after the HTTP/2 client preface, in
-// arbitrary splits, into a GrpcSession (nghttp2 pump, gRPC framing, calls,
+// arbitrary splits, into the gRPC server session (nghttp2 pump, gRPC framing, calls,
 // deadlines). It must never crash, never leak (ASan), never write anything
 // but HTTP/2 frames, and never keep a call after the connection closed.
 //
@@ -10,7 +10,8 @@
 // Fuzz (clang):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I src
 //     -I tests/grpc/support -I build/proto tests/grpc/fuzz_grpc_session.cc
-//     src/h2/server_session.cc src/grpc/{status,framing,timeout,call,session}.cc
+//     src/h2/{server_session,peer_watch}.cc
+//     src/grpc/{status,timeout,method_table,server_calls}.cc
 //     src/metrics/{labels,sample,core_metrics,registry}.cc -lnghttp2 -lprotobuf
 //     -o /tmp/fuzz_grpc
 //   /tmp/fuzz_grpc -max_total_time=60
@@ -26,7 +27,7 @@
 #include <memory>
 #include <string_view>
 
-#include "grpc/session.hh"
+#include "grpc/server_calls.hh"
 #include "grpc/typed.hh"
 #include "h2_harness.hh"
 
@@ -82,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   context.options.max_message_bytes = 4096;
   context.options.h2.max_concurrent_streams = 16;
   ic::test::FakeConnection conn;
-  auto session = std::make_unique<ic::grpc::GrpcSession>(conn, context);
+  auto session = ic::grpc::make_server_session(conn, context);
   const auto* p = reinterpret_cast<const std::byte*>(input.data());
   bool open = true;
   const std::size_t step = chunk == 0 ? input.size() : chunk;
@@ -101,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Whatever happened, the server spoke HTTP/2 first: a SETTINGS frame.
   require(conn.out.size() >= 9 && conn.out[3] == 0x04);
   session->on_close();
-  require(session->active_calls() == 0);
+  require(static_cast<ic::grpc::ServerCalls&>(session->application()).active_calls() == 0);
   session.reset();
   return 0;
 }

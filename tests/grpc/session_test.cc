@@ -1,4 +1,4 @@
-#include "grpc/session.hh"
+#include "grpc/server_calls.hh"
 
 #include <doctest.h>
 #include <google/protobuf/wrappers.pb.h>
@@ -110,16 +110,20 @@ struct Fixture {
     context.methods = &methods;
     context.options = options;
     context.timers = &timers;
-    session = std::make_unique<ic::grpc::GrpcSession>(conn, context);
+    session = ic::grpc::make_server_session(conn, context);
   }
   bool run() { return ic::test::pump(client, *session, conn); }
+  // The gRPC layer on top of the connection's HTTP/2 session.
+  ic::grpc::ServerCalls& calls() {
+    return static_cast<ic::grpc::ServerCalls&>(session->application());
+  }
 
   ic::grpc::ServerOptions options;
   ic::grpc::MethodTable methods;
   ic::grpc::ServerContext context;
   ic::test::ManualTimers timers;
   ic::test::FakeConnection conn;
-  std::unique_ptr<ic::grpc::GrpcSession> session;
+  std::unique_ptr<ic::h2::ServerSession> session;
   ic::test::H2Client client;
   std::vector<std::pair<CallHandle, std::string>> parked;
   std::vector<std::string> recorded;
@@ -144,7 +148,7 @@ TEST_CASE_FIXTURE(Fixture, "unary call: headers, one message, trailers with grpc
   const auto msgs = unframe(s.body);
   REQUIRE(msgs.size() == 1);
   CHECK(sv_of(msgs[0]) == "echo:hi");
-  CHECK(session->active_calls() == 0);
+  CHECK(calls().active_calls() == 0);
   CHECK(session->idle());
 }
 
@@ -248,7 +252,7 @@ TEST_CASE_FIXTURE(Fixture,
   // the client was still sending: the server resets the stream with NO_ERROR
   CHECK(s.rst_received);
   CHECK(s.closed);
-  CHECK(session->active_calls() == 0);
+  CHECK(calls().active_calls() == 0);
 }
 
 TEST_CASE_FIXTURE(Fixture, "a compressed message is UNIMPLEMENTED with grpc-accept-encoding") {
@@ -325,12 +329,12 @@ TEST_CASE_FIXTURE(Fixture, "RST_STREAM CANCEL mid client-stream keeps every comp
       client.grpc_call("/test.Echo/Record",
                        frame(sv_bytes("one")) + frame(sv_bytes("two")) + third.substr(0, 4), false);
   run();
-  CHECK(session->active_calls() == 1);
+  CHECK(calls().active_calls() == 1);
   client.cancel(id);
   run();
   CHECK(recorded == std::vector<std::string>{"one", "two"});
   CHECK(cancels == 1);
-  CHECK(session->active_calls() == 0);
+  CHECK(calls().active_calls() == 0);
   CHECK(session->idle());
 }
 
@@ -345,7 +349,7 @@ TEST_CASE_FIXTURE(Fixture, "RST_STREAM in the same read as the last messages sti
   CHECK(session->on_data(std::as_bytes(std::span(both.data(), both.size()))));
   session->flush();
   CHECK(recorded == std::vector<std::string>{"x", "y"});
-  CHECK(session->active_calls() == 0);
+  CHECK(calls().active_calls() == 0);
 }
 
 TEST_CASE_FIXTURE(Fixture, "asynchronous completion answers later and asks for a flush") {
@@ -380,7 +384,7 @@ TEST_CASE_FIXTURE(Fixture, "completion after the stream was reset is a no-op") {
   CHECK(parked[0].first.deadline_us() == std::nullopt);
   run();
   CHECK(client.streams[id].body.empty());
-  CHECK(session->active_calls() == 0);
+  CHECK(calls().active_calls() == 0);
 }
 
 TEST_CASE_FIXTURE(Fixture, "completion after the connection closed is a no-op") {
@@ -440,7 +444,7 @@ TEST_CASE_FIXTURE(Fixture, "many concurrent streams all complete") {
     CHECK(s.trailer("grpc-status") == "0");
   }
   CHECK(client.server_max_concurrent == 100);
-  CHECK(session->active_calls() == 0);
+  CHECK(calls().active_calls() == 0);
 }
 
 TEST_CASE_FIXTURE(Fixture, "shutdown sends GOAWAY, finishes in-flight calls, then closes") {
@@ -510,5 +514,5 @@ TEST_CASE("partial messages are bounded per connection, not only per message") {
   const auto again = f.client.grpc_call("/test.Echo/Record", big.substr(0, 605), false);
   f.run();
   CHECK(f.client.streams[again].grpc_status().empty());
-  CHECK(f.session->active_calls() == 2);
+  CHECK(f.calls().active_calls() == 2);
 }

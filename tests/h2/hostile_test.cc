@@ -55,7 +55,10 @@ struct App : ic::h2::Application {
 };
 
 struct Raw {
-  Raw() : session(conn, app, ic::h2::Limits{}) {}
+  Raw()
+      : session(conn, ic::h2::Limits{},
+                [](ic::h2::ServerSession&) { return std::make_unique<App>(); }),
+        app(static_cast<App&>(session.application())) {}
   bool feed(const std::string& s) {
     const bool ok = session.on_data(bytes(s));
     session.flush();
@@ -74,8 +77,8 @@ struct Raw {
     return -1;
   }
   ic::test::FakeConnection conn;
-  App app;
   ic::h2::ServerSession session;
+  App& app;  // owned by `session`
 };
 
 }  // namespace

@@ -43,8 +43,18 @@ struct RecordingApp : ic::h2::Application {
   std::vector<std::string> order;
 };
 
+// The session owns its application; the tests look at it through `app`.
+ic::h2::ApplicationFactory recording_app() {
+  return [](ic::h2::ServerSession&) { return std::make_unique<RecordingApp>(); };
+}
+
+RecordingApp& app_of(ic::h2::ServerSession& session) {
+  return static_cast<RecordingApp&>(session.application());
+}
+
 struct Fixture {
-  explicit Fixture(ic::h2::Limits l = {}) : limits(l), session(conn, app, limits) {}
+  explicit Fixture(ic::h2::Limits l = {})
+      : limits(l), session(conn, limits, recording_app()), app(app_of(session)) {}
   bool run() { return ic::test::pump(client, session, conn); }
   std::int32_t get(const std::string& path, std::string body = "", bool end = true) {
     return client.request(
@@ -53,8 +63,8 @@ struct Fixture {
   }
   ic::h2::Limits limits;
   ic::test::FakeConnection conn;
-  RecordingApp app;
   ic::h2::ServerSession session;
+  RecordingApp& app;
   ic::test::H2Client client;
 };
 
@@ -172,8 +182,7 @@ namespace {
 bool flood_closes(const ic::h2::Limits& l, int n, std::uint32_t* goaway_error) {
   ic::test::H2Client flood;
   ic::test::FakeConnection conn;
-  RecordingApp app;
-  ic::h2::ServerSession session(conn, app, l);
+  ic::h2::ServerSession session(conn, l, recording_app());
   ic::test::pump(flood, session, conn);
   std::string flight;
   for (int i = 0; i < n; ++i) {

@@ -1,4 +1,4 @@
-#include "grpc/session.hh"
+#include "grpc/server_calls.hh"
 
 #include <google/protobuf/message_lite.h>
 
@@ -35,57 +35,30 @@ Status frame_error_status(FrameError e, std::size_t limit) {
   return {StatusCode::kInternal, "framing error"};
 }
 
-// Counts nesting of net::Session entry points so completions from outside
-// (timers, cross-core replies) know to ask for a flush.
-struct EntryGuard {
-  explicit EntryGuard(int& depth) : d(depth) { ++d; }
-  ~EntryGuard() { --d; }
-  int& d;
-};
-
 }  // namespace
 
-GrpcSession::GrpcSession(net::Connection& connection, const ServerContext& context)
-    : conn_(connection), context_(context), h2_(connection, *this, context.options.h2) {}
+std::unique_ptr<h2::ServerSession> make_server_session(net::Connection& connection,
+                                                       const ServerContext& context) {
+  return std::make_unique<h2::ServerSession>(
+      connection, context.options.h2,
+      [&context](h2::ServerSession& h2) { return std::make_unique<ServerCalls>(h2, context); });
+}
 
-GrpcSession::~GrpcSession() {
+ServerCalls::ServerCalls(h2::ServerSession& h2, const ServerContext& context)
+    : h2_(h2), context_(context) {}
+
+ServerCalls::~ServerCalls() {
   for (auto& [id, call] : calls_) {
     if (call->deadline_timer) context_.timers->cancel_timer(*call->deadline_timer);
   }
 }
 
-bool GrpcSession::on_data(std::span<const std::byte> data) {
-  EntryGuard g(in_session_);
-  return h2_.on_data(data);
-}
-
-void GrpcSession::flush() {
-  EntryGuard g(in_session_);
-  h2_.flush();
-}
-
-void GrpcSession::on_shutdown() {
-  EntryGuard g(in_session_);
-  h2_.on_shutdown();
+void ServerCalls::on_shutdown() {
   std::vector<std::shared_ptr<detail::CallState>> live;
   for (auto& [id, call] : calls_) live.push_back(call);
   for (auto& call : live) {
     if (!call->finished) call->handler->on_shutdown();
   }
-  conn_.request_flush();
-}
-
-bool GrpcSession::idle() const { return h2_.idle(); }
-
-void GrpcSession::on_close() {
-  EntryGuard g(in_session_);
-  h2_.on_close();  // reports every open stream closed → calls_ empties
-  calls_.clear();
-}
-
-void GrpcSession::on_peer_eof() {
-  EntryGuard g(in_session_);
-  h2_.on_peer_eof();
 }
 
 namespace {
@@ -99,8 +72,8 @@ bool waits_for_body(const detail::CallState& call) {
 }
 }  // namespace
 
-net::PeerWaitState GrpcSession::peer_wait(std::int64_t now_us) {
-  net::PeerWaitState w = h2_.peer_wait(now_us);
+net::PeerWaitState ServerCalls::peer_wait(std::int64_t now_us) {
+  net::PeerWaitState w;
   for (auto& [id, call] : calls_) {
     detail::CallState& c = *call;
     if (!waits_for_body(c)) {
@@ -118,18 +91,9 @@ net::PeerWaitState GrpcSession::peer_wait(std::int64_t now_us) {
   return w;
 }
 
-void GrpcSession::on_peer_deadline(net::PeerWait kind) {
-  EntryGuard g(in_session_);
-  h2_.on_peer_deadline(kind);
-}
+void ServerCalls::on_limit_hit(h2::LimitHit hit) { metrics::local().add_peer_limit_hit(hit); }
 
-void GrpcSession::on_limit_hit(h2::LimitHit hit) { metrics::local().add_peer_limit_hit(hit); }
-
-void GrpcSession::wake() {
-  if (in_session_ == 0) conn_.request_flush();
-}
-
-void GrpcSession::reject(h2::StreamId id, const Status& status) {
+void ServerCalls::reject(h2::StreamId id, const Status& status) {
   const std::string message = percent_encode_message(status.message);
   std::vector<h2::HeaderView> headers = {{":status", "200"},
                                          {"content-type", kContentType},
@@ -139,7 +103,7 @@ void GrpcSession::reject(h2::StreamId id, const Status& status) {
   h2_.respond(id, headers, true);
 }
 
-void GrpcSession::on_request(h2::StreamId id, std::span<const h2::HeaderView> headers) {
+void ServerCalls::on_request(h2::StreamId id, std::span<const h2::HeaderView> headers) {
   metrics::local().stream_opened();
   std::string_view method, path, content_type, timeout;
   for (const auto& h : headers) {
@@ -180,7 +144,7 @@ void GrpcSession::on_request(h2::StreamId id, std::span<const h2::HeaderView> he
   }
 }
 
-void GrpcSession::arm_deadline(const std::shared_ptr<detail::CallState>& call,
+void ServerCalls::arm_deadline(const std::shared_ptr<detail::CallState>& call,
                                std::int64_t timeout_us) {
   call->deadline_us = context_.timers->now_us() + timeout_us;
   std::weak_ptr<detail::CallState> weak = call;
@@ -188,12 +152,11 @@ void GrpcSession::arm_deadline(const std::shared_ptr<detail::CallState>& call,
     const auto s = weak.lock();
     if (!s || s->finished) return;
     s->deadline_timer.reset();
-    s->session->finish_call(*s, {StatusCode::kDeadlineExceeded, "deadline exceeded"});
-    s->handler->on_cancel();
+    s->calls->cancel_call(*s, {StatusCode::kDeadlineExceeded, "deadline exceeded"});
   });
 }
 
-void GrpcSession::on_request_data(h2::StreamId id, std::span<const std::byte> data) {
+void ServerCalls::on_request_data(h2::StreamId id, std::span<const std::byte> data) {
   const auto it = calls_.find(id);
   if (it == calls_.end()) return;
   const std::shared_ptr<detail::CallState> call = it->second;
@@ -206,26 +169,23 @@ void GrpcSession::on_request_data(h2::StreamId id, std::span<const std::byte> da
   buffered_ = buffered_ - before + call->reader.buffered_bytes();
   if (err == FrameError::kTooLarge) log_message_limit(*call);
   if (err != FrameError::kNone && !call->finished) {
-    finish_call(*call, frame_error_status(err, context_.options.max_message_bytes));
-    call->handler->on_cancel();
+    cancel_call(*call, frame_error_status(err, context_.options.max_message_bytes));
   } else if (buffered_ > context_.options.max_connection_buffered_bytes && !call->finished) {
-    finish_call(*call,
+    cancel_call(*call,
                 {StatusCode::kResourceExhausted,
                  "connection holds too many partial messages (max " +
                      std::to_string(context_.options.max_connection_buffered_bytes) + " bytes)"});
-    call->handler->on_cancel();
   }
 }
 
-void GrpcSession::on_request_end(h2::StreamId id) {
+void ServerCalls::on_request_end(h2::StreamId id) {
   const auto it = calls_.find(id);
   if (it == calls_.end()) return;
   const std::shared_ptr<detail::CallState> call = it->second;
   call->request_ended = true;
   if (call->finished) return;
   if (call->reader.mid_message()) {
-    finish_call(*call, {StatusCode::kInternal, "stream ended inside a message"});
-    call->handler->on_cancel();
+    cancel_call(*call, {StatusCode::kInternal, "stream ended inside a message"});
     return;
   }
   if (call->method->handles_deadline && call->deadline_timer) {
@@ -236,7 +196,7 @@ void GrpcSession::on_request_end(h2::StreamId id) {
   call->handler->on_half_close();
 }
 
-void GrpcSession::on_stream_close(h2::StreamId id, std::uint32_t) {
+void ServerCalls::on_stream_close(h2::StreamId id, std::uint32_t) {
   metrics::local().stream_closed();
   const auto it = calls_.find(id);
   if (it == calls_.end()) return;
@@ -253,7 +213,7 @@ void GrpcSession::on_stream_close(h2::StreamId id, std::uint32_t) {
   // `call` dies here unless a handler method is on the stack; CallHandles expire.
 }
 
-void GrpcSession::send_headers_once(detail::CallState& call) {
+void ServerCalls::send_headers_once(detail::CallState& call) {
   if (call.headers_sent) return;
   call.headers_sent = true;
   const h2::HeaderView r[] = {
@@ -261,7 +221,7 @@ void GrpcSession::send_headers_once(detail::CallState& call) {
   h2_.respond(call.id, r, false);
 }
 
-bool GrpcSession::send_message(detail::CallState& call,
+bool ServerCalls::send_message(detail::CallState& call,
                                const google::protobuf::MessageLite& message) {
   if (call.finished) return false;
   send_headers_once(call);
@@ -272,54 +232,51 @@ bool GrpcSession::send_message(detail::CallState& call,
   message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(scratch_.data()) +
                                           kFrameHeaderBytes);
   const bool ok = h2_.write(call.id, std::as_bytes(std::span(scratch_.data(), scratch_.size())));
-  wake();
   return ok;
 }
 
-bool GrpcSession::send_frames(detail::CallState& call, std::span<const std::byte> frames) {
+bool ServerCalls::send_frames(detail::CallState& call, std::span<const std::byte> frames) {
   if (call.finished) return false;
   send_headers_once(call);
   const bool ok = h2_.write(call.id, frames);
-  wake();
   return ok;
 }
 
-void GrpcSession::send_headers(detail::CallState& call) {
+void ServerCalls::send_headers(detail::CallState& call) {
   if (call.finished || call.headers_sent) return;
   send_headers_once(call);
-  wake();
 }
 
-std::size_t GrpcSession::unsent_bytes(const detail::CallState& call) {
+std::size_t ServerCalls::unsent_bytes(const detail::CallState& call) {
   return h2_.unsent_bytes(call.id);
 }
 
-void GrpcSession::log_message_limit(const detail::CallState& call) {
+void ServerCalls::log_message_limit(const detail::CallState& call) {
   // A misconfigured client sends every request over the limit: one line per
   // 10 s across all cores, the rest counted.
   static config::LogRateLimit limit(10'000'000);
   std::uint64_t suppressed = 0;
   if (!limit.allow(config::log_clock_us(), &suppressed)) return;
   config::log(config::LogLevel::warn, "message limit hit: call refused",
-              {{"peer", conn_.peer()},
+              {{"peer", h2_.connection().peer()},
                {"method", call.method->path},
                {"max_message_bytes", context_.options.max_message_bytes},
                {"suppressed", suppressed}});
 }
 
-void GrpcSession::record_handled(const detail::CallState& call, StatusCode code) {
+void ServerCalls::record_handled(const detail::CallState& call, StatusCode code) {
   if (call.method->rpc == nullptr) return;
   metrics::RpcMetrics::handled(*call.method->rpc, static_cast<std::size_t>(code),
                                context_.timers->now_us() - call.started_us);
 }
 
-void GrpcSession::finish_call(detail::CallState& call, const Status& status) {
+void ServerCalls::finish_call(detail::CallState& call, const Status& status) {
   if (call.finished) return;
   call.finished = true;
   record_handled(call, status.code);
   if (!status.is_ok() && config::log_enabled(config::LogLevel::debug)) {
     config::log(config::LogLevel::debug, "call failed",
-                {{"peer", conn_.peer()},
+                {{"peer", h2_.connection().peer()},
                  {"method", call.method->path},
                  {"grpc_code", status_name(status.code)},
                  {"grpc_message", status.message}});
@@ -337,7 +294,62 @@ void GrpcSession::finish_call(detail::CallState& call, const Status& status) {
     if (!message.empty()) trailers.push_back({"grpc-message", message});
     h2_.finish(call.id, trailers);
   }
-  wake();
+}
+
+void ServerCalls::cancel_call(detail::CallState& call, const Status& status) {
+  finish_call(call, status);
+  call.handler->on_cancel();
+}
+
+// CallHandle: the handler's weak reference into its connection's ServerCalls.
+
+bool CallHandle::alive() const {
+  const auto s = state_.lock();
+  return s && !s->finished;
+}
+
+bool CallHandle::write(const google::protobuf::MessageLite& message) {
+  const auto s = state_.lock();
+  if (!s || s->finished) return false;
+  return s->calls->send_message(*s, message);
+}
+
+bool CallHandle::send_headers() {
+  const auto s = state_.lock();
+  if (!s || s->finished) return false;
+  s->calls->send_headers(*s);
+  return true;
+}
+
+bool CallHandle::write_frames(std::span<const std::byte> frames) {
+  const auto s = state_.lock();
+  if (!s || s->finished) return false;
+  return s->calls->send_frames(*s, frames);
+}
+
+std::size_t CallHandle::unsent_bytes() const {
+  const auto s = state_.lock();
+  return s ? s->calls->unsent_bytes(*s) : 0;
+}
+
+void CallHandle::finish(const Status& status) {
+  const auto s = state_.lock();
+  if (!s || s->finished) return;
+  s->calls->finish_call(*s, status);
+}
+
+void CallHandle::reply(const google::protobuf::MessageLite& message) {
+  if (write(message)) finish(Status::ok());
+}
+
+std::optional<std::int64_t> CallHandle::deadline_us() const {
+  const auto s = state_.lock();
+  return s ? s->deadline_us : std::nullopt;
+}
+
+unsigned CallHandle::core() const {
+  const auto s = state_.lock();
+  return s ? s->calls->core() : 0;
 }
 
 }  // namespace ic::grpc

@@ -1,7 +1,9 @@
 #pragma once
-// gRPC over HTTP/2 for one connection: an h2::ServerSession whose requests
-// become calls of the MethodTable (grpc/doc/PROTOCOL-HTTP2.md, docs/contract.md
-// "Transport rules").
+// The gRPC layer of one HTTP/2 connection: the h2::Application that turns
+// the requests an h2::ServerSession hands up into calls of the MethodTable
+// (grpc/doc/PROTOCOL-HTTP2.md, docs/contract.md "Transport rules"). The
+// connection's net::Session is the h2::ServerSession below it
+// (docs/architecture.md "LookupRoute path").
 //
 // Request checks, in order: :method POST (else HTTP 405), content-type
 // application/grpc[+proto|;…] (else HTTP 415), :path in the method table (else
@@ -40,31 +42,25 @@ struct ServerOptions {
   h2::Limits h2;
 };
 
-// What every session of one core shares. All three outlive the sessions.
+// What every connection of one core shares. All three outlive the sessions.
 struct ServerContext {
   const MethodTable* methods = nullptr;
   ServerOptions options;
   Timers* timers = nullptr;
 };
 
-class GrpcSession final : public net::Session, private h2::Application {
- public:
-  GrpcSession(net::Connection& connection, const ServerContext& context);
-  ~GrpcSession() override;
-  GrpcSession(const GrpcSession&) = delete;
-  GrpcSession& operator=(const GrpcSession&) = delete;
+// The protocol of one accepted gRPC connection: an h2::ServerSession (the
+// connection's net::Session) whose application is a ServerCalls.
+std::unique_ptr<h2::ServerSession> make_server_session(net::Connection& connection,
+                                                       const ServerContext& context);
 
-  // net::Session
-  bool on_data(std::span<const std::byte> data) override;
-  void flush() override;
-  void on_shutdown() override;
-  bool idle() const override;
-  void on_close() override;
-  void on_peer_eof() override;
-  // The HTTP/2 waits, and a call whose request message is half-sent (or a
-  // unary / server-streaming request not ended) as kMessageBody.
-  net::PeerWaitState peer_wait(std::int64_t now_us) override;
-  void on_peer_deadline(net::PeerWait kind) override;
+class ServerCalls final : public h2::Application {
+ public:
+  // `h2` owns this object and outlives it; `context` outlives both.
+  ServerCalls(h2::ServerSession& h2, const ServerContext& context);
+  ~ServerCalls() override;
+  ServerCalls(const ServerCalls&) = delete;
+  ServerCalls& operator=(const ServerCalls&) = delete;
 
   // Calls in flight (for tests and metrics).
   std::size_t active_calls() const { return calls_.size(); }
@@ -75,7 +71,7 @@ class GrpcSession final : public net::Session, private h2::Application {
   void send_headers(detail::CallState& call);
   std::size_t unsent_bytes(const detail::CallState& call);
   void finish_call(detail::CallState& call, const Status& status);
-  unsigned core() const { return conn_.core(); }
+  unsigned core() const { return h2_.connection().core(); }
 
  private:
   // h2::Application
@@ -84,6 +80,11 @@ class GrpcSession final : public net::Session, private h2::Application {
   void on_request_end(h2::StreamId id) override;
   void on_stream_close(h2::StreamId id, std::uint32_t error_code) override;
   void on_limit_hit(h2::LimitHit hit) override;
+  // Tells every unfinished call's handler (long-lived streams end).
+  void on_shutdown() override;
+  // A call whose request message is half-sent (or a unary /
+  // server-streaming request not ended) as kMessageBody; the oldest one.
+  net::PeerWaitState peer_wait(std::int64_t now_us) override;
 
   // Logs (rate-limited) a request message over max_message_bytes.
   void log_message_limit(const detail::CallState& call);
@@ -93,16 +94,14 @@ class GrpcSession final : public net::Session, private h2::Application {
   void reject(h2::StreamId id, const Status& status);
   void send_headers_once(detail::CallState& call);
   void arm_deadline(const std::shared_ptr<detail::CallState>& call, std::int64_t timeout_us);
-  // Asks the connection for a flush unless we are inside one of its callbacks.
-  void wake();
+  // Ends `call` with `status` and tells its handler it is cancelled.
+  void cancel_call(detail::CallState& call, const Status& status);
 
-  net::Connection& conn_;
+  h2::ServerSession& h2_;
   const ServerContext& context_;
-  h2::ServerSession h2_;
   std::unordered_map<h2::StreamId, std::shared_ptr<detail::CallState>> calls_;
   std::string scratch_;       // one framed response message
   std::size_t buffered_ = 0;  // sum of the calls' MessageReader::buffered_bytes()
-  int in_session_ = 0;        // >0 while net::Session entry points run
 };
 
 }  // namespace ic::grpc
