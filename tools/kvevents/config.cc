@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 
+#include "common/cli_parse.hh"
 #include "config/flags.hh"
 
 namespace ic::tools::kvevents {
@@ -98,6 +99,11 @@ void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
 void validate(AdapterConfig& c, const RawFlags& raw) {
   if (c.replica_id.empty()) throw UsageError{"--replica-id is required"};
   if (c.identity.model_id.empty()) throw UsageError{"--model-id is required"};
+  std::string host;
+  int port = 0;
+  if (!split_host_port(c.sender.server, &host, &port)) {
+    throw UsageError{"--server: want host:port, got \"" + c.sender.server + "\""};
+  }
   if (c.identity.hash_scheme != "vllm" && c.identity.hash_scheme != "sglang") {
     throw UsageError{"--hash-scheme: want vllm or sglang, got \"" + c.identity.hash_scheme + "\""};
   }
