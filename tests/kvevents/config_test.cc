@@ -66,6 +66,9 @@ TEST_CASE("usage errors: exit 2 with one line") {
            {"--replica-id", "r", "--model-id", "m", "--lora-adapter-names", "x=1"},
            {"--replica-id", "r", "--model-id", "m", "--cache-tier", "hbm"},
            {"--replica-id", "r", "--model-id", "m", "--dp-size", "0"},
+           {"--replica-id", "r", "--model-id", "m", "--server", "inferencecache"},
+           {"--replica-id", "r", "--model-id", "m", "--server", "inferencecache:0"},
+           {"--replica-id", "r", "--model-id", "m", "--server", ":9090"},
            {"--replica-id", "r", "--model-id", "m", "--unknown"}}) {
     const auto o = parse(args);
     CHECK_FALSE(o.config.has_value());
