@@ -119,7 +119,12 @@ void Sender::run() {
         SteadyClock::now() - last_answer_ > std::chrono::milliseconds(options_.rpc_timeout_ms)) {
       failure_ = "PublishEvent unanswered for " + std::to_string(options_.rpc_timeout_ms) + " ms";
     }
-    if (!failure_.empty()) fail(failure_);
+    if (!failure_.empty()) {
+      fail(failure_);
+      // A server that takes connections but fails every call must not get a reconnect storm.
+      if (!sleep_backoff(backoff)) break;
+      backoff = std::min(backoff * 2, options_.backoff_max_ms);
+    }
   }
   discard_queue();
   disconnect();
