@@ -1,6 +1,8 @@
 // One gRPC-over-HTTP/2 client connection on libnghttp2's client API (nghttp2 1.52:
 // nghttp2_session_client_new, nghttp2_submit_request, nghttp2_session_mem_recv / mem_send),
-// over a non-blocking TCP socket that the owning thread's epoll loop drives. Single-threaded:
+// over a non-blocking TCP socket that the owning thread's epoll (or poll) loop drives. Unary calls
+// and client-streaming calls (ReportCacheState; nghttp2's deferred data provider) share it: the
+// bench and inferencecache-kvevents (docs/kvevents.md "Delivery") use it. Single-threaded:
 // a connection lives on the thread that created it. nghttp2 is never re-entered from its own
 // callbacks: they only record state; pump() does recv → callbacks → send.
 #pragma once
