@@ -25,6 +25,11 @@ TEST_CASE("defaults and every flag") {
   CHECK(d.config->window_us == 100'000);
   CHECK(d.config->stats_interval_us == 10'000'000);
   CHECK(d.config->stats.max_concurrency_ceiling == 256);
+  CHECK(d.config->refresh_us == 600'000'000);
+  CHECK(parse({"--replica-id", "r", "--model-id", "m", "--refresh-interval", "0"})
+            .config->refresh_us == 0);
+  CHECK(parse({"--replica-id", "r", "--model-id", "m", "--refresh-interval", "90s"})
+            .config->refresh_us == 90'000'000);
   const auto c = parse({"--replica-id",
                         "r",
                         "--model-id",
@@ -66,6 +71,10 @@ TEST_CASE("usage errors: exit 2 with one line") {
            {"--replica-id", "r", "--model-id", "m", "--lora-adapter-names", "x=1"},
            {"--replica-id", "r", "--model-id", "m", "--cache-tier", "hbm"},
            {"--replica-id", "r", "--model-id", "m", "--dp-size", "0"},
+           {"--replica-id", "r", "--model-id", "m", "--server", "inferencecache"},
+           {"--replica-id", "r", "--model-id", "m", "--server", "inferencecache:0"},
+           {"--replica-id", "r", "--model-id", "m", "--server", ":9090"},
+           {"--replica-id", "r", "--model-id", "m", "--refresh-interval", "500ms"},
            {"--replica-id", "r", "--model-id", "m", "--unknown"}}) {
     const auto o = parse(args);
     CHECK_FALSE(o.config.has_value());

@@ -55,6 +55,13 @@ TEST_CASE("dropped seq 2 of 0..3 is replayed and applied in order; the re-sent 3
   rig.pub->publish_lost(batch({store({3}, w)}));           // seq 2, lost live
   rig.pub->publish(batch({removal({3}), store({1}, x)}));  // seq 3: W goes, X gets a 2nd copy
   CHECK(rig.adapter->wait_metric("inferencecache_kvevents_replays_total", "", 1));
+  // The replay holds what the publisher has when it answers: let it answer (seq 2 and 3) before
+  // seq 4 exists, or a slow machine replays 4 and the barrier too.
+  const auto until = std::chrono::steady_clock::now() + kWait;
+  while (rig.pub->replays_served() < 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(rig.pub->replays_served() == 1);
   rig.pub->publish(batch({removal({1})}));  // seq 4: one copy of X left
   barrier(*rig.pub, rig.port, rig.tenant_id);
   CHECK(rig.has(x));

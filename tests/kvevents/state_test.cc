@@ -2,6 +2,7 @@
 // and events sent to the server (docs/kvevents.md "What reaches the server").
 #include <doctest.h>
 
+#include <set>
 #include <span>
 
 #include "fingerprint/fingerprint.hh"
@@ -342,6 +343,55 @@ TEST_CASE("adds wait for the window, and 4,096 entries flush early") {
   CHECK(u.tenant_id() == "t");
   CHECK(u.model_id() == "m");
   CHECK(u.hash_scheme() == "vllm");
+}
+
+TEST_CASE("refresh: every interval each tracked block is re-reported, 4,096 per turn") {
+  Counters counters;
+  Recorder out;
+  Pipeline pipeline(Identity{"t", "m", "vllm"}, {}, 100'000, counters, out, 1'000'000);
+  const auto t0 = Pipeline::Clock::now();
+  const auto s = std::chrono::seconds(1);
+  pipeline.apply("r", store({1, 2}, twice(kQwenBlock)), t0);
+  BlockStored many;
+  many.block_size = 1;
+  for (std::uint32_t i = 0; i < 5000; ++i) {
+    many.block_hashes.push_back(100 + i);
+    many.token_ids.push_back(i);
+  }
+  pipeline.apply("r", many, t0);
+  pipeline.apply("r", remove({100}), t0);
+  pipeline.flush_all();
+  // What a full pass must re-send: every add but the evicted block's.
+  std::multiset<std::string> want;
+  std::string evicted;
+  for (const auto& line : out.lines()) {
+    if (line.rfind("add ", 0) == 0) want.insert(line);
+    if (line.rfind("evict ", 0) == 0) evicted = line.substr(6, 16);
+  }
+  REQUIRE(want.size() == 5002);
+  REQUIRE(evicted.size() == 16);
+  want.erase(want.find("add " + evicted + " 1 T1  @r"));
+  out.messages.clear();
+
+  pipeline.refresh_due(t0);  // first look: the clock starts
+  pipeline.refresh_due(t0 + s - std::chrono::microseconds(1));
+  pipeline.flush_all();
+  CHECK(out.messages.empty());
+  pipeline.refresh_due(t0 + s);  // a pass starts: the first 4,096 blocks
+  CHECK(counters.get(Metric::refreshed_blocks) == 4096);
+  pipeline.refresh_due(t0 + s);  // the other 905
+  CHECK(counters.get(Metric::refreshed_blocks) == 5001);
+  pipeline.flush_all();
+  const auto lines = out.lines();
+  CHECK(std::multiset<std::string>(lines.begin(), lines.end()) == want);
+
+  pipeline.refresh_due(t0 + 2 * s - std::chrono::microseconds(1));  // the next pass is not due
+  CHECK(counters.get(Metric::refreshed_blocks) == 5001);
+  pipeline.refresh_due(t0 + 2 * s);
+  CHECK(counters.get(Metric::refreshed_blocks) == 5001 + 4096);
+  pipeline.apply("r", AllBlocksCleared{}, t0 + 2 * s);  // the rest is gone before its turn
+  pipeline.refresh_due(t0 + 2 * s);
+  CHECK(counters.get(Metric::refreshed_blocks) == 5001 + 4096);
 }
 
 }  // namespace ic::tools::kvevents

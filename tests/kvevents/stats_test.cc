@@ -142,4 +142,42 @@ TEST_CASE("no known family, or a missing load gauge: nothing is sent") {
   CHECK_FALSE(c.compute({}).has_value());
 }
 
+TEST_CASE("data parallel: each rank's stats come from its own engine / dp_rank series") {
+  // vLLM labels each DP engine's series engine="<rank>"; SGLang uses dp_rank="<rank>".
+  const std::string vllm =
+      "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.25\n"
+      "vllm:kv_cache_usage_perc{engine=\"1\",model_name=\"m\"} 0.75\n"
+      "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 2\n"
+      "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 10\n"
+      "vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} 0\n"
+      "vllm:num_requests_waiting{engine=\"1\",model_name=\"m\"} 6\n";
+  StatsOptions o;
+  o.engine_cache_size_bytes = 1000;
+  std::vector<EngineStats> ranks;
+  for (std::int64_t r : {0, 1}) {
+    o.dp_rank = r;
+    StatsComputer c(o);
+    const auto s = c.compute(parse_exposition(vllm));
+    REQUIRE(s.has_value());
+    ranks.push_back(*s);
+  }
+  CHECK(ranks[0].cache_memory_bytes == 250);
+  CHECK(ranks[0].pressure == doctest::Approx(2.0 / 256));
+  CHECK(ranks[1].cache_memory_bytes == 750);
+  CHECK(ranks[1].pressure == doctest::Approx(16.0 / 256));
+  o.dp_rank.reset();  // no DP: every series (usage max, load summed)
+  const auto all = StatsComputer(o).compute(parse_exposition(vllm));
+  REQUIRE(all.has_value());
+  CHECK(all->cache_memory_bytes == 750);
+  CHECK(all->pressure == doctest::Approx(18.0 / 256));
+  o.dp_rank = 1;
+  const auto sglang = StatsComputer(o).compute(
+      parse_exposition("sglang:token_usage{dp_rank=\"0\"} 0.5\nsglang:token_usage{dp_rank=\"1\"} "
+                       "0.125\nsglang:num_running_reqs{dp_rank=\"0\"} 9\n"
+                       "sglang:num_running_reqs{dp_rank=\"1\"} 3\nsglang:num_queue_reqs 1\n"));
+  REQUIRE(sglang.has_value());
+  CHECK(sglang->cache_memory_bytes == 125);
+  CHECK(sglang->pressure == doctest::Approx(4.0 / 256));  // 3 running + 1 unlabelled waiting
+}
+
 }  // namespace ic::tools::kvevents

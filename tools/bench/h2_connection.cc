@@ -68,8 +68,35 @@ int connect_blocking(const std::string& host, int port, int timeout_ms) {
 }  // namespace
 
 struct H2Connection::Stream {
-  std::shared_ptr<const std::string> body;
-  std::size_t offset = 0;
+  std::shared_ptr<const std::string> body;  // a unary call's whole body
+  std::size_t offset = 0;                   // bytes of body (or pending) already sent
+  bool streaming = false;                   // open_stream(): the body is `pending`, growing
+  bool eof = false;                         // end_writes() was called
+  std::string pending;
+
+  // The body's next bytes for nghttp2's data provider: up to `length` into buf.
+  ssize_t read(std::uint8_t* buf, std::size_t length, std::uint32_t* flags) {
+    if (!streaming) {
+      const std::size_t n = std::min(length, body->size() - offset);
+      std::memcpy(buf, body->data() + offset, n);
+      offset += n;
+      if (offset == body->size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+      return static_cast<ssize_t>(n);
+    }
+    const std::size_t n = std::min(length, pending.size() - offset);
+    std::memcpy(buf, pending.data() + offset, n);
+    offset += n;
+    if (offset == pending.size()) {
+      pending.clear();
+      offset = 0;
+      if (eof) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+      } else if (n == 0) {
+        return NGHTTP2_ERR_DEFERRED;  // write() or end_writes() resumes it
+      }
+    }
+    return static_cast<ssize_t>(n);
+  }
   CallOutcome outcome;
   int http_status = 0;
   int grpc_status = -1;
@@ -103,31 +130,70 @@ H2Connection::~H2Connection() {
 }
 
 void H2Connection::start(const std::string& path, std::shared_ptr<const std::string> body,
-                         std::int64_t intended_ns) {
+                         std::int64_t intended_ns, std::uint64_t tag) {
   auto* stream = new Stream;
   stream->body = std::move(body);
   stream->outcome.intended_ns = intended_ns;
+  stream->outcome.tag = tag;
+  submit(path, stream);
+}
+
+std::int32_t H2Connection::open_stream(const std::string& path, std::uint64_t tag) {
+  auto* stream = new Stream;
+  stream->streaming = true;
+  stream->outcome.intended_ns = now_ns();
+  stream->outcome.tag = tag;
+  return submit(path, stream);
+}
+
+void H2Connection::write(std::int32_t stream_id, std::string_view framed) {
+  const auto it = open_.find(stream_id);
+  if (it == open_.end() || !it->second->streaming || it->second->eof) return;
+  Stream& s = *it->second;
+  // Drop what the socket already took once it is the larger part, so the buffer stays bounded
+  // by what is still unsent (the caller bounds that through unsent()).
+  if (s.offset > 0 && s.offset * 2 >= s.pending.size()) {
+    s.pending.erase(0, s.offset);
+    s.offset = 0;
+  }
+  s.pending.append(framed);
+  nghttp2_session_resume_data(session_, stream_id);
+}
+
+void H2Connection::end_writes(std::int32_t stream_id) {
+  const auto it = open_.find(stream_id);
+  if (it == open_.end() || !it->second->streaming) return;
+  it->second->eof = true;
+  nghttp2_session_resume_data(session_, stream_id);
+}
+
+std::size_t H2Connection::unsent(std::int32_t stream_id) const {
+  const auto it = open_.find(stream_id);
+  if (it == open_.end() || !it->second->streaming) return 0;
+  return it->second->pending.size() - it->second->offset;
+}
+
+std::uint32_t H2Connection::peer_max_streams() const {
+  return nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
+std::int32_t H2Connection::submit(const std::string& path, Stream* stream) {
   auto nv = [](const char* name, const std::string& value) {
     return nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(name)),
                       reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())),
                       std::strlen(name), value.size(), NGHTTP2_NV_FLAG_NONE};
   };
   static const std::string kPost = "POST", kHttp = "http", kGrpc = "application/grpc",
-                           kTrailers = "trailers", kAgent = "inferencecache-bench";
+                           kTrailers = "trailers";
   const nghttp2_nv headers[] = {nv(":method", kPost),         nv(":scheme", kHttp),
                                 nv(":authority", authority_), nv(":path", path),
                                 nv("content-type", kGrpc),    nv("te", kTrailers),
-                                nv("user-agent", kAgent)};
+                                nv("user-agent", user_agent_)};
   nghttp2_data_provider provider{};
   provider.source.ptr = stream;
   provider.read_callback = [](nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                               std::uint32_t* flags, nghttp2_data_source* src, void*) -> ssize_t {
-    auto* s = static_cast<Stream*>(src->ptr);
-    const std::size_t n = std::min(length, s->body->size() - s->offset);
-    std::memcpy(buf, s->body->data() + s->offset, n);
-    s->offset += n;
-    if (s->offset == s->body->size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return static_cast<ssize_t>(n);
+    return static_cast<Stream*>(src->ptr)->read(buf, length, flags);
   };
   const std::int32_t id =
       nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &provider, stream);
@@ -136,10 +202,11 @@ void H2Connection::start(const std::string& path, std::shared_ptr<const std::str
     stream->outcome.done_ns = now_ns();
     on_done_(std::move(stream->outcome));
     delete stream;
-    return;
+    return -1;
   }
   open_.emplace(id, stream);
   ++active_;
+  return id;
 }
 
 int H2Connection::on_header(nghttp2_session* session, const void* frame_ptr,

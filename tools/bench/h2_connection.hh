@@ -1,6 +1,8 @@
 // One gRPC-over-HTTP/2 client connection on libnghttp2's client API (nghttp2 1.52:
 // nghttp2_session_client_new, nghttp2_submit_request, nghttp2_session_mem_recv / mem_send),
-// over a non-blocking TCP socket that the owning thread's epoll loop drives. Single-threaded:
+// over a non-blocking TCP socket that the owning thread's epoll (or poll) loop drives. Unary calls
+// and client-streaming calls (ReportCacheState; nghttp2's deferred data provider) share it: the
+// bench and inferencecache-kvevents (docs/kvevents.md "Delivery") use it. Single-threaded:
 // a connection lives on the thread that created it. nghttp2 is never re-entered from its own
 // callbacks: they only record state; pump() does recv → callbacks → send.
 #pragma once
@@ -9,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,7 +26,8 @@ struct CallOutcome {
   // "OK", a gRPC status name ("UNAVAILABLE"), "http-<status>", "reset-<h2 error>",
   // "no-grpc-status" or "connection-lost".
   std::string status;
-  std::string response;  // the first response message payload (unframed), "" if none
+  std::string response;   // the first response message payload (unframed), "" if none
+  std::uint64_t tag = 0;  // the caller's tag from start() / open_stream()
 };
 
 class H2Connection {
@@ -47,10 +51,26 @@ class H2Connection {
   bool alive() const { return alive_; }
 
   // Starts a unary-shaped call: POST `path` with gRPC headers and `body` (already framed, shared
-  // so thousands of calls can reuse one payload), END_STREAM after it. intended_ns is echoed in
-  // the outcome.
+  // so thousands of calls can reuse one payload), END_STREAM after it. intended_ns and tag are
+  // echoed in the outcome.
   void start(const std::string& path, std::shared_ptr<const std::string> body,
-             std::int64_t intended_ns);
+             std::int64_t intended_ns, std::uint64_t tag = 0);
+
+  // Opens a client-streaming call on `path`: its body grows with write() and ends (END_STREAM)
+  // after end_writes(). Returns the stream id; -1 when nghttp2 refused it (the outcome, with
+  // status "submit-<why>", has then been delivered already).
+  std::int32_t open_stream(const std::string& path, std::uint64_t tag);
+  // Appends already framed bytes to an open streaming call's body (no-op once it closed).
+  void write(std::int32_t stream_id, std::string_view framed);
+  // No more writes: END_STREAM follows what was written.
+  void end_writes(std::int32_t stream_id);
+  // Body bytes of a streaming call not yet handed to the socket (HTTP/2 flow control, or a full
+  // socket, holds them back); 0 once the call closed.
+  std::size_t unsent(std::int32_t stream_id) const;
+  // The user-agent header of the calls started from now on ("inferencecache-bench" by default).
+  void set_user_agent(std::string agent) { user_agent_ = std::move(agent); }
+  // The peer's SETTINGS_MAX_CONCURRENT_STREAMS (unbounded until its SETTINGS arrive).
+  std::uint32_t peer_max_streams() const;
 
   // Reads what the socket has (EPOLLIN), feeds nghttp2, then writes what nghttp2 wants to send
   // until the socket would block. Returns false when the connection is dead; every open stream
@@ -71,12 +91,14 @@ class H2Connection {
                      const std::uint8_t* data, std::size_t len, void* user);
   static int on_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
                       void* user);
+  std::int32_t submit(const std::string& path, Stream* stream);
   bool read_socket();
   bool write_socket();
   void fail_all();
 
   int fd_ = -1;
   std::string authority_;
+  std::string user_agent_ = "inferencecache-bench";
   nghttp2_session* session_ = nullptr;
   OnDone on_done_;
   std::string out_;  // bytes from mem_send not yet written

@@ -101,21 +101,6 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_flag("--json", f.json, "print the results as JSON on stdout");
 }
 
-bool split_host_port(const std::string& address, std::string* host, int* port) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = address.substr(0, colon);
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  try {
-    *port = std::stoi(address.substr(colon + 1));
-  } catch (const std::exception&) {
-    return false;
-  }
-  return *port > 0 && *port < 65536;
-}
-
 // Sends every preload body as its own ReportCacheState call and waits for all Acks.
 bool preload(const std::string& host, int port, const Flags& f, const Workload& w,
              std::string* error) {

@@ -36,4 +36,19 @@ void parse_or_exit(CLI::App& app, int argc, char** argv) {
   }
 }
 
+bool split_host_port(const std::string& address, std::string* host, int* port) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *host = address.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  try {
+    *port = std::stoi(address.substr(colon + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return *port > 0 && *port < 65536;
+}
+
 }  // namespace ic::tools

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace ic::tools {
 
@@ -16,5 +17,9 @@ void standard_flags(CLI::App& app);
 // "<program>: error: <why>" plus "run with --help for usage" on stderr, exit 2. Returns only
 // when the command line is good.
 void parse_or_exit(CLI::App& app, int argc, char** argv);
+
+// Splits "host:port" ("[v6]:port" too, brackets removed). False when there is no host, or the
+// port is not a number in 1..65535.
+bool split_host_port(const std::string& address, std::string* host, int* port);
 
 }  // namespace ic::tools

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 
+#include "common/cli_parse.hh"
 #include "config/flags.hh"
 
 namespace ic::tools::kvevents {
@@ -19,6 +20,7 @@ struct RawFlags {
   std::string window = "100ms";
   std::string stats_interval = "10s";
   std::string replay_timeout = "2s";
+  std::string refresh_interval = "10m";
   std::string cache_tier = "auto";
   std::string lora_adapter_names;
   std::string log_format = "json";
@@ -88,6 +90,9 @@ void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
       ->check(CLI::Range(16, 1 << 26));
   app.add_option("--replay-timeout", raw.replay_timeout, "replay silence before a resync")
       ->capture_default_str();
+  app.add_option("--refresh-interval", raw.refresh_interval,
+                 "re-report every tracked block this often, below the server's TTL; 0: never")
+      ->capture_default_str();
   app.add_option("--http-bind-address", c.http_bind_address,
                  "/metrics and /healthz listener [host]:port; empty: off")
       ->capture_default_str();
@@ -98,6 +103,11 @@ void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
 void validate(AdapterConfig& c, const RawFlags& raw) {
   if (c.replica_id.empty()) throw UsageError{"--replica-id is required"};
   if (c.identity.model_id.empty()) throw UsageError{"--model-id is required"};
+  std::string host;
+  int port = 0;
+  if (!split_host_port(c.sender.server, &host, &port)) {
+    throw UsageError{"--server: want host:port, got \"" + c.sender.server + "\""};
+  }
   if (c.identity.hash_scheme != "vllm" && c.identity.hash_scheme != "sglang") {
     throw UsageError{"--hash-scheme: want vllm or sglang, got \"" + c.identity.hash_scheme + "\""};
   }
@@ -105,6 +115,9 @@ void validate(AdapterConfig& c, const RawFlags& raw) {
   c.window_us = duration_flag("--window", raw.window, 1000);
   c.stats_interval_us = duration_flag("--stats-interval", raw.stats_interval, 100'000);
   c.replay_timeout_us = duration_flag("--replay-timeout", raw.replay_timeout, 10'000);
+  c.refresh_us = raw.refresh_interval == "0"
+                     ? 0
+                     : duration_flag("--refresh-interval", raw.refresh_interval, 1'000'000);
   if (raw.cache_tier == "auto") {
     c.stats.cache_tier = CacheTierChoice::automatic;
   } else if (raw.cache_tier == "kv") {

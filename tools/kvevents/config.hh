@@ -23,6 +23,7 @@ struct AdapterConfig {
   std::string replica_id;                                // required
   Identity identity;                                     // model (required), tenant, scheme
   std::int64_t window_us = 100'000;
+  std::int64_t refresh_us = 600'000'000;  // --refresh-interval: re-report every block (0 = never)
   std::string engine_metrics_url = "http://127.0.0.1:8000/metrics";  // empty = no stats
   std::int64_t stats_interval_us = 10'000'000;
   StatsOptions stats;

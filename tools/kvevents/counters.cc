@@ -74,6 +74,8 @@ constexpr Series kSeries[] = {
      "Connections (re)established to the server."},
     {Metric::snapshots_sent, "snapshots_total", "", "counter",
      "Full-state re-reports after (re)connecting."},
+    {Metric::refreshed_blocks, "refreshed_blocks_total", "", "counter",
+     "Tracked blocks re-reported so the server's TTL does not expire them (--refresh-interval)."},
     {Metric::superseded_entries, "superseded_entries_total", "", "counter",
      "Queued entries discarded while disconnected; the next snapshot re-sends the state."},
     {Metric::scrapes, "engine_scrapes_total", "", "counter", "Engine /metrics scrapes."},

@@ -47,6 +47,7 @@ enum class Metric : std::size_t {
   send_errors,
   reconnects,
   snapshots_sent,
+  refreshed_blocks,
   superseded_entries,
   scrapes,
   scrape_errors,

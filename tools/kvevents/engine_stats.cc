@@ -94,6 +94,11 @@ bool StatsComputer::selected(const Sample& s) const {
     }
     // SGLang's per-priority breakdown would double-count the total series.
     if (k == "priority" && !v.empty()) return false;
+    // Each DP rank is its own replica: its load and cache are its own series.
+    if (options_.dp_rank && (k == "engine" || k == "dp_rank") &&
+        v != std::to_string(*options_.dp_rank)) {
+      return false;
+    }
   }
   return true;
 }

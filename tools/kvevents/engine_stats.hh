@@ -31,6 +31,9 @@ struct StatsOptions {
   std::string engine_model_name;               // only series with this model_name label, if set
   std::int64_t max_concurrency_ceiling = 256;  // pressure denominator
   std::int64_t engine_cache_size_bytes = 0;    // cache_memory_bytes = usage × this
+  // Only the series of this data-parallel rank (vLLM's `engine` label, SGLang's `dp_rank`);
+  // series without such a label count for every rank. nullopt: every series (no DP).
+  std::optional<std::int64_t> dp_rank;
 };
 
 // The ReplicaStats fields one scrape gives.

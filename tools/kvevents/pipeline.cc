@@ -1,5 +1,6 @@
 #include "kvevents/pipeline.hh"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "fingerprint/fingerprint.hh"
@@ -62,6 +63,28 @@ class Pipeline::Replica final : public ChangeSink {
   }
 
   void set_now(Clock::time_point now) { now_ = now; }
+
+  // One slice of the refresh pass (Pipeline::refresh_due); starts a pass when one is due.
+  void refresh_slice(Clock::time_point now, std::chrono::microseconds every) {
+    if (refresh_next_ == refresh_todo_.size()) {
+      if (refresh_started_ == Clock::time_point{}) refresh_started_ = now;
+      if (now - refresh_started_ < every) return;
+      refresh_todo_ = state_.engine_hashes();
+      refresh_next_ = 0;
+      refresh_started_ = now;
+    }
+    now_ = now;
+    const std::size_t end = std::min(refresh_next_ + kRefreshSlice, refresh_todo_.size());
+    std::uint64_t sent = 0;
+    for (; refresh_next_ < end; ++refresh_next_) {
+      if (state_.report(refresh_todo_[refresh_next_], *this)) ++sent;
+    }
+    owner_.counters_.add(Metric::refreshed_blocks, sent);
+    if (refresh_next_ == refresh_todo_.size()) {
+      refresh_todo_ = {};  // up to --max-tracked-blocks hashes: give the memory back
+      refresh_next_ = 0;
+    }
+  }
   ReplicaState& state() { return state_; }
   const ReplicaState& state() const { return state_; }
 
@@ -89,13 +112,17 @@ class Pipeline::Replica final : public ChangeSink {
   std::unordered_set<std::uint64_t> pending_prefixes_;  // prefix hashes in pending_
   Clock::time_point pending_since_{};
   Clock::time_point now_{};
+  std::vector<std::uint64_t> refresh_todo_;  // engine hashes of the running refresh pass
+  std::size_t refresh_next_ = 0;
+  Clock::time_point refresh_started_{};  // start of the last pass (first use: no pass yet)
 };
 
 Pipeline::Pipeline(Identity identity, StateOptions options, std::int64_t window_us,
-                   Counters& counters, Outbox& outbox)
+                   Counters& counters, Outbox& outbox, std::int64_t refresh_us)
     : identity_(std::move(identity)),
       options_(std::move(options)),
       window_(window_us),
+      refresh_(refresh_us),
       counters_(counters),
       outbox_(outbox) {}
 
@@ -138,6 +165,11 @@ void Pipeline::flush_due(Clock::time_point now) {
   for (auto& [name, r] : replicas_) {
     if (r->due(now)) r->flush();
   }
+}
+
+void Pipeline::refresh_due(Clock::time_point now) {
+  if (refresh_.count() <= 0) return;
+  for (auto& [name, r] : replicas_) r->refresh_slice(now, refresh_);
 }
 
 void Pipeline::flush_all() {

@@ -29,14 +29,17 @@ struct Identity {
 
 // Adds per CacheStateUpdate before an early flush.
 inline constexpr std::size_t kMaxBatchEntries = 4096;
+// Blocks one refresh_due() call re-reports per replica (a pass is spread over event-loop turns).
+inline constexpr std::size_t kRefreshSlice = 4096;
 
 class Pipeline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `window_us`: how long adds wait for company before they are flushed (µs).
+  // `window_us`: how long adds wait for company before they are flushed (µs). `refresh_us`: how
+  // often every tracked block is re-reported (µs; 0 = never), see refresh_due().
   Pipeline(Identity identity, StateOptions options, std::int64_t window_us, Counters& counters,
-           Outbox& outbox);
+           Outbox& outbox, std::int64_t refresh_us = 0);
   ~Pipeline();
 
   // Applies one event attributed to `replica`.
@@ -47,6 +50,11 @@ class Pipeline {
   void flush_due(Clock::time_point now);
   // Sends every pending add now (shutdown).
   void flush_all();
+  // The server expires what nobody re-reported within its TTL (docs/index.md "Expiry (TTL)"),
+  // and an engine announces a block once however long it stays resident: every `refresh_us`
+  // each replica starts a pass that re-reports every tracked block at its tier, kRefreshSlice
+  // blocks per call, through the usual batching. Blocks gone meanwhile are skipped.
+  void refresh_due(Clock::time_point now);
   // After the server (re)connected: ALL_CLEARED then every tracked block, for each replica in
   // `replicas` and each replica seen so far, so the server's index converges to ours.
   void snapshot(const std::vector<std::string>& replicas);
@@ -61,6 +69,7 @@ class Pipeline {
   Identity identity_;
   StateOptions options_;
   std::chrono::microseconds window_;
+  std::chrono::microseconds refresh_;
   Counters& counters_;
   Outbox& outbox_;
   std::map<std::string, std::unique_ptr<Replica>> replicas_;

@@ -177,6 +177,21 @@ void ReplicaState::remove_block(std::uint64_t engine_hash, Tier tier, ChangeSink
 
 void ReplicaState::clear() { blocks_.clear(); }
 
+std::vector<std::uint64_t> ReplicaState::engine_hashes() const {
+  std::vector<std::uint64_t> out;
+  out.reserve(blocks_.size());
+  for (const auto& [hash, b] : blocks_) out.push_back(hash);
+  return out;
+}
+
+bool ReplicaState::report(std::uint64_t engine_hash, ChangeSink& sink) const {
+  const auto it = blocks_.find(engine_hash);
+  if (it == blocks_.end()) return false;
+  const Block& b = it->second;
+  sink.add(b.prefix, b.tokens, tier_of(b), adapters_[b.adapter]);
+  return true;
+}
+
 void ReplicaState::snapshot(ChangeSink& sink) const {
   for (const auto& [hash, b] : blocks_)
     sink.add(b.prefix, b.tokens, tier_of(b), adapters_[b.adapter]);

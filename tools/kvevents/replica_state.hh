@@ -54,6 +54,10 @@ class ReplicaState {
   void clear();
   // Re-emits every tracked block at its current tier (after the server lost its index).
   void snapshot(ChangeSink& sink) const;
+  // Engine hashes of every tracked block, for a refresh pass to walk in slices.
+  std::vector<std::uint64_t> engine_hashes() const;
+  // Re-emits block `engine_hash` at its current tier; false when it is no longer tracked.
+  bool report(std::uint64_t engine_hash, ChangeSink& sink) const;
   // True when the last stored() found the state over max_blocks (the caller resyncs).
   bool over_capacity() const { return blocks_.size() > options_.max_blocks; }
   std::size_t size() const { return blocks_.size(); }

@@ -39,11 +39,13 @@ v1::CacheStateUpdate stats_update(const Identity& identity, const std::string& r
 
 Scraper::Scraper(const AdapterConfig& config, std::vector<std::string> replicas, Counters& counters,
                  Outbox& outbox)
-    : config_(config),
-      replicas_(std::move(replicas)),
-      counters_(counters),
-      outbox_(outbox),
-      computer_(config.stats) {}
+    : config_(config), replicas_(std::move(replicas)), counters_(counters), outbox_(outbox) {
+  for (std::size_t r = 0; r < replicas_.size(); ++r) {
+    StatsOptions options = config.stats;
+    if (replicas_.size() > 1) options.dp_rank = static_cast<std::int64_t>(r);
+    computers_.emplace_back(std::move(options));
+  }
+}
 
 Scraper::~Scraper() { stop(); }
 
@@ -73,7 +75,7 @@ void Scraper::run() {
 
 void Scraper::tick() {
   counters_.add(Metric::scrapes);
-  std::optional<EngineStats> stats;
+  std::vector<std::optional<EngineStats>> stats(replicas_.size());
   std::string why;
   if (const auto url = parse_http_url(config_.engine_metrics_url)) {
     httplib::Client client(url->scheme_host_port);
@@ -85,13 +87,14 @@ void Scraper::tick() {
     } else if (res->status != 200) {
       why = "HTTP status " + std::to_string(res->status);
     } else {
-      stats = computer_.compute(parse_exposition(res->body));
-      if (!stats) why = "no known metric family with running and waiting gauges";
+      const auto samples = parse_exposition(res->body);
+      for (std::size_t r = 0; r < replicas_.size(); ++r) stats[r] = computers_[r].compute(samples);
+      if (!stats[0]) why = "no known metric family with running and waiting gauges";
     }
   } else {
     why = "not an http:// URL";
   }
-  if (!stats) {
+  if (!stats[0]) {
     counters_.add(Metric::scrape_errors);
     if (++failures_in_a_row_ == 3) {
       config::log(config::LogLevel::warn, "load_signal_stale",
@@ -100,8 +103,8 @@ void Scraper::tick() {
     return;
   }
   failures_in_a_row_ = 0;
-  for (const auto& replica : replicas_) {
-    outbox_.push(stats_update(config_.identity, replica, *stats), 1);
+  for (std::size_t r = 0; r < replicas_.size(); ++r) {
+    if (stats[r]) outbox_.push(stats_update(config_.identity, replicas_[r], *stats[r]), 1);
   }
 }
 

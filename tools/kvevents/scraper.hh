@@ -1,5 +1,6 @@
 // The stats path (docs/kvevents.md "Stats"): every --stats-interval, GET the engine's /metrics,
-// compute ReplicaStats and queue one stats-only CacheStateUpdate per replica. Runs on its own
+// compute ReplicaStats and queue one stats-only CacheStateUpdate per replica (with --dp-size > 1,
+// each rank from its own series). Runs on its own
 // thread; a failed scrape sends nothing, and 3 in a row log `load_signal_stale`.
 #pragma once
 
@@ -46,7 +47,7 @@ class Scraper {
   std::vector<std::string> replicas_;
   Counters& counters_;
   Outbox& outbox_;
-  StatsComputer computer_;
+  std::vector<StatsComputer> computers_;  // one per replica: its rank's series, its counters
   int failures_in_a_row_ = 0;
   std::mutex mutex_;
   std::condition_variable wake_;

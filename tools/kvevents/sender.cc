@@ -1,41 +1,46 @@
 #include "kvevents/sender.hh"
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <chrono>
+#include <algorithm>
+#include <climits>
+#include <stdexcept>
 
-#include "common/channel.hh"
+#include "bench/h2_connection.hh"
+#include "common/cli_parse.hh"
+#include "common/grpc_frame.hh"
 #include "config/log.hh"
 
 namespace ic::tools::kvevents {
 
 namespace v1 = inferencecache::v1alpha1;
 using config::LogLevel;
-
-struct Sender::Stream {
-  grpc::ClientContext context;
-  v1::Ack ack;
-  std::unique_ptr<grpc::ClientWriter<v1::CacheStateUpdate>> writer;
-};
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& server) {
-  grpc::ChannelArguments args;
-  // grpc's own reconnect backoff reaches 2 minutes; the adapter wants the server back soon.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  // A server that vanished without a FIN (host loss) is noticed by keepalive.
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-  return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
-}
+constexpr const char* kReportPath = "/inferencecache.v1alpha1.InferenceCache/ReportCacheState";
+constexpr const char* kPublishPath = "/inferencecache.v1alpha1.InferenceCache/PublishEvent";
+// Outcome tag of the ReportCacheState call; an event's tag is its CacheEvent type (never 0).
+constexpr std::uint64_t kStreamTag = 0;
+// Update bytes the stream may hold before the socket takes them (HTTP/2 flow control or a full
+// socket): beyond it updates wait in the queue, which then applies backpressure.
+constexpr std::size_t kMaxUnsentBytes = 1 << 20;
 
-std::chrono::system_clock::time_point after_ms(int ms) {
-  return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
+// A server that vanished without a FIN (host loss) is noticed by TCP keepalive when idle and by
+// the user timeout when data is unacknowledged.
+void set_keepalive(int fd) {
+  const int on = 1, idle_s = 20, interval_s = 5, probes = 2, user_timeout_ms = 30000;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
 }  // namespace
@@ -43,10 +48,16 @@ std::chrono::system_clock::time_point after_ms(int ms) {
 Sender::Sender(SenderOptions options, Counters& counters)
     : options_(std::move(options)),
       counters_(counters),
-      channel_(make_channel(options_.server)),
-      stub_(v1::InferenceCache::NewStub(channel_)) {}
+      wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (!split_host_port(options_.server, &host_, &port_)) {
+    throw std::invalid_argument("server address is not host:port: " + options_.server);
+  }
+}
 
-Sender::~Sender() { stop(0); }
+Sender::~Sender() {
+  stop(0);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
 
 void Sender::start() {
   thread_ = std::thread([this] { run(); });
@@ -54,80 +65,90 @@ void Sender::start() {
 
 void Sender::stop(int grace_ms) {
   if (!thread_.joinable()) return;
-  draining_ = true;
-  {
-    std::unique_lock lock(mutex_);
-    not_full_.wait_for(lock, std::chrono::milliseconds(grace_ms),
-                       [this] { return queue_.empty() || !connected_; });
-  }
+  stop_deadline_ = SteadyClock::now() + std::chrono::milliseconds(grace_ms);
   stopping_ = true;
-  not_empty_.notify_all();
   not_full_.notify_all();
+  wake();
   thread_.join();
-  close_stream(true);
-  wait_events_drained(grace_ms);
 }
 
 void Sender::push(Outbound message, std::size_t entries) {
   entries = entries == 0 ? 1 : entries;
-  std::unique_lock lock(mutex_);
-  not_full_.wait(lock, [&] {
-    return !connected_ || stopping_ || queue_.empty() ||
-           queued_entries_ + entries <= options_.max_queued_entries;
-  });
-  if (!connected_ || stopping_) {
-    counters_.add(Metric::superseded_entries, entries);
-    return;
+  {
+    std::unique_lock lock(mutex_);
+    not_full_.wait(lock, [&] {
+      return !connected_ || stopping_ || queue_.empty() ||
+             queued_entries_ + entries <= options_.max_queued_entries;
+    });
+    if (!connected_ || stopping_) {
+      counters_.add(Metric::superseded_entries, entries);
+      return;
+    }
+    queue_.push_back(Item{std::move(message), entries});
+    queued_entries_ += entries;
+    counters_.set(Metric::queue_depth, queued_entries_);
   }
-  queue_.push_back(Item{std::move(message), entries});
-  queued_entries_ += entries;
-  counters_.set(Metric::queue_depth, queued_entries_);
-  not_empty_.notify_one();
+  // A syscall only when the sender thread is asleep on an empty queue.
+  if (sleeping_.exchange(false)) wake();
 }
 
 void Sender::run() {
   int backoff = options_.backoff_initial_ms;
-  while (!stopping_) {
-    if (!connected_) {
-      if (draining_ || !connect()) {
+  for (;;) {
+    if (stopping_ && stop_finished()) break;
+    if (!conn_) {
+      if (stopping_) break;
+      if (!connect()) {
         if (!sleep_backoff(backoff)) break;
         backoff = std::min(backoff * 2, options_.backoff_max_ms);
         continue;
       }
       backoff = options_.backoff_initial_ms;
     }
-    std::unique_lock lock(mutex_);
-    not_empty_.wait_for(lock, std::chrono::milliseconds(100),
-                        [this] { return !queue_.empty() || stopping_; });
-    if (event_failed_.exchange(false)) {
-      lock.unlock();
-      fail("PublishEvent failed");
-      continue;
+    hand_over();
+    if (stopping_ && !writes_ended_ && events_in_flight_ == 0) {
+      std::lock_guard lock(mutex_);
+      if (queue_.empty()) {
+        conn_->end_writes(stream_id_);
+        writes_ended_ = true;
+      }
     }
-    if (queue_.empty()) {
-      lock.unlock();
-      // An idle stream writes nothing, so a server that died (or restarted, empty) would go
-      // unnoticed until the next write: watch the connection instead.
-      if (channel_->GetState(false) != GRPC_CHANNEL_READY) fail("connection to the server lost");
-      continue;
+    if (failure_.empty() && !conn_->flush()) failure_ = "connection to the server lost";
+    if (failure_.empty()) wait_io(100);
+    if (failure_.empty() && events_in_flight_ > 0 &&
+        SteadyClock::now() - last_answer_ > std::chrono::milliseconds(options_.rpc_timeout_ms)) {
+      failure_ = "PublishEvent unanswered for " + std::to_string(options_.rpc_timeout_ms) + " ms";
     }
-    Item item = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    const bool ok = send(item.message);
-    lock.lock();
-    queued_entries_ -= item.entries;
-    counters_.set(Metric::queue_depth, queued_entries_);
-    not_full_.notify_all();
-    lock.unlock();
-    if (!ok) fail("ReportCacheState stream broke");
+    if (!failure_.empty()) {
+      fail(failure_);
+      // A server that takes connections but fails every call must not get a reconnect storm.
+      if (!sleep_backoff(backoff)) break;
+      backoff = std::min(backoff * 2, options_.backoff_max_ms);
+    }
   }
+  discard_queue();
+  disconnect();
 }
 
 bool Sender::connect() {
-  if (!channel_->WaitForConnected(after_ms(1000))) return false;
-  stream_ = std::make_unique<Stream>();
-  stream_->writer = stub_->ReportCacheState(&stream_->context, &stream_->ack);
+  try {
+    conn_ = std::make_unique<bench::H2Connection>(
+        host_, port_, 1000, [this](bench::CallOutcome&& outcome) { on_done(std::move(outcome)); });
+  } catch (const std::runtime_error& e) {
+    config::log(LogLevel::debug, "cannot reach the InferenceCache server",
+                {{"server", options_.server}, {"why", e.what()}});
+    return false;
+  }
+  set_keepalive(conn_->fd());
+  conn_->set_user_agent("inferencecache-kvevents");
+  failure_.clear();
+  writes_ended_ = false;
+  events_in_flight_ = 0;
+  stream_id_ = conn_->open_stream(kReportPath, kStreamTag);
+  if (stream_id_ < 0 || !conn_->flush()) {
+    disconnect();
+    return false;
+  }
   counters_.add(Metric::reconnects);
   counters_.set(Metric::stream_connected, 1);
   {
@@ -140,102 +161,151 @@ bool Sender::connect() {
   return true;
 }
 
-bool Sender::send(const Outbound& message) {
-  if (const auto* update = std::get_if<v1::CacheStateUpdate>(&message)) {
-    // A PublishEvent still in flight may not have reached the wire yet, and the stream write
-    // could overtake it (an ALL_CLEARED landing after the adds that follow it would wipe them):
-    // let every earlier event complete first. Events among themselves stay pipelined.
+bool Sender::front_ready() const {
+  if (std::holds_alternative<v1::CacheStateUpdate>(queue_.front().message)) {
+    // A PublishEvent in flight may not have been applied yet, and the stream's message could
+    // overtake it (an ALL_CLEARED landing after the adds that follow it would wipe them): let
+    // every earlier event be answered first.
+    return events_in_flight_ == 0 && conn_->unsent(stream_id_) < kMaxUnsentBytes;
+  }
+  // An event after an update: the update's bytes must be on their way before the event's, or
+  // the eviction of a prefix could reach the server before its add. Events among themselves
+  // stay pipelined, up to what the server allows (one stream is the ReportCacheState call).
+  const auto peer = static_cast<int>(std::min<std::uint32_t>(conn_->peer_max_streams(), INT_MAX));
+  const int cap = std::max(1, std::min(options_.max_events_in_flight, peer - 1));
+  return conn_->unsent(stream_id_) == 0 && events_in_flight_ < cap;
+}
+
+void Sender::hand_over() {
+  while (failure_.empty() && !writes_ended_) {
+    Item item;
     {
-      std::unique_lock lock(events_mutex_);
-      events_cv_.wait(lock, [this] { return events_in_flight_ == 0; });
+      std::lock_guard lock(mutex_);
+      if (queue_.empty() || !front_ready()) break;
+      item = std::move(queue_.front());
+      queue_.pop_front();
+      queued_entries_ -= item.entries;
+      counters_.set(Metric::queue_depth, queued_entries_);
     }
-    if (event_failed_ || !stream_ || !stream_->writer->Write(*update)) return false;
+    not_full_.notify_all();
+    send(item.message);
+  }
+}
+
+void Sender::send(const Outbound& message) {
+  if (const auto* update = std::get_if<v1::CacheStateUpdate>(&message)) {
+    std::string framed;
+    append_grpc_frame(*update, &framed);
+    conn_->write(stream_id_, framed);
+    // Hand the update to the socket now: the events behind it wait until it left.
+    if (!conn_->flush()) failure_ = "connection to the server lost";
     counters_.add(Metric::updates_sent);
     counters_.add(Metric::prefix_entries_sent, static_cast<std::uint64_t>(update->prefixes_size()));
     if (update->has_stats()) counters_.add(Metric::stats_sent);
-    return true;
+    return;
   }
-  return send_event(std::get<v1::CacheEvent>(message));
+  const auto& event = std::get<v1::CacheEvent>(message);
+  auto body = std::make_shared<std::string>();
+  append_grpc_frame(event, body.get());
+  if (events_in_flight_++ == 0) last_answer_ = SteadyClock::now();
+  conn_->start(kPublishPath, std::move(body), 0, static_cast<std::uint64_t>(event.type()));
 }
 
-bool Sender::send_event(const v1::CacheEvent& event) {
-  {
-    std::unique_lock lock(events_mutex_);
-    events_cv_.wait(lock, [this] { return events_in_flight_ < options_.max_events_in_flight; });
-    ++events_in_flight_;
+void Sender::on_done(bench::CallOutcome&& outcome) {
+  if (outcome.tag == kStreamTag) {
+    stream_id_ = -1;
+    if (!writes_ended_) {
+      if (failure_.empty()) failure_ = "ReportCacheState ended: " + outcome.status;
+    } else if (outcome.status != "OK") {
+      config::log(LogLevel::warn, "ReportCacheState ended with an error",
+                  {{"status", outcome.status}});
+    }
+    return;
   }
-  struct Call {
-    grpc::ClientContext context;
-    v1::CacheEvent event;
-    v1::Ack ack;
-  };
-  auto* call = new Call;
-  call->event = event;
-  call->context.set_deadline(after_ms(options_.rpc_timeout_ms));
-  stub_->async()->PublishEvent(
-      &call->context, &call->event, &call->ack, [this, call](grpc::Status status) {
-        if (status.ok()) {
-          counters_.add(call->event.type() == v1::CacheEvent::ALL_CLEARED ? Metric::all_cleared_sent
-                                                                          : Metric::evictions_sent);
-        } else {
-          event_failed_ = true;
-        }
-        delete call;
-        std::lock_guard lock(events_mutex_);
-        --events_in_flight_;
-        events_cv_.notify_all();
-      });
-  return !event_failed_;
+  --events_in_flight_;
+  last_answer_ = SteadyClock::now();
+  if (outcome.status == "OK") {
+    counters_.add(outcome.tag == v1::CacheEvent::ALL_CLEARED ? Metric::all_cleared_sent
+                                                             : Metric::evictions_sent);
+  } else if (failure_.empty()) {
+    failure_ = "PublishEvent failed: " + outcome.status;
+  }
+}
+
+void Sender::wait_io(int timeout_ms) {
+  pollfd fds[2] = {
+      {conn_->fd(), static_cast<short>(POLLIN | (conn_->wants_write() ? POLLOUT : 0)), 0},
+      {wake_fd_, POLLIN, 0}};
+  {
+    // Sleep through pushes only while nothing is queued; otherwise the queue waits on the
+    // connection (answers, a writable socket), which the poll watches anyway. Messages pushed
+    // since hand_over() that may go now: only look at the socket, do not wait.
+    std::lock_guard lock(mutex_);
+    sleeping_ = queue_.empty() && !stopping_;
+    if (!queue_.empty() && !writes_ended_ && front_ready()) timeout_ms = 0;
+  }
+  poll(fds, 2, timeout_ms);
+  sleeping_ = false;
+  if (fds[1].revents != 0) {
+    std::uint64_t n = 0;
+    [[maybe_unused]] const auto r = ::read(wake_fd_, &n, sizeof n);
+  }
+  if (fds[0].revents != 0 && !conn_->pump() && failure_.empty()) {
+    failure_ = "connection to the server lost";
+  }
+}
+
+bool Sender::stop_finished() {
+  if (!conn_ || (writes_ended_ && stream_id_ < 0)) return true;
+  if (SteadyClock::now() < stop_deadline_) return false;
+  config::log(LogLevel::warn, "shutdown grace over before the server took everything",
+              {{"events_in_flight", std::to_string(events_in_flight_)}});
+  return true;
 }
 
 void Sender::fail(const std::string& why) {
   counters_.add(Metric::send_errors);
+  disconnect();
+  discard_queue();
+  config::log(LogLevel::warn, "lost the InferenceCache server; reconnecting",
+              {{"server", options_.server}, {"why", why}});
+  failure_.clear();
+}
+
+void Sender::disconnect() {
   {
     std::lock_guard lock(mutex_);
     connected_ = false;
-    std::size_t dropped = queued_entries_;
+  }
+  not_full_.notify_all();
+  // The destructor frees the open calls without completing them: they are superseded by the
+  // snapshot that follows the reconnect.
+  conn_.reset();
+  stream_id_ = -1;
+  events_in_flight_ = 0;
+  counters_.set(Metric::stream_connected, 0);
+}
+
+void Sender::discard_queue() {
+  {
+    std::lock_guard lock(mutex_);
+    counters_.add(Metric::superseded_entries, queued_entries_);
     queue_.clear();
     queued_entries_ = 0;
-    counters_.add(Metric::superseded_entries, dropped);
     counters_.set(Metric::queue_depth, 0);
   }
   not_full_.notify_all();
-  counters_.set(Metric::stream_connected, 0);
-  close_stream(false);
-  event_failed_ = false;
-  config::log(LogLevel::warn, "lost the InferenceCache server; reconnecting",
-              {{"server", options_.server}, {"why", why}});
-}
-
-void Sender::close_stream(bool half_close) {
-  if (!stream_) return;
-  if (half_close) {
-    stream_->writer->WritesDone();
-  } else {
-    stream_->context.TryCancel();
-  }
-  const grpc::Status status = stream_->writer->Finish();
-  if (half_close && !status.ok()) {
-    config::log(
-        LogLevel::warn, "ReportCacheState ended with an error",
-        {{"status", status_name(status.error_code())}, {"message", status.error_message()}});
-  }
-  stream_.reset();
-}
-
-void Sender::wait_events_drained(int timeout_ms) {
-  std::unique_lock lock(events_mutex_);
-  if (!events_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                           [this] { return events_in_flight_ == 0; })) {
-    // Callbacks still reference this object: wait for them whatever the grace says.
-    events_cv_.wait(lock, [this] { return events_in_flight_ == 0; });
-  }
 }
 
 bool Sender::sleep_backoff(int ms) {
   std::unique_lock lock(mutex_);
-  not_empty_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_.load(); });
+  not_full_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_.load(); });
   return !stopping_;
+}
+
+void Sender::wake() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto r = ::write(wake_fd_, &one, sizeof one);
 }
 
 }  // namespace ic::tools::kvevents

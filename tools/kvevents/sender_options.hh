@@ -1,4 +1,4 @@
-// Tuning of the server side (kept apart from sender.hh so the flag parser needs no grpc++).
+// Tuning of the server side (kept apart from sender.hh so the flag parser needs no nghttp2).
 #pragma once
 
 #include <cstddef>

@@ -176,7 +176,8 @@ Subscriber::Subscriber(const AdapterConfig& config, Counters& counters, Sender& 
     : config_(config),
       counters_(counters),
       sender_(sender),
-      pipeline_(config.identity, config.state, config.window_us, counters, sender),
+      pipeline_(config.identity, config.state, config.window_us, counters, sender,
+                config.refresh_us),
       zmq_(std::make_unique<Zmq>()) {
   for (int r = 0; r < config.dp_size; ++r) links_.push_back(std::make_unique<Link>(*this, r));
 }
@@ -214,6 +215,7 @@ void Subscriber::run(const std::atomic<bool>& stop) {
       link->read_replay();
       link->check_timeout(steady_us());
     }
+    pipeline_.refresh_due(Clock::now());
     pipeline_.flush_due(Clock::now());
   }
   pipeline_.flush_all();
