@@ -41,6 +41,7 @@
 #include "net/tls_reload.hh"
 #include "persist/state_saver.hh"
 #include "prompt_text/models.hh"
+#include "replication/replicator.hh"
 #include "runtime/runtime.hh"
 #include "service/core_link.hh"
 #include "service/event_fanout.hh"
@@ -109,6 +110,7 @@ struct App {
   void reload_tls(bool forced);
   void build_shards();
   void load_state();
+  void start_replication(const ic::persist::LoadOutcome& loaded);
   void save_final_state();
   std::string add_listeners();
   void install_collectors();
@@ -128,7 +130,8 @@ struct App {
   std::shared_ptr<const ic::config::PolicySet> initial_policies;
   ic::index::IndexGlobals index_globals;
   std::vector<std::unique_ptr<ic::index::Shard>> shards;
-  std::unique_ptr<ic::persist::StateSaver> state_saver;  // --state-file
+  std::unique_ptr<ic::persist::StateSaver> state_saver;     // --state-file
+  std::unique_ptr<ic::replication::Replicator> replicator;  // --nats-url
   // Routes each tenant's calls to its owner core's shard (rule 8).
   ic::service::RuntimeLink link{runtime};
   ic::index::SystemClock clock;
@@ -224,7 +227,10 @@ std::vector<ic::index::Shard*> shard_pointers(
 // says ready with it loaded). Policy: --policy-file wins; otherwise the saved
 // document (the last one pushed to /policy) comes back.
 void App::load_state() {
-  if (config.state_file.empty()) return;
+  if (config.state_file.empty()) {
+    start_replication({});
+    return;
+  }
   registry.persist().set_enabled();
   const ic::persist::LoadOutcome got =
       ic::persist::load_state(config.state_file, shard_pointers(shards), clock.wall_us());
@@ -251,12 +257,30 @@ void App::load_state() {
                       {{"error", parsed.error}});
     }
   }
+  start_replication(got);
   ic::persist::StateSaver::Options options;
+  if (replicator) options.stream_position = [this] { return replicator->position(); };
   options.path = config.state_file;
   options.interval_us = config.state_save_interval_us;
   options.server_version = IC_SERVER_VERSION;
   state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
                                                           registry.persist());
+}
+
+// --nats-url (docs/replication.md): resume the stream after the loaded state
+// file's position when it names this stream, else from its start.
+void App::start_replication(const ic::persist::LoadOutcome& loaded) {
+  if (config.nats_url.empty()) return;
+  ic::replication::ReplicatorOptions options{.url = config.nats_url,
+                                             .stream = config.nats_stream,
+                                             .buffer_bytes = config.nats_buffer_bytes,
+                                             .max_age_us = config.index_ttl_us};
+  if (loaded.status == ic::persist::LoadStatus::kOk && loaded.stream_name == config.nats_stream) {
+    options.resume_after = loaded.stream_sequence;
+  }
+  replicator =
+      std::make_unique<ic::replication::Replicator>(options, *router, registry.replication());
+  router->set_observer(replicator.get());
 }
 
 // After the reactors joined: the exact final snapshot.
@@ -294,8 +318,11 @@ std::string App::add_listeners() {
   admin->collect_snapshot = [this](unsigned core) { return shards[core]->collect_snapshot(); };
   admin->apply_policy = [this](unsigned core,
                                std::shared_ptr<const ic::config::PolicySet> policies) {
+    // Core 0's install stands for the whole push: replicated once.
+    if (core == 0 && replicator) replicator->accepted_policy(policies->source_json());
     shards[core]->set_policies(std::move(policies));
   };
+  if (replicator) admin->readiness_detail = [this] { return replicator->readiness_detail(); };
   admin->control_token_file = config.control_token_file;
   admin->insecure_disable_auth = config.insecure_disable_auth;
 
@@ -403,6 +430,7 @@ void App::report_policy_file(bool installed, std::uint64_t errors_before) {
                      {"path", policy_file->path()},
                      {"policies", set->policy_count()},
                      {"quotas", set->quota_count()}});
+    if (replicator) replicator->accepted_policy(set->source_json());
     broadcast_policies(set);
   } else if (policy_file->error_count() != errors_before) {
     // poll() only re-reads a changed file, so each failure is logged once.
@@ -598,6 +626,7 @@ int run(const ServerConfig& config) {
   }
   app.install_collectors();
   app.runtime.start([&app](unsigned core) { app.start_core(core); });
+  if (app.replicator) app.replicator->start();
   if (app.state_saver) app.state_saver->start();
 
   const int sig = serve_signals(app);
@@ -613,6 +642,7 @@ int run(const ServerConfig& config) {
                       [&drained] { drained.store(true, std::memory_order_release); }, {"grpc"});
   wait_drained(drained, term);
   if (app.state_saver) app.state_saver->stop();  // before the cores stop taking its slices
+  if (app.replicator) app.replicator->stop();    // likewise for the stream's records
   app.runtime.stop();
   app.runtime.join();
   app.save_final_state();

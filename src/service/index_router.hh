@@ -17,6 +17,7 @@
 
 #include "index/clock.hh"
 #include "index/shard.hh"
+#include "service/change_observer.hh"
 #include "service/core_link.hh"
 
 namespace ic::service {
@@ -56,11 +57,21 @@ class IndexRouter {
   template <typename Fn>
   void post_reliably(unsigned core, std::unique_ptr<Fn> fn);
 
+  // Replication (docs/replication.md): `observer` sees every accepted ingest
+  // and event; nullptr = none. Set before the reactors start.
+  void set_observer(ChangeObserver* observer) { observer_ = observer; }
+  // Hands an accepted change to the observer, if any (may stamp it).
+  template <typename Change>
+  void observe(Change& change) const {
+    if (observer_ != nullptr) observer_->accepted(change);
+  }
+
  private:
   CoreLink& link_;
   std::vector<index::Shard*> shards_;
   index::Clock& clock_;
   std::vector<int> slot_core_;  // IndexGlobals slot → core, -1 when not ours
+  ChangeObserver* observer_ = nullptr;
 };
 
 // ---- implementation ----

@@ -164,6 +164,7 @@ class ReportHandler final : public grpc::CallHandler {
   void on_message(std::span<const std::byte> message) override {
     auto update = std::make_unique<pb::CacheStateUpdate>();
     if (!grpc::parse_request(message, *update, call_)) return;
+    router_.observe(*update);
     const unsigned here = router_.link().current_core();
     const unsigned owner = router_.owner(update->tenant_id());
     if (owner == here) {
@@ -230,6 +231,7 @@ struct EventJob {
 };
 
 void publish_event(IndexRouter& router, grpc::CallHandle call, pb::CacheEvent&& event) {
+  router.observe(event);
   metrics::local().add_event(metrics::event_type_from_wire(event.type()));
   const unsigned here = router.link().current_core();
   const unsigned owner = router.owner(event.tenant_id());
