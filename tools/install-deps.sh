@@ -14,11 +14,15 @@ packages=(
   libssl-dev nlohmann-json3-dev libcli11-dev
   # inferencecache-kvevents (engine KV-event adapter) and its test publisher
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libcpp-httplib-dev
+  # replication through NATS JetStream: the C client (docs/replication.md)
+  libnats-dev
   # prompt_text tokenizer: the Split regex (PCRE2 + JIT) and NFC (utf8proc)
   libpcre2-dev libutf8proc-dev
   # test clients, baseline and load tools (never linked into the server)
   libgrpc++-dev protobuf-compiler-grpc nghttp2-client
   prometheus curl python3 clang-format
+  # the NATS JetStream server the replication tests and perf/replication_lag start
+  nats-server
   # offline checks of deploy/ (tests/deploy)
   python3-yaml yamllint systemd
   # the real Jinja2, which re-checks tests/chat_template/jinja_cases.json

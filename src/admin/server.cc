@@ -140,9 +140,12 @@ HttpHandler make_public_handler(std::shared_ptr<const AdminContext> ctx) {
       // treats both the same, an operator reading the probe should not.
       const bool ready = ctx->readiness == nullptr || ctx->readiness->ready();
       const bool draining = ctx->readiness != nullptr && ctx->readiness->draining();
-      respond(ready      ? HttpResponse::text(200, "ok")
-              : draining ? HttpResponse::text(503, "draining")
-                         : HttpResponse::text(503, "not ready"));
+      std::string body = ready ? "ok" : draining ? "draining" : "not ready";
+      if (ctx->readiness_detail) {
+        const std::string detail = ctx->readiness_detail();
+        if (!detail.empty()) body.append("\n").append(detail);
+      }
+      respond(HttpResponse::text(ready ? 200 : 503, body));
     } else {
       serve_metrics(*ctx, respond);
     }

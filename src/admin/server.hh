@@ -41,6 +41,9 @@ struct AdminContext {
   runtime::Runtime* runtime = nullptr;    // cross-core gather (scrape, snapshot, policy)
   metrics::Registry* registry = nullptr;  // /metrics
   Readiness* readiness = nullptr;         // /readyz (nullptr: always ready)
+  // Any thread: extra /readyz lines after "ok" / "not ready" (replication
+  // state, docs/replication.md "Health"); empty function or "" = none.
+  std::function<std::string()> readiness_detail;
   // Runs ON `core`: that core's index shard rows for /snapshot.
   std::function<index::ShardSnapshot(unsigned core)> collect_snapshot;
   // Runs ON `core`: make `policies` that core's policy from its next call.

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -136,6 +138,7 @@ struct RawFlags {
   std::string pressure_load = "16";
   std::string saturation_pressure = "1";
   std::string state_save_interval = "1m";
+  std::string nats_buffer_bytes = "67108864";
   std::string metrics_stream_interval = "10s";
 };
 
@@ -203,6 +206,26 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
                  "warm restart: index state loaded at start, saved periodically and at exit");
   app.add_option("--state-save-interval", raw.state_save_interval, "period of --state-file saves")
       ->capture_default_str();
+  app.add_option("--nats-url", c.nats_url,
+                 "replication: NATS server URL(s), comma-separated (docs/replication.md)");
+  app.add_option("--nats-stream", c.nats_stream, "replication: the JetStream stream name")
+      ->capture_default_str();
+  app.add_option("--nats-buffer-bytes", raw.nats_buffer_bytes,
+                 "replication: changes buffered while NATS is slow or away")
+      ->capture_default_str();
+}
+
+// A JetStream stream name: letters, digits, '-' and '_' (no '.', '*', '>',
+// spaces or path separators), at most 64 bytes.
+void require_stream_name(const std::string& name) {
+  const bool ok =
+      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_';
+      });
+  if (!ok) {
+    throw FlagError{"--nats-stream: invalid stream name \"" + name +
+                    "\" (letters, digits, '-' and '_', at most 64)"};
+  }
 }
 
 // --state-file may not exist yet (first start), but its directory must.
@@ -261,6 +284,9 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
       parse_duration_flag("--state-save-interval", raw.state_save_interval, 100'000);
   c.metrics_stream_interval_us =
       parse_duration_flag("--metrics-stream-interval", raw.metrics_stream_interval, 100'000);
+  require_stream_name(c.nats_stream);
+  c.nats_buffer_bytes = parse_uint<std::uint64_t>("--nats-buffer-bytes", raw.nats_buffer_bytes,
+                                                  1u << 16, std::uint64_t{1} << 36);
 }
 
 std::string one_line(std::string s) {

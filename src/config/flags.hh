@@ -77,6 +77,15 @@ struct ServerConfig {
   // shutdown; empty = off. Its directory must exist.
   std::string state_file;
   std::int64_t state_save_interval_us = 60 * 1'000'000LL;
+  // Replication through NATS JetStream (docs/replication.md): the server URL
+  // ("nats://host:4222", comma-separated for a cluster); empty = off.
+  std::string nats_url;
+  // The JetStream stream every server appends to and applies (created when
+  // missing, subjects "<stream>.changes").
+  std::string nats_stream = "INFERENCECACHE";
+  // Bytes of changes buffered for publishing while NATS is slow or away;
+  // beyond it new changes are applied locally only and counted as dropped.
+  std::uint64_t nats_buffer_bytes = std::uint64_t{64} << 20;
 };
 
 // Result of parsing argv: a config, or an exit code with the text to print.

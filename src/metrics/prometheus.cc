@@ -228,6 +228,47 @@ void append_label_value(std::string& out, std::string_view value) {
   }
 }
 
+namespace {
+
+// Only with --nats-url (docs/replication.md "Metrics").
+void render_replication(Writer& w, const ReplicationFigures& r) {
+  if (!r.enabled) return;
+  w.family("replication_connected", "gauge",
+           "1 while connected to NATS with the replication stream subscribed.");
+  w.sample("replication_connected", {}, r.connected ? 1 : 0);
+  w.family("replication_last_applied_sequence", "gauge",
+           "Stream sequence up to which every record is applied on every core.");
+  w.sample("replication_last_applied_sequence", {}, static_cast<double>(r.last_applied_sequence));
+  w.family("replication_lag_records", "gauge",
+           "Stream records not yet applied here (last known; frozen while disconnected).");
+  w.sample("replication_lag_records", {}, static_cast<double>(r.lag_records));
+  w.family("replication_pending_bytes", "gauge",
+           "Accepted changes buffered for publishing (queued or awaiting the stream's ack).");
+  w.sample("replication_pending_bytes", {}, r.pending_bytes);
+  w.family("replication_pending_records", "gauge", "Records behind replication_pending_bytes.");
+  w.sample("replication_pending_records", {}, r.pending_records);
+  w.family("replication_published_total", "counter",
+           "Records the stream acknowledged (a republished duplicate counts again).");
+  w.sample("replication_published_total", {}, static_cast<double>(r.published));
+  w.family("replication_publish_failures_total", "counter",
+           "Publish attempts that failed or timed out; each is retried.");
+  w.sample("replication_publish_failures_total", {}, static_cast<double>(r.publish_failures));
+  w.family("replication_dropped_total", "counter",
+           "Accepted changes not buffered for publishing (--nats-buffer-bytes full): applied "
+           "here only, other servers miss them.");
+  w.sample("replication_dropped_total", {}, static_cast<double>(r.dropped));
+  w.family("replication_applied_total", "counter", "Stream records applied here.");
+  w.sample("replication_applied_total", {}, static_cast<double>(r.applied));
+  w.family("replication_skipped_total", "counter",
+           "Stream records not applied: unparsable or of an unknown format version.");
+  w.sample("replication_skipped_total", {}, static_cast<double>(r.skipped));
+  w.family("replication_resubscribes_total", "counter",
+           "Times the stream was subscribed again (reconnect, consumer loss).");
+  w.sample("replication_resubscribes_total", {}, static_cast<double>(r.reconnects));
+}
+
+}  // namespace
+
 std::string format_double(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
@@ -244,6 +285,7 @@ std::string render_prometheus(const Sample& sample, const ProcessFigures& proces
   Writer w(out);
   render_process(w, process);
   render_persist(w, process.persist);
+  render_replication(w, process.replication);
   render_lookups(w, sample);
   render_evictions(w, sample);
   render_auth(w, sample);

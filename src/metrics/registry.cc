@@ -33,6 +33,7 @@ ProcessFigures Registry::process_figures() const {
       .build = buildinfo::build_info(),
       .stats = read_process_stats(),
       .persist = persist_.figures(),
+      .replication = replication_.figures(),
   };
 }
 

@@ -37,6 +37,8 @@ class Registry {
 
   // Warm-restart figures (--state-file); any thread.
   PersistStats& persist() { return persist_; }
+  // NATS JetStream replication figures (--nats-url); any thread.
+  ReplicationStats& replication() { return replication_; }
 
   // Reads the process-wide gauges and RSS now (one small /proc read).
   ProcessFigures process_figures() const;
@@ -58,6 +60,7 @@ class Registry {
   std::atomic<bool> tls_{false};
   double start_time_seconds_;
   PersistStats persist_;
+  ReplicationStats replication_;
   GlobalCollector global_collector_;
 };
 

@@ -15,6 +15,7 @@
 #include "metrics/labels.hh"
 #include "metrics/persist_stats.hh"
 #include "metrics/process.hh"
+#include "metrics/replication_stats.hh"
 
 namespace ic::metrics {
 
@@ -93,6 +94,7 @@ struct ProcessFigures {
   buildinfo::BuildInfo build{};            // build_info labels
   ProcessStats stats;                      // the standard process_* families
   PersistFigures persist;                  // --state-file load/save figures
+  ReplicationFigures replication;          // --nats-url replication figures
 };
 
 }  // namespace ic::metrics

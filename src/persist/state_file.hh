@@ -24,8 +24,11 @@ namespace ic::persist {
 namespace state_pb = ::inferencecache::state::v1;
 
 // Bumped whenever the layout or the meaning of a record changes; a file of any
-// other version starts the server cold (LoadStatus::kWrongVersion).
-inline constexpr std::uint32_t kStateFormatVersion = 1;
+// other version starts the server cold (LoadStatus::kWrongVersion). 2: the
+// header names the replication stream position the snapshot includes
+// (docs/persistence.md "Versions"); a version-1 file has none, so a replica
+// could not know where to resume the stream and is refused.
+inline constexpr std::uint32_t kStateFormatVersion = 2;
 
 // Why a load did (not) yield a state. Everything but kOk means a cold start.
 enum class LoadStatus : std::uint8_t {

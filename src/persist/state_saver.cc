@@ -63,6 +63,8 @@ LoadOutcome load_state(const std::string& path, const std::vector<index::Shard*>
   out.policy_json = file.header.policy_json();
   out.server_version = file.header.server_version();
   out.created_at_us = file.header.created_at_us();
+  out.stream_name = file.header.stream_name();
+  out.stream_sequence = file.header.stream_sequence();
   return out;
 }
 
@@ -117,6 +119,9 @@ bool StateSaver::wait(const std::shared_ptr<Slot>& slot) {
 
 std::string StateSaver::save_live() {
   const std::int64_t started = wall_now_us();
+  // Before any slice: every record up to this position is in what follows.
+  const StreamPosition position =
+      options_.stream_position ? options_.stream_position() : StreamPosition{};
   // The policy set lives on the cores: read it on core 0.
   auto policy = std::make_shared<Slot>();
   index::Shard* shard0 = shards_[0];
@@ -127,12 +132,11 @@ std::string StateSaver::save_live() {
     policy->ready.store(true, std::memory_order_release);
   });
   if (!wait(policy)) return "stopping";
-  state_pb::StateHeader header;
-  header.set_server_version(options_.server_version);
-  header.set_created_at_us(started);
-  header.set_policy_json(policy->policy_json);
+  state_pb::StateHeader head = header(started, policy->policy_json);
+  head.set_stream_name(position.stream);
+  head.set_stream_sequence(position.sequence);
   std::string error;
-  auto writer = StateFileWriter::create(options_.path, header, &error);
+  auto writer = StateFileWriter::create(options_.path, head, &error);
   if (!writer) {
     stats_.record_save(false, 0, 0, 0, 0);
     return error;
@@ -169,12 +173,14 @@ std::string StateSaver::save_live() {
 
 std::string StateSaver::save_stopped() {
   const std::int64_t started = wall_now_us();
-  state_pb::StateHeader header;
-  header.set_server_version(options_.server_version);
-  header.set_created_at_us(started);
-  header.set_policy_json(shards_[0]->policies()->source_json());
+  state_pb::StateHeader head = header(started, shards_[0]->policies()->source_json());
+  if (options_.stream_position) {
+    const StreamPosition position = options_.stream_position();
+    head.set_stream_name(position.stream);
+    head.set_stream_sequence(position.sequence);
+  }
   std::string error;
-  auto writer = StateFileWriter::create(options_.path, header, &error);
+  auto writer = StateFileWriter::create(options_.path, head, &error);
   if (!writer) {
     stats_.record_save(false, 0, 0, 0, 0);
     return error;
@@ -196,6 +202,14 @@ std::string StateSaver::save_stopped() {
     }
   }
   return finish(*writer, entries, started);
+}
+
+state_pb::StateHeader StateSaver::header(std::int64_t started_us, std::string policy_json) const {
+  state_pb::StateHeader head;
+  head.set_server_version(options_.server_version);
+  head.set_created_at_us(started_us);
+  head.set_policy_json(std::move(policy_json));
+  return head;
 }
 
 std::string StateSaver::finish(StateFileWriter& writer, std::int64_t entries,

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,6 +32,15 @@ struct LoadOutcome {
   std::string policy_json;     // the saved policy document ("" = defaults)
   std::string server_version;  // version that wrote the file
   std::int64_t created_at_us = 0;
+  std::string stream_name;            // replication stream of stream_sequence ("" = none)
+  std::uint64_t stream_sequence = 0;  // last stream record the snapshot includes
+};
+
+// The replication stream position a snapshot includes (docs/replication.md
+// "Restart"): every record up to `sequence` of `stream` is applied.
+struct StreamPosition {
+  std::string stream;  // "" without replication
+  std::uint64_t sequence = 0;
 };
 
 // Reads PATH and ingests every chunk into its owner shard, one thread per
@@ -47,6 +57,9 @@ class StateSaver {
     std::int64_t interval_us = 60'000'000;  // between the end of one save and the next
     std::string server_version;
     std::size_t slice_entries = 16384;  // entry slots one core exports per task
+    // Read (any thread) just before a save takes its first slice; empty =
+    // no replication. Must only name records already applied on every core.
+    std::function<StreamPosition()> stream_position;
   };
 
   // `shards[c]` is core c's shard; all must outlive the saver.
@@ -70,6 +83,7 @@ class StateSaver {
   void run();
   std::string save_live();
   bool wait(const std::shared_ptr<Slot>& slot);
+  state_pb::StateHeader header(std::int64_t started_us, std::string policy_json) const;
   std::string finish(StateFileWriter& writer, std::int64_t entries, std::int64_t started_us);
 
   Options options_;

@@ -156,7 +156,10 @@ void App::build_shards() {
 // says ready with it loaded). Policy: --policy-file wins; otherwise the saved
 // document (the last one pushed to /policy) comes back.
 void App::load_state() {
-  if (config.state_file.empty()) return;
+  if (config.state_file.empty()) {
+    start_replication({});
+    return;
+  }
   registry.persist().set_enabled();
   const ic::persist::LoadOutcome got =
       ic::persist::load_state(config.state_file, shard_pointers(shards), clock.wall_us());
@@ -183,12 +186,30 @@ void App::load_state() {
                       {{"error", parsed.error}});
     }
   }
+  start_replication(got);
   ic::persist::StateSaver::Options options;
+  if (replicator) options.stream_position = [this] { return replicator->position(); };
   options.path = config.state_file;
   options.interval_us = config.state_save_interval_us;
   options.server_version = IC_SERVER_VERSION;
   state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
                                                           registry.persist());
+}
+
+// --nats-url (docs/replication.md): resume the stream after the loaded state
+// file's position when it names this stream, else from its start.
+void App::start_replication(const ic::persist::LoadOutcome& loaded) {
+  if (config.nats_url.empty()) return;
+  ic::replication::ReplicatorOptions options{.url = config.nats_url,
+                                             .stream = config.nats_stream,
+                                             .buffer_bytes = config.nats_buffer_bytes,
+                                             .max_age_us = config.index_ttl_us};
+  if (loaded.status == ic::persist::LoadStatus::kOk && loaded.stream_name == config.nats_stream) {
+    options.resume_after = loaded.stream_sequence;
+  }
+  replicator =
+      std::make_unique<ic::replication::Replicator>(options, *index, registry.replication());
+  index->set_observer(replicator.get());
 }
 
 // After the reactors joined: the exact final snapshot.
@@ -226,8 +247,11 @@ std::string App::add_listeners() {
   admin->collect_snapshot = [this](unsigned core) { return shards[core]->collect_snapshot(); };
   admin->apply_policy = [this](unsigned core,
                                std::shared_ptr<const ic::config::PolicySet> policies) {
+    // Core 0's install stands for the whole push: replicated once.
+    if (core == 0 && replicator) replicator->accepted_policy(policies->source_json());
     shards[core]->set_policies(std::move(policies));
   };
+  if (replicator) admin->readiness_detail = [this] { return replicator->readiness_detail(); };
   admin->control_token_file = config.control_token_file;
   admin->insecure_disable_auth = config.insecure_disable_auth;
 

@@ -36,6 +36,7 @@
 #include "net/tls_reload.hh"
 #include "persist/state_saver.hh"
 #include "prompt_text/models.hh"
+#include "replication/replicator.hh"
 #include "runtime/runtime.hh"
 #include "service/event_fanout.hh"
 #include "service/grpc_server.hh"
@@ -73,6 +74,7 @@ struct App {
   void reload_tls(bool forced);
   void build_shards();
   void load_state();
+  void start_replication(const ic::persist::LoadOutcome& loaded);
   void save_final_state();
   std::string add_listeners();
   void install_collectors();
@@ -92,7 +94,8 @@ struct App {
   std::shared_ptr<const ic::config::PolicySet> initial_policies;
   ic::index::IndexGlobals index_globals;
   std::vector<std::unique_ptr<ic::index::Shard>> shards;
-  std::unique_ptr<ic::persist::StateSaver> state_saver;  // --state-file
+  std::unique_ptr<ic::persist::StateSaver> state_saver;     // --state-file
+  std::unique_ptr<ic::replication::Replicator> replicator;  // --nats-url
   // Routes each tenant's calls to its owner core's shard (rule 8).
   ic::index::SystemClock clock;
   std::unique_ptr<ic::service::ShardedIndex> index;

@@ -37,6 +37,7 @@ void App::report_policy_file(bool installed, std::uint64_t errors_before) {
                      {"path", policy_file->path()},
                      {"policies", set->policy_count()},
                      {"quotas", set->quota_count()}});
+    if (replicator) replicator->accepted_policy(set->source_json());
     broadcast_policies(set);
   } else if (policy_file->error_count() != errors_before) {
     // poll() only re-reads a changed file, so each failure is logged once.

@@ -66,6 +66,7 @@ int run(const ServerConfig& config) {
   }
   app.install_collectors();
   app.runtime.start([&app](unsigned core) { app.start_core(core); });
+  if (app.replicator) app.replicator->start();
   if (app.state_saver) app.state_saver->start();
 
   const int sig = serve_signals(app);
@@ -81,6 +82,7 @@ int run(const ServerConfig& config) {
                       [&drained] { drained.store(true, std::memory_order_release); }, {"grpc"});
   wait_drained(drained, term);
   if (app.state_saver) app.state_saver->stop();  // before the cores stop taking its slices
+  if (app.replicator) app.replicator->stop();    // likewise for the stream's records
   app.runtime.stop();
   app.runtime.join();
   app.save_final_state();

@@ -107,6 +107,7 @@ class ReportHandler final : public grpc::CallHandler {
   void on_message(std::span<const std::byte> message) override {
     pb::CacheStateUpdate update;
     if (!grpc::parse_request(message, update, call_)) return;
+    index_.observe(update);
     const unsigned owner = index_.owner(update.tenant_id());
     const bool remote = owner != index_.cores().current_core();
     const bool refused = index_.ingest(owner, std::move(update)).has_value();
@@ -154,6 +155,7 @@ void finish_routed(ShardedIndex& index, grpc::CallHandle& call, unsigned owner,
 }
 
 void publish(ShardedIndex& index, grpc::CallHandle call, pb::CacheEvent&& event) {
+  index.observe(event);
   metrics::local().add_event(metrics::event_type_from_wire(event.type()));
   const unsigned owner = index.owner(event.tenant_id());
   auto refused =

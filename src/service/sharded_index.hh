@@ -16,10 +16,11 @@
 
 #include "index/clock.hh"
 #include "index/shard.hh"
-#include "service/index_wire.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "runtime/cores.hh"
 #include "runtime/submit.hh"
+#include "service/change_observer.hh"
+#include "service/index_wire.hh"
 
 namespace ic::service {
 
@@ -40,6 +41,15 @@ class ShardedIndex {
   unsigned owner(std::string_view tenant_id) const;
   // Core `core`'s shard (call only on that core).
   index::Shard& shard(unsigned core) const { return *shards_[core]; }
+
+  // Replication (docs/replication.md): `observer` sees every accepted ingest
+  // and event; nullptr = none. Set before the reactors start.
+  void set_observer(ChangeObserver* observer) { observer_ = observer; }
+  // Hands an accepted change to the observer, if any (may stamp it).
+  template <typename Change>
+  void observe(Change& change) const {
+    if (observer_ != nullptr) observer_->accepted(change);
+  }
 
   // Every call below takes `core` = owner(tenant_id of its request), which
   // the caller computes once (it also decides the caller's shed answer).
@@ -86,6 +96,7 @@ class ShardedIndex {
   std::vector<index::Shard*> shards_;
   index::Clock& clock_;
   std::vector<int> slot_core_;  // IndexGlobals slot → core, -1 when not ours
+  ChangeObserver* observer_ = nullptr;
 };
 
 // ---- implementation ----

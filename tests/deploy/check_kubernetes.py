@@ -210,7 +210,43 @@ def check_example_sidecar():
     require(arg_value(side, "--topic") == config["topic"], "topic mismatch")
 
 
+REPLICATED = os.path.join(K8S, "replicated")
+
+
+def check_replicated_variant():
+    """deploy/kubernetes/replicated (docs/replication.md): the base with its Deployment replaced
+    by a StatefulSet of 3 replicas whose server passes the base's flags plus --nats-url (naming
+    the NATS Service of nats.yaml) and a --state-file on a volume per pod."""
+    kust = load_yaml_docs(os.path.join(REPLICATED, "kustomization.yaml"))[0]
+    files = sorted(f for f in os.listdir(REPLICATED) if f.endswith(".yaml") and f != "kustomization.yaml")
+    require(sorted(kust["resources"]) == sorted(["../"] + files), "replicated resources %s" % kust["resources"])
+    deleted = [yaml_patch for yaml_patch in kust.get("patches", [])
+               if "$patch: delete" in yaml_patch["patch"] and "kind: Deployment" in yaml_patch["patch"]]
+    require(deleted, "the replicated variant must delete the base's single-replica Deployment")
+    docs = {d["kind"] + "/" + d["metadata"]["name"]: d
+            for f in files for d in load_yaml_docs(os.path.join(REPLICATED, f))}
+    sts = docs["StatefulSet/inferencecache"]
+    require(sts["spec"]["replicas"] >= 3, "fewer than 3 replicas")
+    require(selects(BY_KIND["Service"]["spec"]["selector"], sts["spec"]["template"]["metadata"]["labels"]),
+            "the base Service does not select the StatefulSet's pods")
+    c = next(c for c in pod_spec(sts)["containers"] if c["name"] == "server")
+    base = set(flag_names(server_container()["args"]))
+    require(base <= set(flag_names(c["args"])), "flags of the base missing: %s"
+            % sorted(base - set(flag_names(c["args"]))))
+    unknown = sorted(set(flag_names(c["args"])) - flags_of(INSTALLED["inferencecache-server"]))
+    require(not unknown, "statefulset.yaml passes flags the server does not have: %s" % unknown)
+    nats = docs["Service/nats"]
+    port = nats["spec"]["ports"][0]["port"]
+    require(arg_value(c, "--nats-url") == "nats://nats:%d" % port, "--nats-url is not the nats Service")
+    state_dir = arg_value(c, "--state-file").rsplit("/", 1)[0]
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    claims = {t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]}
+    require(mounts.get(state_dir) in claims, "--state-file is not on a volume per pod")
+    js = docs["StatefulSet/nats"]
+    require("--jetstream" in pod_spec(js)["containers"][0]["args"], "NATS without JetStream")
+
+
 run_checks([check_documents_are_named_known_objects, check_kustomization_lists_every_manifest,
             check_probes, check_resources, check_security_and_shutdown, check_selectors,
             check_prometheus_rule_matches_alerts, check_policy_configmap, check_server_flags_exist,
-            check_example_sidecar])
+            check_example_sidecar, check_replicated_variant])

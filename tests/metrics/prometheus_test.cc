@@ -67,7 +67,8 @@ TEST_CASE("a known registry renders byte for byte") {
                                          .max_fds = 1024,
                                          .resident_memory_bytes = 8192,
                                          .virtual_memory_bytes = 65536},
-                               .persist = {}};
+                               .persist = {},
+                               .replication = {}};
   const std::string expected =
       "# HELP inferencecache_build_info Build of the running server (value is always 1).\n"
       "# TYPE inferencecache_build_info gauge\n"

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "persist/state_file.hh"
+#include "xxhash.h"
 
 namespace ic::persist {
 namespace {
@@ -60,7 +61,7 @@ TEST_CASE("a state file round-trips its header and chunks, with the documented l
   const std::size_t header_len = header().SerializeAsString().size();
   // magic 8 + version 4 + (5 + header) + (5 + 3) + (5 + 0) + trailer 9
   CHECK(bytes.size() == 12 + 5 + header_len + 8 + 5 + 9);
-  CHECK(bytes.substr(0, 12) == std::string("ICSTATE\0\1\0\0\0", 12));
+  CHECK(bytes.substr(0, 12) == std::string("ICSTATE\0\2\0\0\0", 12));
   CHECK(bytes[12] == '\1');
   CHECK(bytes[bytes.size() - 9] == '\xFF');
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
@@ -109,6 +110,24 @@ TEST_CASE("every single-byte corruption of a state file is refused") {
   }
 }
 
+TEST_CASE("a version-1 file (the previous build's, checksum valid) is refused as wrong_version") {
+  // Version 1 had the same layout but no replication stream position in its
+  // header (docs/persistence.md "Versions"): the bytes the previous build
+  // wrote for this sample, i.e. this build's with version 1 and its checksum.
+  TempDir dir;
+  std::string bytes = write_sample(dir.file("v2.bin"));
+  REQUIRE(bytes.substr(8, 4) == std::string("\x02\0\0\0", 4));
+  bytes[8] = '\x01';
+  const std::size_t end = bytes.size() - 8;
+  const std::uint64_t sum = XXH3_64bits(bytes.data(), end);
+  for (int i = 0; i < 8; ++i) bytes[end + i] = static_cast<char>(sum >> (8 * i));
+  spit(dir.file("v1.bin"), bytes);
+  const StateFileContents old = read_state_file(dir.file("v1.bin"));
+  CHECK(old.status == LoadStatus::kWrongVersion);
+  CHECK(old.error == "format version 1, this build reads 2");
+  CHECK(old.chunks.empty());
+}
+
 TEST_CASE("a file of another format version is refused by name; a missing one is kMissing") {
   TempDir dir;
   std::string bytes = write_sample(dir.file("v.bin"));
@@ -116,7 +135,7 @@ TEST_CASE("a file of another format version is refused by name; a missing one is
   spit(dir.file("old.bin"), bytes);
   const StateFileContents old = read_state_file(dir.file("old.bin"));
   CHECK(old.status == LoadStatus::kWrongVersion);
-  CHECK(old.error == "format version 0, this build reads 1");
+  CHECK(old.error == "format version 0, this build reads 2");
   CHECK(load_status_name(old.status) == "wrong_version");
 
   const StateFileContents none = read_state_file(dir.file("absent.bin"));

@@ -1,0 +1,79 @@
+#pragma once
+// Figures of the NATS JetStream replication (docs/replication.md "Metrics"):
+// written by the replication thread, the NATS library's callbacks and the
+// reactors offering changes; read by scrapes and /readyz on any core.
+// Relaxed atomics: each figure stands alone.
+
+#include <atomic>
+#include <cstdint>
+
+namespace ic::metrics {
+
+// Plain copy for one scrape.
+struct ReplicationFigures {
+  bool enabled = false;                     // --nats-url given
+  bool connected = false;                   // the NATS connection is up and the stream subscribed
+  std::uint64_t last_applied_sequence = 0;  // stream sequence applied on every core
+  std::uint64_t lag_records = 0;            // stream records not yet applied here (last known)
+  std::int64_t pending_bytes = 0;           // changes buffered for publishing (queued + unacked)
+  std::int64_t pending_records = 0;
+  std::uint64_t published = 0;         // records the stream acknowledged
+  std::uint64_t publish_failures = 0;  // publish attempts that failed (retried)
+  std::uint64_t dropped = 0;           // changes not buffered (buffer full): applied locally only
+  std::uint64_t applied = 0;           // stream records applied
+  std::uint64_t skipped = 0;           // stream records not applied (unknown format, unparsable)
+  std::uint64_t reconnects = 0;        // (re)subscriptions after the first
+};
+
+class ReplicationStats {
+ public:
+  void set_enabled() { enabled_.store(true, std::memory_order_relaxed); }
+  void set_connected(bool up) { connected_.store(up, std::memory_order_relaxed); }
+  void set_applied_sequence(std::uint64_t seq) {
+    applied_seq_.store(seq, std::memory_order_relaxed);
+  }
+  void set_lag(std::uint64_t records) { lag_.store(records, std::memory_order_relaxed); }
+  void set_pending(std::int64_t bytes, std::int64_t records) {
+    pending_bytes_.store(bytes, std::memory_order_relaxed);
+    pending_records_.store(records, std::memory_order_relaxed);
+  }
+  void add_published() { published_.fetch_add(1, std::memory_order_relaxed); }
+  void add_publish_failure() { failures_.fetch_add(1, std::memory_order_relaxed); }
+  void add_dropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
+  void add_applied() { applied_.fetch_add(1, std::memory_order_relaxed); }
+  void add_skipped() { skipped_.fetch_add(1, std::memory_order_relaxed); }
+  void add_reconnect() { reconnects_.fetch_add(1, std::memory_order_relaxed); }
+
+  ReplicationFigures figures() const {
+    return ReplicationFigures{
+        .enabled = enabled_.load(std::memory_order_relaxed),
+        .connected = connected_.load(std::memory_order_relaxed),
+        .last_applied_sequence = applied_seq_.load(std::memory_order_relaxed),
+        .lag_records = lag_.load(std::memory_order_relaxed),
+        .pending_bytes = pending_bytes_.load(std::memory_order_relaxed),
+        .pending_records = pending_records_.load(std::memory_order_relaxed),
+        .published = published_.load(std::memory_order_relaxed),
+        .publish_failures = failures_.load(std::memory_order_relaxed),
+        .dropped = dropped_.load(std::memory_order_relaxed),
+        .applied = applied_.load(std::memory_order_relaxed),
+        .skipped = skipped_.load(std::memory_order_relaxed),
+        .reconnects = reconnects_.load(std::memory_order_relaxed),
+    };
+  }
+
+ private:
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> connected_{false};
+  std::atomic<std::uint64_t> applied_seq_{0};
+  std::atomic<std::uint64_t> lag_{0};
+  std::atomic<std::int64_t> pending_bytes_{0};
+  std::atomic<std::int64_t> pending_records_{0};
+  std::atomic<std::uint64_t> published_{0};
+  std::atomic<std::uint64_t> failures_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> applied_{0};
+  std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> reconnects_{0};
+};
+
+}  // namespace ic::metrics

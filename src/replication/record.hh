@@ -1,0 +1,60 @@
+#pragma once
+// The replication stream's records (docs/replication.md "Record format"): one
+// JetStream message body = one serialized state.v1.ReplicationRecord. The
+// Nats-Msg-Id header is "<origin>:<origin_sequence>", so JetStream stores a
+// record republished after a lost ack only once (its duplicate window).
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "inferencecache/state/v1/state.pb.h"
+
+namespace ic::replication {
+
+namespace state_pb = ::inferencecache::state::v1;
+namespace pb = ::inferencecache::v1alpha1;
+
+// ReplicationRecord.format_version this build writes and applies.
+inline constexpr std::uint32_t kRecordFormatVersion = 1;
+
+// Builds the records of one server. Thread-safe: every reactor encodes the
+// changes it accepts; origin_sequence is one atomic counter.
+class RecordEncoder {
+ public:
+  // `origin`: unique per server process (host, pid and start time), so a
+  // restarted server's sequence 1 is never taken for a duplicate.
+  explicit RecordEncoder(std::string origin) : origin_(std::move(origin)) {}
+  const std::string& origin() const { return origin_; }
+
+  // Serialized records; `*sequence` receives the record's origin_sequence.
+  std::string encode(const pb::CacheStateUpdate& update, std::int64_t now_wall_us,
+                     std::uint64_t* sequence);
+  std::string encode(const pb::CacheEvent& event, std::int64_t now_wall_us,
+                     std::uint64_t* sequence);
+  std::string encode_policy(std::string_view policy_json, std::int64_t now_wall_us,
+                            std::uint64_t* sequence);
+
+ private:
+  state_pb::ReplicationRecord start(std::int64_t now_wall_us, std::uint64_t* sequence);
+  std::string origin_;
+  std::atomic<std::uint64_t> next_{1};
+};
+
+// The Nats-Msg-Id of a record: "<origin>:<sequence>".
+std::string message_id(std::string_view origin, std::uint64_t sequence);
+// The sequence part of a message id of `origin`'s; 0 when it is not one.
+std::uint64_t sequence_of(std::string_view message_id, std::string_view origin);
+
+enum class DecodeStatus : std::uint8_t {
+  kOk,
+  kUnparsable,      // not a ReplicationRecord
+  kUnknownVersion,  // a format_version this build does not apply (a newer writer)
+  kEmpty,           // no change set
+};
+
+// Parses one message body. Anything but kOk is skipped and counted.
+DecodeStatus decode(std::string_view body, state_pb::ReplicationRecord* record);
+
+}  // namespace ic::replication

@@ -1,0 +1,354 @@
+#include "replication/replicator.hh"
+
+#include <nats/nats.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "config/log.hh"
+
+namespace ic::replication {
+namespace {
+
+using config::LogLevel;
+using namespace std::chrono_literals;
+
+constexpr std::size_t kPublishBatch = 512;  // records per publish round
+constexpr int kReceiveBatch = 1024;         // messages per receive round
+constexpr int64_t kIdleWaitMs = 5;          // receive wait when nothing arrives
+constexpr int64_t kAckWaitMs = 5000;        // then a publish counts as failed
+constexpr int64_t kJsApiWaitMs = 2000;      // JetStream API requests
+constexpr int64_t kMaxAsyncPending = 8192;  // publishes awaiting acks in the library
+constexpr auto kFlushAtStop = 2s;           // publishing what is buffered at stop
+constexpr std::int64_t kDuplicateWindowNs = 120LL * 1'000'000'000;  // JetStream default
+const char* const kMsgIdHeader = "Nats-Msg-Id";
+
+std::string unique_origin() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const auto start = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  return std::string(host[0] != '\0' ? host : "server") + "/" + std::to_string(::getpid()) + "/" +
+         std::to_string(start);
+}
+
+std::string status_text(natsStatus s) {
+  std::string text = natsStatus_GetText(s);
+  if (const char* last = nats_GetLastError(nullptr); last != nullptr && *last != '\0') {
+    text += ": ";
+    text += last;
+  }
+  return text;
+}
+
+void ack_bridge(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closure) {
+  auto* self = static_cast<Replicator*>(closure);
+  const char* id = nullptr;
+  if (natsMsgHeader_Get(msg, kMsgIdHeader, &id) == NATS_OK && id != nullptr) {
+    const std::uint64_t sequence = sequence_of(id, self->origin());
+    const bool ok = ack != nullptr && error == nullptr;
+    self->settle(sequence, ok,
+                 ok ? std::string()
+                    : std::string(natsMsg_GetData(msg),
+                                  static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
+  }
+  natsMsg_Destroy(msg);
+}
+
+void on_reconnected(natsConnection*, void* closure) {
+  static_cast<std::atomic<bool>*>(closure)->store(true);
+}
+
+}  // namespace
+
+// The NATS client objects, owned by the replication thread after start().
+struct Replicator::Nats {
+  natsOptions* options = nullptr;
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  natsSubscription* sub = nullptr;
+  ~Nats() {
+    natsSubscription_Destroy(sub);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(conn);
+    natsOptions_Destroy(options);
+  }
+};
+
+Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
+                       metrics::ReplicationStats& stats)
+    : options_(std::move(options)),
+      subject_(options_.stream + ".changes"),
+      router_(router),
+      stats_(stats),
+      encoder_(unique_origin()),
+      outbox_(options_.buffer_bytes),
+      applier_(router) {
+  applier_.resume_after(options_.resume_after);
+  stats_.set_enabled();
+  stats_.set_applied_sequence(options_.resume_after);
+}
+
+Replicator::~Replicator() { stop(); }
+
+void Replicator::accepted(pb::CacheStateUpdate& update) {
+  const std::int64_t now = router_.clock().wall_us();
+  if (update.timestamp_us() == 0) update.set_timestamp_us(now);
+  std::uint64_t sequence = 0;
+  std::string body = encoder_.encode(update, now, &sequence);
+  offer(sequence, std::move(body));
+}
+
+void Replicator::accepted(pb::CacheEvent& event) {
+  const std::int64_t now = router_.clock().wall_us();
+  if (event.timestamp_us() == 0) event.set_timestamp_us(now);
+  std::uint64_t sequence = 0;
+  std::string body = encoder_.encode(event, now, &sequence);
+  offer(sequence, std::move(body));
+}
+
+void Replicator::accepted_policy(std::string_view policy_json) {
+  std::uint64_t sequence = 0;
+  std::string body = encoder_.encode_policy(policy_json, router_.clock().wall_us(), &sequence);
+  offer(sequence, std::move(body));
+}
+
+void Replicator::offer(std::uint64_t sequence, std::string body) {
+  if (!outbox_.offer(sequence, std::move(body))) stats_.add_dropped();
+}
+
+void Replicator::settle(std::uint64_t sequence, bool ok, std::string body) {
+  if (ok) {
+    outbox_.acked(sequence);
+    stats_.add_published();
+    return;
+  }
+  stats_.add_publish_failure();
+  outbox_.failed(Outbox::Item{sequence, std::move(body)});
+}
+
+persist::StreamPosition Replicator::position() const {
+  return persist::StreamPosition{options_.stream, applier_.applied_through()};
+}
+
+std::string Replicator::readiness_detail() const {
+  const metrics::ReplicationFigures f = stats_.figures();
+  std::string line = "replication: ";
+  line += f.connected ? "connected" : "NATS unreachable, serving from local state";
+  line += ", stream " + options_.stream + " applied through " +
+          std::to_string(f.last_applied_sequence) + ", lag " + std::to_string(f.lag_records) +
+          " records, " + std::to_string(f.pending_records) + " changes to publish, " +
+          std::to_string(f.dropped) + " dropped";
+  return line;
+}
+
+void Replicator::start() {
+  nats_ = std::make_unique<Nats>();
+  natsOptions_Create(&nats_->options);
+  natsOptions* o = nats_->options;
+  natsOptions_SetURL(o, options_.url.c_str());
+  natsOptions_SetName(o, "inferencecache-server");
+  natsOptions_SetMaxReconnect(o, -1);  // forever: NATS may be away for long
+  natsOptions_SetReconnectWait(o, 250);
+  natsOptions_SetTimeout(o, 2000);
+  natsOptions_SetPingInterval(o, 2000);
+  natsOptions_SetMaxPingsOut(o, 2);
+  natsOptions_SetRetryOnFailedConnect(o, true, nullptr, nullptr);
+  natsOptions_SetReconnectedCB(o, on_reconnected, &need_setup_);
+  const natsStatus s = natsConnection_Connect(&nats_->conn, o);
+  if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
+    config::log(LogLevel::warn, "replication: NATS connection not created",
+                {{"url", options_.url}, {"error", status_text(s)}});
+  }
+  config::log(LogLevel::info, "replication starting",
+              {{"url", options_.url},
+               {"stream", options_.stream},
+               {"origin", encoder_.origin()},
+               {"resume_after", options_.resume_after}});
+  thread_ = std::thread([this] { run(); });
+}
+
+void Replicator::stop() {
+  if (!thread_.joinable()) return;
+  const auto until = std::chrono::steady_clock::now() + kFlushAtStop;
+  while (connected_.load() && outbox_.records() > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(10ms);
+  }
+  stopping_.store(true);
+  thread_.join();
+  if (!applier_.drain(5s)) {
+    config::log(LogLevel::warn, "replication: records still queued to cores at stop");
+  }
+  nats_.reset();
+  nats_CloseAndWait(2000);
+  update_stats();
+}
+
+void Replicator::run() {
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const bool up =
+        nats_->conn != nullptr && natsConnection_Status(nats_->conn) == NATS_CONN_STATUS_CONNECTED;
+    if (!up || (need_setup_.load() && !set_up())) {
+      connected_.store(false);
+      update_stats();
+      std::this_thread::sleep_for(up ? 250ms : 50ms);
+      continue;
+    }
+    connected_.store(true);
+    publish_some();
+    receive_some();
+    update_stats();
+  }
+  connected_.store(false);
+}
+
+void Replicator::update_stats() {
+  stats_.set_connected(connected_.load());
+  stats_.set_applied_sequence(applier_.applied_through());
+  stats_.set_pending(static_cast<std::int64_t>(outbox_.bytes()),
+                     static_cast<std::int64_t>(outbox_.records()));
+}
+
+// After a (re)connection: the JetStream context, the stream, a fresh
+// subscription after the last applied record.
+bool Replicator::set_up() {
+  need_setup_.store(false);
+  if (nats_->js == nullptr) {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = kJsApiWaitMs;
+    jo.PublishAsync.MaxPending = kMaxAsyncPending;
+    jo.PublishAsync.AckHandler = ack_bridge;
+    jo.PublishAsync.AckHandlerClosure = this;
+    if (const natsStatus s = natsConnection_JetStream(&nats_->js, nats_->conn, &jo); s != NATS_OK) {
+      config::log(LogLevel::warn, "replication: no JetStream context", {{"error", status_text(s)}});
+      need_setup_.store(true);
+      return false;
+    }
+  }
+  if (!ensure_stream() || !subscribe()) {
+    need_setup_.store(true);
+    return false;
+  }
+  return true;
+}
+
+bool Replicator::ensure_stream() {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&info, nats_->js, options_.stream.c_str(), nullptr, &code);
+  if (s == NATS_NOT_FOUND) {
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = options_.stream.c_str();
+    const char* subjects[] = {subject_.c_str()};
+    cfg.Subjects = subjects;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    cfg.MaxAge = options_.max_age_us * 1000;
+    cfg.Duplicates = kDuplicateWindowNs;
+    s = js_AddStream(&info, nats_->js, &cfg, nullptr, &code);
+    if (s == NATS_OK) {
+      config::log(LogLevel::info, "replication: stream created",
+                  {{"stream", options_.stream}, {"subject", subject_}});
+    }
+  }
+  if (s != NATS_OK) {
+    config::log(LogLevel::warn, "replication: stream not available",
+                {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
+    return false;
+  }
+  // A stream that restarted empty (its storage was lost) numbers from 1
+  // again: resume at its first record rather than wait for our old sequence.
+  const std::uint64_t last = info->State.LastSeq;
+  if (applier_.next_sequence() > last + 1) {
+    config::log(LogLevel::warn, "replication: stream is behind this server's position; resuming",
+                {{"stream", options_.stream},
+                 {"applied_through", applier_.next_sequence() - 1},
+                 {"stream_last", last}});
+    applier_.skip(info->State.FirstSeq > 0 ? info->State.FirstSeq - 1 : 0);
+  }
+  jsStreamInfo_Destroy(info);
+  return true;
+}
+
+bool Replicator::subscribe() {
+  natsSubscription_Destroy(nats_->sub);
+  nats_->sub = nullptr;
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = options_.stream.c_str();
+  so.Ordered = true;  // the library recreates the consumer on a gap
+  const std::uint64_t next = applier_.next_sequence();
+  so.Config.DeliverPolicy = next > 1 ? js_DeliverByStartSequence : js_DeliverAll;
+  so.Config.OptStartSeq = next > 1 ? next : 0;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s =
+      js_SubscribeSync(&nats_->sub, nats_->js, subject_.c_str(), nullptr, &so, &code);
+  if (s != NATS_OK) {
+    config::log(LogLevel::warn, "replication: subscription failed",
+                {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
+    return false;
+  }
+  stats_.add_reconnect();
+  config::log(LogLevel::info, "replication: subscribed",
+              {{"stream", options_.stream}, {"from_sequence", next}});
+  return true;
+}
+
+void Replicator::publish_some() {
+  for (Outbox::Item& item : outbox_.take(kPublishBatch)) {
+    natsMsg* msg = nullptr;
+    natsStatus s = natsMsg_Create(&msg, subject_.c_str(), nullptr, item.body.data(),
+                                  static_cast<int>(item.body.size()));
+    if (s == NATS_OK) {
+      s = natsMsgHeader_Set(msg, kMsgIdHeader,
+                            message_id(encoder_.origin(), item.sequence).c_str());
+    }
+    if (s == NATS_OK) {
+      jsPubOptions po;
+      jsPubOptions_Init(&po);
+      po.MaxWait = kAckWaitMs;  // a lost ack comes back as a failure: republished
+      s = js_PublishMsgAsync(nats_->js, &msg, &po);
+    }
+    if (s != NATS_OK) {
+      natsMsg_Destroy(msg);  // null once the library took it
+      settle(item.sequence, false, std::move(item.body));
+    }
+  }
+}
+
+void Replicator::receive_some() {
+  for (int i = 0; i < kReceiveBatch && !stopping_.load(std::memory_order_relaxed); ++i) {
+    natsMsg* msg = nullptr;
+    const natsStatus s = natsSubscription_NextMsg(&msg, nats_->sub, i == 0 ? kIdleWaitMs : 1);
+    if (s == NATS_TIMEOUT) return;
+    if (s != NATS_OK) {
+      config::log(LogLevel::warn, "replication: subscription lost; resubscribing",
+                  {{"error", status_text(s)}});
+      need_setup_.store(true);
+      return;
+    }
+    jsMsgMetaData* meta = nullptr;
+    if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
+      const std::uint64_t sequence = meta->Sequence.Stream;
+      stats_.set_lag(meta->NumPending);
+      if (sequence >= applier_.next_sequence()) {
+        state_pb::ReplicationRecord record;
+        const std::string_view body(natsMsg_GetData(msg),
+                                    static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+        if (decode(body, &record) == DecodeStatus::kOk) {
+          if (applier_.apply(sequence, std::move(record), stopping_)) stats_.add_applied();
+        } else {
+          stats_.add_skipped();
+          applier_.skip(sequence);
+        }
+      }
+      jsMsgMetaData_Destroy(meta);
+    }
+    natsMsg_Destroy(msg);
+  }
+}
+
+}  // namespace ic::replication

@@ -1,0 +1,101 @@
+#pragma once
+// Replication through NATS JetStream (docs/replication.md). Every change this
+// server accepts (ReportCacheState message, PublishEvent, policy) is encoded
+// on the accepting reactor and offered to a bounded Outbox (never blocking);
+// one thread of its own runs the NATS client: it publishes the outbox to the
+// stream "<stream>.changes" (asynchronous JetStream publishes, message id =
+// origin:sequence) and applies the whole stream, its own records included, in
+// stream order through the Applier. All servers so fold the same sequence of
+// changes and converge to the same index.
+//
+// NATS unreachable: lookups and ingest go on locally; the outbox keeps what
+// it can (--nats-buffer-bytes, then drops are counted); the NATS library
+// reconnects forever, and the thread then republishes the outbox and
+// resubscribes after the last applied sequence (catch-up).
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "metrics/replication_stats.hh"
+#include "persist/state_saver.hh"
+#include "replication/applier.hh"
+#include "replication/outbox.hh"
+#include "replication/record.hh"
+#include "service/change_observer.hh"
+#include "service/sharded_index.hh"
+
+namespace ic::replication {
+
+struct ReplicatorOptions {
+  std::string url;                                   // --nats-url: "nats://host:4222[,nats://...]"
+  std::string stream;                                // --nats-stream
+  std::size_t buffer_bytes = std::size_t{64} << 20;  // --nats-buffer-bytes
+  // MaxAge of the stream when this server creates it (µs; the index TTL:
+  // older changes have expired anyway). An existing stream is used as is.
+  std::int64_t max_age_us = 30 * 60 * 1'000'000LL;
+  // Stream records up to this sequence are in the loaded state file.
+  std::uint64_t resume_after = 0;
+};
+
+class Replicator final : public service::ChangeObserver {
+ public:
+  // `router` and `stats` outlive the replicator.
+  Replicator(ReplicatorOptions options, service::ShardedIndex& router,
+             metrics::ReplicationStats& stats);
+  ~Replicator() override;  // stop()s
+  Replicator(const Replicator&) = delete;
+  Replicator& operator=(const Replicator&) = delete;
+
+  // Starts the NATS thread (after the runtime started: it posts to cores).
+  void start();
+  // Publishes what is buffered (at most ~2 s while connected), stops the
+  // thread and waits for the records posted to cores to run. Call before the
+  // runtime stops.
+  void stop();
+
+  // ChangeObserver (reactor threads): stamp, encode, offer to the outbox.
+  void accepted(pb::CacheStateUpdate& update) override;
+  void accepted(pb::CacheEvent& event) override;
+  // A policy document this server accepted (/policy, --policy-file). Any thread.
+  void accepted_policy(std::string_view policy_json);
+
+  // The position a state file saved now includes (any thread).
+  persist::StreamPosition position() const;
+  // One line for /readyz: connection, applied sequence, lag, buffered changes.
+  std::string readiness_detail() const;
+
+  // The stream's answer to one publish (NATS library thread): forget the
+  // record, or queue `body` again.
+  void settle(std::uint64_t sequence, bool ok, std::string body);
+  const std::string& origin() const { return encoder_.origin(); }
+
+ private:
+  struct Nats;
+  void offer(std::uint64_t sequence, std::string body);
+  void run();
+  bool set_up();
+  bool ensure_stream();
+  bool subscribe();
+  void publish_some();
+  void receive_some();
+  void update_stats();
+
+  ReplicatorOptions options_;
+  std::string subject_;
+  service::ShardedIndex& router_;
+  metrics::ReplicationStats& stats_;
+  RecordEncoder encoder_;
+  Outbox outbox_;
+  Applier applier_;
+  std::unique_ptr<Nats> nats_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> need_setup_{true};
+  std::atomic<bool> connected_{false};
+  std::thread thread_;
+};
+
+}  // namespace ic::replication

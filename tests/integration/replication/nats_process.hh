@@ -1,0 +1,35 @@
+#pragma once
+// A real nats-server for the replication tests: JetStream on, file storage
+// in a directory of the test's, a free loopback port kept across restarts
+// (so the servers under test reconnect to the same URL). The binary comes
+// from IC_NATS_SERVER (tests/integration/replication/meson.build).
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace ic::itest {
+
+class NatsProcess {
+ public:
+  // Starts nats-server storing under `store_dir`; returns once its port
+  // accepts connections (throws std::runtime_error after 20 s).
+  explicit NatsProcess(std::string store_dir);
+  ~NatsProcess();  // stop()s
+  NatsProcess(const NatsProcess&) = delete;
+  NatsProcess& operator=(const NatsProcess&) = delete;
+
+  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+  // SIGTERM and wait for the exit (then the port is free again).
+  void stop();
+  // Starts it again on the same port and store.
+  void start();
+
+ private:
+  std::string store_dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace ic::itest

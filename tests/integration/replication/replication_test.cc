@@ -1,0 +1,340 @@
+// Replication through NATS JetStream (docs/replication.md) with a real
+// nats-server and three real servers on loopback: ingest through one server
+// is answered identically by the others; a server killed with -9 mid-ingest
+// and restarted converges; NATS stopped while ingest goes on, then
+// restarted: everything converges; a state file of the previous format
+// version is refused cleanly and the stream rebuilds the index. Every wait
+// polls with a generous deadline; nothing asserts timing.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../admin/http_client.hh"
+#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "nats_process.hh"
+#include "support/grpc_channel.hh"
+#include "support/server_process.hh"
+#include "xxhash.h"
+
+namespace pb = inferencecache::v1alpha1;
+using ic::itest::deadline_in;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kConverge = 60s;  // generous: a loaded 2-core machine
+
+std::int64_t future_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+             .count() +
+         3'600'000'000LL;
+}
+
+std::string hb(std::uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
+  return s;
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/ic-repl-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// A server of the replicated group (2 cores, reference ranking so answers
+// do not depend on each server's own lookup load; see docs/replication.md).
+struct Served {
+  ic::itest::ServerProcess server;
+  std::shared_ptr<grpc::Channel> channel = ic::itest::insecure_channel(server.grpc_port());
+  std::unique_ptr<pb::InferenceCache::Stub> stub = pb::InferenceCache::NewStub(channel);
+
+  Served(const std::string& nats_url, const std::string& state_file)
+      : server(options(nats_url, state_file)) {}
+  static ic::itest::ServerOptions options(const std::string& nats_url,
+                                          const std::string& state_file) {
+    ic::itest::ServerOptions o;
+    o.extra_args = {"--threads",  "2",     "--insecure-disable-auth", "--ranking", "reference",
+                    "--nats-url", nats_url};
+    if (!state_file.empty()) {
+      o.extra_args.insert(o.extra_args.end(),
+                          {"--state-file", state_file, "--state-save-interval", "200ms"});
+    }
+    return o;
+  }
+
+  grpc::Status report(const std::vector<pb::CacheStateUpdate>& updates) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(20s));
+    pb::Ack ack;
+    auto writer = stub->ReportCacheState(&ctx, &ack);
+    for (const auto& u : updates) {
+      if (!writer->Write(u)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  // ALL_CLEARED for replica r-a of (tenant, "m").
+  void clear_replica(const std::string& tenant) {
+    pb::CacheEvent ev;
+    ev.set_type(pb::CacheEvent::ALL_CLEARED);
+    ev.set_tenant_id(tenant);
+    ev.set_model_id("m");
+    ev.set_replica_id("r-a");
+    ev.set_timestamp_us(future_us());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(10s));
+    pb::Ack ack;
+    const grpc::Status st = stub->PublishEvent(&ctx, ev, &ack);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+  // The answer without lookup_latency_us (the only field time may change).
+  std::string lookup(const pb::LookupRouteRequest& r) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_in(10s));
+    pb::LookupRouteResponse out;
+    const grpc::Status st = stub->LookupRoute(&ctx, r, &out);
+    if (!st.ok()) return "error: " + st.error_message();
+    out.set_lookup_latency_us(0);
+    return out.ShortDebugString();
+  }
+  std::string metrics() {
+    return ic::itest::http_request(server.http_port(), "GET", "/metrics").body;
+  }
+  // The value of an unlabelled metric line `name` (-1 when absent).
+  double metric(const std::string& name) {
+    const std::string m = metrics();
+    const std::string key = "\n" + name + " ";
+    const auto at = m.find(key);
+    return at == std::string::npos ? -1 : std::stod(m.substr(at + key.size()));
+  }
+};
+
+std::string tenant_name(int i) { return "tenant-" + std::to_string(i); }
+
+// Tenants [first, first + count) × 2 replicas; replica r-a holds 4 blocks,
+// r-b the first 2 (so answers rank two replicas).
+std::vector<pb::CacheStateUpdate> workload(int first, int count, std::int64_t ts) {
+  std::vector<pb::CacheStateUpdate> out;
+  for (int t = first; t < first + count; ++t) {
+    for (int r = 0; r < 2; ++r) {
+      pb::CacheStateUpdate u;
+      u.set_tenant_id(tenant_name(t));
+      u.set_model_id("m");
+      u.set_hash_scheme("vllm");
+      u.set_replica_id(r == 0 ? "r-a" : "r-b");
+      u.set_timestamp_us(ts);
+      auto* p = u.add_prefixes();
+      for (std::uint64_t b = 0; b < static_cast<std::uint64_t>(4 - 2 * r); ++b) {
+        p->add_block_hashes(hb(1000 * static_cast<std::uint64_t>(t) + b));
+        p->add_block_token_counts(64);
+      }
+      out.push_back(u);
+    }
+  }
+  return out;
+}
+
+std::vector<pb::LookupRouteRequest> probes(int tenants) {
+  std::vector<pb::LookupRouteRequest> out;
+  for (int t = 0; t < tenants; ++t) {
+    pb::LookupRouteRequest r;
+    r.set_tenant_id(tenant_name(t));
+    r.set_model_id("m");
+    r.set_hash_scheme("vllm");
+    for (std::uint64_t b = 0; b < 5; ++b) {
+      r.add_block_hashes(hb(1000 * static_cast<std::uint64_t>(t) + b));
+      r.add_block_token_counts(64);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<std::string> answers(Served& s, int tenants) {
+  std::vector<std::string> out;
+  for (const auto& p : probes(tenants)) out.push_back(s.lookup(p));
+  return out;
+}
+
+// Polls until `done` holds; false after `limit`.
+bool eventually(const std::function<bool()>& done, std::chrono::seconds limit = kConverge) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return done();
+}
+
+// True once `b` answers every probe exactly as `a`.
+bool same_answers(Served& a, Served& b, int tenants) {
+  return eventually([&] { return answers(a, tenants) == answers(b, tenants); });
+}
+
+constexpr const char* kPolicy =
+    R"({"version":7,"policies":[{"namespace":"tenant-0","routingFloorScore":1e9}]})";
+
+TEST_CASE("ingest, events and a policy through one server: the other two answer identically") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  Served a(nats.url(), ""), b(nats.url(), ""), c(nats.url(), "");
+  REQUIRE(a.report(workload(0, 8, future_us())).ok());
+  const std::vector<std::string> want = answers(a, 9);
+  CHECK(want[1].find("PREFIX_MATCH") != std::string::npos);
+  CHECK(want[8].find("PREFIX_MATCH") == std::string::npos);  // never reported
+  CHECK(same_answers(a, b, 9));
+  CHECK(same_answers(a, c, 9));
+  CHECK(answers(b, 9) == want);
+  // 16 records from A, applied on every server (A's own included).
+  CHECK(eventually([&] { return b.metric("inferencecache_replication_applied_total") == 16; }));
+  CHECK(a.metric("inferencecache_replication_applied_total") == 16);
+  CHECK(a.metric("inferencecache_replication_published_total") == 16);
+  CHECK(b.metric("inferencecache_replication_last_applied_sequence") == 16);
+  CHECK(c.metric("inferencecache_replication_connected") == 1);
+  CHECK(b.metric("inferencecache_replication_published_total") == 0);
+
+  // A replica cleared through B and a policy through C reach everyone.
+  b.clear_replica(tenant_name(2));
+  CHECK(ic::itest::http_request(c.server.snapshot_port(), "POST", "/policy", kPolicy).status ==
+        204);
+  CHECK(eventually([&] {
+    const auto got = answers(a, 9);
+    return got[0].find("PREFIX_MATCH") == std::string::npos && got[2] != want[2];
+  }));
+  CHECK(same_answers(a, b, 9));
+  CHECK(same_answers(a, c, 9));
+  const std::string readyz = ic::itest::http_request(b.server.http_port(), "GET", "/readyz").body;
+  CHECK(readyz.rfind("ok\nreplication: connected, stream INFERENCECACHE applied through 18", 0) ==
+        0);
+  CHECK(a.server.stop() == 0);
+  CHECK(b.server.stop() == 0);
+  CHECK(c.server.stop() == 0);
+}
+
+TEST_CASE("a server killed with -9 mid-ingest and restarted converges") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  Served a(nats.url(), "");
+  auto b = std::make_unique<Served>(nats.url(), dir.file("b.state"));
+  Served c(nats.url(), "");
+  constexpr int kTenants = 120;
+  std::atomic<int> sent{0};
+  std::atomic<bool> all_ok{true};
+  std::thread writer([&] {
+    const std::int64_t ts = future_us();
+    for (int t = 0; t < kTenants; t += 4) {
+      if (!a.report(workload(t, 4, ts)).ok()) all_ok = false;
+      sent += 4;
+    }
+  });
+  REQUIRE(eventually([&] { return sent.load() >= kTenants / 3; }));
+  // A periodic save has happened (the restart resumes from its position).
+  REQUIRE(eventually([&] { return std::filesystem::exists(dir.file("b.state")); }));
+  b->server.signal(SIGKILL);
+  CHECK(b->server.wait_exit(10s) == 128 + SIGKILL);
+  writer.join();
+  CHECK(all_ok.load());
+  b = std::make_unique<Served>(nats.url(), dir.file("b.state"));
+  CHECK(b->metrics().find("inferencecache_state_loads_total{result=\"ok\"} 1") !=
+        std::string::npos);
+  CHECK(same_answers(a, *b, kTenants));
+  CHECK(same_answers(a, c, kTenants));
+  CHECK(answers(*b, kTenants)[kTenants - 1].find("PREFIX_MATCH") != std::string::npos);
+  CHECK(a.server.stop() == 0);
+  CHECK(b->server.stop() == 0);
+  CHECK(c.server.stop() == 0);
+}
+
+TEST_CASE("NATS stopped: serving and ingest go on locally, visible; restarted: all converge") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  Served a(nats.url(), ""), b(nats.url(), ""), c(nats.url(), "");
+  REQUIRE(a.report(workload(0, 4, future_us())).ok());
+  REQUIRE(same_answers(a, c, 8));
+  nats.stop();
+  CHECK(eventually([&] { return a.metric("inferencecache_replication_connected") == 0; }));
+  // Ingest through A and a replica cleared through B while NATS is away.
+  REQUIRE(a.report(workload(4, 4, future_us())).ok());
+  b.clear_replica(tenant_name(1));
+  const std::vector<std::string> local_a = answers(a, 8);
+  CHECK(local_a[5].find("PREFIX_MATCH") != std::string::npos);  // applied locally at once
+  CHECK(c.lookup(probes(8)[5]).find("PREFIX_MATCH") == std::string::npos);  // not replicated yet
+  // The gauge follows the buffer within one turn of the replication thread.
+  CHECK(eventually([&] { return a.metric("inferencecache_replication_pending_records") == 8; }));
+  const auto readyz = ic::itest::http_request(a.server.http_port(), "GET", "/readyz");
+  CHECK(readyz.status == 200);
+  CHECK(readyz.body.find("NATS unreachable, serving from local state") != std::string::npos);
+  CHECK(readyz.body.find("8 changes to publish, 0 dropped") != std::string::npos);
+
+  nats.start();
+  CHECK(eventually([&] { return a.metric("inferencecache_replication_pending_records") == 0; }));
+  CHECK(same_answers(a, b, 8));
+  CHECK(same_answers(a, c, 8));
+  const std::vector<std::string> after = answers(c, 8);
+  CHECK(after[5].find("PREFIX_MATCH") != std::string::npos);
+  CHECK(after[1] != local_a[0]);
+  CHECK(a.metric("inferencecache_replication_dropped_total") == 0);
+  CHECK(a.metric("inferencecache_replication_connected") == 1);
+  CHECK(a.server.stop() == 0);
+  CHECK(b.server.stop() == 0);
+  CHECK(c.server.stop() == 0);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The bytes the previous build (state format 1) wrote for the same index:
+// the same layout with version 1 (docs/persistence.md "Versions").
+std::string as_version_1(std::string bytes) {
+  bytes[8] = '\x01';
+  const std::size_t end = bytes.size() - 8;
+  const std::uint64_t sum = XXH3_64bits(bytes.data(), end);
+  for (int i = 0; i < 8; ++i) bytes[end + i] = static_cast<char>(sum >> (8 * i));
+  return bytes;
+}
+
+TEST_CASE("a state file of the previous format version is refused cleanly; the stream rebuilds") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  Served a(nats.url(), dir.file("a.state"));
+  REQUIRE(a.report(workload(0, 6, future_us())).ok());
+  REQUIRE(eventually([&] { return a.metric("inferencecache_replication_published_total") == 12; }));
+  const std::string v2 = [&] {
+    Served saver(nats.url(), dir.file("b.state"));
+    REQUIRE(same_answers(a, saver, 6));
+    CHECK(saver.server.stop() == 0);
+    return slurp(dir.file("b.state"));
+  }();
+  REQUIRE(v2.substr(8, 4) == std::string("\x02\0\0\0", 4));
+  std::ofstream(dir.file("b.state"), std::ios::binary | std::ios::trunc) << as_version_1(v2);
+  Served b(nats.url(), dir.file("b.state"));
+  CHECK(b.metrics().find("inferencecache_state_loads_total{result=\"wrong_version\"} 1") !=
+        std::string::npos);
+  CHECK(b.metric("inferencecache_state_restored_entries") == 0);
+  CHECK(same_answers(a, b, 6));  // rebuilt from the stream's first record
+  CHECK(b.server.stop() == 0);
+  CHECK(b.server.log().find("format version 1, this build reads 2") != std::string::npos);
+  CHECK(a.server.stop() == 0);
+}
+
+}  // namespace
