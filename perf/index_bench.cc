@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "builders.hh"
 #include "index/shard.hh"
+#include "text.hh"
 #include "service/index_wire.hh"
 
 // GCC pairs the replaced operator delete's free() with `new` expressions it
@@ -42,32 +44,13 @@ namespace pb = ::inferencecache::v1alpha1;
 
 constexpr std::int64_t kNow = 1'700'000'000'000'000;
 
-std::string hb(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
-  return s;
-}
-
 std::string name(const char* prefix, std::uint64_t i) {
-  std::string s(prefix);
-  s.append(std::to_string(i));
-  return s;
+  return ic::itest::numbered(prefix, static_cast<long long>(i));
 }
 
 pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& replica,
                                   const std::vector<std::uint64_t>& blocks, std::int64_t ts) {
-  pb::CacheStateUpdate u;
-  u.set_tenant_id(tenant);
-  u.set_model_id("llama");
-  u.set_hash_scheme("vllm");
-  u.set_replica_id(replica);
-  u.set_timestamp_us(ts);
-  auto* p = u.add_prefixes();
-  for (std::uint64_t b : blocks) {
-    p->add_block_hashes(hb(b));
-    p->add_block_token_counts(16);
-  }
-  return u;
+  return ic::test::chain_update(tenant, "llama", "vllm", replica, ts, blocks);
 }
 
 // A 1,000,000-entry index: the probe chain (64 blocks; replica k holds the
@@ -119,7 +102,7 @@ void chain_lookup(benchmark::State& state, World& w) {
   req.set_model_id("llama");
   req.set_hash_scheme("vllm");
   for (std::uint64_t b : w.probe) {
-    req.add_block_hashes(hb(b));
+    req.add_block_hashes(ic::test::block_hash(b));
     req.add_block_token_counts(16);
   }
   pb::LookupRouteResponse out;
@@ -150,7 +133,7 @@ void BM_ExactLookup(benchmark::State& state) {
   req.set_tenant_id("tenant-a");
   req.set_model_id("llama");
   req.set_hash_scheme("vllm");
-  req.set_prefix_hash(hb(w.probe[16]));
+  req.set_prefix_hash(ic::test::block_hash(w.probe[16]));
   req.set_prefix_token_count(272);
   pb::LookupRouteResponse out;
   LookupContext ctx;
@@ -186,7 +169,8 @@ void BM_Ingest16BlockChains(benchmark::State& state) {
     if (i == batch.size()) {
       state.PauseTiming();
       for (auto& u : batch) {
-        for (auto& h : *u.mutable_prefixes(0)->mutable_block_hashes()) h = hb(rng());
+        for (auto& h : *u.mutable_prefixes(0)->mutable_block_hashes())
+          h = ic::test::block_hash(rng());
       }
       i = 0;
       state.ResumeTiming();
@@ -246,7 +230,7 @@ void BM_PrefixEvicted(benchmark::State& state) {
       i = 0;
       state.ResumeTiming();
     }
-    ev.set_prefix_hash(hb(keys[i++]));
+    ev.set_prefix_hash(ic::test::block_hash(keys[i++]));
     removed += ic::service::wire::apply_event(*w.shard, ev, kNow);
   }
   if (removed != static_cast<std::size_t>(state.iterations())) state.SkipWithError("missed");

@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "builders.hh"
 #include "index/clock.hh"
 #include "index/partition.hh"
 #include "persist/snapshot_codec.hh"
 #include "persist/state_saver.hh"
 #include "service/index_wire.hh"
+#include "text.hh"
 
 namespace {
 
@@ -31,16 +33,8 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string hb(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
-  return s;
-}
-
 std::string name(const char* prefix, int i) {
-  std::string s(prefix);
-  s.append(std::to_string(i));
-  return s;
+  return ic::itest::numbered(prefix, static_cast<long long>(i));
 }
 
 struct Index {
@@ -71,7 +65,7 @@ pb::CacheStateUpdate chain(int i, std::int64_t ts) {
   u.set_timestamp_us(ts);
   auto* p = u.add_prefixes();
   for (int b = 0; b < kBlocks; ++b) {
-    p->add_block_hashes(hb(static_cast<std::uint64_t>(i) * kBlocks + b + 1));
+    p->add_block_hashes(ic::test::block_hash(static_cast<std::uint64_t>(i) * kBlocks + b + 1));
     p->add_block_token_counts(16);
   }
   return u;

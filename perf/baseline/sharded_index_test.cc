@@ -1,7 +1,6 @@
 // The baseline's wiring around the shared index: deadline conversion and
 // tenant → shard routing (each tenant's ingest and lookup meet on one shard).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <chrono>
 #include <cstdint>

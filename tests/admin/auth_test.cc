@@ -1,6 +1,6 @@
 #include "admin/auth.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 #include "admin/http_parser.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 #include <vector>

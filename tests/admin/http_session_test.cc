@@ -1,6 +1,6 @@
 #include "admin/http_session.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <optional>
 #include <string>

@@ -1,6 +1,6 @@
 // The admin endpoints end to end on a real two-core runtime: sessions built by
 // the factories main.cc uses, answers gathered across cores.
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <array>

@@ -1,6 +1,6 @@
 #include "admin/snapshot_json.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <optional>
 #include <vector>

@@ -6,7 +6,7 @@
 
 #include "chat_template/template.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -2,7 +2,7 @@
 
 #include "config/policy_store.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
 
 #include "config/policy.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 

@@ -3,7 +3,7 @@
 
 #include "fingerprint/fingerprint.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <openssl/evp.h>
 
 #include <fstream>

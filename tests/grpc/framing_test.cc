@@ -1,6 +1,6 @@
 #include "grpc/framing.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "grpc/server_calls.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <google/protobuf/wrappers.pb.h>
 
 #include <memory>
@@ -137,7 +137,7 @@ TEST_CASE_FIXTURE(Fixture, "unary call: headers, one message, trailers with grpc
   CHECK(run());
   const auto& s = client.streams[id];
   CHECK(s.closed);
-  CHECK(s.close_code == 0);
+  CHECK(s.close_error_code == 0);
   CHECK(s.header(":status") == "200");
   CHECK(s.header("content-type") == "application/grpc");
   CHECK(s.header("grpc-accept-encoding") == "identity");

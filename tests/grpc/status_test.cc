@@ -1,6 +1,6 @@
 #include "grpc/status.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 using namespace ic::grpc;
 

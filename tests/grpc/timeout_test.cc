@@ -1,6 +1,6 @@
 #include "grpc/timeout.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <optional>
 #include <string_view>

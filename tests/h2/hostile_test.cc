@@ -1,7 +1,7 @@
 // Hostile-peer defences of the h2 layer (docs/hostile-peers.md): frame
 // progress for the slowloris deadline, half-closed peers, HPACK bombs,
 // PING/SETTINGS floods and zero-window peers, fed as raw client bytes.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <map>
 #include <string>

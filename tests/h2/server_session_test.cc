@@ -1,6 +1,6 @@
 #include "h2/server_session.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <map>
 #include <string>
@@ -139,7 +139,7 @@ TEST_CASE_FIXTURE(Fixture, "a response ended while the client still sends is res
   session.respond(id, head, true);
   run();
   CHECK(client.streams[id].rst_received);
-  CHECK(client.streams[id].close_code == 0);
+  CHECK(client.streams[id].close_error_code == 0);
   CHECK(app.requests[id].closed);
   CHECK(session.idle());
 }

@@ -1,6 +1,6 @@
 // The global cap across shards (docs/hostile-peers.md "Global cap") and the
 // exact /snapshot lastEventAt, against reference models.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 // Builders and assertions shared by the index unit tests.
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <cstdint>
 #include <initializer_list>

@@ -2,7 +2,7 @@
 // with exact replica order, scores (1e-6 relative), matched tokens,
 // probabilities and tiers.
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <openssl/evp.h>
 
 #include <functional>

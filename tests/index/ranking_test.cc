@@ -3,7 +3,7 @@
 // ranking, the cost formula with exact numbers, the knobs, and the reference
 // ranking selected per tenant by policy on a load-aware server.
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <map>
 

@@ -1,7 +1,7 @@
 // Ingest rules, events, GetCacheState, TTL, cap and quota eviction, LFU
 // credit, /snapshot rows and metrics aggregates (docs/index.md, docs/admin.md).
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>

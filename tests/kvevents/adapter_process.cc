@@ -42,18 +42,7 @@ AdapterProcess::AdapterProcess(std::vector<std::string> extra) {
   std::vector<std::string> args = {binary(), "--http-bind-address", itest::loopback(http_port_),
                                    "--log-format", "text"};
   args.insert(args.end(), extra.begin(), extra.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(log_fd);
-  if (rc != 0) throw std::runtime_error("posix_spawn " + args[0] + ": " + std::strerror(rc));
+  pid_ = itest::spawn_logged(std::move(args), log_fd);
   if (!wait_metric("inferencecache_kvevents_snapshots_total", "", 1)) {
     throw std::runtime_error("inferencecache-kvevents did not connect in time:\n" + log());
   }

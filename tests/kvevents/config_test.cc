@@ -1,7 +1,7 @@
 // Flag parsing of inferencecache-kvevents: names kept from the earlier sidecar, exit 2 on misuse.
 #include "kvevents/config.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <vector>
 

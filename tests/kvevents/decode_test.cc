@@ -3,7 +3,7 @@
 // never fatal.
 #include "kvevents/decode.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 // whose evictions outnumber the PublishEvent calls in flight, with stores and removals of the
 // same prefix interleaved, lands exactly and in order; SIGTERM flushes the adds still waiting
 // for their window and ends the ReportCacheState stream cleanly.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include "e2e.hh"
 

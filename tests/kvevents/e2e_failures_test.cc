@@ -1,6 +1,6 @@
 // Every failure kind of docs/kvevents.md through the real sockets: publisher → adapter → real
 // server → grpc++ LookupRoute, with the adapter's counters.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <thread>
 

@@ -1,6 +1,6 @@
 // Every kv-events fixture through real sockets: test publisher → inferencecache-kvevents → real
 // server → grpc++ LookupRoute with the stored prompt's token_ids (docs/kvevents.md).
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <span>
 

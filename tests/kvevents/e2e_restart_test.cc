@@ -1,7 +1,7 @@
 // Server killed and restarted mid-stream: the adapter reconnects, re-sends its whole state and the
 // new server's index converges, with the counters showing it. Also the stats path (engine scrape →
 // GetCacheState) and the adapter's /healthz and /readyz.
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <httplib.h>
 #include <signal.h>
 

@@ -2,7 +2,7 @@
 // resync").
 #include "kvevents/sequencer.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 // ReplicaState and Pipeline on decoded fixtures and generated events: the exact prefix entries
 // and events sent to the server (docs/kvevents.md "What reaches the server").
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <set>
 #include <span>

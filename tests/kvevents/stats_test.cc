@@ -1,7 +1,7 @@
 // Engine /metrics fixtures → the ReplicaStats numbers of docs/kvevents.md "Stats".
 #include "kvevents/engine_stats.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 #include "metrics/core_metrics.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 

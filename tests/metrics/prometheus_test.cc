@@ -1,6 +1,6 @@
 #include "metrics/prometheus.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 

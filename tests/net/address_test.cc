@@ -1,7 +1,7 @@
 #include "net/address.hh"
 
 #include <arpa/inet.h>
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 

@@ -3,7 +3,7 @@
 
 #include "net/server.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <atomic>
 #include <mutex>

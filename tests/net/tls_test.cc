@@ -2,7 +2,7 @@
 
 #include "net/tls.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>

@@ -1,7 +1,7 @@
 // Shard export → StateChunk → restore (src/persist/snapshot_codec.hh) and
 // load_state(): a restored index answers exactly as the saved one did.
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <algorithm>

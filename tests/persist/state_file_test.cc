@@ -1,7 +1,7 @@
 // The state file container (src/persist/state_file.hh): exact layout, and
 // every truncation and every single-byte corruption of a file refused.
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdio>

@@ -2,7 +2,7 @@
 // exact record fields, message ids, unknown versions skipped; the outbox's
 // byte bound, sequence order, acks and retries.
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 

@@ -2,7 +2,7 @@
 
 #include "buildinfo/build_info.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <initializer_list>
 #include <string>

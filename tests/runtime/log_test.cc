@@ -1,6 +1,6 @@
 #include "config/log.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 using ic::config::format_log_line;
 using ic::config::LogFormat;

@@ -1,6 +1,6 @@
 #include "runtime/runtime.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <chrono>
 #include <string>

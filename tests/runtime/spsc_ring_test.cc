@@ -1,6 +1,6 @@
 #include "runtime/spsc_ring.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <memory>
 #include <thread>

@@ -2,7 +2,7 @@
 // (runtime/map_reduce.hh) on a real two-core Runtime.
 #include "runtime/submit.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>

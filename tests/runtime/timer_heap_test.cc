@@ -1,6 +1,6 @@
 #include "runtime/timer_heap.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 

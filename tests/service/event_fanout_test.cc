@@ -2,7 +2,7 @@
 // FakeLink (docs/streams.md): exact events of a scripted sequence, filters,
 // registration before headers, the slow-subscriber bound, and the shard's
 // sink removed with the last subscriber.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <memory>
 #include <string>

@@ -3,7 +3,7 @@
 
 #include "service/index_wire.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 #include <vector>

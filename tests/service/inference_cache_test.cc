@@ -1,4 +1,4 @@
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "service_fixture.hh"

@@ -1,6 +1,6 @@
 // StreamMetrics: the exposition read back as Metric messages, and the stream
 // (a sample at once, then one per interval, names filter, drain).
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <string>
 #include <vector>

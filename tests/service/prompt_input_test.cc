@@ -5,7 +5,7 @@
 
 #include "service/prompt_input.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include "../tokenizer/small_tokenizer.hh"
 #include "index/clock.hh"

@@ -1,4 +1,4 @@
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <google/protobuf/descriptor.pb.h>
 
 #include "grpc/reflection/v1/reflection.pb.h"

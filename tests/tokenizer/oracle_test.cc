@@ -4,8 +4,7 @@
 // token for token, and the rendered chat prompt byte for byte. Plus the fixed
 // Qwen golden of tests/data. Exit 77 (SKIP) without node or node_modules.
 
-#define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <openssl/evp.h>
 
 #include <cstdio>
@@ -19,6 +18,7 @@
 #include "fingerprint/fingerprint.hh"
 #include "prompt_text/encoder.hh"
 #include "prompt_text/models.hh"
+#include "test_main.hh"
 #include "tokenizer/tokenizer.hh"
 
 using ic::tokenizer::EncodeStatus;
@@ -135,14 +135,11 @@ TEST_CASE("Qwen golden: 'hello world' tokens and their prefix hash at block size
   CHECK(base64(ic::fingerprint::to_wire(hashes[0])) == g["prefix_hashes"][0]["b64be"]);
 }
 
-int main(int argc, char** argv) {
+std::string ic::test::skip_reason() {
   if (std::system("node --version >/dev/null 2>&1") != 0 ||
       !std::filesystem::exists(model_dir("qwen3") + "/tokenizer.json") ||
       !std::filesystem::exists(kOracleDir + "/node_modules/@huggingface/tokenizers")) {
-    std::fprintf(stderr, "SKIP: node or %s/node_modules missing (tools/install-deps.sh)\n",
-                 kOracleDir.c_str());
-    return 77;
+    return "node or " + kOracleDir + "/node_modules missing (tools/install-deps.sh)";
   }
-  doctest::Context context(argc, argv);
-  return context.run();
+  return {};
 }

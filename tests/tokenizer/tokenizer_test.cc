@@ -5,7 +5,7 @@
 
 #include "tokenizer/tokenizer.hh"
 
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>

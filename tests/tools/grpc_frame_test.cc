@@ -1,5 +1,5 @@
 // gRPC length-prefixed framing used by the bench's nghttp2 client.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include "common/grpc_frame.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"

@@ -1,5 +1,5 @@
 // Nearest-rank percentiles, the latency summary and the log2 histogram.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 

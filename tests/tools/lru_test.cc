@@ -1,5 +1,5 @@
 // The simulated engine's LRU KV cache.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include "replay/lru_cache.hh"
 

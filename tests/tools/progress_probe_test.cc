@@ -1,7 +1,7 @@
 // The tools' progress figures (elapsed, rate, ETA) and the fast reachability probe that reports
 // a refused port or an unknown host at once, with the address.
 #include <arpa/inet.h>
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>

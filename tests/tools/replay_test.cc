@@ -1,6 +1,6 @@
 // The replay's simulation and routing without a server (a recording fake IndexClient). The
 // golden hit-token counts were computed independently by tests/tools/replay_golden.py.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <array>
 #include <cmath>

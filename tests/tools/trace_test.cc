@@ -1,6 +1,6 @@
 // Mooncake trace parsing: field checks, block token counts, the wire form of ids, bad lines with
 // their numbers, and the shared trace's published facts (data README).
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdlib>

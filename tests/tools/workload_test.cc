@@ -1,5 +1,5 @@
 // The bench's request sets and the cli's chain arguments.
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <set>
 

@@ -3,8 +3,7 @@
 // metric names/types/labels and exact counts after traffic, /snapshot after a
 // known ingest, /policy statuses and a pushed policy reaching every core, and
 // malformed or slow HTTP clients never holding up the gRPC port.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -73,14 +72,9 @@ struct Served {
   }
 
   void ingest(const std::vector<pb::CacheStateUpdate>& updates) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(10s));
     pb::Ack ack;
-    auto writer = stub->ReportCacheState(&ctx, &ack);
-    for (const auto& u : updates) REQUIRE(writer->Write(u));
-    REQUIRE(writer->WritesDone());
-    const grpc::Status st = writer->Finish();
-    REQUIRE(st.ok());
+    const grpc::Status st = ic::itest::report_cache_state(*stub, updates, &ack);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
     REQUIRE(ack.accepted());
   }
 

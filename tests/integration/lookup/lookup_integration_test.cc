@@ -3,8 +3,7 @@
 // spread over all cores answered correctly whichever core a call arrives on.
 // Freshness-sensitive cases use producer timestamps (timestamp_us) in the
 // future (fresh = 1 exactly) or in the past (TTL), never sleeps.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 
@@ -17,10 +16,12 @@
 
 #include "index/partition.hh"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/builders.hh"
 #include "support/grpc_channel.hh"
 #include "support/grpc_frame.hh"
 #include "support/h2_client.hh"
 #include "support/server_process.hh"
+#include "support/text.hh"
 
 namespace pb = inferencecache::v1alpha1;
 using ic::itest::deadline_in;
@@ -36,33 +37,12 @@ std::int64_t wall_us() {
       .count();
 }
 
-std::string hb(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
-  return s;
-}
-
-std::string named(const char* prefix, int i) {
-  std::string s(prefix);
-  s.append(std::to_string(i));
-  return s;
-}
+using ic::test::block_hash;
 
 pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& replica,
                                   std::int64_t ts, const std::vector<std::uint64_t>& blocks,
                                   const std::string& scheme = "vllm") {
-  pb::CacheStateUpdate u;
-  u.set_tenant_id(tenant);
-  u.set_model_id("m");
-  u.set_hash_scheme(scheme);
-  u.set_replica_id(replica);
-  u.set_timestamp_us(ts);
-  auto* p = u.add_prefixes();
-  for (std::uint64_t b : blocks) {
-    p->add_block_hashes(hb(b));
-    p->add_block_token_counts(16);
-  }
-  return u;
+  return ic::test::chain_update(tenant, "m", scheme, replica, ts, blocks);
 }
 
 pb::LookupRouteRequest chain_req(const std::string& tenant, std::vector<std::uint64_t> blocks,
@@ -73,7 +53,7 @@ pb::LookupRouteRequest chain_req(const std::string& tenant, std::vector<std::uin
   r.set_model_id(model);
   r.set_hash_scheme(scheme);
   for (std::uint64_t b : blocks) {
-    r.add_block_hashes(hb(b));
+    r.add_block_hashes(block_hash(b));
     r.add_block_token_counts(16);
   }
   return r;
@@ -84,7 +64,7 @@ pb::LookupRouteRequest chain_req(const std::string& tenant, std::vector<std::uin
 std::string affinity_pick(const std::vector<std::uint64_t>& blocks,
                           const std::vector<std::string>& sorted) {
   std::string seed;
-  for (std::uint64_t b : blocks) seed += std::string("\0\0\0\x08", 4) + hb(b);
+  for (std::uint64_t b : blocks) seed += std::string("\0\0\0\x08", 4) + block_hash(b);
   unsigned char d[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   EVP_Digest(seed.data(), seed.size(), d, &n, EVP_sha256(), nullptr);
@@ -174,7 +154,7 @@ TEST_CASE("reason codes through the running server") {
   exact.set_hash_scheme("vllm");
   exact.set_replica_id("r4");
   exact.set_timestamp_us(future);
-  exact.add_prefixes()->set_prefix_hash(hb(100));
+  exact.add_prefixes()->set_prefix_hash(block_hash(100));
   exact.mutable_prefixes(0)->set_token_count(128);
   pb::CacheStateUpdate stats;
   stats.set_tenant_id("t");
@@ -203,7 +183,7 @@ TEST_CASE("reason codes through the running server") {
     q.set_tenant_id("t");
     q.set_model_id("m");
     q.set_hash_scheme("vllm");
-    q.set_prefix_hash(hb(100));
+    q.set_prefix_hash(block_hash(100));
     q.set_prefix_token_count(128);
     q.set_adapter_id("");
     auto r = s.lookup(q);
@@ -216,7 +196,7 @@ TEST_CASE("reason codes through the running server") {
     q.set_tenant_id("t");
     q.set_model_id("m");
     q.set_hash_scheme("vllm");
-    q.set_prefix_hash(hb(999));
+    q.set_prefix_hash(block_hash(999));
     auto r = s.lookup(q);
     CHECK(r.reason_code() == "TENANT_HOT");
     REQUIRE(r.replica_scores_size() == 1);
@@ -240,7 +220,7 @@ TEST_CASE("reason codes through the running server") {
   }
   SUBCASE("malformed arrays fail open without the adapter echo") {
     auto q = chain_req("t", {1, 2});
-    q.add_block_hashes(hb(3));
+    q.add_block_hashes(block_hash(3));
     q.set_adapter_id("lora-z");
     auto r = s.lookup(q);
     CHECK(r.reason_code() == "NO_HINT");
@@ -252,7 +232,7 @@ TEST_CASE("reason codes through the running server") {
     q.set_tenant_id("t-chain");
     q.set_model_id("m");
     q.set_hash_scheme("vllm");
-    q.set_prefix_hash(hb(4));
+    q.set_prefix_hash(block_hash(4));
     CHECK(s.lookup(q).reason_code() == "POLICY_REQUIRES_CHAIN");
     auto r = s.lookup(chain_req("t-chain", {1, 2, 3, 4}));
     CHECK(r.reason_code() == "PREFIX_MATCH");
@@ -283,7 +263,7 @@ TEST_CASE("reason codes through the running server") {
     ev.set_tenant_id("t");
     ev.set_model_id("m");
     ev.set_replica_id("r4");
-    ev.set_prefix_hash(hb(100));
+    ev.set_prefix_hash(block_hash(100));
     pb::Ack ack;
     REQUIRE(s.stub->PublishEvent(&ctx, ev, &ack).ok());
     CHECK(ack.accepted());
@@ -291,7 +271,7 @@ TEST_CASE("reason codes through the running server") {
     q.set_tenant_id("t");
     q.set_model_id("m");
     q.set_hash_scheme("vllm");
-    q.set_prefix_hash(hb(100));
+    q.set_prefix_hash(block_hash(100));
     q.set_prefix_token_count(128);
     CHECK(s.lookup(q).reason_code() == "TENANT_HOT");
     grpc::ClientContext gctx;
@@ -332,7 +312,7 @@ TEST_CASE("tenants on every core are answered correctly from every connection") 
   std::vector<std::string> tenants;
   unsigned owners[kCores] = {0, 0};
   for (int i = 0; tenants.size() < 8; ++i) {
-    std::string t = named("tenant-", i);
+    std::string t = ic::itest::numbered("tenant-", i);
     const unsigned c = ic::index::owner_core(t, kCores);
     if (owners[c] >= 4) continue;
     ++owners[c];

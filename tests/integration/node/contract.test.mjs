@@ -3,41 +3,10 @@
 // stream and the health check (docs/contract.md "RPCs", "Identity").
 //
 // Run by meson through `with-server`, which starts the server on free loopback
-// ports and sets IC_GRPC_TARGET. Exits 77 (meson: skipped) when node_modules is
-// missing: tools/install-deps.sh installs it with `npm ci`.
+// ports and sets IC_GRPC_TARGET (client.mjs; exit 77 without node_modules).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-let grpc;
-let protoLoader;
-try {
-  grpc = await import('@grpc/grpc-js');
-  protoLoader = await import('@grpc/proto-loader');
-} catch (err) {
-  console.error(`skipped: @grpc/grpc-js not installed (run tools/install-deps.sh): ${err.message}`);
-  process.exit(77);
-}
-
-const target = process.env.IC_GRPC_TARGET;
-if (!target) {
-  console.error('IC_GRPC_TARGET is not set (run through with-server)');
-  process.exit(1);
-}
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const protoRoot = path.resolve(here, '../../../proto');
-const definition = protoLoader.loadSync(
-  ['inferencecache/v1alpha1/inferencecache.proto', 'grpc/health/v1/health.proto'],
-  { includeDirs: [protoRoot], keepCase: true, longs: String, enums: String, defaults: true },
-);
-const loaded = grpc.loadPackageDefinition(definition);
-const credentials = grpc.credentials.createInsecure();
-const cache = new loaded.inferencecache.v1alpha1.InferenceCache(target, credentials);
-const health = new loaded.grpc.health.v1.Health(target, credentials);
-
-const deadline = (ms) => new Date(Date.now() + ms);
+import { grpc, target, credentials, cache, health, deadline } from './client.mjs';
 
 // Promise wrapper for a unary call; rejects with the grpc-js ServiceError.
 const unary = (client, method, request) =>

@@ -4,40 +4,11 @@
 // sends /metrics samples, Health/Watch sends the current status first.
 //
 // Run by meson through `with-server` (--threads 2, --metrics-stream-interval
-// 200ms), which sets IC_GRPC_TARGET. Exits 77 (skipped) without node_modules.
+// 200ms), which sets IC_GRPC_TARGET (client.mjs; exit 77 without node_modules).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { cache, health, deadline } from './client.mjs';
 
-let grpc;
-let protoLoader;
-try {
-  grpc = await import('@grpc/grpc-js');
-  protoLoader = await import('@grpc/proto-loader');
-} catch (err) {
-  console.error(`skipped: @grpc/grpc-js not installed (run tools/install-deps.sh): ${err.message}`);
-  process.exit(77);
-}
-
-const target = process.env.IC_GRPC_TARGET;
-if (!target) {
-  console.error('IC_GRPC_TARGET is not set (run through with-server)');
-  process.exit(1);
-}
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const protoRoot = path.resolve(here, '../../../proto');
-const definition = protoLoader.loadSync(
-  ['inferencecache/v1alpha1/inferencecache.proto', 'grpc/health/v1/health.proto'],
-  { includeDirs: [protoRoot], keepCase: true, longs: String, enums: String, defaults: true },
-);
-const loaded = grpc.loadPackageDefinition(definition);
-const credentials = grpc.credentials.createInsecure();
-const cache = new loaded.inferencecache.v1alpha1.InferenceCache(target, credentials);
-const health = new loaded.grpc.health.v1.Health(target, credentials);
-
-const deadline = (ms) => new Date(Date.now() + ms);
 // Wall clock in µs, rounded down (lower) or up (upper) to Date's milliseconds.
 const nowUs = () => BigInt(Date.now()) * 1000n;
 const nowUsUpper = () => nowUs() + 999n;

@@ -2,8 +2,7 @@
 // SIGTERM keeps the admin listeners answering, SIGHUP reloads the policy file
 // and the control token without a restart and never stops the server, and
 // the startup line carries what an operator needs, with numbers as numbers.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -18,9 +17,11 @@
 
 #include "admin/http_client.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "support/builders.hh"
 #include "support/grpc_frame.hh"
 #include "support/h2_client.hh"
 #include "support/server_process.hh"
+#include "support/temp_dir.hh"
 #include "support/text.hh"
 
 namespace pb = inferencecache::v1alpha1;
@@ -29,37 +30,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A private temp directory, removed at scope exit.
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ic-ops-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::filesystem::path path;
-};
-
 void write_file(const std::string& path, const std::string& content) {
   // Write then rename, as a mounted ConfigMap/Secret update does.
   const std::string tmp = path + ".tmp";
   std::ofstream(tmp, std::ios::binary | std::ios::trunc) << content;
   std::filesystem::rename(tmp, path);
-}
-
-// Polls the server log until `text` appears `times` times (or `within` passes).
-bool logged(ServerProcess& server, const std::string& text, int times = 1,
-            std::chrono::milliseconds within = 20s) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const std::string log = server.log();
-    int n = 0;
-    for (std::size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
-    if (n >= times) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
 }
 
 // The first JSON log line whose "msg" is `msg`.
@@ -70,15 +45,6 @@ nlohmann::json log_event(ServerProcess& server, const std::string& msg) {
     if (!event.is_discarded() && event.value("msg", "") == msg) return event;
   }
   return nullptr;
-}
-
-std::string probe_update() {
-  pb::CacheStateUpdate u;
-  u.set_replica_id("replica-1");
-  u.set_model_id("llama-3-8b");
-  u.set_tenant_id("inferencecache.io/probe");
-  u.set_hash_scheme("vllm-sha256");
-  return frame_message(u);
 }
 
 std::string policy_json(int floor) {
@@ -96,8 +62,8 @@ TEST_CASE("SIGTERM drain: /readyz 503 draining, /healthz and /metrics 200 until 
 
   // A ReportCacheState stream left open keeps gRPC draining.
   H2Client grpc(server.grpc_port());
-  const int32_t stream =
-      grpc.start(method_path("ReportCacheState"), BodyPlan{probe_update(), 0, false});
+  const int32_t stream = grpc.start(method_path("ReportCacheState"),
+                                    BodyPlan{frame_message(ic::test::probe_update()), 0, false});
   grpc.flush();
   grpc.run_until([] { return false; }, 50ms);
   server.signal(SIGTERM);
@@ -122,7 +88,7 @@ TEST_CASE("SIGTERM drain: /readyz 503 draining, /healthz and /metrics 200 until 
   CHECK(server.running());
 
   // The stream completes; gRPC has drained, the server exits 0.
-  grpc.send(stream, probe_update(), true);
+  grpc.send(stream, frame_message(ic::test::probe_update()), true);
   REQUIRE(grpc.run_until([&] { return grpc.response(stream).done(); }, 10s));
   CHECK(grpc.response(stream).grpc_status() == kOk);
   CHECK(server.wait_exit(15s) == 0);
@@ -135,13 +101,13 @@ TEST_CASE("SIGTERM drain: /readyz 503 draining, /healthz and /metrics 200 until 
 }
 
 TEST_CASE("startup line: version, build, addresses, TLS, auth mode, threads as JSON numbers") {
-  TempDir dir;
+  ic::test::TempDir dir("ic-ops");
   write_file(dir.file("token"), "t0\n");
   ServerOptions options;
   options.extra_args = {"--threads", "2", "--pin-threads=false", "--control-token-file",
                         dir.file("token")};
   ServerProcess server(options);
-  REQUIRE(logged(server, "\"msg\":\"serving\""));
+  REQUIRE(server.logged("\"msg\":\"serving\""));
   const nlohmann::json serving = log_event(server, "serving");
   CHECK(serving["version"] == "0.1.0");
   CHECK(serving["commit"].get<std::string>().size() >= 7);
@@ -162,7 +128,7 @@ TEST_CASE("auth disabled on a non-loopback control address: one warning at start
   options.extra_args = {"--threads", "1", "--pin-threads=false", "--insecure-disable-auth"};
   options.snapshot_on_all_interfaces = true;
   ServerProcess server(options);
-  REQUIRE(logged(server, "\"msg\":\"serving\""));
+  REQUIRE(server.logged("\"msg\":\"serving\""));
   const nlohmann::json warning =
       log_event(server, "control listener has no auth and is reachable from other hosts");
   REQUIRE(warning.is_object());
@@ -173,7 +139,7 @@ TEST_CASE("auth disabled on a non-loopback control address: one warning at start
 }
 
 TEST_CASE("SIGHUP re-reads the policy file and the token file, logs each, never stops") {
-  TempDir dir;
+  ic::test::TempDir dir("ic-ops");
   write_file(dir.file("token"), "old-token\n");
   write_file(dir.file("policy.json"), policy_json(1));
   ServerOptions options;
@@ -196,8 +162,8 @@ TEST_CASE("SIGHUP re-reads the policy file and the token file, logs each, never 
   write_file(dir.file("policy.json"), R"({"version":7,"policies":[{"namespace":1}]})");
   write_file(dir.file("token"), "\n");
   server.signal(SIGHUP);
-  REQUIRE(logged(server, "\"msg\":\"policy rejected\""));
-  REQUIRE(logged(server, "\"msg\":\"control token rejected\""));
+  REQUIRE(server.logged("\"msg\":\"policy rejected\""));
+  REQUIRE(server.logged("\"msg\":\"control token rejected\""));
   CHECK(server.running());
   const nlohmann::json rejected = log_event(server, "policy rejected");
   CHECK(rejected["source"] == "file");
@@ -207,12 +173,12 @@ TEST_CASE("SIGHUP re-reads the policy file and the token file, logs each, never 
   write_file(dir.file("policy.json"), policy_json(2));
   write_file(dir.file("token"), "new-token\n");
   server.signal(SIGHUP);
-  REQUIRE(logged(server, "\"msg\":\"control token reloaded\""));
-  REQUIRE(logged(server, "\"msg\":\"reloading\"", 2));
+  REQUIRE(server.logged("\"msg\":\"control token reloaded\""));
+  REQUIRE(server.logged("\"msg\":\"reloading\"", 2));
   CHECK(snapshot_with("new-token") == 200);
   CHECK(snapshot_with("old-token") == 403);
   // SIGHUP's forced re-read accepted it (the 1 s poll may log it a second time).
-  REQUIRE(logged(server, "\"msg\":\"policy accepted\""));
+  REQUIRE(server.logged("\"msg\":\"policy accepted\""));
   const nlohmann::json accepted = log_event(server, "policy accepted");
   CHECK(accepted["policies"] == 1);
   CHECK(accepted["quotas"] == 0);
@@ -223,7 +189,7 @@ TEST_CASE("SIGHUP re-reads the policy file and the token file, logs each, never 
 
   // A refused control request is logged (rate-limited), with the reason.
   CHECK(snapshot_with("wrong") == 403);
-  REQUIRE(logged(server, "\"msg\":\"control request refused\""));
+  REQUIRE(server.logged("\"msg\":\"control request refused\""));
   const nlohmann::json refused = log_event(server, "control request refused");
   CHECK(refused["status"] == 403);
   CHECK(refused["reason"] == "invalid bearer token");
@@ -231,7 +197,7 @@ TEST_CASE("SIGHUP re-reads the policy file and the token file, logs each, never 
 
   // Many SIGHUPs in a row: still serving.
   for (int i = 0; i < 5; ++i) server.signal(SIGHUP);
-  REQUIRE(logged(server, "\"msg\":\"reloading\"", 3));
+  REQUIRE(server.logged("\"msg\":\"reloading\"", 3));
   CHECK(health_serving(server.grpc_port(), 10s));
   CHECK(server.stop() == 0);
 }
@@ -248,13 +214,13 @@ TEST_CASE("limits and debug: message limit and refused call logged, connections 
   grpc.flush();
   REQUIRE(grpc.run_until([&] { return grpc.response(id).done(); }, 10s));
   CHECK(grpc.response(id).grpc_status() == 8);  // RESOURCE_EXHAUSTED
-  REQUIRE(logged(server, "\"msg\":\"message limit hit: call refused\""));
+  REQUIRE(server.logged("\"msg\":\"message limit hit: call refused\""));
   const nlohmann::json limit = log_event(server, "message limit hit: call refused");
   CHECK(limit["max_message_bytes"] == 64);
   CHECK(limit["method"] == "/inferencecache.v1alpha1.InferenceCache/LookupRoute");
-  REQUIRE(logged(server, "\"msg\":\"call failed\""));
+  REQUIRE(server.logged("\"msg\":\"call failed\""));
   CHECK(log_event(server, "call failed")["grpc_code"] == "RESOURCE_EXHAUSTED");
-  REQUIRE(logged(server, "\"msg\":\"connection accepted\""));
+  REQUIRE(server.logged("\"msg\":\"connection accepted\""));
   const nlohmann::json accepted = log_event(server, "connection accepted");
   CHECK(accepted["level"] == "debug");
   CHECK(accepted["listener"] == "grpc");
@@ -284,7 +250,7 @@ TEST_CASE("limits and debug: message limit and refused call logged, connections 
   CHECK(metrics.find("inferencecache_build_info{version=\"0.1.0\",git_commit=\"") !=
         std::string::npos);
   CHECK(server.stop() == 0);
-  CHECK(logged(server, "\"msg\":\"connection closed\""));
+  CHECK(server.logged("\"msg\":\"connection closed\""));
 }
 
 TEST_CASE("connection limit: refused connections are logged once per interval") {
@@ -295,7 +261,7 @@ TEST_CASE("connection limit: refused connections are logged once per interval") 
   // The one allowed connection, then more until one is refused (the health
   // check's connection may still be counted for a moment).
   std::vector<std::unique_ptr<RawConnection>> held;
-  for (int i = 0; i < 20 && !logged(server, "connection limit reached", 1, 200ms); ++i) {
+  for (int i = 0; i < 20 && !server.logged("connection limit reached", 1, 200ms); ++i) {
     held.push_back(std::make_unique<RawConnection>(server.http_port()));
   }
   const nlohmann::json refused = log_event(server, "connection limit reached: connection refused");

@@ -4,8 +4,7 @@
 // over TLS and `openssl s_client`), a connection made before keeps its
 // certificate, a bad pair keeps the last good one (logged), and SIGHUP
 // re-reads on demand. TLS handshake failures are logged, rate-limited.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <grpcpp/grpcpp.h>
 
 #include <arpa/inet.h>
@@ -26,6 +25,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "support/grpc_channel.hh"
 #include "support/server_process.hh"
+#include "support/temp_dir.hh"
 #include "support/text.hh"
 
 using namespace ic::itest;
@@ -33,17 +33,6 @@ using namespace std::chrono_literals;
 namespace health = grpc::health::v1;
 
 namespace {
-
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ic-tls-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::filesystem::path path;
-};
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -64,7 +53,7 @@ std::string run(const std::string& command) {
 }
 
 // A self-signed certificate for localhost with common name `cn`.
-void make_certificate(const TempDir& dir, const std::string& cn) {
+void make_certificate(const ic::test::TempDir& dir, const std::string& cn) {
   const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + cn +
                           " -addext subjectAltName=DNS:localhost -keyout " + dir.file(cn + ".key") +
                           " -out " + dir.file(cn + ".crt") + " 2>/dev/null && echo ok";
@@ -75,18 +64,6 @@ void make_certificate(const TempDir& dir, const std::string& cn) {
 void install(const std::string& from, const std::string& to) {
   std::filesystem::copy_file(from, to + ".tmp", std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(to + ".tmp", to);
-}
-
-bool logged(ServerProcess& server, const std::string& text, int times) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const std::string log = server.log();
-    int n = 0;
-    for (std::size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
-    if (n >= times) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
 }
 
 // A grpc++ TLS channel trusting both test certificates. `fresh` gives each
@@ -147,7 +124,7 @@ void send_plaintext(uint16_t port) {
 }  // namespace
 
 TEST_CASE("TLS: rotated certificate files serve new handshakes without a restart") {
-  TempDir dir;
+  ic::test::TempDir dir("ic-tls");
   make_certificate(dir, "first");
   make_certificate(dir, "second");
   const std::string cert = dir.file("tls.crt");
@@ -168,7 +145,7 @@ TEST_CASE("TLS: rotated certificate files serve new handshakes without a restart
   // In-place rotation: picked up by the file watch within a few seconds.
   install(dir.file("second.crt"), cert);
   install(dir.file("second.key"), key);
-  REQUIRE(logged(server, "\"msg\":\"TLS certificate reloaded\"", 1));
+  REQUIRE(server.logged("\"msg\":\"TLS certificate reloaded\"", 1));
   CHECK(server.log().find("\"subject\":\"CN=second\"") != std::string::npos);
   CHECK(s_client_subject(server.grpc_port()) == "subject=CN = second\n");
   CHECK(served_common_name(tls_channel(server.grpc_port(), roots, 2)) == "second");
@@ -177,21 +154,21 @@ TEST_CASE("TLS: rotated certificate files serve new handshakes without a restart
 
   // A key that does not match: rejected, logged, the last good pair serves.
   install(dir.file("first.key"), key);
-  REQUIRE(logged(server, "\"msg\":\"TLS certificate rejected\"", 1));
+  REQUIRE(server.logged("\"msg\":\"TLS certificate rejected\"", 1));
   CHECK(server.log().find("key does not match the certificate") != std::string::npos);
   CHECK(s_client_subject(server.grpc_port()) == "subject=CN = second\n");
 
   // SIGHUP re-reads on demand (here: the first pair again), and never stops the server.
   install(dir.file("first.crt"), cert);
   server.signal(SIGHUP);
-  REQUIRE(logged(server, "\"trigger\":\"SIGHUP\"", 2));  // "reloading" + the certificate line
+  REQUIRE(server.logged("\"trigger\":\"SIGHUP\"", 2));  // "reloading" + the certificate line
   CHECK(s_client_subject(server.grpc_port()) == "subject=CN = first\n");
   CHECK(served_common_name(tls_channel(server.grpc_port(), roots, 3)) == "first");
 
   // A client speaking plaintext to the TLS port: the failure is logged once
   // per interval, however many there are.
   for (int i = 0; i < 5; ++i) send_plaintext(server.grpc_port());
-  REQUIRE(logged(server, "\"msg\":\"TLS handshake failed\"", 1));
+  REQUIRE(server.logged("\"msg\":\"TLS handshake failed\"", 1));
   // Every connection was closed by the server (after its log call) before
   // send_plaintext returned, so all five have been through the rate limit.
   const std::string log = server.log();

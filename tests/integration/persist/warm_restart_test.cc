@@ -6,8 +6,7 @@
 // entry stays exactly fresh (fresh = 1) across the restart. The servers rank
 // with the reference ranking: the load-aware one's hint counts are transient
 // load, deliberately not saved (docs/persistence.md).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,9 +22,11 @@
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "support/grpc_channel.hh"
 #include "support/server_process.hh"
+#include "support/temp_dir.hh"
 
 namespace pb = inferencecache::v1alpha1;
 using ic::itest::deadline_in;
+using ic::itest::report_cache_state;
 using namespace std::chrono_literals;
 
 namespace {
@@ -49,16 +50,6 @@ std::string tenant_name(int i) {
   return s;
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/ic-warm-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string state() const { return (path / "state.bin").string(); }
-};
-
 // A server on `state_file` (2 cores, saves every 200 ms).
 struct Served {
   ic::itest::ServerProcess server;
@@ -74,13 +65,8 @@ struct Served {
   }
 
   void report(const std::vector<pb::CacheStateUpdate>& updates) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(10s));
     pb::Ack ack;
-    auto writer = stub->ReportCacheState(&ctx, &ack);
-    for (const auto& u : updates) REQUIRE(writer->Write(u));
-    REQUIRE(writer->WritesDone());
-    const grpc::Status st = writer->Finish();
+    const grpc::Status st = report_cache_state(*stub, updates, &ack);
     REQUIRE_MESSAGE(st.ok(), st.error_message());
   }
   // The answer without lookup_latency_us (the only field time may change).
@@ -159,10 +145,10 @@ constexpr const char* kPolicy =
     R"({"version":7,"policies":[{"namespace":"tenant-0","routingFloorScore":1e9}]})";
 
 TEST_CASE("SIGTERM saves the index and the pushed policy; the restarted server answers the same") {
-  TempDir dir;
+  ic::test::TempDir dir("ic-warm");
   std::vector<std::string> before;
   {
-    Served s(dir.state());
+    Served s(dir.file("state.bin"));
     CHECK(s.metrics().find("inferencecache_state_loads_total{result=\"missing\"} 1") !=
           std::string::npos);
     s.report(workload(future_us()));
@@ -173,7 +159,7 @@ TEST_CASE("SIGTERM saves the index and the pushed policy; the restarted server a
     CHECK(before[0].find("PREFIX_MATCH") == std::string::npos);
     CHECK(s.server.stop() == 0);
   }
-  Served again(dir.state());
+  Served again(dir.file("state.bin"));
   const std::string m = again.metrics();
   CHECK(m.find("inferencecache_state_loads_total{result=\"ok\"} 1") != std::string::npos);
   CHECK(m.find("inferencecache_state_restored_entries 48") != std::string::npos);
@@ -182,10 +168,10 @@ TEST_CASE("SIGTERM saves the index and the pushed policy; the restarted server a
 }
 
 TEST_CASE("after kill -9 the last periodic save comes back") {
-  TempDir dir;
+  ic::test::TempDir dir("ic-warm");
   std::vector<std::string> before;
   {
-    Served s(dir.state());
+    Served s(dir.file("state.bin"));
     s.report(workload(future_us()));
     before = answers(s);
     // A save that started after the report holds all of it.
@@ -195,7 +181,7 @@ TEST_CASE("after kill -9 the last periodic save comes back") {
     s.server.signal(SIGKILL);
     CHECK(s.server.wait_exit(10s) == 128 + SIGKILL);
   }
-  Served again(dir.state());
+  Served again(dir.file("state.bin"));
   CHECK(again.metrics().find("inferencecache_state_restored_entries 48") != std::string::npos);
   CHECK(answers(again) == before);
   CHECK(again.server.stop() == 0);
@@ -207,13 +193,13 @@ std::string slurp(const std::string& path) {
 }
 
 TEST_CASE("a truncated, corrupt or other-version state file starts the server cold, counted") {
-  TempDir dir;
+  ic::test::TempDir dir("ic-warm");
   std::string good;
   {
-    Served s(dir.state());
+    Served s(dir.file("state.bin"));
     s.report(workload(future_us()));
     CHECK(s.server.stop() == 0);
-    good = slurp(dir.state());
+    good = slurp(dir.file("state.bin"));
   }
   REQUIRE(good.size() > 100);
   struct Case {
@@ -229,8 +215,8 @@ TEST_CASE("a truncated, corrupt or other-version state file starts the server co
                         {"wrong_version", old_version}};
   for (const Case& c : cases) {
     CAPTURE(c.result);
-    std::ofstream(dir.state(), std::ios::binary | std::ios::trunc) << c.bytes;
-    Served s(dir.state());
+    std::ofstream(dir.file("state.bin"), std::ios::binary | std::ios::trunc) << c.bytes;
+    Served s(dir.file("state.bin"));
     CHECK(s.metrics().find(std::string("inferencecache_state_loads_total{result=\"") + c.result +
                            "\"} 1") != std::string::npos);
     CHECK(s.metrics().find("inferencecache_state_restored_entries 0") != std::string::npos);

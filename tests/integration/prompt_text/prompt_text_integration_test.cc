@@ -6,8 +6,7 @@
 // echoed. Unknown models and broken model directories fail open. Also prints
 // the median lookup_latency_us of a 2,000-token prompt (no timing assertion).
 // Exit 77 (SKIP) without node or tests/tokenizer/oracle/node_modules.
-#define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +23,7 @@
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "support/grpc_channel.hh"
 #include "support/server_process.hh"
+#include "test_main.hh"
 
 namespace fs = std::filesystem;
 namespace pb = inferencecache::v1alpha1;
@@ -208,14 +208,11 @@ TEST_CASE("2,000-token prompt: lookup_latency_us as the server reports it (print
   CHECK(s.server.stop() == 0);
 }
 
-int main(int argc, char** argv) {
+std::string ic::test::skip_reason() {
   if (std::system("node --version >/dev/null 2>&1") != 0 ||
       !fs::exists(model_files("qwen3") + "/tokenizer.json") ||
       !fs::exists(model_files("llama3") + "/tokenizer.json")) {
-    std::fprintf(stderr, "SKIP: node or %s/node_modules missing (tools/install-deps.sh)\n",
-                 kOracleDir.c_str());
-    return 77;
+    return "node or " + kOracleDir + "/node_modules missing (tools/install-deps.sh)";
   }
-  doctest::Context context(argc, argv);
-  return context.run();
+  return {};
 }

@@ -5,8 +5,7 @@
 // restarted: everything converges; a state file of the previous format
 // version is refused cleanly and the stream rebuilds the index. Every wait
 // polls with a generous deadline; nothing asserts timing.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <signal.h>
 #include <unistd.h>
 

@@ -3,8 +3,7 @@
 // subscriber that never reads is ended within its memory bound
 // (docs/streams.md "Slow subscribers"), StreamMetrics carries /metrics
 // samples, and Health/Watch goes SERVING → NOT_SERVING at SIGTERM.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <signal.h>
 
 #include <chrono>

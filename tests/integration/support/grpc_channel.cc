@@ -17,4 +17,18 @@ std::shared_ptr<grpc::Channel> insecure_channel(uint16_t grpc_port,
   return channel;
 }
 
+grpc::Status report_cache_state(
+    inferencecache::v1alpha1::InferenceCache::Stub& stub,
+    const std::vector<inferencecache::v1alpha1::CacheStateUpdate>& updates,
+    inferencecache::v1alpha1::Ack* ack) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline_in(std::chrono::seconds(10)));
+  auto writer = stub.ReportCacheState(&ctx, ack);
+  for (const auto& u : updates) {
+    if (!writer->Write(u)) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
 }  // namespace ic::itest

@@ -1,12 +1,16 @@
 #pragma once
 // grpc++ (Debian libgrpc++-dev) as a real third-party client of the server:
-// an insecure (h2c) channel to 127.0.0.1 and a deadline helper.
+// an insecure (h2c) channel to 127.0.0.1, a deadline helper, and the
+// ReportCacheState client stream several tests send.
 
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
+
+#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 
 namespace ic::itest {
 
@@ -21,5 +25,13 @@ std::shared_ptr<grpc::Channel> insecure_channel(
 inline std::chrono::system_clock::time_point deadline_in(std::chrono::milliseconds timeout) {
   return std::chrono::system_clock::now() + timeout;
 }
+
+// Streams `updates` through ReportCacheState with a 10 s deadline and
+// half-closes; returns the call's status and fills *ack. A refused write
+// stops the stream (the status then says why).
+grpc::Status report_cache_state(
+    inferencecache::v1alpha1::InferenceCache::Stub& stub,
+    const std::vector<inferencecache::v1alpha1::CacheStateUpdate>& updates,
+    inferencecache::v1alpha1::Ack* ack);
 
 }  // namespace ic::itest

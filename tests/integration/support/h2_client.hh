@@ -1,13 +1,9 @@
 #pragma once
-// A raw HTTP/2 cleartext (h2c, prior knowledge) client on libnghttp2 for
-// integration tests: it can put on the wire what a well-behaved gRPC library
-// never would (compressed flags, garbage, odd DATA framing, resets), and it
-// reports exactly what the server answered (headers, trailers, RST_STREAM,
-// GOAWAY). Single-threaded; one socket per client; every wait is bounded.
-//
-// Sources: RFC 9113 (HTTP/2), nghttp2 1.52 client API (nghttp2_session_client_new,
-// nghttp2_submit_request, nghttp2_session_mem_recv/mem_send), gRPC over HTTP/2
-// (PROTOCOL-HTTP2.md in grpc/grpc).
+// A raw HTTP/2 cleartext (h2c, prior knowledge) client for integration tests:
+// the tests' one nghttp2 client session (tests/support/h2_client_session.hh)
+// over a loopback socket. It reports exactly what the server answered
+// (headers, trailers, RST_STREAM, GOAWAY). Single-threaded; one socket per
+// client; every wait is bounded.
 
 #include <chrono>
 #include <cstdint>
@@ -20,23 +16,15 @@
 #include <utility>
 #include <vector>
 
-struct nghttp2_session;
+#include "support/h2_client_session.hh"
 
 namespace ic::itest {
 
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
+using HeaderList = test::HeaderList;
 
-// What the server sent on one stream.
-struct H2Response {
-  HeaderList headers;             // the first HEADERS block (":status", "content-type", ...)
-  HeaderList trailers;            // a later HEADERS block (gRPC trailers); empty for trailers-only
-  std::string body;               // concatenated DATA payload bytes (gRPC length-prefixed messages)
-  bool remote_ended = false;      // the server sent END_STREAM (its answer is complete)
-  bool closed = false;            // the stream is closed both ways (or the connection is gone)
-  bool reset = false;             // RST_STREAM was sent or received on it
-  bool connection_lost = false;   // the TCP connection ended before the stream closed
-  uint32_t close_error_code = 0;  // HTTP/2 error code (RFC 9113 §7): 0 NO_ERROR, 8 CANCEL, ...
-
+// What the server sent on one stream (test::StreamState: headers, trailers,
+// body, remote_ended, closed, reset, connection_lost, close_error_code).
+struct H2Response : test::StreamState {
   // The server's answer is complete, or nothing more can arrive.
   bool done() const { return remote_ended || closed; }
 
@@ -94,32 +82,26 @@ class H2Client {
   // The response so far for `id` (empty before anything arrived).
   const H2Response& response(int32_t id) const;
   // True once the server sent GOAWAY; last_stream_id is its value.
-  bool goaway_received() const { return goaway_; }
-  int32_t goaway_last_stream_id() const { return goaway_last_stream_id_; }
+  bool goaway_received() const { return session_.goaway_received; }
+  int32_t goaway_last_stream_id() const { return session_.goaway_last_stream; }
   // True once the server closed the TCP connection (EOF or error).
   bool eof() const { return eof_; }
   // The server's SETTINGS_MAX_CONCURRENT_STREAMS (UINT32_MAX when unset).
-  uint32_t remote_max_concurrent_streams() const;
+  uint32_t remote_max_concurrent_streams() const {
+    return session_.remote_max_concurrent_streams();
+  }
   // Streams started and not yet closed.
-  std::size_t open_streams() const { return open_; }
+  std::size_t open_streams() const { return session_.open_streams(); }
 
  private:
-  struct Outgoing;   // a stream's queued body bytes (h2_client.cc)
-  struct Callbacks;  // nghttp2 callbacks (h2_client.cc)
-  friend struct Callbacks;
   // One round of I/O: write queued output, wait up to `budget` for input, feed it to nghttp2.
   // Returns false once the connection is unusable.
   bool pump(std::chrono::milliseconds budget);
 
   int fd_ = -1;
   uint16_t port_;
-  nghttp2_session* session_ = nullptr;
-  std::string outbuf_;  // mem_send output not yet written (copied: valid only until the next call)
-  std::map<int32_t, H2Response> responses_;
-  std::map<int32_t, std::unique_ptr<Outgoing>> outgoing_;
-  std::size_t open_ = 0;
-  bool goaway_ = false;
-  int32_t goaway_last_stream_id_ = 0;
+  test::BasicH2Client<H2Response> session_;
+  std::string outbuf_;  // session output not yet written to the socket
   bool eof_ = false;
 };
 

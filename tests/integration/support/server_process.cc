@@ -109,22 +109,25 @@ bool ServerProcess::launch(const ServerOptions& options) {
                                        ? "0.0.0.0:" + std::to_string(snapshot_port_)
                                        : loopback(snapshot_port_)};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+  pid_ = spawn_logged(std::move(args), log_fd);
+  return true;
+}
+
+pid_t spawn_logged(std::vector<std::string> args, int log_fd) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(log_fd);
-  if (rc != 0) {
-    throw std::runtime_error("posix_spawn " + args[0] + ": " + std::strerror(rc));
-  }
-  return true;
+  if (rc != 0) throw std::runtime_error("posix_spawn " + args[0] + ": " + std::strerror(rc));
+  return pid;
 }
 
 bool ServerProcess::wait_ready(std::chrono::milliseconds timeout,
@@ -195,6 +198,19 @@ std::string ServerProcess::log() const {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+bool ServerProcess::logged(const std::string& text, int times,
+                           std::chrono::milliseconds within) const {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string all = log();
+    int n = 0;
+    for (std::size_t at = all.find(text); at != std::string::npos; at = all.find(text, at + 1)) ++n;
+    if (n >= times) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 }  // namespace ic::itest

@@ -23,6 +23,11 @@ std::filesystem::path server_binary();
 // ServerProcess retries with fresh ports when the server exits at startup.
 uint16_t free_loopback_port();
 
+// Starts args[0] with `args` (stdin /dev/null, stdout and stderr to
+// `log_fd`, which it closes) and returns its pid. Throws std::runtime_error
+// when posix_spawn fails.
+pid_t spawn_logged(std::vector<std::string> args, int log_fd);
+
 struct ServerOptions {
   // Empty: server_binary().
   std::filesystem::path binary;
@@ -73,6 +78,10 @@ class ServerProcess {
   int stop(std::chrono::milliseconds grace = std::chrono::seconds(20));
   // Everything the server wrote to stdout and stderr so far.
   std::string log() const;
+  // Polls log() every 20 ms until `text` appears at least `times` times;
+  // false if it has not within `within`.
+  bool logged(const std::string& text, int times = 1,
+              std::chrono::milliseconds within = std::chrono::seconds(20)) const;
 
  private:
   bool launch(const ServerOptions& options);

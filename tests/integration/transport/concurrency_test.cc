@@ -1,14 +1,14 @@
 // Many streams on one connection and many connections at once against the
 // real inferencecache-server (docs/architecture.md rule 5: backpressure, never an
 // unbounded queue; docs/contract.md: every well-formed LookupRoute is OK).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "support/builders.hh"
 #include "support/grpc_frame.hh"
 #include "support/h2_client.hh"
 #include "support/server_process.hh"
@@ -19,19 +19,6 @@ using namespace ic::itest;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string kLookup = method_path("LookupRoute");
-const std::string kReport = method_path("ReportCacheState");
-
-std::string lookup_body(int i) {
-  pb::LookupRouteRequest req;
-  req.set_model_id("llama-3-8b");
-  req.set_tenant_id(numbered("team-", i % 16));  // spreads tenants over cores
-  req.set_hash_scheme("vllm-sha256");
-  req.set_prefix_hash(std::to_string(i));
-  req.set_adapter_id(numbered("a", i));
-  return frame_message(req);
-}
 
 // OK, NO_HINT on the cold index, and the adapter echo proves the answer
 // belongs to request `i` (no cross-stream mix-up).
@@ -63,7 +50,8 @@ TEST_CASE("1,000 concurrent LookupRoute streams on one connection all complete O
   ServerProcess server;
   H2Client c(server.grpc_port());
   std::vector<int32_t> ids;
-  for (int i = 0; i < 1000; ++i) ids.push_back(c.start(kLookup, BodyPlan{lookup_body(i)}));
+  for (int i = 0; i < 1000; ++i)
+    ids.push_back(c.start(kLookupRoutePath, BodyPlan{frame_message(ic::test::numbered_lookup(i))}));
   REQUIRE(c.wait_all(60s));
   MESSAGE("server SETTINGS_MAX_CONCURRENT_STREAMS = " << c.remote_max_concurrent_streams());
   for (int i = 0; i < 1000; ++i) check_lookup(c.response(ids[i]), i);
@@ -79,7 +67,7 @@ TEST_CASE("1,000 client streams held open on one connection, then half-closed, a
   // start as earlier ones finish.
   std::vector<int32_t> ids;
   for (int i = 0; i < 1000; ++i)
-    ids.push_back(c.start(kReport, BodyPlan{probe_updates(3), 0, false}));
+    ids.push_back(c.start(kReportCacheStatePath, BodyPlan{probe_updates(3), 0, false}));
   c.flush();
   c.run_until([] { return false; }, 200ms);
   for (int32_t id : ids) c.send(id, probe_updates(2), true);
@@ -101,13 +89,15 @@ TEST_CASE("200 concurrent connections each get their answer") {
   // All connections open at once; every request is written before any answer is read.
   for (int i = 0; i < kConnections; ++i) {
     clients.push_back(std::make_unique<H2Client>(server.grpc_port()));
-    ids.push_back(clients.back()->start(kLookup, BodyPlan{lookup_body(i)}));
+    ids.push_back(clients.back()->start(kLookupRoutePath,
+                                        BodyPlan{frame_message(ic::test::numbered_lookup(i))}));
   }
   for (auto& c : clients) c->flush();
   for (int i = 0; i < kConnections; ++i) check_lookup(clients[i]->wait(ids[i], 20s), i);
   // A second round on the same connections (they stayed open).
   for (int i = 0; i < kConnections; ++i)
-    ids[i] = clients[i]->start(kLookup, BodyPlan{lookup_body(i)});
+    ids[i] =
+        clients[i]->start(kLookupRoutePath, BodyPlan{frame_message(ic::test::numbered_lookup(i))});
   for (auto& c : clients) c->flush();
   for (int i = 0; i < kConnections; ++i) {
     check_lookup(clients[i]->wait(ids[i], 20s), i);

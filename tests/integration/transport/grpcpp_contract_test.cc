@@ -4,8 +4,7 @@
 // Assertions hold on a cold index (docs/lookup.md step 7: "index globally
 // empty → none (cold start stays NO_HINT)"), so each test starts its own
 // server and writes only the reserved tenant, which the index drops.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 #include <google/protobuf/descriptor.pb.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/builders.hh"
 #include "support/grpc_channel.hh"
 #include "support/server_process.hh"
 #include "support/text.hh"
@@ -29,7 +29,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr char kProbeTenant[] = "inferencecache.io/probe";  // docs/contract.md "Reserved tenant"
+using ic::test::kProbeTenant;
 constexpr char kServiceName[] = "inferencecache.v1alpha1.InferenceCache";
 
 // One server and a connected grpc++ channel; the test ends with stop().
@@ -48,25 +48,14 @@ struct Served {
 
 // A request a gateway would send: scope, an exact prefix hash and an adapter.
 pb::LookupRouteRequest gateway_request() {
-  pb::LookupRouteRequest req;
-  req.set_model_id("llama-3-8b");
-  req.set_tenant_id("team-a");
-  req.set_hash_scheme("vllm-sha256");
-  req.set_prefix_hash(std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8));
+  pb::LookupRouteRequest req = ic::test::gateway_request();
   req.set_prefix_token_count(64);
-  req.set_adapter_id("lora-7");
   return req;
 }
 
+// With stats, so the update also reports the replica's hit rate.
 pb::CacheStateUpdate probe_update(int i) {
-  pb::CacheStateUpdate u;
-  u.set_replica_id(numbered("replica-", i % 4));
-  u.set_model_id("llama-3-8b");
-  u.set_tenant_id(kProbeTenant);
-  u.set_hash_scheme("vllm-sha256");
-  auto* p = u.add_prefixes();
-  p->set_prefix_hash(std::string(8, static_cast<char>(i)));
-  p->set_token_count(16);
+  pb::CacheStateUpdate u = ic::test::numbered_probe_update(i);
   u.mutable_stats()->set_replica_id(u.replica_id());
   u.mutable_stats()->set_hit_rate(0.5f);
   return u;

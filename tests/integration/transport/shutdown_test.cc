@@ -2,8 +2,7 @@
 // accepting, GOAWAY, finish in-flight calls (bounded grace period), exit 0";
 // docs/architecture.md rule 10). Calls are made in flight deterministically: their
 // request bodies stay open across the signal and complete after it.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest.h>
+#include <doctest/doctest.h>
 
 #include <csignal>
 #include <memory>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "support/builders.hh"
 #include "support/grpc_frame.hh"
 #include "support/h2_client.hh"
 #include "support/server_process.hh"
@@ -21,28 +21,6 @@ using namespace ic::itest;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string kLookup = method_path("LookupRoute");
-const std::string kReport = method_path("ReportCacheState");
-
-std::string lookup_body(int i) {
-  pb::LookupRouteRequest req;
-  req.set_model_id("llama-3-8b");
-  req.set_tenant_id(numbered("team-", i % 16));
-  req.set_hash_scheme("vllm-sha256");
-  req.set_prefix_hash(std::to_string(i));
-  req.set_adapter_id(numbered("a", i));
-  return frame_message(req);
-}
-
-std::string probe_update() {
-  pb::CacheStateUpdate u;
-  u.set_replica_id("replica-1");
-  u.set_model_id("llama-3-8b");
-  u.set_tenant_id("inferencecache.io/probe");
-  u.set_hash_scheme("vllm-sha256");
-  return frame_message(u);
-}
 
 struct InFlight {
   std::unique_ptr<H2Client> client;
@@ -58,11 +36,11 @@ void run_shutdown(int sig) {
   for (int c = 0; c < kConnections; ++c) {
     conns[c].client = std::make_unique<H2Client>(server.grpc_port());
     for (int i = 0; i < kPerKind; ++i) {
-      std::string msg = lookup_body(i);
-      conns[c].unary.push_back(
-          conns[c].client->start(kLookup, BodyPlan{msg.substr(0, msg.size() - 4), 0, false}));
-      conns[c].stream.push_back(
-          conns[c].client->start(kReport, BodyPlan{probe_update(), 0, false}));
+      std::string msg = frame_message(ic::test::numbered_lookup(i));
+      conns[c].unary.push_back(conns[c].client->start(
+          kLookupRoutePath, BodyPlan{msg.substr(0, msg.size() - 4), 0, false}));
+      conns[c].stream.push_back(conns[c].client->start(
+          kReportCacheStatePath, BodyPlan{frame_message(ic::test::probe_update()), 0, false}));
     }
   }
   for (auto& f : conns) {
@@ -83,9 +61,9 @@ void run_shutdown(int sig) {
   // Now the calls complete, after the signal.
   for (auto& f : conns) {
     for (int i = 0; i < kPerKind; ++i) {
-      std::string msg = lookup_body(i);
+      std::string msg = frame_message(ic::test::numbered_lookup(i));
       f.client->send(f.unary[i], msg.substr(msg.size() - 4), true);
-      f.client->send(f.stream[i], probe_update(), true);
+      f.client->send(f.stream[i], frame_message(ic::test::probe_update()), true);
     }
   }
   for (auto& f : conns) {
@@ -118,7 +96,8 @@ TEST_CASE("SIGTERM with a call that never completes: exit 0 after the grace peri
   options.extra_args = {"--shutdown-grace", "1s"};
   ServerProcess server(options);
   H2Client c(server.grpc_port());
-  int32_t id = c.start(kReport, BodyPlan{probe_update(), 0, false});
+  int32_t id =
+      c.start(kReportCacheStatePath, BodyPlan{frame_message(ic::test::probe_update()), 0, false});
   c.flush();
   c.run_until([] { return false; }, 50ms);
   server.signal(SIGTERM);

@@ -1,8 +1,9 @@
 #pragma once
-// gRPC length-prefixed message framing for tests that build request bodies by
-// hand: 1 byte compressed flag + 4 byte big-endian length + payload
-// (grpc/grpc PROTOCOL-HTTP2.md, "Length-Prefixed-Message"; docs/contract.md
-// "Transport rules").
+// The tests' own gRPC message codec, written apart from src/grpc on purpose
+// (an oracle: a bug in the server's framing cannot hide in both): 1 flag byte
+// (bit 0: compressed) + 4 byte big-endian length + payload (grpc/grpc
+// PROTOCOL-HTTP2.md, "Length-Prefixed-Message"; docs/contract.md "Transport
+// rules"). Used by the unit tests' in-memory harness and the integration tests.
 
 #include <cstdint>
 #include <stdexcept>
@@ -24,10 +25,11 @@ enum GrpcCode : int {
   kUnavailable = 14,
 };
 
-// The 5-byte prefix for a payload of `length` bytes.
-std::string frame_prefix(uint32_t length, bool compressed = false);
+// The 5-byte prefix for a payload of `length` bytes; `flags` is the flag byte
+// (1 = compressed; other values only to test how a peer rejects them).
+std::string frame_prefix(uint32_t length, uint8_t flags = 0);
 // `payload` with its prefix.
-std::string frame(std::string_view payload, bool compressed = false);
+std::string frame(std::string_view payload, uint8_t flags = 0);
 // A serialized protobuf message with its prefix (Msg: any google::protobuf::MessageLite).
 template <class Msg>
 std::string frame_message(const Msg& msg) {
@@ -56,5 +58,7 @@ inline std::string method_path(std::string_view method) {
   return std::string(kService) + std::string(method);
 }
 inline constexpr std::string_view kHealthCheckPath = "/grpc.health.v1.Health/Check";
+inline const std::string kLookupRoutePath = method_path("LookupRoute");
+inline const std::string kReportCacheStatePath = method_path("ReportCacheState");
 
 }  // namespace ic::itest

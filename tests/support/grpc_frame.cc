@@ -2,9 +2,9 @@
 
 namespace ic::itest {
 
-std::string frame_prefix(uint32_t length, bool compressed) {
+std::string frame_prefix(uint32_t length, uint8_t flags) {
   std::string p(5, '\0');
-  p[0] = compressed ? '\1' : '\0';
+  p[0] = static_cast<char>(flags);
   p[1] = static_cast<char>((length >> 24) & 0xff);
   p[2] = static_cast<char>((length >> 16) & 0xff);
   p[3] = static_cast<char>((length >> 8) & 0xff);
@@ -12,8 +12,8 @@ std::string frame_prefix(uint32_t length, bool compressed) {
   return p;
 }
 
-std::string frame(std::string_view payload, bool compressed) {
-  std::string out = frame_prefix(static_cast<uint32_t>(payload.size()), compressed);
+std::string frame(std::string_view payload, uint8_t flags) {
+  std::string out = frame_prefix(static_cast<uint32_t>(payload.size()), flags);
   out.append(payload);
   return out;
 }

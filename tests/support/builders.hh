@@ -1,0 +1,45 @@
+#pragma once
+// Protobuf request builders the tests share: the same few requests the
+// integration tests send from grpc++ and from the raw nghttp2 client.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "inferencecache/v1alpha1/inferencecache.pb.h"
+
+namespace ic::test {
+
+// The reserved probe tenant (docs/contract.md "Reserved tenant").
+inline constexpr char kProbeTenant[] = "inferencecache.io/probe";
+
+// LookupRoute number `i` of a cold-index workload: model llama-3-8b, tenant
+// team-<i % 16> (spread over the cores), prefix hash "<i>", adapter a<i>
+// (echoed back, so an answer proves which request it belongs to).
+inferencecache::v1alpha1::LookupRouteRequest numbered_lookup(int i);
+
+// A request a gateway would send: tenant team-a, model llama-3-8b, an exact
+// 8-byte prefix hash 01..08 and adapter lora-7.
+inferencecache::v1alpha1::LookupRouteRequest gateway_request();
+
+// A probe-tenant update from replica-1 with no prefixes (accepted, indexes
+// nothing).
+inferencecache::v1alpha1::CacheStateUpdate probe_update();
+
+// Probe-tenant update number `i`: replica-<i % 4>, one 16-token prefix whose
+// hash is 8 bytes of value `i`.
+inferencecache::v1alpha1::CacheStateUpdate numbered_probe_update(int i);
+
+// The 8-byte big-endian block hash of `v` (a vLLM 64-bit block hash on the wire).
+std::string block_hash(std::uint64_t v);
+
+// An update from `replica` at `timestamp_us` (µs) with one prefix chain: a
+// 16-token block per entry of `blocks`, hashed with block_hash().
+inferencecache::v1alpha1::CacheStateUpdate chain_update(const std::string& tenant,
+                                                        const std::string& model,
+                                                        const std::string& scheme,
+                                                        const std::string& replica,
+                                                        std::int64_t timestamp_us,
+                                                        const std::vector<std::uint64_t>& blocks);
+
+}  // namespace ic::test
