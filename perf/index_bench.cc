@@ -17,8 +17,8 @@
 
 #include "builders.hh"
 #include "index/shard.hh"
-#include "text.hh"
 #include "service/index_wire.hh"
+#include "text.hh"
 
 // GCC pairs the replaced operator delete's free() with `new` expressions it
 // inlined and warns; the pair below is malloc/free on both sides.

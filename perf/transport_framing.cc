@@ -8,8 +8,8 @@
 #include <span>
 #include <string>
 
-#include "grpc/framing.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "rpc/framing.hh"
 
 namespace {
 
@@ -45,7 +45,7 @@ pb::LookupRouteResponse hot_response() {
 std::string framed(const google::protobuf::MessageLite& m) {
   std::string out;
   const std::string payload = m.SerializeAsString();
-  ic::grpc::append_frame_header(out, static_cast<std::uint32_t>(payload.size()));
+  ic::rpc::append_frame_header(out, static_cast<std::uint32_t>(payload.size()));
   return out + payload;
 }
 
@@ -53,7 +53,7 @@ std::string framed(const google::protobuf::MessageLite& m) {
 void BM_FrameReaderWhole(benchmark::State& state) {
   const std::string wire = framed(hot_request());
   const auto bytes = std::as_bytes(std::span(wire.data(), wire.size()));
-  ic::grpc::MessageReader reader(4 << 20);
+  ic::rpc::MessageReader reader(4 << 20);
   std::size_t seen = 0;
   for (auto _ : state) {
     reader.feed(bytes, [&](std::span<const std::byte> m) { seen += m.size(); });
@@ -70,7 +70,7 @@ void BM_FrameReaderSplit(benchmark::State& state) {
   const auto bytes = std::as_bytes(std::span(wire.data(), wire.size()));
   const std::size_t cut1 = 3;
   const std::size_t cut2 = wire.size() / 2;
-  ic::grpc::MessageReader reader(4 << 20);
+  ic::rpc::MessageReader reader(4 << 20);
   std::size_t seen = 0;
   auto sink = [&](std::span<const std::byte> m) { seen += m.size(); };
   for (auto _ : state) {
@@ -99,7 +99,7 @@ void BM_EncodeFramedLookupRouteResponse(benchmark::State& state) {
   std::string out;
   for (auto _ : state) {
     out.clear();
-    ic::grpc::append_frame_header(out, static_cast<std::uint32_t>(response.ByteSizeLong()));
+    ic::rpc::append_frame_header(out, static_cast<std::uint32_t>(response.ByteSizeLong()));
     response.AppendToString(&out);
     benchmark::DoNotOptimize(out.data());
   }

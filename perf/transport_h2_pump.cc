@@ -1,6 +1,6 @@
 // Transport microbenchmarks, part 2: the nghttp2 pump per request. A real
 // nghttp2 client (tests' in-memory harness) talks to our gRPC server session (h2::ServerSession +
-// grpc::ServerCalls) over a fake connection; only the SERVER side is timed (on_data = mem_recv +
+// rpc::ServerCalls) over a fake connection; only the SERVER side is timed (on_data = mem_recv +
 // dispatch + handler, flush = mem_send + coalesce), per request, for
 // `batch` unary calls arriving in one read. Handlers answer at once without
 // any index work, so this is the per-call transport cost of one core.
@@ -10,30 +10,30 @@
 #include <span>
 #include <string>
 
-#include "grpc/server_calls.hh"
-#include "grpc/typed.hh"
 #include "h2_harness.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "rpc/server_calls.hh"
+#include "rpc/typed.hh"
 
 namespace {
 
 namespace pb = ::inferencecache::v1alpha1;
-using ic::grpc::CallHandle;
-using ic::grpc::CallKind;
+using ic::rpc::CallHandle;
+using ic::rpc::CallKind;
 
 constexpr const char* kRender = "/inferencecache.v1alpha1.InferenceCache/RenderTemplate";
 constexpr const char* kLookup = "/inferencecache.v1alpha1.InferenceCache/LookupRoute";
 
-ic::grpc::MethodTable methods() {
-  ic::grpc::MethodTable table;
-  table.add(kRender, ic::grpc::single_request_method<pb::RenderTemplateRequest>(
+ic::rpc::MethodTable methods() {
+  ic::rpc::MethodTable table;
+  table.add(kRender, ic::rpc::single_request_method<pb::RenderTemplateRequest>(
                          CallKind::kUnary, [](CallHandle& call, pb::RenderTemplateRequest&&) {
                            pb::RenderTemplateResponse response;
                            response.set_reason_code("OK");
                            call.reply(response);
                          }));
   // LookupRoute-shaped: decodes the 8-block request, answers 2 replicas.
-  table.add(kLookup, ic::grpc::single_request_method<pb::LookupRouteRequest>(
+  table.add(kLookup, ic::rpc::single_request_method<pb::LookupRouteRequest>(
                          CallKind::kUnary, [](CallHandle& call, pb::LookupRouteRequest&&) {
                            pb::LookupRouteResponse response;
                            for (int i = 0; i < 2; ++i) {
@@ -71,13 +71,13 @@ std::string request_body(bool lookup) {
 void BM_GrpcUnaryServerPump(benchmark::State& state) {
   const auto batch = static_cast<int>(state.range(0));
   const bool lookup = state.range(1) == 1;
-  const ic::grpc::MethodTable table = methods();
+  const ic::rpc::MethodTable table = methods();
   ic::test::ManualTimers timers;
-  ic::grpc::ServerContext context;
+  ic::rpc::ServerContext context;
   context.methods = &table;
   context.timers = &timers;
   ic::test::FakeConnection conn;
-  const auto owned = ic::grpc::make_server_session(conn, context);
+  const auto owned = ic::rpc::make_server_session(conn, context);
   ic::h2::ServerSession& session = *owned;
   ic::test::H2Client client;
   ic::test::pump(client, session, conn);  // SETTINGS exchange

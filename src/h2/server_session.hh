@@ -1,6 +1,6 @@
 #pragma once
 // One nghttp2 server session per accepted connection: the connection's
-// net::Session, sans-IO. The protocol on top (gRPC, src/grpc) is its
+// net::Session, sans-IO. The protocol on top (gRPC, src/rpc) is its
 // Application, owned by the session and handed complete request header
 // blocks, body bytes and stream ends.
 //
@@ -47,7 +47,7 @@ struct HeaderView {
   std::string_view value;
 };
 
-// The protocol on top of HTTP/2 (gRPC in src/grpc). Called only from the
+// The protocol on top of HTTP/2 (gRPC in src/rpc). Called only from the
 // session's pump and net::Session entry points, never from inside an nghttp2
 // callback, so it may call the session's response methods freely. For one
 // stream the calls come in the order

@@ -1,7 +1,7 @@
 #pragma once
 // The one timer API of a core: a monotonic clock read once per loop turn and
 // one-shot timers that fire on the core that armed them. runtime::Reactor
-// implements it; src/grpc, src/admin and src/service take a Timers& so their
+// implements it; src/rpc, src/admin and src/service take a Timers& so their
 // unit tests can drive a manual clock instead of a reactor.
 
 #include <cstdint>

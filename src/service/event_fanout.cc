@@ -5,9 +5,9 @@
 #include <atomic>
 #include <string>
 
-#include "grpc/framing.hh"
-#include "grpc/typed.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "rpc/framing.hh"
+#include "rpc/typed.hh"
 #include "service/inference_cache.hh"
 
 namespace ic::service {
@@ -32,7 +32,7 @@ struct Subscription {
   std::uint32_t type_mask = 0;  // bit t: index::ChangeType t is wanted
   unsigned home = 0;
   std::vector<unsigned> owners;
-  grpc::CallHandle call;  // home
+  rpc::CallHandle call;  // home
 
   unsigned pending_registrations = 0;  // home
   bool started = false;                // home: counted in EventFanout::active_
@@ -113,10 +113,10 @@ class CoreHub final : public index::ChangeSink {
                                                 : fanout_.index_.clock().wall_us());
     const std::size_t size = event_.ByteSizeLong();
     frame_.clear();
-    grpc::append_frame_header(frame_, static_cast<std::uint32_t>(size));
-    frame_.resize(grpc::kFrameHeaderBytes + size);
+    rpc::append_frame_header(frame_, static_cast<std::uint32_t>(size));
+    frame_.resize(rpc::kFrameHeaderBytes + size);
     event_.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(frame_.data()) +
-                                           grpc::kFrameHeaderBytes);
+                                           rpc::kFrameHeaderBytes);
   }
 
   // The subscriber fell behind its bound: stop queueing for it, free what it
@@ -129,7 +129,7 @@ class CoreHub final : public index::ChangeSink {
                             " bytes of events queued";
     EventFanout* f = &fanout_;
     runtime::submit_later(fanout_.index_.cores(), slot.sub->home, [f, sub = slot.sub, why] {
-      f->end(sub, {grpc::StatusCode::kResourceExhausted, why});
+      f->end(sub, {rpc::StatusCode::kResourceExhausted, why});
     });
   }
 
@@ -208,27 +208,27 @@ std::uint32_t type_mask(const pb::StreamEventsRequest& request) {
 
 // A StreamCacheEvents call: one request, then events until the client
 // leaves, the server drains, or the subscriber overflows its bound.
-class StreamEventsHandler final : public grpc::CallHandler {
+class StreamEventsHandler final : public rpc::CallHandler {
  public:
-  StreamEventsHandler(grpc::CallHandle call, EventFanout& fanout, ShardedIndex& index)
+  StreamEventsHandler(rpc::CallHandle call, EventFanout& fanout, ShardedIndex& index)
       : call_(std::move(call)), fanout_(fanout), index_(index) {}
 
   void on_message(std::span<const std::byte> message) override {
     if (have_request_) {
-      call_.finish({grpc::StatusCode::kInternal, "StreamCacheEvents takes one request"});
+      call_.finish({rpc::StatusCode::kInternal, "StreamCacheEvents takes one request"});
       return;
     }
-    have_request_ = grpc::parse_request(message, request_, call_);
+    have_request_ = rpc::parse_request(message, request_, call_);
   }
 
   void on_half_close() override {
     if (!have_request_) {
-      call_.finish({grpc::StatusCode::kInternal, "no request message before half-close"});
+      call_.finish({rpc::StatusCode::kInternal, "no request message before half-close"});
       return;
     }
     const std::uint32_t mask = type_mask(request_);
     if (mask == 0) {
-      call_.finish({grpc::StatusCode::kInvalidArgument,
+      call_.finish({rpc::StatusCode::kInvalidArgument,
                     "types names no known CacheEvent.Type (PREFIX_ADDED, PREFIX_EVICTED, "
                     "REPLICA_UPDATED, ALL_CLEARED)"});
       return;
@@ -247,27 +247,27 @@ class StreamEventsHandler final : public grpc::CallHandler {
     }
     if (!fanout_.start(sub_)) {
       sub_.reset();
-      call_.finish({grpc::StatusCode::kResourceExhausted,
+      call_.finish({rpc::StatusCode::kResourceExhausted,
                     "too many event subscribers (max " +
                         std::to_string(fanout_.limits().max_subscriptions) + ")"});
     }
   }
 
   void on_cancel() override {
-    if (sub_) fanout_.end(sub_, {grpc::StatusCode::kCancelled, "call ended"});
+    if (sub_) fanout_.end(sub_, {rpc::StatusCode::kCancelled, "call ended"});
   }
 
   // Draining: the stream ends with OK so the connection can close.
   void on_shutdown() override {
     if (sub_) {
-      fanout_.end(sub_, grpc::Status::ok());
+      fanout_.end(sub_, rpc::Status::ok());
     } else {
-      call_.finish(grpc::Status::ok());
+      call_.finish(rpc::Status::ok());
     }
   }
 
  private:
-  grpc::CallHandle call_;
+  rpc::CallHandle call_;
   EventFanout& fanout_;
   ShardedIndex& index_;
   pb::StreamEventsRequest request_;
@@ -286,10 +286,10 @@ EventFanout::EventFanout(ShardedIndex& index, EventStreamLimits limits)
 
 EventFanout::~EventFanout() = default;
 
-void EventFanout::add_method(grpc::MethodTable& methods) {
-  grpc::Method m;
-  m.kind = grpc::CallKind::kServerStreaming;
-  m.make = [this](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+void EventFanout::add_method(rpc::MethodTable& methods) {
+  rpc::Method m;
+  m.kind = rpc::CallKind::kServerStreaming;
+  m.make = [this](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
     return std::make_unique<StreamEventsHandler>(std::move(call), *this, index_);
   };
   methods.add("/" + std::string(kInferenceCacheService) + "/StreamCacheEvents", std::move(m));
@@ -318,7 +318,7 @@ void EventFanout::registered(const std::shared_ptr<Subscription>& sub) {
   if (--sub->pending_registrations == 0 && !sub->ended) sub->call.send_headers();
 }
 
-void EventFanout::end(const std::shared_ptr<Subscription>& sub, const grpc::Status& status) {
+void EventFanout::end(const std::shared_ptr<Subscription>& sub, const rpc::Status& status) {
   if (sub->ended) return;
   sub->ended = true;
   if (sub->started) active_.fetch_sub(1, std::memory_order_relaxed);
@@ -334,9 +334,9 @@ void EventFanout::deliver(const std::shared_ptr<Subscription>& sub, std::string&
   if (!sub->ended) {
     sub->call.write_frames(std::as_bytes(std::span(frames.data(), frames.size())));
     if (sub->call.unsent_bytes() > limits_.max_unsent_bytes) {
-      end(sub, {grpc::StatusCode::kResourceExhausted, "event subscriber too slow: more than " +
-                                                          std::to_string(limits_.max_unsent_bytes) +
-                                                          " bytes unread"});
+      end(sub, {rpc::StatusCode::kResourceExhausted, "event subscriber too slow: more than " +
+                                                         std::to_string(limits_.max_unsent_bytes) +
+                                                         " bytes unread"});
     }
   }
   sub->in_flight.fetch_sub(frames.size(), std::memory_order_relaxed);

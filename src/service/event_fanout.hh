@@ -27,8 +27,8 @@
 #include <memory>
 #include <vector>
 
-#include "grpc/call.hh"
 #include "index/change.hh"
+#include "rpc/call.hh"
 #include "service/sharded_index.hh"
 
 namespace ic::service {
@@ -62,7 +62,7 @@ class EventFanout {
   EventFanout& operator=(const EventFanout&) = delete;
 
   // Registers /inferencecache.v1alpha1.InferenceCache/StreamCacheEvents.
-  void add_method(grpc::MethodTable& methods);
+  void add_method(rpc::MethodTable& methods);
 
   // Subscriptions registered with core `core`'s hub (call on that core).
   std::size_t subscriptions(unsigned core) const;
@@ -74,7 +74,7 @@ class EventFanout {
   bool start(const std::shared_ptr<detail::Subscription>& sub);
   // Ends `sub`: finishes its call with `status` (if still open) and
   // unregisters it from its owner cores. Idempotent; on the home core.
-  void end(const std::shared_ptr<detail::Subscription>& sub, const grpc::Status& status);
+  void end(const std::shared_ptr<detail::Subscription>& sub, const rpc::Status& status);
 
  private:
   friend class detail::CoreHub;

@@ -10,7 +10,7 @@
 
 namespace ic::service {
 
-CoreGrpcServer::CoreGrpcServer(const GrpcServiceOptions& options, grpc::Timers& timers) {
+CoreGrpcServer::CoreGrpcServer(const GrpcServiceOptions& options, rpc::Timers& timers) {
   context_.timers = &timers;
   build(options);
 }
@@ -40,7 +40,7 @@ net::SessionFactory CoreGrpcServer::session_factory() {
 }
 
 std::unique_ptr<net::Session> CoreGrpcServer::make_session(net::Connection& connection) {
-  return grpc::make_server_session(connection, context_);
+  return rpc::make_server_session(connection, context_);
 }
 
 }  // namespace ic::service

@@ -27,10 +27,10 @@
 
 #include <memory>
 
-#include "grpc/call.hh"
-#include "grpc/server_calls.hh"
-#include "grpc/timers.hh"
 #include "net/session.hh"
+#include "rpc/call.hh"
+#include "rpc/server_calls.hh"
+#include "rpc/timers.hh"
 #include "runtime/runtime.hh"
 #include "service/health.hh"
 #include "service/metric_stream.hh"
@@ -45,7 +45,7 @@ struct GrpcServiceOptions {
   // Per-message receive limit and HTTP/2 hostile-peer limits (docs/contract.md:
   // 4 MiB; h2::Limits defaults: 100 concurrent streams, 16 KiB header list,
   // 8 CONTINUATIONs, RST_STREAM rate 1000 burst / 33 per s, 4 MiB out queue).
-  grpc::ServerOptions grpc;
+  rpc::ServerOptions grpc;
   // Health reports SERVING while this returns true; nullptr = always ready.
   ReadyFn ready;
   // Index routing for LookupRoute / ReportCacheState / PublishEvent /
@@ -73,24 +73,24 @@ class CoreGrpcServer {
  public:
   // `timers`: this core's (its runtime::Reactor in the server, a manual clock
   // in tests); outlives the server.
-  CoreGrpcServer(const GrpcServiceOptions& options, grpc::Timers& timers);
+  CoreGrpcServer(const GrpcServiceOptions& options, rpc::Timers& timers);
   ~CoreGrpcServer();
   CoreGrpcServer(const CoreGrpcServer&) = delete;
   CoreGrpcServer& operator=(const CoreGrpcServer&) = delete;
 
   // Builds the HTTP/2 session with the gRPC layer on top
-  // (grpc::make_server_session) per accepted connection (captures `this`).
+  // (rpc::make_server_session) per accepted connection (captures `this`).
   net::SessionFactory session_factory();
   // The same, for a factory shared by all cores that picks the server of
   // `connection.core()`.
   std::unique_ptr<net::Session> make_session(net::Connection& connection);
-  const grpc::MethodTable& methods() const { return methods_; }
+  const rpc::MethodTable& methods() const { return methods_; }
 
  private:
   void build(const GrpcServiceOptions& options);
 
-  grpc::MethodTable methods_;
-  grpc::ServerContext context_;
+  rpc::MethodTable methods_;
+  rpc::ServerContext context_;
 };
 
 }  // namespace ic::service

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "grpc/health/v1/health.pb.h"
-#include "grpc/typed.hh"
+#include "rpc/typed.hh"
 
 namespace ic::service {
 namespace {
@@ -30,7 +30,7 @@ class WatchHandler;
 // armed only while there is at least one.
 class WatchHub {
  public:
-  WatchHub(ReadyFn ready, grpc::Timers& timers) : ready_(std::move(ready)), timers_(timers) {}
+  WatchHub(ReadyFn ready, rpc::Timers& timers) : ready_(std::move(ready)), timers_(timers) {}
   ~WatchHub() {
     if (timer_) timers_.cancel_timer(*timer_);
   }
@@ -57,26 +57,26 @@ class WatchHub {
   void tick();
 
   ReadyFn ready_;
-  grpc::Timers& timers_;
+  rpc::Timers& timers_;
   std::vector<WatchHandler*> watchers_;
-  std::optional<grpc::Timers::TimerId> timer_;
+  std::optional<rpc::Timers::TimerId> timer_;
 };
 
 // Watch: the status now, then each change, until the client leaves or the
 // server drains.
-class WatchHandler final : public grpc::CallHandler {
+class WatchHandler final : public rpc::CallHandler {
  public:
-  WatchHandler(grpc::CallHandle call, std::shared_ptr<WatchHub> hub)
+  WatchHandler(rpc::CallHandle call, std::shared_ptr<WatchHub> hub)
       : call_(std::move(call)), hub_(std::move(hub)) {}
   ~WatchHandler() override { hub_->remove(this); }
 
   void on_message(std::span<const std::byte> message) override {
     if (have_request_) {
-      call_.finish({grpc::StatusCode::kInternal, "Watch takes one request"});
+      call_.finish({rpc::StatusCode::kInternal, "Watch takes one request"});
       return;
     }
     hpb::HealthCheckRequest request;
-    if (!grpc::parse_request(message, request, call_)) return;
+    if (!rpc::parse_request(message, request, call_)) return;
     have_request_ = true;
     if (!is_served(request.service())) {
       send(hpb::HealthCheckResponse::SERVICE_UNKNOWN);
@@ -87,13 +87,13 @@ class WatchHandler final : public grpc::CallHandler {
   }
   // The client's half-close does not end a watch (health-checking.md).
   void on_half_close() override {
-    if (!have_request_) call_.finish({grpc::StatusCode::kInternal, "no request message"});
+    if (!have_request_) call_.finish({rpc::StatusCode::kInternal, "no request message"});
   }
   void on_cancel() override { hub_->remove(this); }
   void on_shutdown() override {
     hub_->remove(this);
     if (last_ != hpb::HealthCheckResponse::NOT_SERVING) send(hpb::HealthCheckResponse::NOT_SERVING);
-    call_.finish(grpc::Status::ok());
+    call_.finish(rpc::Status::ok());
   }
   // Sends `status` if it differs from the last one sent.
   void update(Status status) {
@@ -108,7 +108,7 @@ class WatchHandler final : public grpc::CallHandler {
     call_.write(response);
   }
 
-  grpc::CallHandle call_;
+  rpc::CallHandle call_;
   std::shared_ptr<WatchHub> hub_;
   Status last_ = hpb::HealthCheckResponse::UNKNOWN;
   bool have_request_ = false;
@@ -124,14 +124,13 @@ void WatchHub::tick() {
 
 }  // namespace
 
-void add_health(grpc::MethodTable& methods, ReadyFn ready, grpc::Timers& timers) {
+void add_health(rpc::MethodTable& methods, ReadyFn ready, rpc::Timers& timers) {
   methods.add(
       "/grpc.health.v1.Health/Check",
-      grpc::single_request_method<hpb::HealthCheckRequest>(
-          grpc::CallKind::kUnary,
-          [ready](grpc::CallHandle call, hpb::HealthCheckRequest&& request) {
+      rpc::single_request_method<hpb::HealthCheckRequest>(
+          rpc::CallKind::kUnary, [ready](rpc::CallHandle call, hpb::HealthCheckRequest&& request) {
             if (!is_served(request.service())) {
-              call.finish({grpc::StatusCode::kNotFound, "unknown service " + request.service()});
+              call.finish({rpc::StatusCode::kNotFound, "unknown service " + request.service()});
               return;
             }
             hpb::HealthCheckResponse response;
@@ -139,9 +138,9 @@ void add_health(grpc::MethodTable& methods, ReadyFn ready, grpc::Timers& timers)
             call.reply(response);
           }));
   auto hub = std::make_shared<WatchHub>(std::move(ready), timers);
-  grpc::Method watch;
-  watch.kind = grpc::CallKind::kServerStreaming;
-  watch.make = [hub](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+  rpc::Method watch;
+  watch.kind = rpc::CallKind::kServerStreaming;
+  watch.make = [hub](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
     return std::make_unique<WatchHandler>(std::move(call), hub);
   };
   methods.add("/grpc.health.v1.Health/Watch", std::move(watch));

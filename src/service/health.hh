@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "grpc/call.hh"
-#include "grpc/timers.hh"
+#include "rpc/call.hh"
+#include "rpc/timers.hh"
 
 namespace ic::service {
 
@@ -29,6 +29,6 @@ inline constexpr std::int64_t kWatchPollUs = 100'000;
 
 // Registers /grpc.health.v1.Health/Check and /Watch in `methods`; Watch polls
 // on `timers` (this core's; outlives `methods`).
-void add_health(grpc::MethodTable& methods, ReadyFn ready, grpc::Timers& timers);
+void add_health(rpc::MethodTable& methods, ReadyFn ready, rpc::Timers& timers);
 
 }  // namespace ic::service

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "grpc/typed.hh"
 #include "metrics/registry.hh"
+#include "rpc/typed.hh"
 
 namespace ic::service::index_methods {
 namespace {
@@ -20,8 +20,8 @@ pb::Ack accepted() {
   return ack;
 }
 
-grpc::Status shed(unsigned core) {
-  return {grpc::StatusCode::kResourceExhausted,
+rpc::Status shed(unsigned core) {
+  return {rpc::StatusCode::kResourceExhausted,
           "index core " + std::to_string(core) + " is overloaded (mailbox full)"};
 }
 
@@ -31,7 +31,7 @@ void record(std::string_view model, const pb::LookupRouteResponse& response) {
 }
 
 // A fail-open LookupRoute answer built on the connection's core.
-void answer_without_index(grpc::CallHandle& call, std::string_view model, std::string_view reason,
+void answer_without_index(rpc::CallHandle& call, std::string_view model, std::string_view reason,
                           std::int64_t latency_us) {
   pb::LookupRouteResponse response;
   response.set_reason_code(std::string(reason));
@@ -45,7 +45,7 @@ void answer_without_index(grpc::CallHandle& call, std::string_view model, std::s
 // Arms the connection-side deadline guard of a remote lookup: TIMEOUT if the
 // owner's answer is late (a local lookup answers before any timer could).
 std::optional<TimerId> arm_guard(runtime::Timers& timers, index::Clock& clock,
-                                 const index::LookupContext& ctx, grpc::CallHandle call,
+                                 const index::LookupContext& ctx, rpc::CallHandle call,
                                  const std::string& model) {
   if (ctx.deadline_mono_us == INT64_MAX) return std::nullopt;
   const std::int64_t start = ctx.start_mono_us;
@@ -57,7 +57,7 @@ std::optional<TimerId> arm_guard(runtime::Timers& timers, index::Clock& clock,
                           });
 }
 
-void lookup(ShardedIndex& index, const PromptTextConfig* prompt, grpc::CallHandle call,
+void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle call,
             pb::LookupRouteRequest&& request) {
   index::Clock& clock = index.clock();
   index::LookupContext ctx;
@@ -75,7 +75,7 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, grpc::CallHandl
   }
   const unsigned owner = index.owner(request.tenant_id());
   std::optional<TimerId> guard;
-  std::optional<grpc::CallHandle> for_shed;  // the reply takes `call` along
+  std::optional<rpc::CallHandle> for_shed;  // the reply takes `call` along
   if (owner != here) {
     guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
     for_shed = call;
@@ -99,14 +99,14 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, grpc::CallHandl
 
 // ----------------------------------------------------------- ReportCacheState
 
-class ReportHandler final : public grpc::CallHandler {
+class ReportHandler final : public rpc::CallHandler {
  public:
-  ReportHandler(grpc::CallHandle call, ShardedIndex& index)
+  ReportHandler(rpc::CallHandle call, ShardedIndex& index)
       : call_(std::move(call)), index_(index), used_(index.cores().cores(), false) {}
 
   void on_message(std::span<const std::byte> message) override {
     pb::CacheStateUpdate update;
-    if (!grpc::parse_request(message, update, call_)) return;
+    if (!rpc::parse_request(message, update, call_)) return;
     index_.observe(update);
     const unsigned owner = index_.owner(update.tenant_id());
     const bool remote = owner != index_.cores().current_core();
@@ -138,7 +138,7 @@ class ReportHandler final : public grpc::CallHandler {
   }
 
  private:
-  grpc::CallHandle call_;
+  rpc::CallHandle call_;
   ShardedIndex& index_;
   std::vector<bool> used_;  // owner cores this stream sent ingests to
 };
@@ -147,14 +147,14 @@ class ReportHandler final : public grpc::CallHandler {
 
 // The shed answer and the hop's metric of a call to the tenant's owner.
 template <typename Request>
-void finish_routed(ShardedIndex& index, grpc::CallHandle& call, unsigned owner,
+void finish_routed(ShardedIndex& index, rpc::CallHandle& call, unsigned owner,
                    const std::optional<Request>& refused) {
   if (owner == index.cores().current_core()) return;
   metrics::local().add_cross_core_post(!refused);
   if (refused) call.finish(shed(owner));
 }
 
-void publish(ShardedIndex& index, grpc::CallHandle call, pb::CacheEvent&& event) {
+void publish(ShardedIndex& index, rpc::CallHandle call, pb::CacheEvent&& event) {
   index.observe(event);
   metrics::local().add_event(metrics::event_type_from_wire(event.type()));
   const unsigned owner = index.owner(event.tenant_id());
@@ -163,7 +163,7 @@ void publish(ShardedIndex& index, grpc::CallHandle call, pb::CacheEvent&& event)
   finish_routed(index, call, owner, refused);
 }
 
-void cache_state(ShardedIndex& index, grpc::CallHandle call, pb::GetCacheStateRequest&& request) {
+void cache_state(ShardedIndex& index, rpc::CallHandle call, pb::GetCacheStateRequest&& request) {
   const unsigned owner = index.owner(request.tenant_id());
   auto refused = index.get_cache_state(
       owner, std::move(request),
@@ -173,36 +173,36 @@ void cache_state(ShardedIndex& index, grpc::CallHandle call, pb::GetCacheStateRe
 
 }  // namespace
 
-grpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
+rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
   ShardedIndex* i = &index;
-  return grpc::single_request_method<pb::LookupRouteRequest>(
-      grpc::CallKind::kUnary,
-      [i, prompt](grpc::CallHandle call, pb::LookupRouteRequest&& request) {
+  return rpc::single_request_method<pb::LookupRouteRequest>(
+      rpc::CallKind::kUnary,
+      [i, prompt](rpc::CallHandle call, pb::LookupRouteRequest&& request) {
         lookup(*i, prompt, std::move(call), std::move(request));
       },
       /*handles_deadline=*/true);
 }
 
-grpc::Method report_cache_state(ShardedIndex& index) {
-  grpc::Method report;
-  report.kind = grpc::CallKind::kClientStreaming;
-  report.make = [i = &index](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+rpc::Method report_cache_state(ShardedIndex& index) {
+  rpc::Method report;
+  report.kind = rpc::CallKind::kClientStreaming;
+  report.make = [i = &index](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
     return std::make_unique<ReportHandler>(std::move(call), *i);
   };
   return report;
 }
 
-grpc::Method publish_event(ShardedIndex& index) {
-  return grpc::single_request_method<pb::CacheEvent>(
-      grpc::CallKind::kUnary, [i = &index](grpc::CallHandle call, pb::CacheEvent&& event) {
+rpc::Method publish_event(ShardedIndex& index) {
+  return rpc::single_request_method<pb::CacheEvent>(
+      rpc::CallKind::kUnary, [i = &index](rpc::CallHandle call, pb::CacheEvent&& event) {
         publish(*i, std::move(call), std::move(event));
       });
 }
 
-grpc::Method get_cache_state(ShardedIndex& index) {
-  return grpc::single_request_method<pb::GetCacheStateRequest>(
-      grpc::CallKind::kUnary,
-      [i = &index](grpc::CallHandle call, pb::GetCacheStateRequest&& request) {
+rpc::Method get_cache_state(ShardedIndex& index) {
+  return rpc::single_request_method<pb::GetCacheStateRequest>(
+      rpc::CallKind::kUnary,
+      [i = &index](rpc::CallHandle call, pb::GetCacheStateRequest&& request) {
         cache_state(*i, std::move(call), std::move(request));
       });
 }

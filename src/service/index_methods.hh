@@ -23,7 +23,7 @@
 // answer, add_ingest per update, add_event per event, add_cross_core_post per
 // call.
 
-#include "grpc/call.hh"
+#include "rpc/call.hh"
 #include "service/prompt_input.hh"
 #include "service/sharded_index.hh"
 
@@ -32,9 +32,9 @@ namespace ic::service::index_methods {
 // Each returns the method's table entry; `index` (and `prompt`, when not
 // nullptr) outlive the sessions. `prompt` nullptr: prompt_text always fails
 // open (service/prompt_input.hh).
-grpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt);
-grpc::Method report_cache_state(ShardedIndex& index);
-grpc::Method publish_event(ShardedIndex& index);
-grpc::Method get_cache_state(ShardedIndex& index);
+rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt);
+rpc::Method report_cache_state(ShardedIndex& index);
+rpc::Method publish_event(ShardedIndex& index);
+rpc::Method get_cache_state(ShardedIndex& index);
 
 }  // namespace ic::service::index_methods

@@ -3,9 +3,9 @@
 #include <memory>
 #include <string>
 
-#include "grpc/typed.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "metrics/registry.hh"
+#include "rpc/typed.hh"
 #include "service/index_methods.hh"
 
 namespace ic::service {
@@ -25,36 +25,36 @@ pb::Ack accepted() {
 
 // ReportCacheState without an index: decode (to reject garbage), drop, and
 // acknowledge at half-close.
-class DrainHandler final : public grpc::CallHandler {
+class DrainHandler final : public rpc::CallHandler {
  public:
-  explicit DrainHandler(grpc::CallHandle call) : call_(std::move(call)) {}
+  explicit DrainHandler(rpc::CallHandle call) : call_(std::move(call)) {}
   void on_message(std::span<const std::byte> message) override {
     pb::CacheStateUpdate update;
-    grpc::parse_request(message, update, call_);
+    rpc::parse_request(message, update, call_);
   }
   void on_half_close() override { call_.reply(accepted()); }
 
  private:
-  grpc::CallHandle call_;
+  rpc::CallHandle call_;
 };
 
 template <typename Request, typename Fn>
-void unary(grpc::MethodTable& methods, std::string_view name, Fn fn) {
-  methods.add(path(name), grpc::single_request_method<Request>(grpc::CallKind::kUnary, fn));
+void unary(rpc::MethodTable& methods, std::string_view name, Fn fn) {
+  methods.add(path(name), rpc::single_request_method<Request>(rpc::CallKind::kUnary, fn));
 }
 
 template <typename Request>
-void empty_stream(grpc::MethodTable& methods, std::string_view name) {
-  methods.add(path(name),
-              grpc::single_request_method<Request>(
-                  grpc::CallKind::kServerStreaming,
-                  [](grpc::CallHandle call, Request&&) { call.finish(grpc::Status::ok()); }));
+void empty_stream(rpc::MethodTable& methods, std::string_view name) {
+  methods.add(path(name), rpc::single_request_method<Request>(rpc::CallKind::kServerStreaming,
+                                                              [](rpc::CallHandle call, Request&&) {
+                                                                call.finish(rpc::Status::ok());
+                                                              }));
 }
 
 // The contract's answers without an index.
-grpc::Method default_lookup() {
-  return grpc::single_request_method<pb::LookupRouteRequest>(
-      grpc::CallKind::kUnary, [](grpc::CallHandle call, pb::LookupRouteRequest&& request) {
+rpc::Method default_lookup() {
+  return rpc::single_request_method<pb::LookupRouteRequest>(
+      rpc::CallKind::kUnary, [](rpc::CallHandle call, pb::LookupRouteRequest&& request) {
         pb::LookupRouteResponse response;
         response.set_reason_code("NO_HINT");
         metrics::local().record_lookup(request.model_id(), "NO_HINT", false, 0);
@@ -62,10 +62,10 @@ grpc::Method default_lookup() {
       });
 }
 
-grpc::Method default_report() {
-  grpc::Method report;
-  report.kind = grpc::CallKind::kClientStreaming;
-  report.make = [](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+rpc::Method default_report() {
+  rpc::Method report;
+  report.kind = rpc::CallKind::kClientStreaming;
+  report.make = [](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
     return std::make_unique<DrainHandler>(std::move(call));
   };
   return report;
@@ -73,7 +73,7 @@ grpc::Method default_report() {
 
 }  // namespace
 
-void add_inference_cache(grpc::MethodTable& methods, ShardedIndex* index,
+void add_inference_cache(rpc::MethodTable& methods, ShardedIndex* index,
                          const PromptTextConfig* prompt) {
   namespace im = index_methods;
   methods.add(path("LookupRoute"),
@@ -85,20 +85,20 @@ void add_inference_cache(grpc::MethodTable& methods, ShardedIndex* index,
     methods.add(path("GetCacheState"), im::get_cache_state(*index));
   } else {
     unary<pb::CacheEvent>(methods, "PublishEvent",
-                          [](grpc::CallHandle call, pb::CacheEvent&&) { call.reply(accepted()); });
+                          [](rpc::CallHandle call, pb::CacheEvent&&) { call.reply(accepted()); });
     unary<pb::GetCacheStateRequest>(methods, "GetCacheState",
-                                    [](grpc::CallHandle call, pb::GetCacheStateRequest&&) {
+                                    [](rpc::CallHandle call, pb::GetCacheStateRequest&&) {
                                       call.reply(pb::GetCacheStateResponse());
                                     });
   }
   unary<pb::RenderTemplateRequest>(methods, "RenderTemplate",
-                                   [](grpc::CallHandle call, pb::RenderTemplateRequest&&) {
+                                   [](rpc::CallHandle call, pb::RenderTemplateRequest&&) {
                                      pb::RenderTemplateResponse response;
                                      response.set_reason_code("OK");
                                      call.reply(response);
                                    });
   unary<pb::LookupPDRouteRequest>(methods, "LookupPDRoute",
-                                  [](grpc::CallHandle call, pb::LookupPDRouteRequest&&) {
+                                  [](rpc::CallHandle call, pb::LookupPDRouteRequest&&) {
                                     pb::LookupPDRouteResponse response;
                                     response.set_reason_code("NO_HINT");
                                     call.reply(response);

@@ -8,11 +8,11 @@
 // "NO_HINT"}; StreamCacheEvents / StreamMetrics close at once with OK
 // (service/event_fanout.hh and service/metric_stream.hh replace them when
 // the server has an index and a metrics source).
-// Every undecodable request is INVALID_ARGUMENT (src/grpc/typed.hh).
+// Every undecodable request is INVALID_ARGUMENT (src/rpc/typed.hh).
 
 #include <string_view>
 
-#include "grpc/call.hh"
+#include "rpc/call.hh"
 
 namespace ic::service {
 
@@ -27,7 +27,7 @@ struct PromptTextConfig;
 // (service/index_methods.hh) or, with `index` nullptr, the contract defaults
 // above. `index` and `prompt` outlive the sessions; `prompt` nullptr:
 // prompt_text always fails open.
-void add_inference_cache(grpc::MethodTable& methods, ShardedIndex* index = nullptr,
+void add_inference_cache(rpc::MethodTable& methods, ShardedIndex* index = nullptr,
                          const PromptTextConfig* prompt = nullptr);
 
 }  // namespace ic::service

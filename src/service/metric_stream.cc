@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-#include "grpc/typed.hh"
+#include "rpc/typed.hh"
 #include "service/inference_cache.hh"
 
 namespace ic::service {
@@ -126,12 +126,12 @@ std::int64_t wall_now_us() {
 
 // One StreamMetrics call; shared with its timer and in-flight scrapes.
 struct MetricStream : std::enable_shared_from_this<MetricStream> {
-  grpc::CallHandle call;
+  rpc::CallHandle call;
   std::set<std::string, std::less<>> names;
   ScrapeFn scrape;
   std::int64_t interval_us = 0;
-  grpc::Timers* timers = nullptr;
-  std::optional<grpc::Timers::TimerId> timer;
+  rpc::Timers* timers = nullptr;
+  std::optional<rpc::Timers::TimerId> timer;
 
   // Takes a sample now; the next one is armed when this one was sent.
   void tick() {
@@ -149,7 +149,7 @@ struct MetricStream : std::enable_shared_from_this<MetricStream> {
       for (const pb::Metric& m : parse_exposition(*text, names, wall_now_us())) call.write(m);
     }
     if (call.unsent_bytes() > kMetricStreamMaxUnsentBytes) {
-      call.finish({grpc::StatusCode::kResourceExhausted,
+      call.finish({rpc::StatusCode::kResourceExhausted,
                    "metrics subscriber too slow: more than " +
                        std::to_string(kMetricStreamMaxUnsentBytes) + " bytes unread"});
       return;
@@ -165,10 +165,10 @@ struct MetricStream : std::enable_shared_from_this<MetricStream> {
   }
 };
 
-class StreamMetricsHandler final : public grpc::CallHandler {
+class StreamMetricsHandler final : public rpc::CallHandler {
  public:
-  StreamMetricsHandler(grpc::CallHandle call, ScrapeFn scrape, std::int64_t interval_us,
-                       grpc::Timers& timers)
+  StreamMetricsHandler(rpc::CallHandle call, ScrapeFn scrape, std::int64_t interval_us,
+                       rpc::Timers& timers)
       : stream_(std::make_shared<MetricStream>()) {
     stream_->call = std::move(call);
     stream_->scrape = std::move(scrape);
@@ -179,17 +179,17 @@ class StreamMetricsHandler final : public grpc::CallHandler {
 
   void on_message(std::span<const std::byte> message) override {
     if (have_request_) {
-      stream_->call.finish({grpc::StatusCode::kInternal, "StreamMetrics takes one request"});
+      stream_->call.finish({rpc::StatusCode::kInternal, "StreamMetrics takes one request"});
       return;
     }
     pb::StreamMetricsRequest request;
-    if (!grpc::parse_request(message, request, stream_->call)) return;
+    if (!rpc::parse_request(message, request, stream_->call)) return;
     have_request_ = true;
     stream_->names.insert(request.names().begin(), request.names().end());
   }
   void on_half_close() override {
     if (!have_request_) {
-      stream_->call.finish({grpc::StatusCode::kInternal, "no request message before half-close"});
+      stream_->call.finish({rpc::StatusCode::kInternal, "no request message before half-close"});
       return;
     }
     stream_->call.send_headers();
@@ -198,7 +198,7 @@ class StreamMetricsHandler final : public grpc::CallHandler {
   void on_cancel() override { stream_->stop(); }
   void on_shutdown() override {
     stream_->stop();
-    stream_->call.finish(grpc::Status::ok());
+    stream_->call.finish(rpc::Status::ok());
   }
 
  private:
@@ -208,12 +208,12 @@ class StreamMetricsHandler final : public grpc::CallHandler {
 
 }  // namespace
 
-void add_metric_stream(grpc::MethodTable& methods, ScrapeFn scrape, std::int64_t interval_us,
-                       grpc::Timers& timers) {
-  grpc::Method m;
-  m.kind = grpc::CallKind::kServerStreaming;
+void add_metric_stream(rpc::MethodTable& methods, ScrapeFn scrape, std::int64_t interval_us,
+                       rpc::Timers& timers) {
+  rpc::Method m;
+  m.kind = rpc::CallKind::kServerStreaming;
   m.make = [scrape = std::move(scrape), interval_us,
-            &timers](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+            &timers](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
     return std::make_unique<StreamMetricsHandler>(std::move(call), scrape, interval_us, timers);
   };
   methods.add("/" + std::string(kInferenceCacheService) + "/StreamMetrics", std::move(m));

@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "grpc/call.hh"
-#include "grpc/timers.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "rpc/call.hh"
+#include "rpc/timers.hh"
 
 namespace ic::service {
 
@@ -48,7 +48,7 @@ std::vector<::inferencecache::v1alpha1::Metric> parse_exposition(
 // Registers /inferencecache.v1alpha1.InferenceCache/StreamMetrics: a sample
 // from `scrape` now and every `interval_us` (> 0) on `timers` (this core's;
 // outlives `methods`).
-void add_metric_stream(grpc::MethodTable& methods, ScrapeFn scrape, std::int64_t interval_us,
-                       grpc::Timers& timers);
+void add_metric_stream(rpc::MethodTable& methods, ScrapeFn scrape, std::int64_t interval_us,
+                       rpc::Timers& timers);
 
 }  // namespace ic::service

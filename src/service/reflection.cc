@@ -8,7 +8,7 @@
 
 #include "grpc/reflection/v1/reflection.pb.h"
 #include "grpc/reflection/v1alpha/reflection.pb.h"
-#include "grpc/typed.hh"
+#include "rpc/typed.hh"
 
 namespace ic::service {
 namespace {
@@ -27,21 +27,21 @@ void collect(const gp::FileDescriptor* file, std::unordered_set<std::string>& se
 // One bidi reflection stream; Pb is the v1 or v1alpha message namespace
 // (identical shapes).
 template <typename Request, typename Response>
-class ReflectionHandler final : public grpc::CallHandler {
+class ReflectionHandler final : public rpc::CallHandler {
  public:
-  ReflectionHandler(grpc::CallHandle call, const grpc::MethodTable& methods)
+  ReflectionHandler(rpc::CallHandle call, const rpc::MethodTable& methods)
       : call_(std::move(call)), methods_(methods) {}
 
   void on_message(std::span<const std::byte> message) override {
     Request request;
-    if (!grpc::parse_request(message, request, call_)) return;
+    if (!rpc::parse_request(message, request, call_)) return;
     Response response;
     response.set_valid_host(request.host());
     *response.mutable_original_request() = request;
     answer(request, response);
     call_.write(response);
   }
-  void on_half_close() override { call_.finish(grpc::Status::ok()); }
+  void on_half_close() override { call_.finish(rpc::Status::ok()); }
 
  private:
   void answer(const Request& request, Response& response) {
@@ -64,18 +64,18 @@ class ReflectionHandler final : public grpc::CallHandler {
               request.all_extension_numbers_of_type());
           return;
         }
-        return error(response, grpc::StatusCode::kNotFound,
+        return error(response, rpc::StatusCode::kNotFound,
                      "type not found: " + request.all_extension_numbers_of_type());
       case Request::kFileContainingExtension:
-        return error(response, grpc::StatusCode::kNotFound, "extension not found");
+        return error(response, rpc::StatusCode::kNotFound, "extension not found");
       case Request::MESSAGE_REQUEST_NOT_SET:
         break;
     }
-    error(response, grpc::StatusCode::kInvalidArgument, "empty reflection request");
+    error(response, rpc::StatusCode::kInvalidArgument, "empty reflection request");
   }
 
   static void files(const gp::FileDescriptor* file, Response& response, std::string not_found) {
-    if (file == nullptr) return error(response, grpc::StatusCode::kNotFound, std::move(not_found));
+    if (file == nullptr) return error(response, rpc::StatusCode::kNotFound, std::move(not_found));
     std::unordered_set<std::string> seen;
     std::vector<std::string> out;
     collect(file, seen, out);
@@ -84,21 +84,21 @@ class ReflectionHandler final : public grpc::CallHandler {
     }
   }
 
-  static void error(Response& response, grpc::StatusCode code, std::string message) {
+  static void error(Response& response, rpc::StatusCode code, std::string message) {
     auto* e = response.mutable_error_response();
     e->set_error_code(static_cast<int>(code));
     e->set_error_message(std::move(message));
   }
 
-  grpc::CallHandle call_;
-  const grpc::MethodTable& methods_;
+  rpc::CallHandle call_;
+  const rpc::MethodTable& methods_;
 };
 
 template <typename Request, typename Response>
-grpc::Method reflection_method(const grpc::MethodTable& methods) {
-  grpc::Method m;
-  m.kind = grpc::CallKind::kBidiStreaming;
-  m.make = [&methods](grpc::CallHandle call) -> std::unique_ptr<grpc::CallHandler> {
+rpc::Method reflection_method(const rpc::MethodTable& methods) {
+  rpc::Method m;
+  m.kind = rpc::CallKind::kBidiStreaming;
+  m.make = [&methods](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
     return std::make_unique<ReflectionHandler<Request, Response>>(std::move(call), methods);
   };
   return m;
@@ -115,7 +115,7 @@ std::vector<std::string> file_with_dependencies(std::string_view file) {
   return out;
 }
 
-void add_reflection(grpc::MethodTable& methods) {
+void add_reflection(rpc::MethodTable& methods) {
   namespace v1 = ::grpc::reflection::v1;
   namespace v1alpha = ::grpc::reflection::v1alpha;
   methods.add(

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "grpc/call.hh"
+#include "rpc/call.hh"
 
 namespace ic::service {
 
@@ -26,6 +26,6 @@ std::vector<std::string> file_with_dependencies(std::string_view file);
 // Registers /grpc.reflection.v1.ServerReflection/ServerReflectionInfo and the
 // v1alpha twin in `methods`. `methods` must outlive the sessions (the
 // list_services answer reads its service names at call time).
-void add_reflection(grpc::MethodTable& methods);
+void add_reflection(rpc::MethodTable& methods);
 
 }  // namespace ic::service

@@ -1,5 +1,5 @@
 #pragma once
-// The tests' own gRPC message codec, written apart from src/grpc on purpose
+// The tests' own gRPC message codec, written apart from src/rpc on purpose
 // (an oracle: a bug in the server's framing cannot hide in both): 1 flag byte
 // (bit 0: compressed) + 4 byte big-endian length + payload (grpc/grpc
 // PROTOCOL-HTTP2.md, "Length-Prefixed-Message"; docs/contract.md "Transport

@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "grpc/timers.hh"
 #include "grpc_frame.hh"
 #include "h2_client_session.hh"
 #include "net/session.hh"
+#include "rpc/timers.hh"
 
 namespace ic::test {
 
@@ -49,7 +49,7 @@ class FakeConnection final : public net::Connection {
 };
 
 // A manual clock: timers fire only in advance().
-class ManualTimers final : public grpc::Timers {
+class ManualTimers final : public rpc::Timers {
  public:
   std::int64_t now_us() const override { return now; }
   TimerId add_timer(std::int64_t delay_us, runtime::Task task) override {

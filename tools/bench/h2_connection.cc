@@ -16,7 +16,7 @@
 #include <stdexcept>
 
 #include "common/grpc_frame.hh"
-#include "grpc/status.hh"
+#include "rpc/status.hh"
 
 namespace ic::tools::bench {
 
@@ -30,8 +30,8 @@ namespace {
 
 // Status name for a grpc-status trailer value; nullptr beyond the known codes.
 const char* grpc_status_name(int code) {
-  if (code < 0 || code > static_cast<int>(ic::grpc::StatusCode::kUnauthenticated)) return nullptr;
-  return ic::grpc::status_name(static_cast<ic::grpc::StatusCode>(code)).data();
+  if (code < 0 || code > static_cast<int>(ic::rpc::StatusCode::kUnauthenticated)) return nullptr;
+  return ic::rpc::status_name(static_cast<ic::rpc::StatusCode>(code)).data();
 }
 
 int connect_blocking(const std::string& host, int port, int timeout_ms) {

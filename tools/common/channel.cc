@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "common/probe.hh"
-#include "grpc/status.hh"
+#include "rpc/status.hh"
 
 namespace ic::tools {
 
@@ -36,10 +36,10 @@ std::shared_ptr<::grpc::Channel> connect_channel(const std::string& address, int
 
 std::string status_name(::grpc::StatusCode code) {
   const int value = static_cast<int>(code);
-  if (value < 0 || value > static_cast<int>(ic::grpc::StatusCode::kUnauthenticated)) {
+  if (value < 0 || value > static_cast<int>(ic::rpc::StatusCode::kUnauthenticated)) {
     return "STATUS_" + std::to_string(value);
   }
-  return std::string(ic::grpc::status_name(static_cast<ic::grpc::StatusCode>(value)));
+  return std::string(ic::rpc::status_name(static_cast<ic::rpc::StatusCode>(value)));
 }
 
 }  // namespace ic::tools

@@ -1,6 +1,6 @@
-#include "grpc/timeout.hh"
+#include "rpc/timeout.hh"
 
-namespace ic::grpc {
+namespace ic::rpc {
 
 std::optional<std::int64_t> parse_grpc_timeout_us(std::string_view value) {
   constexpr std::size_t kMaxDigits = 8;
@@ -29,4 +29,4 @@ std::optional<std::int64_t> parse_grpc_timeout_us(std::string_view value) {
   }
 }
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

@@ -1,4 +1,4 @@
-#include "grpc/framing.hh"
+#include "rpc/framing.hh"
 
 #include <doctest/doctest.h>
 
@@ -9,8 +9,8 @@
 
 namespace {
 
-using ic::grpc::FrameError;
-using ic::grpc::MessageReader;
+using ic::rpc::FrameError;
+using ic::rpc::MessageReader;
 
 std::span<const std::byte> bytes(std::string_view s) {
   return std::as_bytes(std::span(s.data(), s.size()));
@@ -175,9 +175,9 @@ TEST_CASE("mid_message tracks partial prefixes and bodies") {
 
 TEST_CASE("append_frame_header writes flag 0 and the big-endian length") {
   std::string out;
-  ic::grpc::append_frame_header(out, 0x01020304);
+  ic::rpc::append_frame_header(out, 0x01020304);
   CHECK(out == std::string("\x00\x01\x02\x03\x04", 5));
   out.clear();
-  ic::grpc::append_frame_header(out, 0);
+  ic::rpc::append_frame_header(out, 0);
   CHECK(out == std::string(5, '\0'));
 }

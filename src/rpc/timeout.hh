@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-namespace ic::grpc {
+namespace ic::rpc {
 
 // Parses a grpc-timeout value into µs (nanoseconds round UP to the next µs so
 // a tiny positive timeout never reads as "already expired").
@@ -16,4 +16,4 @@ namespace ic::grpc {
 // header: the call runs without a deadline.
 std::optional<std::int64_t> parse_grpc_timeout_us(std::string_view value);
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

@@ -1,10 +1,10 @@
-#include "grpc/call.hh"
+#include "rpc/call.hh"
 
 #include <algorithm>
 
 #include "metrics/registry.hh"
 
-namespace ic::grpc {
+namespace ic::rpc {
 
 void MethodTable::add(std::string path, Method method) {
   static constexpr metrics::RpcType kTypes[] = {
@@ -33,4 +33,4 @@ std::vector<std::string> MethodTable::service_names() const {
   return names;
 }
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

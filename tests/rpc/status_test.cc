@@ -1,8 +1,8 @@
-#include "grpc/status.hh"
+#include "rpc/status.hh"
 
 #include <doctest/doctest.h>
 
-using namespace ic::grpc;
+using namespace ic::rpc;
 
 TEST_CASE("status names and digits follow statuscodes.md") {
   CHECK(status_name(StatusCode::kOk) == "OK");

@@ -6,16 +6,16 @@
 #include <memory>
 #include <optional>
 
-#include "grpc/call.hh"
-#include "grpc/framing.hh"
-#include "grpc/timers.hh"
 #include "h2/server_session.hh"
+#include "rpc/call.hh"
+#include "rpc/framing.hh"
+#include "rpc/timers.hh"
 
-namespace ic::grpc {
+namespace ic::rpc {
 class ServerCalls;
 }
 
-namespace ic::grpc::detail {
+namespace ic::rpc::detail {
 
 struct CallState {
   CallState(ServerCalls& owner, h2::StreamId stream, const Method& m, std::size_t max_message_bytes)
@@ -38,4 +38,4 @@ struct CallState {
   std::uint64_t wait_mark = 0;    // messages_in at that sample
 };
 
-}  // namespace ic::grpc::detail
+}  // namespace ic::rpc::detail

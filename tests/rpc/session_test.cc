@@ -1,4 +1,4 @@
-#include "grpc/server_calls.hh"
+#include "rpc/server_calls.hh"
 
 #include <doctest/doctest.h>
 #include <google/protobuf/wrappers.pb.h>
@@ -7,17 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "grpc/typed.hh"
 #include "h2_harness.hh"
+#include "rpc/typed.hh"
 
 namespace {
 
 using google::protobuf::Int32Value;
 using google::protobuf::StringValue;
-using ic::grpc::CallHandle;
-using ic::grpc::CallKind;
-using ic::grpc::Method;
-using ic::grpc::StatusCode;
+using ic::rpc::CallHandle;
+using ic::rpc::CallKind;
+using ic::rpc::Method;
+using ic::rpc::StatusCode;
 using ic::test::frame;
 using ic::test::unframe;
 
@@ -34,12 +34,12 @@ std::string sv_of(const std::string& bytes) {
 }
 
 // Client-streaming: records every message, replies with the count.
-struct Recorder : ic::grpc::CallHandler {
+struct Recorder : ic::rpc::CallHandler {
   Recorder(CallHandle c, std::vector<std::string>* log, int* cancels)
       : call(std::move(c)), log(log), cancels(cancels) {}
   void on_message(std::span<const std::byte> m) override {
     StringValue v;
-    if (!ic::grpc::parse_request(m, v, call)) return;
+    if (!ic::rpc::parse_request(m, v, call)) return;
     log->push_back(v.value());
   }
   void on_half_close() override {
@@ -54,48 +54,48 @@ struct Recorder : ic::grpc::CallHandler {
 };
 
 // Bidi: echoes each message at once.
-struct Echoer : ic::grpc::CallHandler {
+struct Echoer : ic::rpc::CallHandler {
   explicit Echoer(CallHandle c) : call(std::move(c)) {}
   void on_message(std::span<const std::byte> m) override {
     StringValue v;
-    if (ic::grpc::parse_request(m, v, call)) call.write(v);
+    if (ic::rpc::parse_request(m, v, call)) call.write(v);
   }
-  void on_half_close() override { call.finish(ic::grpc::Status::ok()); }
+  void on_half_close() override { call.finish(ic::rpc::Status::ok()); }
   CallHandle call;
 };
 
 struct Fixture {
   Fixture() {
     options.max_message_bytes = 1024;
-    methods.add("/test.Echo/Unary", ic::grpc::single_request_method<StringValue>(
+    methods.add("/test.Echo/Unary", ic::rpc::single_request_method<StringValue>(
                                         CallKind::kUnary, [](CallHandle c, StringValue&& r) {
                                           StringValue out;
                                           out.set_value("echo:" + r.value());
                                           c.reply(out);
                                         }));
-    methods.add("/test.Echo/Async", ic::grpc::single_request_method<StringValue>(
+    methods.add("/test.Echo/Async", ic::rpc::single_request_method<StringValue>(
                                         CallKind::kUnary, [this](CallHandle c, StringValue&& r) {
                                           parked.emplace_back(std::move(c), r.value());
                                         }));
-    methods.add("/test.Echo/Self", ic::grpc::single_request_method<StringValue>(
+    methods.add("/test.Echo/Self", ic::rpc::single_request_method<StringValue>(
                                        CallKind::kUnary,
                                        [this](CallHandle c, StringValue&& r) {
                                          parked.emplace_back(std::move(c), r.value());
                                        },
                                        /*handles_deadline=*/true));
-    methods.add("/test.Echo/Fail", ic::grpc::single_request_method<StringValue>(
+    methods.add("/test.Echo/Fail", ic::rpc::single_request_method<StringValue>(
                                        CallKind::kUnary, [](CallHandle c, StringValue&&) {
                                          c.finish({StatusCode::kNotFound, "no such thing: 100%"});
                                        }));
     methods.add("/test.Echo/Repeat",
-                ic::grpc::single_request_method<StringValue>(
+                ic::rpc::single_request_method<StringValue>(
                     CallKind::kServerStreaming, [](CallHandle c, StringValue&& r) {
                       for (int i = 0; i < 3; ++i) {
                         StringValue out;
                         out.set_value(r.value() + std::to_string(i));
                         c.write(out);
                       }
-                      c.finish(ic::grpc::Status::ok());
+                      c.finish(ic::rpc::Status::ok());
                     }));
     Method record;
     record.kind = CallKind::kClientStreaming;
@@ -110,17 +110,17 @@ struct Fixture {
     context.methods = &methods;
     context.options = options;
     context.timers = &timers;
-    session = ic::grpc::make_server_session(conn, context);
+    session = ic::rpc::make_server_session(conn, context);
   }
   bool run() { return ic::test::pump(client, *session, conn); }
   // The gRPC layer on top of the connection's HTTP/2 session.
-  ic::grpc::ServerCalls& calls() {
-    return static_cast<ic::grpc::ServerCalls&>(session->application());
+  ic::rpc::ServerCalls& calls() {
+    return static_cast<ic::rpc::ServerCalls&>(session->application());
   }
 
-  ic::grpc::ServerOptions options;
-  ic::grpc::MethodTable methods;
-  ic::grpc::ServerContext context;
+  ic::rpc::ServerOptions options;
+  ic::rpc::MethodTable methods;
+  ic::rpc::ServerContext context;
   ic::test::ManualTimers timers;
   ic::test::FakeConnection conn;
   std::unique_ptr<ic::h2::ServerSession> session;
@@ -380,7 +380,7 @@ TEST_CASE_FIXTURE(Fixture, "completion after the stream was reset is a no-op") {
   CHECK_FALSE(parked[0].first.alive());
   StringValue out;
   CHECK_FALSE(parked[0].first.write(out));
-  parked[0].first.finish(ic::grpc::Status::ok());
+  parked[0].first.finish(ic::rpc::Status::ok());
   CHECK(parked[0].first.deadline_us() == std::nullopt);
   run();
   CHECK(client.streams[id].body.empty());

@@ -8,7 +8,7 @@
 //
 // Fuzz (clang):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I src
-//     tests/grpc/fuzz_framing.cc src/grpc/framing.cc src/grpc/timeout.cc -o /tmp/fuzz_framing
+//     tests/rpc/fuzz_framing.cc src/rpc/framing.cc src/rpc/timeout.cc -o /tmp/fuzz_framing
 //   /tmp/fuzz_framing -max_total_time=60
 // (30 s = 1.1M inputs, no finding, at this commit)
 #include <cstddef>
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "grpc/framing.hh"
-#include "grpc/timeout.hh"
+#include "rpc/framing.hh"
+#include "rpc/timeout.hh"
 
 namespace {
 void require(bool ok) {
@@ -33,23 +33,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::span<const std::byte> payload(reinterpret_cast<const std::byte*>(data + 2), size - 2);
 
   std::vector<std::string> whole, split;
-  ic::grpc::MessageReader a(limit), b(limit);
+  ic::rpc::MessageReader a(limit), b(limit);
   const auto collect = [](std::vector<std::string>& out) {
     return [&out](std::span<const std::byte> m) {
       out.emplace_back(reinterpret_cast<const char*>(m.data()), m.size());
     };
   };
   const auto ea = a.feed(payload, collect(whole));
-  auto eb = ic::grpc::FrameError::kNone;
+  auto eb = ic::rpc::FrameError::kNone;
   for (std::size_t off = 0; off < payload.size(); off += piece) {
     eb = b.feed(payload.subspan(off, std::min(piece, payload.size() - off)), collect(split));
   }
   require(ea == eb);
   require(whole == split);
   for (const auto& m : whole) require(m.size() <= limit);
-  if (ea == ic::grpc::FrameError::kNone) require(a.mid_message() == b.mid_message());
+  if (ea == ic::rpc::FrameError::kNone) require(a.mid_message() == b.mid_message());
 
   const std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
-  if (const auto us = ic::grpc::parse_grpc_timeout_us(text)) require(*us >= 0);
+  if (const auto us = ic::rpc::parse_grpc_timeout_us(text)) require(*us >= 0);
   return 0;
 }

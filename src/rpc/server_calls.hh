@@ -19,12 +19,12 @@
 #include <string>
 #include <unordered_map>
 
-#include "grpc/call.hh"
-#include "grpc/timers.hh"
 #include "h2/server_session.hh"
 #include "net/session.hh"
+#include "rpc/call.hh"
+#include "rpc/timers.hh"
 
-namespace ic::grpc {
+namespace ic::rpc {
 
 namespace detail {
 struct CallState;
@@ -104,4 +104,4 @@ class ServerCalls final : public h2::Application {
   std::size_t buffered_ = 0;  // sum of the calls' MessageReader::buffered_bytes()
 };
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

@@ -9,9 +9,9 @@
 //
 // Fuzz (clang):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I src
-//     -I tests/grpc/support -I build/proto tests/grpc/fuzz_grpc_session.cc
+//     -I tests/rpc/support -I build/proto tests/rpc/fuzz_grpc_session.cc
 //     src/h2/{server_session,peer_watch}.cc
-//     src/grpc/{status,timeout,method_table,server_calls}.cc
+//     src/rpc/{status,timeout,method_table,server_calls}.cc
 //     src/metrics/{labels,sample,core_metrics,registry}.cc -lnghttp2 -lprotobuf
 //     -o /tmp/fuzz_grpc
 //   /tmp/fuzz_grpc -max_total_time=60
@@ -27,33 +27,33 @@
 #include <memory>
 #include <string_view>
 
-#include "grpc/server_calls.hh"
-#include "grpc/typed.hh"
 #include "h2_harness.hh"
+#include "rpc/server_calls.hh"
+#include "rpc/typed.hh"
 
 namespace {
 
 using google::protobuf::StringValue;
 
-struct Parked : ic::grpc::CallHandler {
-  explicit Parked(ic::grpc::CallHandle c) : call(std::move(c)) {}
+struct Parked : ic::rpc::CallHandler {
+  explicit Parked(ic::rpc::CallHandle c) : call(std::move(c)) {}
   void on_message(std::span<const std::byte> m) override {
     StringValue v;
-    if (ic::grpc::parse_request(m, v, call)) call.write(v);
+    if (ic::rpc::parse_request(m, v, call)) call.write(v);
   }
-  void on_half_close() override { call.finish(ic::grpc::Status::ok()); }
-  ic::grpc::CallHandle call;
+  void on_half_close() override { call.finish(ic::rpc::Status::ok()); }
+  ic::rpc::CallHandle call;
 };
 
-const ic::grpc::MethodTable& methods() {
-  static const ic::grpc::MethodTable table = [] {
-    ic::grpc::MethodTable t;
-    t.add("/f.S/Unary", ic::grpc::single_request_method<StringValue>(
-                            ic::grpc::CallKind::kUnary,
-                            [](ic::grpc::CallHandle c, StringValue&& r) { c.reply(r); }));
-    ic::grpc::Method bidi;
-    bidi.kind = ic::grpc::CallKind::kBidiStreaming;
-    bidi.make = [](ic::grpc::CallHandle c) { return std::make_unique<Parked>(std::move(c)); };
+const ic::rpc::MethodTable& methods() {
+  static const ic::rpc::MethodTable table = [] {
+    ic::rpc::MethodTable t;
+    t.add("/f.S/Unary", ic::rpc::single_request_method<StringValue>(
+                            ic::rpc::CallKind::kUnary,
+                            [](ic::rpc::CallHandle c, StringValue&& r) { c.reply(r); }));
+    ic::rpc::Method bidi;
+    bidi.kind = ic::rpc::CallKind::kBidiStreaming;
+    bidi.make = [](ic::rpc::CallHandle c) { return std::make_unique<Parked>(std::move(c)); };
     t.add("/f.S/Bidi", bidi);
     return t;
   }();
@@ -77,13 +77,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   input.append(reinterpret_cast<const char*>(data + 2), size - 2);
 
   ic::test::ManualTimers timers;
-  ic::grpc::ServerContext context;
+  ic::rpc::ServerContext context;
   context.methods = &methods();
   context.timers = &timers;
   context.options.max_message_bytes = 4096;
   context.options.h2.max_concurrent_streams = 16;
   ic::test::FakeConnection conn;
-  auto session = ic::grpc::make_server_session(conn, context);
+  auto session = ic::rpc::make_server_session(conn, context);
   const auto* p = reinterpret_cast<const std::byte*>(input.data());
   bool open = true;
   const std::size_t step = chunk == 0 ? input.size() : chunk;
@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Whatever happened, the server spoke HTTP/2 first: a SETTINGS frame.
   require(conn.out.size() >= 9 && conn.out[3] == 0x04);
   session->on_close();
-  require(static_cast<ic::grpc::ServerCalls&>(session->application()).active_calls() == 0);
+  require(static_cast<ic::rpc::ServerCalls&>(session->application()).active_calls() == 0);
   session.reset();
   return 0;
 }

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace ic::grpc {
+namespace ic::rpc {
 
 // The canonical gRPC status codes; the numeric value travels in the
 // `grpc-status` trailer as decimal ASCII.
@@ -56,4 +56,4 @@ std::string percent_encode_message(std::string_view message);
 // kept literally, as the spec asks receivers to do for malformed input.
 std::string percent_decode_message(std::string_view encoded);
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "grpc/status.hh"
+#include "rpc/status.hh"
 
 namespace google::protobuf {
 class MessageLite;
@@ -23,7 +23,7 @@ namespace ic::metrics {
 struct RpcSeries;
 }
 
-namespace ic::grpc {
+namespace ic::rpc {
 
 namespace detail {
 struct CallState;
@@ -51,7 +51,7 @@ class CallHandle {
   // to tell a streaming client its subscription is in place. False when the
   // call is gone or finished.
   bool send_headers();
-  // Sends response messages already framed (grpc/framing.hh: prefix +
+  // Sends response messages already framed (rpc/framing.hh: prefix +
   // serialized message, back to back): one serialization fanned out to many
   // calls. Returns false (nothing sent) when the call is gone or finished.
   bool write_frames(std::span<const std::byte> frames);
@@ -128,4 +128,4 @@ class MethodTable {
   std::unordered_map<std::string, Method, Hash, std::equal_to<>> methods_;
 };
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

@@ -6,9 +6,9 @@
 #include <span>
 #include <utility>
 
-#include "grpc/call.hh"
+#include "rpc/call.hh"
 
-namespace ic::grpc {
+namespace ic::rpc {
 
 // Parses `bytes` into `out`; on failure finishes `call` with INVALID_ARGUMENT
 // and returns false.
@@ -62,4 +62,4 @@ Method single_request_method(CallKind kind, Fn fn, bool handles_deadline = false
   return m;
 }
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

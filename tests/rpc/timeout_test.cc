@@ -1,11 +1,11 @@
-#include "grpc/timeout.hh"
+#include "rpc/timeout.hh"
 
 #include <doctest/doctest.h>
 
 #include <optional>
 #include <string_view>
 
-using ic::grpc::parse_grpc_timeout_us;
+using ic::rpc::parse_grpc_timeout_us;
 
 TEST_CASE("grpc-timeout units convert to µs") {
   struct Row {

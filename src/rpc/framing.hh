@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-namespace ic::grpc {
+namespace ic::rpc {
 
 // Size of the length prefix in bytes.
 inline constexpr std::size_t kFrameHeaderBytes = 5;
@@ -138,4 +138,4 @@ FrameError MessageReader::feed(std::span<const std::byte> data, OnMessage&& on_m
   return error_;
 }
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

@@ -1,13 +1,13 @@
-#include "grpc/server_calls.hh"
+#include "rpc/server_calls.hh"
 
 #include <google/protobuf/message_lite.h>
 
 #include "config/log.hh"
-#include "grpc/call_state.hh"
-#include "grpc/timeout.hh"
 #include "metrics/registry.hh"
+#include "rpc/call_state.hh"
+#include "rpc/timeout.hh"
 
-namespace ic::grpc {
+namespace ic::rpc {
 namespace {
 
 constexpr std::string_view kContentType = "application/grpc";
@@ -352,4 +352,4 @@ unsigned CallHandle::core() const {
   return s ? s->calls->core() : 0;
 }
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc

@@ -1,8 +1,8 @@
-#include "grpc/status.hh"
+#include "rpc/status.hh"
 
 #include <array>
 
-namespace ic::grpc {
+namespace ic::rpc {
 namespace {
 
 constexpr std::array<std::string_view, 17> kNames = {
@@ -69,4 +69,4 @@ std::string percent_decode_message(std::string_view encoded) {
   return out;
 }
 
-}  // namespace ic::grpc
+}  // namespace ic::rpc
