@@ -19,7 +19,7 @@
 # machine description. Full run ≤ ~10 min, --quick ≈ 2 min.
 # --from-head DIR: measure the committed HEAD, not the shared work tree (which
 # holds other people's unfinished edits): git archive HEAD into DIR, build
-# there with -Dtests=false.
+# there with -Dtests=disabled.
 # --priority: scheduling of servers and load generators. normal (default);
 # nice = nice -20; rt = SCHED_FIFO 10 (chrt). On a machine where others
 # compile, normal measures the scheduler as much as the servers (a 1-thread
@@ -99,7 +99,7 @@ if [ -n "$head_dir" ]; then
   log "measuring HEAD $head_sha exported to $head_src"
   measured="commit $head_sha (clean export of HEAD, release build)"
   build_dir="$head_src/build-perf"
-  [ -d "$build_dir" ] || meson setup "$build_dir" "$head_src" -Dtests=false >/dev/null
+  [ -d "$build_dir" ] || meson setup "$build_dir" "$head_src" -Dtests=disabled >/dev/null
   do_build=1
 fi
 if [ "$do_build" = 1 ]; then
