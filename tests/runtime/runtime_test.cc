@@ -1,4 +1,5 @@
 #include "runtime/runtime.hh"
+#include "runtime_fixture.hh"
 
 #include <doctest/doctest.h>
 
@@ -16,21 +17,8 @@ using ic::runtime::Runtime;
 
 namespace {
 
-Runtime::Options opts(unsigned cores, std::uint32_t depth = 4096) {
-  Runtime::Options o;
-  o.cores = cores;
-  o.mailbox_depth = depth;
-  o.pin_threads = false;  // tests share 2 CPUs with the rest of the build
-  return o;
-}
-
-// Waits (bounded) for the test's completion signal, then stops the runtime.
-void finish(Runtime& rt, std::future<void>& done) {
-  const auto status = done.wait_for(std::chrono::seconds(20));
-  rt.stop();
-  rt.join();
-  REQUIRE(status == std::future_status::ready);
-}
+using ic::runtime::testing::finish;
+using ic::runtime::testing::opts;
 
 }  // namespace
 

@@ -15,26 +15,15 @@
 
 #include "runtime/map_reduce.hh"
 #include "runtime/runtime.hh"
+#include "runtime_fixture.hh"
 
 using ic::runtime::current_core;
 using ic::runtime::Runtime;
 
 namespace {
 
-Runtime::Options opts(unsigned cores, std::uint32_t depth = 4096) {
-  Runtime::Options o;
-  o.cores = cores;
-  o.mailbox_depth = depth;
-  o.pin_threads = false;  // tests share 2 CPUs with the rest of the build
-  return o;
-}
-
-void finish(Runtime& rt, std::future<void>& done) {
-  const auto status = done.wait_for(std::chrono::seconds(20));
-  rt.stop();
-  rt.join();
-  REQUIRE(status == std::future_status::ready);
-}
+using ic::runtime::testing::finish;
+using ic::runtime::testing::opts;
 
 // Move-only: the refused argument can only come back by move, as it went.
 struct Payload {
