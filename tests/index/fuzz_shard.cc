@@ -64,6 +64,15 @@ const char* const kPolicies[] = {
 
 constexpr std::int64_t kBase = 1'700'000'000'000'000;
 
+// The scope (tenant, model, hash scheme) of an update or a request, in the order the
+// corpus inputs were written for.
+template <class Message>
+void pick_scope(Reader& in, Message& m) {
+  m.set_tenant_id(in.pick(kTenants));
+  m.set_model_id(in.pick(kModels));
+  m.set_hash_scheme(in.pick(kSchemes));
+}
+
 void fill_prefix(Reader& in, pb::PrefixEntry* p) {
   const std::uint8_t shape = in.byte();
   const int blocks = shape % 5;
@@ -115,9 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 0:
       case 1: {
         pb::CacheStateUpdate u;
-        u.set_tenant_id(in.pick(kTenants));
-        u.set_model_id(in.pick(kModels));
-        u.set_hash_scheme(in.pick(kSchemes));
+        pick_scope(in, u);
         u.set_replica_id(in.pick(kReplicas));
         u.set_adapter_id(in.pick(kAdapters));
         const std::uint8_t ts = in.byte();
@@ -135,9 +142,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       case 2: {
         pb::LookupRouteRequest r;
-        r.set_tenant_id(in.pick(kTenants));
-        r.set_model_id(in.pick(kModels));
-        r.set_hash_scheme(in.pick(kSchemes));
+        pick_scope(in, r);
         r.set_adapter_id(in.pick(kAdapters));
         const std::uint8_t shape = in.byte();
         const int blocks = shape % 6;

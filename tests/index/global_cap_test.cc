@@ -41,6 +41,16 @@ struct TwoShards {
   Harness a, b;
 };
 
+// The first tenant names "tenant-<i>" that core 0 and core 1 of two own.
+std::pair<std::string, std::string> tenants_on_each_core() {
+  std::string a_tenant, b_tenant;
+  for (int i = 0; a_tenant.empty() || b_tenant.empty(); ++i) {
+    const std::string t = "tenant-" + std::to_string(i);
+    (owner_core(t, 2) == 0 ? a_tenant : b_tenant) = t;
+  }
+  return {a_tenant, b_tenant};
+}
+
 // A single global LRU over (tenant, key): the reference order.
 struct ReferenceLru {
   explicit ReferenceLru(std::size_t cap) : cap(cap) {}
@@ -94,11 +104,7 @@ TEST_CASE("global cap: the newcomer on another shard survives, the oldest entry 
   IndexConfig cfg;
   cfg.max_entries = 10;
   TwoShards s(cfg);
-  std::string a_tenant, b_tenant;
-  for (int i = 0; a_tenant.empty() || b_tenant.empty(); ++i) {
-    const std::string t = "tenant-" + std::to_string(i);
-    (owner_core(t, 2) == 0 ? a_tenant : b_tenant) = t;
-  }
+  const auto [a_tenant, b_tenant] = tenants_on_each_core();
   for (std::uint64_t k = 0; k < 10; ++k) s.ingest(a_tenant, k, kNow - kMin + static_cast<int>(k));
   const IngestResult r = s.ingest(b_tenant, 100, kNow);
   CHECK(r.cap_handoff == s.a.shard->cap_slot());
@@ -115,11 +121,7 @@ TEST_CASE("global cap: undelivered hand-offs never take the total past cap + sla
   cfg.max_entries = 100;
   cfg.cap_slack_entries = 8;
   TwoShards s(cfg);
-  std::string a_tenant, b_tenant;
-  for (int i = 0; a_tenant.empty() || b_tenant.empty(); ++i) {
-    const std::string t = "tenant-" + std::to_string(i);
-    (owner_core(t, 2) == 0 ? a_tenant : b_tenant) = t;
-  }
+  const auto [a_tenant, b_tenant] = tenants_on_each_core();
   for (std::uint64_t k = 0; k < 100; ++k) s.ingest(a_tenant, k, kNow - kMin);
   // b's fresh entries each hand off to a, which never runs.
   for (std::uint64_t k = 0; k < 50; ++k) {

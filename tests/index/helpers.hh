@@ -12,6 +12,7 @@
 #include "config/policy.hh"
 #include "index/shard.hh"
 #include "service/index_wire.hh"
+#include "support/builders.hh"
 
 namespace ic::index::test {
 
@@ -21,33 +22,11 @@ inline constexpr std::int64_t kMin = 60'000'000;             // one minute in µ
 inline constexpr std::int64_t kNow = 1'700'000'000'000'000;  // wall µs of the tests
 
 // 8-byte big-endian block hash of v (the fingerprint wire form).
-inline std::string hb(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
-  return s;
-}
+inline std::string hb(std::uint64_t v) { return ic::test::block_hash(v); }
 
-// One update carrying a chain of `blocks` (16 tokens each unless given).
-inline pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& model,
-                                         const std::string& scheme, const std::string& replica,
-                                         std::int64_t ts, std::vector<std::uint64_t> blocks,
-                                         int tier = 0, const std::string& adapter = "",
-                                         std::int32_t per_block = 16) {
-  pb::CacheStateUpdate u;
-  u.set_tenant_id(tenant);
-  u.set_model_id(model);
-  u.set_hash_scheme(scheme);
-  u.set_replica_id(replica);
-  u.set_timestamp_us(ts);
-  auto* p = u.add_prefixes();
-  for (std::uint64_t b : blocks) {
-    p->add_block_hashes(hb(b));
-    p->add_block_token_counts(per_block);
-  }
-  p->set_tier(static_cast<pb::CacheTier>(tier));
-  p->set_adapter_id(adapter);
-  return u;
-}
+using ic::test::chain_update;
+using ic::test::scoped_lookup;
+using ic::test::scoped_update;
 
 // One update carrying legacy exact prefixes (hash, token_count).
 inline pb::CacheStateUpdate exact_update(const std::string& tenant, const std::string& model,
@@ -55,12 +34,7 @@ inline pb::CacheStateUpdate exact_update(const std::string& tenant, const std::s
                                          std::int64_t ts,
                                          std::vector<std::pair<std::uint64_t, std::int32_t>> keys,
                                          int tier = 0, const std::string& adapter = "") {
-  pb::CacheStateUpdate u;
-  u.set_tenant_id(tenant);
-  u.set_model_id(model);
-  u.set_hash_scheme(scheme);
-  u.set_replica_id(replica);
-  u.set_timestamp_us(ts);
+  pb::CacheStateUpdate u = scoped_update(tenant, model, scheme, replica, ts);
   for (auto [h, n] : keys) {
     auto* p = u.add_prefixes();
     p->set_prefix_hash(hb(h));
@@ -75,10 +49,7 @@ inline pb::LookupRouteRequest chain_req(const std::string& tenant, const std::st
                                         const std::string& scheme,
                                         std::vector<std::uint64_t> blocks,
                                         std::int32_t per_block = 16) {
-  pb::LookupRouteRequest r;
-  r.set_tenant_id(tenant);
-  r.set_model_id(model);
-  r.set_hash_scheme(scheme);
+  pb::LookupRouteRequest r = scoped_lookup(tenant, model, scheme);
   for (std::uint64_t b : blocks) {
     r.add_block_hashes(hb(b));
     r.add_block_token_counts(per_block);
@@ -89,10 +60,7 @@ inline pb::LookupRouteRequest chain_req(const std::string& tenant, const std::st
 inline pb::LookupRouteRequest exact_req(const std::string& tenant, const std::string& model,
                                         const std::string& scheme, std::uint64_t hash,
                                         std::int32_t tokens) {
-  pb::LookupRouteRequest r;
-  r.set_tenant_id(tenant);
-  r.set_model_id(model);
-  r.set_hash_scheme(scheme);
+  pb::LookupRouteRequest r = scoped_lookup(tenant, model, scheme);
   r.set_prefix_hash(hb(hash));
   r.set_prefix_token_count(tokens);
   return r;
@@ -119,6 +87,15 @@ struct Harness {
     shard = std::make_unique<Shard>(cfg, globals);
   }
   void policy(const std::string& json) { shard->set_policies(policies(json)); }
+  // GetCacheState for (tenant, model), through the service's translation.
+  pb::GetCacheStateResponse cache_state(const std::string& tenant, const std::string& model) {
+    pb::GetCacheStateRequest g;
+    g.set_tenant_id(tenant);
+    g.set_model_id(model);
+    pb::GetCacheStateResponse out;
+    ic::service::wire::get_cache_state(*shard, g, &out);
+    return out;
+  }
   IngestResult ingest(const pb::CacheStateUpdate& u) {
     return ic::service::wire::ingest(*shard, u, clock.wall);
   }

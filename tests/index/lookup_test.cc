@@ -3,12 +3,12 @@
 // probabilities and tiers.
 
 #include <doctest/doctest.h>
-#include <openssl/evp.h>
 
 #include <functional>
 
 #include "fingerprint/fingerprint.hh"
 #include "helpers.hh"
+#include "support/affinity.hh"
 
 using namespace ic::index;
 using namespace ic::index::test;
@@ -28,22 +28,8 @@ void world(Harness& h) {
   h.ingest(exact_update("t", "m", "vllm", "r4", kNow, {{100, 128}}));
 }
 
-// The replica AFFINITY_HINT must pick: SHA-256(seed) first 8 bytes BE mod n
-// over the sorted candidates (computed independently of the index).
-std::string affinity_pick(const std::string& seed, std::vector<std::string> sorted) {
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(seed.data(), seed.size(), d, &n, EVP_sha256(), nullptr);
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | d[i];
-  return sorted[v % sorted.size()];
-}
-
-std::string chain_seed(std::vector<std::uint64_t> blocks) {
-  std::string s;
-  for (std::uint64_t b : blocks) s += std::string("\0\0\0\x08", 4) + hb(b);
-  return s;
-}
+using ic::test::affinity_pick;
+using ic::test::chain_seed;
 
 struct Case {
   const char* name;
@@ -229,10 +215,7 @@ TEST_CASE("lookup table over one world") {
        true},
       {"nothing supplied: exact on empty hash, no seed → NO_HINT",
        [] {
-         pb::LookupRouteRequest r;
-         r.set_tenant_id("t");
-         r.set_model_id("m");
-         r.set_hash_scheme("vllm");
+         auto r = scoped_lookup("t", "m", "vllm");
          return r;
        },
        nullptr,
@@ -291,10 +274,7 @@ TEST_CASE("lookup table over one world") {
        false},
       {"requireChain: token_ids do not count",
        [] {
-         pb::LookupRouteRequest r;
-         r.set_tenant_id("t");
-         r.set_model_id("m");
-         r.set_hash_scheme("vllm");
+         auto r = scoped_lookup("t", "m", "vllm");
          for (int i = 0; i < 32; ++i) r.add_token_ids(i);
          return r;
        },
@@ -322,10 +302,7 @@ TEST_CASE("lookup table over one world") {
        true},
       {"prompt_text without a tokenizer: fail-open NO_HINT",
        [] {
-         pb::LookupRouteRequest r;
-         r.set_tenant_id("t");
-         r.set_model_id("m");
-         r.set_hash_scheme("vllm");
+         auto r = scoped_lookup("t", "m", "vllm");
          r.set_prompt_text("hello world");
          return r;
        },
@@ -335,10 +312,7 @@ TEST_CASE("lookup table over one world") {
        false},
       {"token_ids shorter than one block: NO_HINT",
        [] {
-         pb::LookupRouteRequest r;
-         r.set_tenant_id("t");
-         r.set_model_id("m");
-         r.set_hash_scheme("vllm");
+         auto r = scoped_lookup("t", "m", "vllm");
          for (int i = 0; i < 15; ++i) r.add_token_ids(i);
          return r;
        },
@@ -394,12 +368,7 @@ TEST_CASE("TENANT_HOT: recent stats, hit-rate floor, scope membership, pressure 
   Harness h;
   world(h);
   auto stats = [&](const std::string& replica, float hit, float pressure, std::int64_t ts) {
-    pb::CacheStateUpdate u;
-    u.set_tenant_id("t");
-    u.set_model_id("m");
-    u.set_hash_scheme("vllm");
-    u.set_replica_id(replica);
-    u.set_timestamp_us(ts);
+    pb::CacheStateUpdate u = scoped_update("t", "m", "vllm", replica, ts);
     u.mutable_stats()->set_hit_rate(hit);
     u.mutable_stats()->set_pressure(pressure);
     h.ingest(u);
@@ -430,10 +399,7 @@ TEST_CASE("TENANT_HOT: recent stats, hit-rate floor, scope membership, pressure 
   CHECK(h.lookup(exact_req("t", "m", "vllm", 999, 64)).reason_code() == reason::kAffinityHint);
   // Nothing supplied: exact path on an empty hash still reaches TENANT_HOT.
   h.policy(R"({"version":7})");
-  pb::LookupRouteRequest empty;
-  empty.set_tenant_id("t");
-  empty.set_model_id("m");
-  empty.set_hash_scheme("vllm");
+  pb::LookupRouteRequest empty = scoped_lookup("t", "m", "vllm");
   CHECK(h.lookup(empty).reason_code() == reason::kTenantHot);
   // TENANT_HOT window 0 disables it.
   IndexConfig cfg;
@@ -572,11 +538,7 @@ TEST_CASE("reserved tenant: ingest dropped, NO_HINT with zero latency, empty sta
   CHECK(r.reason_code() == reason::kNoHint);
   CHECK(r.lookup_latency_us() == 0);
   CHECK(r.replica_scores_size() == 0);
-  pb::GetCacheStateRequest g;
-  g.set_tenant_id(probe);
-  g.set_model_id("m");
-  pb::GetCacheStateResponse out;
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  const pb::GetCacheStateResponse out = h.cache_state(probe, "m");
   CHECK(out.replicas_size() == 0);
   CHECK(out.summary().total_prefixes() == 0);
   CHECK(h.event(pb::CacheEvent::ALL_CLEARED, probe, "m", "r") == 0);
@@ -627,10 +589,7 @@ TEST_CASE("token_ids resolve through the fingerprint with the engine block size"
   std::vector<std::uint64_t> blocks(chain.begin(), chain.end());
   h.ingest(chain_update("t", "m", "vllm", "r1", kNow, blocks, 0, "", 4));
   h.ingest(chain_update("t", "m", "vllm", "r2", kNow, {blocks[0]}, 0, "", 4));
-  pb::LookupRouteRequest req;
-  req.set_tenant_id("t");
-  req.set_model_id("m");
-  req.set_hash_scheme("vllm");
+  pb::LookupRouteRequest req = scoped_lookup("t", "m", "vllm");
   for (auto t : tokens) req.add_token_ids(t);  // 70 tokens: 17 full blocks, tail dropped
   auto r = h.lookup(req);
   CHECK(r.reason_code() == reason::kPrefixMatch);

@@ -19,12 +19,7 @@ constexpr std::int32_t kBlock = 512;  // tokens per block in these inputs
 // A stats-only update of `replica` for (tenant t, model m): no prefixes.
 pb::CacheStateUpdate stats_update(const std::string& replica, float pressure,
                                   const std::string& tenant = "t") {
-  pb::CacheStateUpdate u;
-  u.set_tenant_id(tenant);
-  u.set_model_id("m");
-  u.set_hash_scheme("vllm");
-  u.set_replica_id(replica);
-  u.set_timestamp_us(kNow);
+  pb::CacheStateUpdate u = scoped_update(tenant, "m", "vllm", replica, kNow);
   u.mutable_stats()->set_hit_rate(0.5f);
   u.mutable_stats()->set_pressure(pressure);
   return u;

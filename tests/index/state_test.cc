@@ -63,11 +63,7 @@ TEST_CASE("ingest: chain + prefix_hash, legacy, malformed, empty scheme, counts"
   CHECK(res.prefixes_dropped == 1);
   CHECK(res.entries_upserted == 0);
   CHECK(h.shard->entry_count() == 5);
-  pb::GetCacheStateRequest g;
-  g.set_tenant_id("t");
-  g.set_model_id("m");
-  pb::GetCacheStateResponse out;
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  pb::GetCacheStateResponse out = h.cache_state("t", "m");
   REQUIRE(out.replicas_size() == 1);
   CHECK(out.replicas(0).replica_id() == "r2");
 
@@ -77,12 +73,7 @@ TEST_CASE("ingest: chain + prefix_hash, legacy, malformed, empty scheme, counts"
   CHECK(matches(h, exact_req("t", "m", "vllm", 60, 0), "r1"));
 
   // Hashes are opaque bytes of any length, matched within one scheme.
-  pb::CacheStateUpdate odd;
-  odd.set_tenant_id("t");
-  odd.set_model_id("m");
-  odd.set_hash_scheme("sglang");
-  odd.set_replica_id("r3");
-  odd.set_timestamp_us(kNow);
+  pb::CacheStateUpdate odd = scoped_update("t", "m", "sglang", "r3", kNow);
   auto* p = odd.add_prefixes();
   p->set_prefix_hash(std::string(32, 'x'));
   p->set_token_count(40);
@@ -90,10 +81,7 @@ TEST_CASE("ingest: chain + prefix_hash, legacy, malformed, empty scheme, counts"
   p->set_prefix_hash("abc");
   p->set_token_count(41);
   h.ingest(odd);
-  pb::LookupRouteRequest q;
-  q.set_tenant_id("t");
-  q.set_model_id("m");
-  q.set_hash_scheme("sglang");
+  pb::LookupRouteRequest q = scoped_lookup("t", "m", "sglang");
   q.set_prefix_hash(std::string(32, 'x'));
   check_scores(h.lookup(q), {{"r3", 40, 40, 1, T::CACHE_TIER_T1}});
   q.set_prefix_hash("abc");
@@ -112,12 +100,7 @@ TEST_CASE("ingest: timestamp 0 is now; stats NaN/Inf → 0 and replica forced; G
   r = h.lookup(exact_req("t", "m", "vllm", 1, 16));
   CHECK(r.replica_scores(0).estimated_cache_hit_prob() == doctest::Approx(0.5));
 
-  pb::CacheStateUpdate s;
-  s.set_tenant_id("t");
-  s.set_model_id("m");
-  s.set_hash_scheme("sglang");
-  s.set_replica_id("r2");
-  s.set_timestamp_us(kNow);
+  pb::CacheStateUpdate s = scoped_update("t", "m", "sglang", "r2", kNow);
   auto* st = s.mutable_stats();
   st->set_replica_id("spoofed");
   st->set_hit_rate(std::numeric_limits<float>::quiet_NaN());
@@ -130,11 +113,7 @@ TEST_CASE("ingest: timestamp 0 is now; stats NaN/Inf → 0 and replica forced; G
   st->set_hit_rate(0.25f);
   st->set_pressure(-std::numeric_limits<float>::infinity());
   h.ingest(s);
-  pb::GetCacheStateRequest g;
-  g.set_tenant_id("t");
-  g.set_model_id("m");
-  pb::GetCacheStateResponse out;
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  pb::GetCacheStateResponse out = h.cache_state("t", "m");
   CHECK(out.summary().total_prefixes() == 1);
   CHECK(out.summary().hot_prefixes() == 0);
   REQUIRE(out.replicas_size() == 2);
@@ -147,8 +126,7 @@ TEST_CASE("ingest: timestamp 0 is now; stats NaN/Inf → 0 and replica forced; G
   CHECK(out.replicas(1).cache_memory_bytes() == 1234);
   CHECK(out.replicas(1).t2_hit_tokens() == 5);
   CHECK(out.replicas(1).t2_query_tokens() == 9);
-  g.set_model_id("nope");
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  out = h.cache_state("t", "nope");
   CHECK(out.replicas_size() == 0);
   CHECK(out.summary().total_prefixes() == 0);
 }
@@ -160,11 +138,7 @@ TEST_CASE("GetCacheState counts distinct keys over schemes and adapters, not ent
   h.ingest(exact_update("t", "m", "sglang", "r1", kNow, {{1, 16}}));        // other scheme
   h.ingest(exact_update("t", "m", "vllm", "r1", kNow, {{1, 16}}, 0, "a"));  // other adapter
   h.ingest(exact_update("t", "m2", "vllm", "r1", kNow, {{1, 16}}));         // other model
-  pb::GetCacheStateRequest g;
-  g.set_tenant_id("t");
-  g.set_model_id("m");
-  pb::GetCacheStateResponse out;
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  pb::GetCacheStateResponse out = h.cache_state("t", "m");
   CHECK(out.summary().total_prefixes() == 4);
   CHECK(h.shard->entry_count() == 6);
   CHECK(h.shard->key_count() == 5);
@@ -198,11 +172,7 @@ TEST_CASE("events: PREFIX_EVICTED by secondary map, adapters, REPLICA_UPDATED, A
 
   // REPLICA_UPDATED: liveness of existing stats only; nothing created.
   CHECK(h.event(pb::CacheEvent::REPLICA_UPDATED, "t", "m", "r1", "", "", kNow + 5) == 0);
-  pb::GetCacheStateRequest g;
-  g.set_tenant_id("t");
-  g.set_model_id("m");
-  pb::GetCacheStateResponse out;
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  pb::GetCacheStateResponse out = h.cache_state("t", "m");
   CHECK(out.replicas_size() == 0);
   pb::CacheStateUpdate s;
   s.set_tenant_id("t");
@@ -215,14 +185,14 @@ TEST_CASE("events: PREFIX_EVICTED by secondary map, adapters, REPLICA_UPDATED, A
   // The stats survive a sweep because liveness was refreshed (TTL 30 min).
   while (!h.shard->sweep_slice(h.clock.wall, 1000)) {
   }
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  out = h.cache_state("t", "m");
   CHECK(out.replicas_size() == 1);
 
   // ALL_CLEARED: every key of (t, m) for r1, all schemes/adapters, and its stats.
   h.ingest(exact_update("t", "m", "sglang", "r1", kNow, {{7, 16}}));
   h.ingest(exact_update("t", "m", "vllm", "r1", kNow, {{8, 16}}, 0, "lora"));
   CHECK(h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "r1") == 3);
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  out = h.cache_state("t", "m");
   CHECK(out.replicas_size() == 0);
   CHECK(out.summary().total_prefixes() == 1);  // r2's key 1
   CHECK(matches(h, exact_req("t", "m2", "vllm", 1, 16), "r1"));
@@ -420,11 +390,7 @@ TEST_CASE("tenant quota: whole keys, oldest newest-last_seen first, other tenant
     // key 10 is also held by r2 later, making its newest last_seen recent.
     if (i == 0) h.ingest(exact_update("q", "m", "vllm", "r2", kNow, {{10, 16}}));
   }
-  pb::GetCacheStateRequest g;
-  g.set_tenant_id("q");
-  g.set_model_id("m");
-  pb::GetCacheStateResponse out;
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  pb::GetCacheStateResponse out = h.cache_state("q", "m");
   CHECK(out.summary().total_prefixes() == 3);
   h.policy(
       R"({"version":7,"policies":[{"namespace":"q","minimumMatchedTokens":0,"routingFloorScore":0}],"tenants":[{"tenantID":"q","maxIndexEntries":3},{"tenantID":"z","maxIndexEntries":0}]})");
@@ -438,13 +404,11 @@ TEST_CASE("tenant quota: whole keys, oldest newest-last_seen first, other tenant
     if (t == "q") q_evicted = n;
   });
   CHECK(q_evicted == 3);  // 11, 12, 13 (key 10 is kept alive by r2)
-  g.set_tenant_id("other");
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  out = h.cache_state("other", "m");
   CHECK(out.summary().total_prefixes() == 4);
   // Budget 0 admits nothing.
   h.ingest(exact_update("z", "m", "vllm", "r", kNow, {{1, 16}, {2, 16}}));
-  g.set_tenant_id("z");
-  ic::service::wire::get_cache_state(*h.shard, g, &out);
+  out = h.cache_state("z", "m");
   CHECK(out.summary().total_prefixes() == 0);
   CHECK(h.shard->entry_count() == 4 + 4);  // other: 4; q: keys 10 (×2), 14, 15
 }

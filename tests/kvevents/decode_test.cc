@@ -76,24 +76,17 @@ TEST_CASE("fixture files are the bytes fixtures_index.json lists") {
   CHECK(checked == 9);
 }
 
-TEST_CASE("vLLM v0.23 array batch: store, remove, clear") {
-  const Batch b = decoded("vllm_array_v0.23_store_remove_clear");
-  CHECK(b.ts == kTs);
-  CHECK(b.dp_rank == std::optional<std::int64_t>(0));
-  REQUIRE(b.events.size() == 3);
-  check_qwen_store(b.events[0], kVllmHash);
-  check_remove(b.events[1], kVllmHash, "GPU");
-  CHECK(std::holds_alternative<AllBlocksCleared>(b.events[2]));
-}
-
-TEST_CASE("vLLM v0.26 map batch decodes to the same events as the v0.23 array batch") {
-  const Batch b = decoded("vllm_map_v0.26");
-  CHECK(b.ts == kTs);
-  CHECK(b.dp_rank == std::optional<std::int64_t>(0));
-  REQUIRE(b.events.size() == 3);
-  check_qwen_store(b.events[0], kVllmHash);
-  check_remove(b.events[1], kVllmHash, "GPU");
-  CHECK(std::holds_alternative<AllBlocksCleared>(b.events[2]));
+TEST_CASE("vLLM v0.23 array batch and v0.26 map batch: the same store, remove, clear") {
+  for (const char* fixture : {"vllm_array_v0.23_store_remove_clear", "vllm_map_v0.26"}) {
+    CAPTURE(fixture);
+    const Batch b = decoded(fixture);
+    CHECK(b.ts == kTs);
+    CHECK(b.dp_rank == std::optional<std::int64_t>(0));
+    REQUIRE(b.events.size() == 3);
+    check_qwen_store(b.events[0], kVllmHash);
+    check_remove(b.events[1], kVllmHash, "GPU");
+    CHECK(std::holds_alternative<AllBlocksCleared>(b.events[2]));
+  }
 }
 
 TEST_CASE("vLLM v0.22 array batch with extra_keys, group_idx and kv_cache_spec_kind") {

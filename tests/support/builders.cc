@@ -50,21 +50,40 @@ std::string block_hash(std::uint64_t v) {
   return s;
 }
 
-pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& model,
-                                  const std::string& scheme, const std::string& replica,
-                                  std::int64_t timestamp_us,
-                                  const std::vector<std::uint64_t>& blocks) {
+pb::CacheStateUpdate scoped_update(const std::string& tenant, const std::string& model,
+                                   const std::string& scheme, const std::string& replica,
+                                   std::int64_t timestamp_us) {
   pb::CacheStateUpdate u;
   u.set_tenant_id(tenant);
   u.set_model_id(model);
   u.set_hash_scheme(scheme);
   u.set_replica_id(replica);
   u.set_timestamp_us(timestamp_us);
+  return u;
+}
+
+pb::LookupRouteRequest scoped_lookup(const std::string& tenant, const std::string& model,
+                                     const std::string& scheme) {
+  pb::LookupRouteRequest r;
+  r.set_tenant_id(tenant);
+  r.set_model_id(model);
+  r.set_hash_scheme(scheme);
+  return r;
+}
+
+pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& model,
+                                  const std::string& scheme, const std::string& replica,
+                                  std::int64_t timestamp_us,
+                                  const std::vector<std::uint64_t>& blocks, int tier,
+                                  const std::string& adapter, std::int32_t per_block) {
+  pb::CacheStateUpdate u = scoped_update(tenant, model, scheme, replica, timestamp_us);
   auto* p = u.add_prefixes();
   for (std::uint64_t b : blocks) {
     p->add_block_hashes(block_hash(b));
-    p->add_block_token_counts(16);
+    p->add_block_token_counts(per_block);
   }
+  p->set_tier(static_cast<pb::CacheTier>(tier));
+  p->set_adapter_id(adapter);
   return u;
 }
 

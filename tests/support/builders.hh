@@ -33,13 +33,22 @@ inferencecache::v1alpha1::CacheStateUpdate numbered_probe_update(int i);
 // The 8-byte big-endian block hash of `v` (a vLLM 64-bit block hash on the wire).
 std::string block_hash(std::uint64_t v);
 
+// An update from `replica` at `timestamp_us` (µs) in one scope (tenant, model,
+// hash scheme), no prefixes yet.
+inferencecache::v1alpha1::CacheStateUpdate scoped_update(const std::string& tenant,
+                                                         const std::string& model,
+                                                         const std::string& scheme,
+                                                         const std::string& replica,
+                                                         std::int64_t timestamp_us);
+// A LookupRouteRequest's scope (tenant, model, hash scheme), no prefix yet.
+inferencecache::v1alpha1::LookupRouteRequest scoped_lookup(const std::string& tenant,
+                                                           const std::string& model,
+                                                           const std::string& scheme);
 // An update from `replica` at `timestamp_us` (µs) with one prefix chain: a
-// 16-token block per entry of `blocks`, hashed with block_hash().
-inferencecache::v1alpha1::CacheStateUpdate chain_update(const std::string& tenant,
-                                                        const std::string& model,
-                                                        const std::string& scheme,
-                                                        const std::string& replica,
-                                                        std::int64_t timestamp_us,
-                                                        const std::vector<std::uint64_t>& blocks);
-
+// `per_block`-token block per entry of `blocks`, hashed with block_hash(), on
+// cache tier `tier` (a CacheTier number) for LoRA adapter `adapter` ("" = base).
+inferencecache::v1alpha1::CacheStateUpdate chain_update(
+    const std::string& tenant, const std::string& model, const std::string& scheme,
+    const std::string& replica, std::int64_t timestamp_us, const std::vector<std::uint64_t>& blocks,
+    int tier = 0, const std::string& adapter = "", std::int32_t per_block = 16);
 }  // namespace ic::test

@@ -4,7 +4,6 @@
 // Freshness-sensitive cases use producer timestamps (timestamp_us) in the
 // future (fresh = 1 exactly) or in the past (TTL), never sleeps.
 #include <doctest/doctest.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +15,7 @@
 
 #include "index/partition.hh"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/affinity.hh"
 #include "support/builders.hh"
 #include "support/grpc_channel.hh"
 #include "support/grpc_frame.hh"
@@ -57,20 +57,6 @@ pb::LookupRouteRequest chain_req(const std::string& tenant, std::vector<std::uin
     r.add_block_token_counts(16);
   }
   return r;
-}
-
-// The AFFINITY_HINT pick computed independently: SHA-256 over (4-byte BE
-// length, hash) per block, first 8 bytes BE mod the sorted replica count.
-std::string affinity_pick(const std::vector<std::uint64_t>& blocks,
-                          const std::vector<std::string>& sorted) {
-  std::string seed;
-  for (std::uint64_t b : blocks) seed += std::string("\0\0\0\x08", 4) + block_hash(b);
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(seed.data(), seed.size(), d, &n, EVP_sha256(), nullptr);
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | d[i];
-  return sorted[v % sorted.size()];
 }
 
 struct Served {
@@ -209,8 +195,9 @@ TEST_CASE("reason codes through the running server") {
     CHECK(r.reason_code() == "AFFINITY_HINT");
     CHECK(r.adapter_id() == "lora-z");
     REQUIRE(r.replica_scores_size() == 1);
-    check_score(r.replica_scores(0), affinity_pick({77, 78}, {"r1", "r2", "r3", "r4"}), 0, 0, 0,
-                pb::CACHE_TIER_UNSPECIFIED);
+    check_score(r.replica_scores(0),
+                ic::test::affinity_pick(ic::test::chain_seed({77, 78}), {"r1", "r2", "r3", "r4"}),
+                0, 0, 0, pb::CACHE_TIER_UNSPECIFIED);
     CHECK(s.lookup(q).replica_scores(0).replica_id() == r.replica_scores(0).replica_id());
   }
   SUBCASE("UNKNOWN_TENANT / UNKNOWN_MODEL / UNKNOWN_HASH_SCHEME beat affinity") {
