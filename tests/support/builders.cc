@@ -1,5 +1,7 @@
 #include "builders.hh"
 
+#include <chrono>
+
 #include "text.hh"
 
 namespace ic::test {
@@ -85,6 +87,39 @@ pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& 
   p->set_tier(static_cast<pb::CacheTier>(tier));
   p->set_adapter_id(adapter);
   return u;
+}
+
+std::vector<pb::CacheStateUpdate> two_replica_workload(int first, int count,
+                                                       std::int64_t timestamp_us) {
+  std::vector<pb::CacheStateUpdate> out;
+  for (int t = first; t < first + count; ++t) {
+    const std::uint64_t base = 1000 * static_cast<std::uint64_t>(t);
+    const std::string tenant = "tenant-" + std::to_string(t);
+    out.push_back(chain_update(tenant, "m", "vllm", "r-a", timestamp_us,
+                               {base, base + 1, base + 2, base + 3}, 0, "", 64));
+    out.push_back(
+        chain_update(tenant, "m", "vllm", "r-b", timestamp_us, {base, base + 1}, 0, "", 64));
+  }
+  return out;
+}
+
+std::vector<pb::LookupRouteRequest> two_replica_probes(int tenants) {
+  std::vector<pb::LookupRouteRequest> out;
+  for (int t = 0; t < tenants; ++t) {
+    pb::LookupRouteRequest r = scoped_lookup("tenant-" + std::to_string(t), "m", "vllm");
+    for (std::uint64_t b = 0; b < 5; ++b) {
+      r.add_block_hashes(block_hash(1000 * static_cast<std::uint64_t>(t) + b));
+      r.add_block_token_counts(64);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::int64_t hour_from_now_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() +
+         3'600'000'000LL;
 }
 
 }  // namespace ic::test

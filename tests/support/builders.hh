@@ -2,6 +2,7 @@
 // Protobuf request builders the tests share: the same few requests the
 // integration tests send from grpc++ and from the raw nghttp2 client.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,4 +52,16 @@ inferencecache::v1alpha1::CacheStateUpdate chain_update(
     const std::string& tenant, const std::string& model, const std::string& scheme,
     const std::string& replica, std::int64_t timestamp_us, const std::vector<std::uint64_t>& blocks,
     int tier = 0, const std::string& adapter = "", std::int32_t per_block = 16);
+// The warm-restart and replication tests' index: tenants tenant-<first> ..
+// tenant-<first + count - 1>, model m, scheme vllm, at `timestamp_us`; replica
+// r-a holds a chain of four 64-token blocks 1000·t + i, r-b its first two (so
+// answers rank two replicas).
+std::vector<inferencecache::v1alpha1::CacheStateUpdate> two_replica_workload(
+    int first, int count, std::int64_t timestamp_us);
+// LookupRoute probes of tenants tenant-0 .. tenant-<tenants - 1>: the 5-block
+// chain 1000·t + i (one block past what any replica holds).
+std::vector<inferencecache::v1alpha1::LookupRouteRequest> two_replica_probes(int tenants);
+// Wall-clock µs one hour from now: a timestamp no TTL expires during a test.
+std::int64_t hour_from_now_us();
+
 }  // namespace ic::test

@@ -20,6 +20,7 @@
 
 #include "../admin/http_client.hh"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/builders.hh"
 #include "support/grpc_channel.hh"
 #include "support/server_process.hh"
 #include "support/temp_dir.hh"
@@ -30,25 +31,6 @@ using ic::itest::report_cache_state;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::int64_t future_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-             .count() +
-         3'600'000'000LL;
-}
-
-std::string hb(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (56 - 8 * i));
-  return s;
-}
-
-std::string tenant_name(int i) {
-  std::string s("tenant-");
-  s.append(std::to_string(i));
-  return s;
-}
 
 // A server on `state_file` (2 cores, saves every 200 ms).
 struct Served {
@@ -95,47 +77,9 @@ struct Served {
   }
 };
 
-// 8 tenants (both cores) × 2 replicas, chains of 4 blocks.
-std::vector<pb::CacheStateUpdate> workload(std::int64_t ts) {
-  std::vector<pb::CacheStateUpdate> out;
-  for (int t = 0; t < 8; ++t) {
-    for (int r = 0; r < 2; ++r) {
-      pb::CacheStateUpdate u;
-      u.set_tenant_id(tenant_name(t));
-      u.set_model_id("m");
-      u.set_hash_scheme("vllm");
-      u.set_replica_id(r == 0 ? "r-a" : "r-b");
-      u.set_timestamp_us(ts);
-      auto* p = u.add_prefixes();
-      for (std::uint64_t b = 0; b < static_cast<std::uint64_t>(4 - 2 * r); ++b) {
-        p->add_block_hashes(hb(1000 * static_cast<std::uint64_t>(t) + b));
-        p->add_block_token_counts(64);
-      }
-      out.push_back(u);
-    }
-  }
-  return out;
-}
-
-std::vector<pb::LookupRouteRequest> probes() {
-  std::vector<pb::LookupRouteRequest> out;
-  for (int t = 0; t < 9; ++t) {
-    pb::LookupRouteRequest r;
-    r.set_tenant_id(tenant_name(t));
-    r.set_model_id("m");
-    r.set_hash_scheme("vllm");
-    for (std::uint64_t b = 0; b < 5; ++b) {
-      r.add_block_hashes(hb(1000 * static_cast<std::uint64_t>(t) + b));
-      r.add_block_token_counts(64);
-    }
-    out.push_back(r);
-  }
-  return out;
-}
-
 std::vector<std::string> answers(Served& s) {
   std::vector<std::string> out;
-  for (const auto& p : probes()) out.push_back(s.lookup(p));
+  for (const auto& p : ic::test::two_replica_probes(9)) out.push_back(s.lookup(p));
   return out;
 }
 
@@ -151,7 +95,7 @@ TEST_CASE("SIGTERM saves the index and the pushed policy; the restarted server a
     Served s(dir.file("state.bin"));
     CHECK(s.metrics().find("inferencecache_state_loads_total{result=\"missing\"} 1") !=
           std::string::npos);
-    s.report(workload(future_us()));
+    s.report(ic::test::two_replica_workload(0, 8, ic::test::hour_from_now_us()));
     CHECK(ic::itest::http_request(s.server.snapshot_port(), "POST", "/policy", kPolicy).status ==
           204);
     before = answers(s);
@@ -172,7 +116,7 @@ TEST_CASE("after kill -9 the last periodic save comes back") {
   std::vector<std::string> before;
   {
     Served s(dir.file("state.bin"));
-    s.report(workload(future_us()));
+    s.report(ic::test::two_replica_workload(0, 8, ic::test::hour_from_now_us()));
     before = answers(s);
     // A save that started after the report holds all of it.
     const std::string m = s.metrics();
@@ -197,7 +141,7 @@ TEST_CASE("a truncated, corrupt or other-version state file starts the server co
   std::string good;
   {
     Served s(dir.file("state.bin"));
-    s.report(workload(future_us()));
+    s.report(ic::test::two_replica_workload(0, 8, ic::test::hour_from_now_us()));
     CHECK(s.server.stop() == 0);
     good = slurp(dir.file("state.bin"));
   }
@@ -220,7 +164,7 @@ TEST_CASE("a truncated, corrupt or other-version state file starts the server co
     CHECK(s.metrics().find(std::string("inferencecache_state_loads_total{result=\"") + c.result +
                            "\"} 1") != std::string::npos);
     CHECK(s.metrics().find("inferencecache_state_restored_entries 0") != std::string::npos);
-    CHECK(s.lookup(probes()[1]).find("PREFIX_MATCH") == std::string::npos);
+    CHECK(s.lookup(ic::test::two_replica_probes(9)[1]).find("PREFIX_MATCH") == std::string::npos);
     CHECK(s.server.stop() == 0);
     CHECK(s.server.log().find("state file not loaded: starting cold") != std::string::npos);
   }
