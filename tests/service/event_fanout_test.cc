@@ -8,13 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "fake_link.hh"
 #include "index/partition.hh"
-#include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "service/event_fanout.hh"
 #include "service/sharded_index.hh"
 #include "service_fixture.hh"
+#include "two_core_index.hh"
 
 namespace pb = ::inferencecache::v1alpha1;
 using ic::test::frame;
@@ -70,14 +69,9 @@ std::string describe(const pb::CacheEvent& e) {
          std::to_string(e.timestamp_us());
 }
 
-struct Events {
+struct Events : ic::test::TwoCoreIndex {
   explicit Events(ic::service::EventStreamLimits limits = {}, ic::index::IndexConfig config = {})
-      : link(2),
-        shard0(config, &globals),
-        shard1(config, &globals),
-        index(link, {&shard0, &shard1}, clock),
-        fanout(index, limits) {
-    clock.wall = kWall;
+      : TwoCoreIndex(config, kWall), fanout(index, limits) {
     ic::service::GrpcServiceOptions o;
     o.index = &index;
     o.events = &fanout;
@@ -111,12 +105,6 @@ struct Events {
     return out;
   }
 
-  ic::test::FakeLink link;
-  ic::index::ManualClock clock;
-  ic::index::IndexGlobals globals;
-  ic::index::Shard shard0;
-  ic::index::Shard shard1;
-  ic::service::ShardedIndex index;
   ic::service::EventFanout fanout;
   std::unique_ptr<ic::test::ServiceFixture> svc;
 };

@@ -3,12 +3,11 @@
 #include <memory>
 #include <string>
 
-#include "fake_link.hh"
 #include "index/partition.hh"
-#include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "service/sharded_index.hh"
 #include "service_fixture.hh"
+#include "two_core_index.hh"
 
 namespace pb = ::inferencecache::v1alpha1;
 using ic::test::frame;
@@ -49,14 +48,8 @@ pb::LookupRouteRequest lookup(const std::string& tenant, const std::string& hash
 }
 
 // Two cores, the connection on core 0.
-struct Routed {
-  Routed()
-      : link(2),
-        shard0(ic::index::IndexConfig{}, &globals),
-        shard1(ic::index::IndexConfig{}, &globals),
-        index(link, {&shard0, &shard1}, clock) {
-    clock.wall = 1'700'000'000'000'000;
-    clock.mono = 1'000'000;
+struct Routed : ic::test::TwoCoreIndex {
+  Routed() {
     ic::service::GrpcServiceOptions o;
     o.index = &index;
     svc = std::make_unique<ic::test::ServiceFixture>(o);
@@ -84,12 +77,6 @@ struct Routed {
     return svc->single<T>(id);
   }
 
-  ic::test::FakeLink link;
-  ic::index::ManualClock clock;
-  ic::index::IndexGlobals globals;
-  ic::index::Shard shard0;
-  ic::index::Shard shard1;
-  ic::service::ShardedIndex index;
   std::unique_ptr<ic::test::ServiceFixture> svc;
 };
 
