@@ -98,17 +98,6 @@ std::vector<std::uint32_t> tokens(std::uint32_t seed, int blocks) {
   return out;
 }
 
-BlockStored store(std::vector<std::uint64_t> hashes, std::vector<std::uint32_t> token_ids,
-                  std::optional<std::uint64_t> parent) {
-  BlockStored s;
-  s.block_hashes = std::move(hashes);
-  s.token_ids = std::move(token_ids);
-  s.block_size = 16;
-  s.parent_block_hash = parent;
-  s.medium = "GPU";
-  return s;
-}
-
 BlockRemoved removal(std::vector<std::uint64_t> hashes) {
   BlockRemoved r;
   r.block_hashes = std::move(hashes);

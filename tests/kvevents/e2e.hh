@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "adapter_process.hh"
+#include "block_events.hh"
 #include "kvevents/encode.hh"
 #include "kvevents/event.hh"
 #include "kvevents/test_publisher.hh"
@@ -57,8 +58,6 @@ std::string summary(const Answer& a);
 // 16 × blocks distinct token ids derived from `seed`.
 std::vector<std::uint32_t> tokens(std::uint32_t seed, int blocks = 1);
 
-BlockStored store(std::vector<std::uint64_t> hashes, std::vector<std::uint32_t> token_ids,
-                  std::optional<std::uint64_t> parent = std::nullopt);
 BlockRemoved removal(std::vector<std::uint64_t> hashes);
 std::string batch(std::vector<Event> events, Encoding encoding = Encoding::array,
                   std::optional<std::int64_t> dp_rank = 0);

@@ -5,6 +5,7 @@
 #include <set>
 #include <span>
 
+#include "block_events.hh"
 #include "fingerprint/fingerprint.hh"
 #include "fixtures.hh"
 #include "kvevents/decode.hh"
@@ -16,6 +17,7 @@ namespace {
 
 namespace v1 = inferencecache::v1alpha1;
 using test::kQwenBlock;
+using test::store;
 
 // Records what the pipeline pushes.
 struct Recorder final : Outbox {
@@ -85,17 +87,6 @@ std::vector<std::uint32_t> twice(const std::vector<std::uint32_t>& v) {
   auto out = v;
   out.insert(out.end(), v.begin(), v.end());
   return out;
-}
-
-BlockStored store(std::vector<std::uint64_t> hashes, std::vector<std::uint32_t> tokens,
-                  std::optional<std::uint64_t> parent = std::nullopt) {
-  BlockStored s;
-  s.block_hashes = std::move(hashes);
-  s.token_ids = std::move(tokens);
-  s.block_size = 16;
-  s.parent_block_hash = parent;
-  s.medium = "GPU";
-  return s;
 }
 
 BlockRemoved remove(std::vector<std::uint64_t> hashes, std::optional<std::string> medium = "GPU") {
