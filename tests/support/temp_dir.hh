@@ -3,7 +3,10 @@
 
 #include <stdlib.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -26,5 +29,16 @@ struct TempDir {
 
   std::filesystem::path path;
 };
+
+// Writes `text` to a fresh file <temp dir>/<prefix>-XXXXXX (mkstemp, mode 0600) and
+// returns its path; the caller removes it. Throws std::runtime_error when it cannot.
+inline std::string write_temp_file(const std::string& prefix, const std::string& text) {
+  std::string path = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  ::close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
 
 }  // namespace ic::test

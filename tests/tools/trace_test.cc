@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/trace.hh"
+#include "support/temp_dir.hh"
 
 using namespace ic::tools;
 
@@ -20,14 +21,6 @@ std::string shared_trace() {
   return std::string(dir) + "/traces/mooncake_fast25_conversation_trace.jsonl";
 }
 
-std::string write_temp(const std::string& text) {
-  char path[] = "/tmp/ic_trace_test_XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  std::ofstream(path) << text;
-  return path;
-}
 }  // namespace
 
 TEST_CASE("a valid line parses into every field") {
@@ -52,29 +45,28 @@ TEST_CASE("an exact multiple of 512 has a full last block") {
 }
 
 TEST_CASE("malformed lines are rejected with a reason") {
-  std::string error;
-  CHECK_FALSE(parse_trace_line("{\"timestamp\": 0,", &error));
-  CHECK(error == "not valid JSON");
-  CHECK_FALSE(parse_trace_line("[1,2]", &error));
-  CHECK(error == "not a JSON object");
-  CHECK_FALSE(
-      parse_trace_line(R"({"input_length": 5, "output_length": 1, "hash_ids": [0]})", &error));
-  CHECK(error == "missing field \"timestamp\"");
-  CHECK_FALSE(parse_trace_line(
-      R"({"timestamp": -1, "input_length": 5, "output_length": 1, "hash_ids": [0]})", &error));
-  CHECK(error == "field \"timestamp\" must be an integer in [0, 9223372036854775]");
-  CHECK_FALSE(parse_trace_line(
-      R"({"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": []})", &error));
-  CHECK(error == "field \"input_length\" must be > 0");
-  CHECK_FALSE(parse_trace_line(
-      R"({"timestamp": 1, "input_length": 5, "output_length": 1, "hash_ids": "x"})", &error));
-  CHECK(error == "field \"hash_ids\" must be an array");
-  CHECK_FALSE(parse_trace_line(
-      R"({"timestamp": 1, "input_length": 5, "output_length": 1, "hash_ids": [-3]})", &error));
-  CHECK(error == "field \"hash_ids\" must hold non-negative integers");
-  CHECK_FALSE(parse_trace_line(
-      R"({"timestamp": 1, "input_length": 513, "output_length": 1, "hash_ids": [1]})", &error));
-  CHECK(error == "hash_ids has 1 blocks, input_length 513 needs 2");
+  const std::pair<const char*, const char*> cases[] = {
+      {"{\"timestamp\": 0,", "not valid JSON"},
+      {"[1,2]", "not a JSON object"},
+      {R"({"input_length": 5, "output_length": 1, "hash_ids": [0]})",
+       "missing field \"timestamp\""},
+      {R"({"timestamp": -1, "input_length": 5, "output_length": 1, "hash_ids": [0]})",
+       "field \"timestamp\" must be an integer in [0, 9223372036854775]"},
+      {R"({"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": []})",
+       "field \"input_length\" must be > 0"},
+      {R"({"timestamp": 1, "input_length": 5, "output_length": 1, "hash_ids": "x"})",
+       "field \"hash_ids\" must be an array"},
+      {R"({"timestamp": 1, "input_length": 5, "output_length": 1, "hash_ids": [-3]})",
+       "field \"hash_ids\" must hold non-negative integers"},
+      {R"({"timestamp": 1, "input_length": 513, "output_length": 1, "hash_ids": [1]})",
+       "hash_ids has 1 blocks, input_length 513 needs 2"},
+  };
+  for (const auto& [line, reason] : cases) {
+    CAPTURE(line);
+    std::string error;
+    CHECK_FALSE(parse_trace_line(line, &error));
+    CHECK(error == reason);
+  }
 }
 
 TEST_CASE("a hash id travels as 8 big-endian bytes") {
@@ -92,8 +84,8 @@ TEST_CASE("--on-bad-line values") {
 TEST_CASE("bad lines are reported with their line numbers; skip goes on, fail stops") {
   const std::string good =
       R"({"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1]})";
-  const auto path =
-      write_temp(good + "\n\nnot json\n" + good + "\n{\"timestamp\": 1}\n" + good + "\n");
+  const auto path = ic::test::write_temp_file(
+      "ic-trace-test", good + "\n\nnot json\n" + good + "\n{\"timestamp\": 1}\n" + good + "\n");
   std::vector<std::string> reported;
   auto skip = load_trace(path, BadLinePolicy::kSkip, 0,
                          [&](const std::string& m) { reported.push_back(m); });

@@ -21,6 +21,7 @@
 #include "support/grpc_frame.hh"
 #include "support/h2_client.hh"
 #include "support/server_process.hh"
+#include "support/temp_dir.hh"
 #include "support/text.hh"
 
 namespace pb = inferencecache::v1alpha1;
@@ -105,12 +106,7 @@ struct Served {
 };
 
 std::string write_policy(const std::string& json) {
-  char path[] = "/tmp/ic-lookup-policy-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  std::ofstream(path) << json;
-  return path;
+  return ic::test::write_temp_file("ic-lookup-policy", json);
 }
 
 void check_score(const pb::ReplicaScore& s, const std::string& id, double score, int matched,
