@@ -13,6 +13,7 @@
 #include "service/event_fanout.hh"
 #include "service/sharded_index.hh"
 #include "service_fixture.hh"
+#include "support/builders.hh"
 #include "two_core_index.hh"
 
 namespace pb = ::inferencecache::v1alpha1;
@@ -35,32 +36,13 @@ std::string tenant_on(unsigned core) {
   }
 }
 
+// An update from r1 with one 16-token exact prefix per hash.
 pb::CacheStateUpdate update(const std::string& tenant, const std::string& model,
-                            std::vector<std::string> hashes, std::int64_t ts = 0) {
-  pb::CacheStateUpdate u;
-  u.set_replica_id("r1");
-  u.set_model_id(model);
-  u.set_tenant_id(tenant);
-  u.set_hash_scheme("s");
-  u.set_timestamp_us(ts);
-  for (auto& h : hashes) {
-    auto* p = u.add_prefixes();
-    p->set_prefix_hash(h);
-    p->set_token_count(16);
-  }
-  return u;
+                            const std::vector<std::string>& hashes, std::int64_t ts = 0) {
+  return ic::test::r1_update(tenant, model, "s", hashes, ts);
 }
 
-pb::CacheEvent event(pb::CacheEvent::Type type, const std::string& tenant,
-                     const std::string& hash = "") {
-  pb::CacheEvent e;
-  e.set_type(type);
-  e.set_replica_id("r1");
-  e.set_model_id("m");
-  e.set_tenant_id(tenant);
-  e.set_prefix_hash(hash);
-  return e;
-}
+using ic::test::r1_event;
 
 // "TYPE tenant model replica hash adapter ts" per event, for exact comparison.
 std::string describe(const pb::CacheEvent& e) {
@@ -129,13 +111,13 @@ TEST_CASE_FIXTURE(Events, "every applied change of a scripted sequence, in order
   auto with_stats = update(b, "m", {"h3"}, 200);
   with_stats.mutable_stats()->set_hit_rate(0.5f);
   call("ReportCacheState", with_stats);
-  call("PublishEvent", event(pb::CacheEvent::PREFIX_EVICTED, a, "h1"));
-  call("PublishEvent", event(pb::CacheEvent::PREFIX_EVICTED, a, "nope"));  // nothing applied
+  call("PublishEvent", r1_event(pb::CacheEvent::PREFIX_EVICTED, a, "h1"));
+  call("PublishEvent", r1_event(pb::CacheEvent::PREFIX_EVICTED, a, "nope"));  // nothing applied
   clock.wall = kWall + 5;
-  call("PublishEvent", event(pb::CacheEvent::REPLICA_UPDATED, b));
-  call("PublishEvent", event(pb::CacheEvent::ALL_CLEARED, b));
-  call("PublishEvent", event(pb::CacheEvent::ALL_CLEARED, b));         // nothing left: no event
-  call("PublishEvent", event(pb::CacheEvent::PREFIX_ADDED, a, "h9"));  // a no-op
+  call("PublishEvent", r1_event(pb::CacheEvent::REPLICA_UPDATED, b));
+  call("PublishEvent", r1_event(pb::CacheEvent::ALL_CLEARED, b));
+  call("PublishEvent", r1_event(pb::CacheEvent::ALL_CLEARED, b));         // nothing left: no event
+  call("PublishEvent", r1_event(pb::CacheEvent::PREFIX_ADDED, a, "h9"));  // a no-op
   clock.wall = kWall + 9;
   CHECK(shard0.sweep_slice(kWall + 100LL * 60 * 1'000'000, 1024));  // h2 expires (TTL)
   settle();
@@ -174,7 +156,7 @@ TEST_CASE_FIXTURE(Events, "filters: tenant (registered on its owner only), model
   call("ReportCacheState", update(a, "m", {"x"}, 7));
   call("ReportCacheState", update(b, "m", {"y"}, 8));
   call("ReportCacheState", update(b, "other", {"z"}, 9));
-  call("PublishEvent", event(pb::CacheEvent::PREFIX_EVICTED, a, "x"));
+  call("PublishEvent", r1_event(pb::CacheEvent::PREFIX_EVICTED, a, "x"));
 
   CHECK(received(t) == std::vector<std::string>{line("PREFIX_ADDED", b, "y", 8),
                                                 line("PREFIX_ADDED", b, "z", 9, "other")});

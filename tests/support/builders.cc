@@ -89,6 +89,30 @@ pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& 
   return u;
 }
 
+pb::CacheStateUpdate r1_update(const std::string& tenant, const std::string& model,
+                               const std::string& scheme, const std::vector<std::string>& hashes,
+                               std::int64_t timestamp_us) {
+  pb::CacheStateUpdate u = scoped_update(tenant, model, scheme, "r1", timestamp_us);
+  for (const std::string& h : hashes) {
+    auto* p = u.add_prefixes();
+    p->set_prefix_hash(h);
+    p->set_token_count(16);
+  }
+  return u;
+}
+
+pb::CacheEvent r1_event(pb::CacheEvent::Type type, const std::string& tenant,
+                        const std::string& hash, std::int64_t timestamp_us) {
+  pb::CacheEvent e;
+  e.set_type(type);
+  e.set_replica_id("r1");
+  e.set_model_id("m");
+  e.set_tenant_id(tenant);
+  e.set_prefix_hash(hash);
+  e.set_timestamp_us(timestamp_us);
+  return e;
+}
+
 std::vector<pb::CacheStateUpdate> two_replica_workload(int first, int count,
                                                        std::int64_t timestamp_us) {
   std::vector<pb::CacheStateUpdate> out;

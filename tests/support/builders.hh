@@ -52,6 +52,19 @@ inferencecache::v1alpha1::CacheStateUpdate chain_update(
     const std::string& tenant, const std::string& model, const std::string& scheme,
     const std::string& replica, std::int64_t timestamp_us, const std::vector<std::uint64_t>& blocks,
     int tier = 0, const std::string& adapter = "", std::int32_t per_block = 16);
+// An update from replica r1 at `timestamp_us` with one 16-token exact prefix
+// per entry of `hashes` (the prefix hash bytes as given).
+inferencecache::v1alpha1::CacheStateUpdate r1_update(const std::string& tenant,
+                                                     const std::string& model,
+                                                     const std::string& scheme,
+                                                     const std::vector<std::string>& hashes,
+                                                     std::int64_t timestamp_us);
+// A CacheEvent of `type` from replica r1 of model m in `tenant` for prefix
+// `hash` ("" for the replica-wide types) at `timestamp_us` (0: unset).
+inferencecache::v1alpha1::CacheEvent r1_event(inferencecache::v1alpha1::CacheEvent::Type type,
+                                              const std::string& tenant,
+                                              const std::string& hash = "",
+                                              std::int64_t timestamp_us = 0);
 // The warm-restart and replication tests' index: tenants tenant-<first> ..
 // tenant-<first + count - 1>, model m, scheme vllm, at `timestamp_us`; replica
 // r-a holds a chain of four 64-token blocks 1000·t + i, r-b its first two (so

@@ -15,6 +15,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "index/partition.hh"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/builders.hh"
 #include "support/grpc_channel.hh"
 #include "support/server_process.hh"
 
@@ -69,33 +70,13 @@ struct Served {
   }
 };
 
+// An update from r1 with one 16-token exact prefix per hash.
 pb::CacheStateUpdate update(const std::string& tenant, const std::string& model,
                             const std::vector<std::string>& hashes, std::int64_t ts) {
-  pb::CacheStateUpdate u;
-  u.set_replica_id("r1");
-  u.set_model_id(model);
-  u.set_tenant_id(tenant);
-  u.set_hash_scheme("vllm-sha256");
-  u.set_timestamp_us(ts);
-  for (const auto& h : hashes) {
-    auto* p = u.add_prefixes();
-    p->set_prefix_hash(h);
-    p->set_token_count(16);
-  }
-  return u;
+  return ic::test::r1_update(tenant, model, "vllm-sha256", hashes, ts);
 }
 
-pb::CacheEvent event(pb::CacheEvent::Type type, const std::string& tenant,
-                     const std::string& hash = "", std::int64_t ts = 0) {
-  pb::CacheEvent e;
-  e.set_type(type);
-  e.set_replica_id("r1");
-  e.set_model_id("m");
-  e.set_tenant_id(tenant);
-  e.set_prefix_hash(hash);
-  e.set_timestamp_us(ts);
-  return e;
-}
+using ic::test::r1_event;
 
 // One open StreamCacheEvents call, registered on every core it needs once
 // its initial metadata arrived.
@@ -156,15 +137,15 @@ TEST_CASE("StreamCacheEvents: exactly the events of a scripted sequence, through
   with_stats.mutable_stats()->set_hit_rate(0.5f);
   s.report(with_stats);
   s.report(update(b, "other", {"h4"}, 300));
-  s.publish(event(pb::CacheEvent::PREFIX_EVICTED, a, "h1"));
-  s.publish(event(pb::CacheEvent::PREFIX_EVICTED, a, "unknown"));  // nothing to remove
-  s.publish(event(pb::CacheEvent::REPLICA_UPDATED, b, "", 400));
-  s.publish(event(pb::CacheEvent::ALL_CLEARED, b));
-  s.publish(event(pb::CacheEvent::PREFIX_ADDED, a, "h9"));  // a no-op
+  s.publish(r1_event(pb::CacheEvent::PREFIX_EVICTED, a, "h1"));
+  s.publish(r1_event(pb::CacheEvent::PREFIX_EVICTED, a, "unknown"));  // nothing to remove
+  s.publish(r1_event(pb::CacheEvent::REPLICA_UPDATED, b, "", 400));
+  s.publish(r1_event(pb::CacheEvent::ALL_CLEARED, b));
+  s.publish(r1_event(pb::CacheEvent::PREFIX_ADDED, a, "h9"));  // a no-op
   // Sentinels: one last change per tenant, removed again for `evicted`.
   for (const auto& t : {a, b}) {
     s.report(update(t, "m", {"end"}, 500));
-    s.publish(event(pb::CacheEvent::PREFIX_EVICTED, t, "end"));
+    s.publish(r1_event(pb::CacheEvent::PREFIX_EVICTED, t, "end"));
   }
 
   const ByTenant want_all = {
