@@ -5,10 +5,7 @@
 #include <string>
 #include <vector>
 
-using ic::admin::HttpError;
-using ic::admin::HttpLimits;
-using ic::admin::HttpParser;
-using ic::admin::HttpRequest;
+using namespace ic::admin;
 using State = HttpParser::State;
 
 namespace {

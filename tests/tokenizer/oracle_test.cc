@@ -18,13 +18,11 @@
 #include "fingerprint/fingerprint.hh"
 #include "prompt_text/encoder.hh"
 #include "prompt_text/models.hh"
+#include "support/command.hh"
 #include "test_main.hh"
 #include "tokenizer/tokenizer.hh"
 
-using ic::tokenizer::EncodeStatus;
-using ic::tokenizer::TokenId;
-using ic::tokenizer::Tokenizer;
-using ic::tokenizer::Workspace;
+using namespace ic::tokenizer;
 using json = nlohmann::json;
 
 namespace {
@@ -45,14 +43,7 @@ std::string read_file(const std::string& path) {
 
 // Runs the oracle and parses its JSON output.
 json run_oracle(const std::string& args) {
-  const std::string cmd = "node '" + kOracleDir + "/oracle.mjs' " + args;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[1 << 16];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  REQUIRE_MESSAGE(pclose(pipe) == 0, "oracle failed: " << cmd);
-  return json::parse(out);
+  return json::parse(ic::test::command_output("node '" + kOracleDir + "/oracle.mjs' " + args));
 }
 
 std::unique_ptr<Tokenizer> load_model(std::string_view model) {

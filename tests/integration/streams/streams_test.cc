@@ -54,13 +54,9 @@ struct Served {
   std::unique_ptr<pb::InferenceCache::Stub> stub = pb::InferenceCache::NewStub(channel);
 
   void report(const pb::CacheStateUpdate& u) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(20s));
     pb::Ack ack;
-    auto writer = stub->ReportCacheState(&ctx, &ack);
-    REQUIRE(writer->Write(u));
-    REQUIRE(writer->WritesDone());
-    REQUIRE(writer->Finish().ok());
+    const grpc::Status st = ic::itest::report_cache_state(*stub, {u}, &ack);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
   }
   void publish(const pb::CacheEvent& e) {
     grpc::ClientContext ctx;
