@@ -15,6 +15,7 @@
 #include "index/partition.hh"
 #include "persist/snapshot_codec.hh"
 #include "persist/state_saver.hh"
+#include "support/temp_dir.hh"
 
 namespace ic::persist {
 namespace {
@@ -192,33 +193,24 @@ TEST_CASE("a chunk that does not parse is refused without applying anything") {
   CHECK(idx.globals.total_entries.load() == 0);
 }
 
-struct TempFile {
-  std::filesystem::path dir;
-  TempFile() {
-    char tmpl[] = "/tmp/ic-load-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  ~TempFile() { std::filesystem::remove_all(dir); }
-  std::string path() const { return (dir / "state.bin").string(); }
-};
-
 TEST_CASE("load_state restores a verified file whole and a bad one not at all") {
   Index before;
   fill(before);
-  TempFile tmp;
+  ic::test::TempDir tmp("ic-load");
+  const std::string state = tmp.file("state.bin");
   std::string error;
   state_pb::StateHeader h;
   h.set_server_version("0.1.0");
   h.set_created_at_us(kNow);
   h.set_policy_json(R"({"version":7})");
   {
-    auto w = StateFileWriter::create(tmp.path(), h, &error);
+    auto w = StateFileWriter::create(state, h, &error);
     REQUIRE(w != nullptr);
     for (const std::string& c : save(before, 4)) REQUIRE(w->append_chunk(c));
     REQUIRE(w->commit().empty());
   }
   Index after;
-  const LoadOutcome got = load_state(tmp.path(), after.pointers(), after.clock.wall);
+  const LoadOutcome got = load_state(state, after.pointers(), after.clock.wall);
   CHECK(got.status == LoadStatus::kOk);
   CHECK(got.entries == 17);
   CHECK(got.policy_json == R"({"version":7})");
@@ -228,14 +220,14 @@ TEST_CASE("load_state restores a verified file whole and a bad one not at all") 
 
   // Framing and checksum intact, one chunk garbage: nothing is applied.
   {
-    auto w = StateFileWriter::create(tmp.path(), h, &error);
+    auto w = StateFileWriter::create(state, h, &error);
     REQUIRE(w != nullptr);
     for (const std::string& c : save(before, 4)) REQUIRE(w->append_chunk(c));
     REQUIRE(w->append_chunk("\xff\xff\xff"));
     REQUIRE(w->commit().empty());
   }
   Index cold;
-  const LoadOutcome bad = load_state(tmp.path(), cold.pointers(), cold.clock.wall);
+  const LoadOutcome bad = load_state(state, cold.pointers(), cold.clock.wall);
   CHECK(bad.status == LoadStatus::kCorrupt);
   CHECK(bad.error == "unparsable chunk");
   CHECK(bad.entries == 0);

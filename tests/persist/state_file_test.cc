@@ -11,20 +11,13 @@
 #include <string>
 
 #include "persist/state_file.hh"
+#include "support/temp_dir.hh"
 #include "xxhash.h"
 
 namespace ic::persist {
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/ic-state-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const char* name) const { return (path / name).string(); }
-};
+using ic::test::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -55,7 +48,7 @@ std::string write_sample(const std::string& path) {
 }
 
 TEST_CASE("a state file round-trips its header and chunks, with the documented layout") {
-  TempDir dir;
+  TempDir dir("ic-state");
   const std::string path = dir.file("state.bin");
   const std::string bytes = write_sample(path);
   const std::size_t header_len = header().SerializeAsString().size();
@@ -77,7 +70,7 @@ TEST_CASE("a state file round-trips its header and chunks, with the documented l
 }
 
 TEST_CASE("every truncation of a state file is refused") {
-  TempDir dir;
+  TempDir dir("ic-state");
   const std::string bytes = write_sample(dir.file("full.bin"));
   const std::string cut = dir.file("cut.bin");
   for (std::size_t len = 0; len < bytes.size(); ++len) {
@@ -95,7 +88,7 @@ TEST_CASE("every truncation of a state file is refused") {
 }
 
 TEST_CASE("every single-byte corruption of a state file is refused") {
-  TempDir dir;
+  TempDir dir("ic-state");
   const std::string bytes = write_sample(dir.file("full.bin"));
   const std::string bad = dir.file("bad.bin");
   for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -114,7 +107,7 @@ TEST_CASE("a version-1 file (the previous build's, checksum valid) is refused as
   // Version 1 had the same layout but no replication stream position in its
   // header (docs/persistence.md "Versions"): the bytes the previous build
   // wrote for this sample, i.e. this build's with version 1 and its checksum.
-  TempDir dir;
+  TempDir dir("ic-state");
   std::string bytes = write_sample(dir.file("v2.bin"));
   REQUIRE(bytes.substr(8, 4) == std::string("\x02\0\0\0", 4));
   bytes[8] = '\x01';
@@ -129,7 +122,7 @@ TEST_CASE("a version-1 file (the previous build's, checksum valid) is refused as
 }
 
 TEST_CASE("a file of another format version is refused by name; a missing one is kMissing") {
-  TempDir dir;
+  TempDir dir("ic-state");
   std::string bytes = write_sample(dir.file("v.bin"));
   bytes[8] = '\0';  // format version 0: an earlier build's
   spit(dir.file("old.bin"), bytes);
@@ -147,7 +140,7 @@ TEST_CASE("a file of another format version is refused by name; a missing one is
 }
 
 TEST_CASE("an uncommitted writer leaves neither the file nor its temp file") {
-  TempDir dir;
+  TempDir dir("ic-state");
   const std::string path = dir.file("state.bin");
   {
     std::string error;
