@@ -2,6 +2,7 @@
 // driver (tests/support/fuzz_replay.hh): HTTP/1.1 fragments and random bytes.
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "fuzz_replay.hh"
 
@@ -10,7 +11,8 @@ namespace ic::test::fuzz {
 const int kGeneratedInputs = 20000;
 
 namespace {
-const char* const kFragments[] = {
+// string_view, so that the NUL fragment keeps its one byte.
+constexpr std::string_view kFragments[] = {
     "GET ",
     "POST ",
     "PUT ",
@@ -33,7 +35,7 @@ const char* const kFragments[] = {
     " ",
     ":",
     "hello",
-    "\x00",
+    {"\x00", 1},
     "\xff",
     " folded\r\n",
     "X: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\r\n",
@@ -47,8 +49,7 @@ std::string generate(std::mt19937& rng, int) {
     if (rng() % 8 == 0) {
       input.push_back(static_cast<char>(rng()));
     } else {
-      const auto& frag = kFragments[rng() % std::size(kFragments)];
-      input.append(frag, frag[0] == '\0' ? 1 : std::char_traits<char>::length(frag));
+      input.append(kFragments[rng() % std::size(kFragments)]);
     }
   }
   return input;

@@ -22,10 +22,17 @@ inline Runtime::Options opts(unsigned cores, std::uint32_t depth = 4096) {
   return o;
 }
 
+// The test's completion signal: set() once, on whichever core finishes last.
+struct Done {
+  std::promise<void> promise;
+  std::future<void> future = promise.get_future();
+  void set() { promise.set_value(); }
+};
+
 // Waits (up to 20 s) for the test's completion signal, then stops and joins
 // the runtime; fails the test if the signal never came.
-inline void finish(Runtime& rt, std::future<void>& done) {
-  const auto status = done.wait_for(std::chrono::seconds(20));
+inline void finish(Runtime& rt, Done& done) {
+  const auto status = done.future.wait_for(std::chrono::seconds(20));
   rt.stop();
   rt.join();
   REQUIRE(status == std::future_status::ready);

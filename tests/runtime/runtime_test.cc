@@ -17,6 +17,7 @@ using ic::runtime::Runtime;
 
 namespace {
 
+using ic::runtime::testing::Done;
 using ic::runtime::testing::finish;
 using ic::runtime::testing::opts;
 
@@ -26,13 +27,12 @@ TEST_SUITE("runtime") {
   TEST_CASE("a task posted to another core runs there and can post back") {
     Runtime rt(opts(2));
     constexpr int kRoundTrips = 1000;
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::atomic<int> wrong_core{0};
     int trips = 0;  // touched only on core 0
     std::function<void()> ping = [&] {
       if (trips == kRoundTrips) {
-        promise.set_value();
+        done.set();
         return;
       }
       const bool ok = rt.post(1, [&] {
@@ -57,8 +57,7 @@ TEST_SUITE("runtime") {
   TEST_CASE("a full mailbox refuses the post; queued tasks run in order") {
     Runtime rt(opts(2, 4));
     std::latch posted(1);
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::vector<bool> accepted;
     std::vector<int> ran;  // core 1 only
     rt.start([&](unsigned core) {
@@ -67,9 +66,9 @@ TEST_SUITE("runtime") {
         return;
       }
       for (int i = 0; i < 6; ++i) {
-        accepted.push_back(rt.post(1, [&ran, &promise, i] {
+        accepted.push_back(rt.post(1, [&ran, &done, i] {
           ran.push_back(i);
-          if (i == 3) promise.set_value();
+          if (i == 3) done.set();
         }));
       }
       posted.count_down();
@@ -82,8 +81,7 @@ TEST_SUITE("runtime") {
   TEST_CASE("posts between one pair of cores keep their order") {
     Runtime rt(opts(2));
     constexpr int kPosts = 3000;
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     int next = 0;
     int out_of_order = 0;
     rt.start([&](unsigned core) {
@@ -92,7 +90,7 @@ TEST_SUITE("runtime") {
         const bool ok = rt.post(1, [&, i] {
           if (i != next) ++out_of_order;
           ++next;
-          if (next == kPosts) promise.set_value();
+          if (next == kPosts) done.set();
         });
         REQUIRE(ok);
       }
@@ -104,8 +102,7 @@ TEST_SUITE("runtime") {
 
   TEST_CASE("timers fire in deadline order and a cancelled one never fires") {
     Runtime rt(opts(1));
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::string order;
     rt.start([&](unsigned) {
       auto& r = current_reactor();
@@ -114,7 +111,7 @@ TEST_SUITE("runtime") {
       const auto cancelled = r.add_timer(15'000, [&] { order += 'x'; });
       r.add_timer(20'000, [&] { order += 'b'; });
       r.add_timer(0, [&] { order += '0'; });
-      r.add_timer(40'000, [&] { promise.set_value(); });
+      r.add_timer(40'000, [&] { done.set(); });
       r.cancel_timer(cancelled);
     });
     finish(rt, done);
@@ -123,8 +120,7 @@ TEST_SUITE("runtime") {
 
   TEST_CASE("a timer does not fire before its delay") {
     Runtime rt(opts(1));
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::int64_t armed_at = 0;
     std::int64_t fired_at = 0;
     rt.start([&](unsigned) {
@@ -132,7 +128,7 @@ TEST_SUITE("runtime") {
       armed_at = r.now_us();
       r.add_timer(20'000, [&] {
         fired_at = current_reactor().now_us();
-        promise.set_value();
+        done.set();
       });
     });
     finish(rt, done);
@@ -141,8 +137,7 @@ TEST_SUITE("runtime") {
 
   TEST_CASE("defer and post-to-self run after the current task, in order") {
     Runtime rt(opts(2));
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::string order;
     rt.start([&](unsigned core) {
       if (core != 1) return;
@@ -154,7 +149,7 @@ TEST_SUITE("runtime") {
         // Deferred from a deferred task: runs in the next turn.
         current_reactor().defer([&] {
           order += 'e';
-          promise.set_value();
+          done.set();
         });
       });
       order += 'a';

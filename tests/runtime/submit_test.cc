@@ -22,6 +22,7 @@ using ic::runtime::Runtime;
 
 namespace {
 
+using ic::runtime::testing::Done;
 using ic::runtime::testing::finish;
 using ic::runtime::testing::opts;
 
@@ -36,8 +37,7 @@ struct Payload {
 TEST_SUITE("runtime") {
   TEST_CASE("submit to the calling core runs inline, before the call returns") {
     Runtime rt(opts(2));
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::string order;
     int arg_seen_at = 0;
     rt.start([&](unsigned core) {
@@ -56,7 +56,7 @@ TEST_SUITE("runtime") {
           [&](int result) { order += std::to_string(result); });
       CHECK_FALSE(refused);
       order += 'd';
-      promise.set_value();
+      done.set();
     });
     finish(rt, done);
     CHECK(order == "abc42d");
@@ -65,8 +65,7 @@ TEST_SUITE("runtime") {
 
   TEST_CASE("the reply runs on the calling core with the target core's result") {
     Runtime rt(opts(2));
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     unsigned ran_on = 99;
     unsigned replied_on = 99;
     std::string reply_text;
@@ -81,7 +80,7 @@ TEST_SUITE("runtime") {
           [&](std::string result) {
             replied_on = current_core();
             reply_text = std::move(result);
-            promise.set_value();
+            done.set();
           });
       CHECK_FALSE(refused);
     });
@@ -94,8 +93,7 @@ TEST_SUITE("runtime") {
   TEST_CASE("a full mailbox hands the refused work back intact; the bound is the depth") {
     Runtime rt(opts(2, 4));
     std::latch held(1);
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::vector<bool> accepted;
     std::vector<int> ran;  // core 1 only
     std::string back_text;
@@ -107,9 +105,9 @@ TEST_SUITE("runtime") {
         return;
       }
       for (int i = 0; i < 4; ++i) {
-        accepted.push_back(!ic::runtime::try_submit(rt, 1, [&ran, &promise, i] {
+        accepted.push_back(!ic::runtime::try_submit(rt, 1, [&ran, &done, i] {
           ran.push_back(i);
-          if (i == 3) promise.set_value();
+          if (i == 3) done.set();
         }));
       }
       // The fifth: the one-way form returns the callable itself...
@@ -136,8 +134,7 @@ TEST_SUITE("runtime") {
   TEST_CASE("a waiting submit retries from the caller's timer until accepted") {
     Runtime rt(opts(2, 1));
     std::latch held(1);
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::vector<int> ran;  // core 1 only
     unsigned replied_on = 99;
     rt.start([&](unsigned core) {
@@ -153,7 +150,7 @@ TEST_SUITE("runtime") {
           rt, 1, 3, [&ran](int& v) { ran.push_back(v); },
           [&] {
             replied_on = current_core();
-            promise.set_value();
+            done.set();
           },
           ic::runtime::Wait{.retry_us = 200});
       held.count_down();
@@ -166,8 +163,7 @@ TEST_SUITE("runtime") {
   TEST_CASE("a waiting submit gives up after its bound, dropping the work unrun") {
     Runtime rt(opts(2, 1));
     std::latch held(1);
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::atomic<int> ran{0};
     auto token = std::make_shared<int>(0);
     std::weak_ptr<int> watch = token;
@@ -185,7 +181,7 @@ TEST_SUITE("runtime") {
         dropped_on_core0 = watch.expired();
         held.count_down();
         // FIFO per core pair: this runs after the task that filled the box.
-        ic::runtime::submit(rt, 1, [&promise] { promise.set_value(); });
+        ic::runtime::submit(rt, 1, [&done] { done.set(); });
       });
     });
     finish(rt, done);
@@ -195,8 +191,7 @@ TEST_SUITE("runtime") {
 
   TEST_CASE("map_reduce reduces every core's value on the calling core") {
     Runtime rt(opts(3));
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::vector<std::optional<unsigned>> values;
     unsigned done_on = 99;
     bool returned_first = false;
@@ -209,7 +204,7 @@ TEST_SUITE("runtime") {
             returned_first = returned;
             done_on = current_core();
             values = std::move(v);
-            promise.set_value();
+            done.set();
           });
       returned = true;
     });
@@ -228,8 +223,7 @@ TEST_SUITE("runtime") {
   TEST_CASE("map_reduce leaves a core that did not answer by the deadline empty") {
     Runtime rt(opts(2, 1));
     std::latch held(1);
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::vector<std::optional<int>> values;
     rt.start([&](unsigned core) {
       if (core == 1) {
@@ -242,7 +236,7 @@ TEST_SUITE("runtime") {
           [&](std::vector<std::optional<int>> v) {
             values = std::move(v);
             held.count_down();
-            promise.set_value();
+            done.set();
           },
           {.deadline_us = 20'000, .retry_us = 1'000});
     });
@@ -255,8 +249,7 @@ TEST_SUITE("runtime") {
   TEST_CASE("invoke_on_all runs on every core, through full mailboxes") {
     Runtime rt(opts(3, 1));
     std::latch held(1);
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::vector<std::atomic<int>> seen(3);
     std::atomic<int> count{0};
     rt.start([&](unsigned core) {
@@ -270,7 +263,7 @@ TEST_SUITE("runtime") {
           rt,
           [&](unsigned c) {
             seen[c].store(static_cast<int>(current_core()) + 1);
-            if (count.fetch_add(1) == 2) promise.set_value();
+            if (count.fetch_add(1) == 2) done.set();
           },
           ic::runtime::Wait{.retry_us = 200});
       held.count_down();
