@@ -69,34 +69,38 @@ TEST_CASE("a state file round-trips its header and chunks, with the documented l
   CHECK(c.chunks[1] == "");
 }
 
-TEST_CASE("every truncation of a state file is refused") {
-  TempDir dir("ic-state");
+// The sample state file's bytes, and what read_state_file makes of other bytes.
+struct Sample {
+  TempDir dir{"ic-state"};
   const std::string bytes = write_sample(dir.file("full.bin"));
-  const std::string cut = dir.file("cut.bin");
-  for (std::size_t len = 0; len < bytes.size(); ++len) {
+  StateFileContents read(const std::string& other) const {
+    const std::string path = dir.file("other.bin");
+    spit(path, other);
+    return read_state_file(path);
+  }
+};
+
+TEST_CASE("every truncation of a state file is refused") {
+  const Sample sample;
+  for (std::size_t len = 0; len < sample.bytes.size(); ++len) {
     CAPTURE(len);
-    spit(cut, bytes.substr(0, len));
-    const StateFileContents c = read_state_file(cut);
+    const StateFileContents c = sample.read(sample.bytes.substr(0, len));
     CHECK((c.status == LoadStatus::kTruncated || c.status == LoadStatus::kCorrupt));
     CHECK_FALSE(c.error.empty());
     CHECK(c.chunks.empty());
   }
-  spit(cut, bytes.substr(0, 5));
-  CHECK(read_state_file(cut).status == LoadStatus::kTruncated);
-  spit(cut, bytes.substr(0, bytes.size() - 1));
-  CHECK(read_state_file(cut).status == LoadStatus::kTruncated);
+  CHECK(sample.read(sample.bytes.substr(0, 5)).status == LoadStatus::kTruncated);
+  CHECK(sample.read(sample.bytes.substr(0, sample.bytes.size() - 1)).status ==
+        LoadStatus::kTruncated);
 }
 
 TEST_CASE("every single-byte corruption of a state file is refused") {
-  TempDir dir("ic-state");
-  const std::string bytes = write_sample(dir.file("full.bin"));
-  const std::string bad = dir.file("bad.bin");
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
+  const Sample sample;
+  for (std::size_t i = 0; i < sample.bytes.size(); ++i) {
     CAPTURE(i);
-    std::string b = bytes;
+    std::string b = sample.bytes;
     b[i] = static_cast<char>(b[i] ^ 0x01);
-    spit(bad, b);
-    const StateFileContents c = read_state_file(bad);
+    const StateFileContents c = sample.read(b);
     CHECK(c.status != LoadStatus::kOk);
     if (i < 8) CHECK(c.status == LoadStatus::kCorrupt);
     if (i >= 8 && i < 12) CHECK(c.status == LoadStatus::kWrongVersion);

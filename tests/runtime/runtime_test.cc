@@ -15,13 +15,7 @@ using ic::runtime::current_core;
 using ic::runtime::current_reactor;
 using ic::runtime::Runtime;
 
-namespace {
-
-using ic::runtime::testing::Done;
-using ic::runtime::testing::finish;
-using ic::runtime::testing::opts;
-
-}  // namespace
+using namespace ic::runtime::testing;
 
 TEST_SUITE("runtime") {
   TEST_CASE("a task posted to another core runs there and can post back") {

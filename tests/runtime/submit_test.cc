@@ -22,9 +22,7 @@ using ic::runtime::Runtime;
 
 namespace {
 
-using ic::runtime::testing::Done;
-using ic::runtime::testing::finish;
-using ic::runtime::testing::opts;
+using namespace ic::runtime::testing;
 
 // Move-only: the refused argument can only come back by move, as it went.
 struct Payload {
