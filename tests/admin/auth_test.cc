@@ -1,4 +1,5 @@
 #include "admin/auth.hh"
+#include "support/temp_dir.hh"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -16,17 +17,9 @@ using ic::metrics::AuthResult;
 namespace {
 // A token file in a fresh temp dir, removed at scope exit.
 struct TempToken {
-  std::string dir;
-  std::string path;
-  TempToken() {
-    char tmpl[] = "/tmp/ic-auth-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    path = dir + "/token";
-  }
-  ~TempToken() {
-    std::remove(path.c_str());
-    ::rmdir(dir.c_str());
-  }
+  ic::test::TempDir dir{"ic-auth"};
+  std::string path = dir.file("token");
+
   // Writes via a new file + rename, as a Secret update does (new inode).
   void write(const std::string& content) const {
     const std::string tmp = path + ".tmp";

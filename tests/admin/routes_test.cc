@@ -16,6 +16,7 @@
 #include "fakes.hh"
 #include "metrics/registry.hh"
 #include "runtime/runtime.hh"
+#include "support/auth_metrics.hh"
 
 using namespace ic;
 using admin::testing::bytes_of;
@@ -218,11 +219,7 @@ TEST_CASE("/snapshot: auth outcomes, then the merged JSON") {
   CHECK(h.exchange(0, true, get("/other", "Authorization: Bearer tok\r\n")) ==
         text(404, "Not Found", "not found"));
   const std::string metrics = h.exchange(0, false, get("/metrics"));
-  CHECK(metrics.find("inferencecache_snapshot_auth_total{result=\"ok\"} 1\n"
-                     "inferencecache_snapshot_auth_total{result=\"unauth\"} 1\n"
-                     "inferencecache_snapshot_auth_total{result=\"forbidden\"} 1\n"
-                     "inferencecache_snapshot_auth_total{result=\"error\"} 0\n") !=
-        std::string::npos);
+  CHECK(metrics.find(ic::test::auth_total_lines("snapshot", 1, 1, 1, 0)) != std::string::npos);
 }
 
 TEST_CASE("/policy: 204 installs the set on every core; 400 with a reason; 405; auth") {
@@ -269,11 +266,7 @@ TEST_CASE("/policy: 204 installs the set on every core; 400 with a reason; 405; 
         text(503, "Service Unavailable", "control token file unreadable or empty"));
 
   const std::string metrics = h.exchange(1, false, get("/metrics"));
-  CHECK(metrics.find("inferencecache_policy_auth_total{result=\"ok\"} 5\n"
-                     "inferencecache_policy_auth_total{result=\"unauth\"} 1\n"
-                     "inferencecache_policy_auth_total{result=\"forbidden\"} 1\n"
-                     "inferencecache_policy_auth_total{result=\"error\"} 1\n") !=
-        std::string::npos);
+  CHECK(metrics.find(ic::test::auth_total_lines("policy", 5, 1, 1, 1)) != std::string::npos);
   CHECK(metrics.find("inferencecache_policy_reloads_total{source=\"http\",result=\"ok\"} 2\n"
                      "inferencecache_policy_reloads_total{source=\"http\",result=\"error\"} 3\n") !=
         std::string::npos);
