@@ -109,6 +109,14 @@ std::string write_policy(const std::string& json) {
   return ic::test::write_temp_file("ic-lookup-policy", json);
 }
 
+// LookupRoute of the exact 128-token prefix hash 100 in (t, m, vllm).
+pb::LookupRouteRequest exact_100() {
+  pb::LookupRouteRequest q = ic::test::scoped_lookup("t", "m", "vllm");
+  q.set_prefix_hash(block_hash(100));
+  q.set_prefix_token_count(128);
+  return q;
+}
+
 void check_score(const pb::ReplicaScore& s, const std::string& id, double score, int matched,
                  double prob, pb::CacheTier tier, double eps = 1e-6) {
   CHECK(s.replica_id() == id);
@@ -161,13 +169,7 @@ TEST_CASE("reason codes through the running server") {
     CHECK(r.lookup_latency_us() >= 0);
   }
   SUBCASE("PREFIX_MATCH on an exact hash") {
-    pb::LookupRouteRequest q;
-    q.set_tenant_id("t");
-    q.set_model_id("m");
-    q.set_hash_scheme("vllm");
-    q.set_prefix_hash(block_hash(100));
-    q.set_prefix_token_count(128);
-    q.set_adapter_id("");
+    const pb::LookupRouteRequest q = exact_100();
     auto r = s.lookup(q);
     CHECK(r.reason_code() == "PREFIX_MATCH");
     REQUIRE(r.replica_scores_size() == 1);
@@ -250,12 +252,7 @@ TEST_CASE("reason codes through the running server") {
     pb::Ack ack;
     REQUIRE(s.stub->PublishEvent(&ctx, ev, &ack).ok());
     CHECK(ack.accepted());
-    pb::LookupRouteRequest q;
-    q.set_tenant_id("t");
-    q.set_model_id("m");
-    q.set_hash_scheme("vllm");
-    q.set_prefix_hash(block_hash(100));
-    q.set_prefix_token_count(128);
+    const pb::LookupRouteRequest q = exact_100();
     CHECK(s.lookup(q).reason_code() == "TENANT_HOT");
     grpc::ClientContext gctx;
     pb::GetCacheStateRequest g;
