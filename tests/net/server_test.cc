@@ -105,6 +105,28 @@ ic::net::ListenerOptions echo_listener(Probe& probe) {
   return o;
 }
 
+// A server of `cores` reactors and one connection with an echo "call" in
+// flight: its session stays busy until it reads an 'x'. `idle_timeout_us` 0
+// keeps the listener's default.
+struct CallInFlight {
+  explicit CallInFlight(unsigned cores, std::int64_t idle_timeout_us = 0)
+      : lb(cores, busy_listener(probe, idle_timeout_us)), fd(connect_to(lb.port())) {
+    REQUIRE(write_all(fd, "a"));
+    CHECK(read_exact(fd, 1) == "a");
+  }
+  ~CallInFlight() { ::close(fd); }
+  static ic::net::ListenerOptions busy_listener(Probe& probe, std::int64_t idle_timeout_us) {
+    probe.busy_until_x = true;  // before the server starts: no race with its threads
+    ic::net::ListenerOptions o = echo_listener(probe);
+    if (idle_timeout_us > 0) o.idle_timeout_us = idle_timeout_us;
+    return o;
+  }
+
+  Probe probe;
+  Loopback lb;
+  int fd;
+};
+
 }  // namespace
 
 TEST_SUITE("net") {
@@ -267,22 +289,14 @@ TEST_SUITE("net") {
   }
 
   TEST_CASE("a busy connection is not closed by the idle timeout") {
-    Probe probe;
-    probe.busy_until_x = true;
-    auto opts = echo_listener(probe);
-    opts.idle_timeout_us = 30'000;
-    Loopback lb(1, std::move(opts));
-    const int fd = connect_to(lb.port());
-    REQUIRE(write_all(fd, "a"));
-    CHECK(read_exact(fd, 1) == "a");
-    CHECK(test::quiet_for(fd, 150));  // no EOF: a call is in flight
-    CHECK(probe.shutdowns.load() == 0);
-    REQUIRE(write_all(fd, "x"));
-    CHECK(read_exact(fd, 1) == "x");
-    const auto [bytes, eof] = read_to_eof(fd);  // now idle: closed
+    CallInFlight c(1, 30'000);
+    CHECK(test::quiet_for(c.fd, 150));  // no EOF: a call is in flight
+    CHECK(c.probe.shutdowns.load() == 0);
+    REQUIRE(write_all(c.fd, "x"));
+    CHECK(read_exact(c.fd, 1) == "x");
+    const auto [bytes, eof] = read_to_eof(c.fd);  // now idle: closed
     CHECK(eof);
-    CHECK(probe.shutdowns.load() == 1);
-    ::close(fd);
+    CHECK(c.probe.shutdowns.load() == 1);
   }
 
   TEST_CASE("a peer that stops reading is cut off after the idle timeout") {
@@ -302,41 +316,29 @@ TEST_SUITE("net") {
   }
 
   TEST_CASE("graceful shutdown: no new connections, in-flight work finishes, then done") {
-    Probe probe;
-    probe.busy_until_x = true;
-    Loopback lb(2, echo_listener(probe));
-    const int fd = connect_to(lb.port());
-    REQUIRE(write_all(fd, "a"));
-    CHECK(read_exact(fd, 1) == "a");
+    CallInFlight c(2);
     std::atomic<bool> done{false};
-    lb.server().shutdown(5'000'000, [&] { done.store(true); });
-    CHECK(connect_to(lb.port()) < 0);  // refused as soon as shutdown() returned
-    CHECK(eventually([&] { return probe.shutdowns.load() == 1; }));
+    c.lb.server().shutdown(5'000'000, [&] { done.store(true); });
+    CHECK(connect_to(c.lb.port()) < 0);  // refused as soon as shutdown() returned
+    CHECK(eventually([&] { return c.probe.shutdowns.load() == 1; }));
     CHECK_FALSE(done.load());
-    REQUIRE(write_all(fd, "x"));  // the "call" completes
-    CHECK(read_exact(fd, 1) == "x");
-    const auto [bytes, eof] = read_to_eof(fd);
+    REQUIRE(write_all(c.fd, "x"));  // the "call" completes
+    CHECK(read_exact(c.fd, 1) == "x");
+    const auto [bytes, eof] = read_to_eof(c.fd);
     CHECK(eof);
     CHECK(eventually([&] { return done.load(); }));
-    CHECK(probe.closed.load() == 1);
-    ::close(fd);
+    CHECK(c.probe.closed.load() == 1);
   }
 
   TEST_CASE("graceful shutdown aborts what is still busy after the grace period") {
-    Probe probe;
-    probe.busy_until_x = true;
-    Loopback lb(1, echo_listener(probe));
-    const int fd = connect_to(lb.port());
-    REQUIRE(write_all(fd, "a"));
-    CHECK(read_exact(fd, 1) == "a");
+    CallInFlight c(1);
     std::atomic<bool> done{false};
-    lb.server().shutdown(50'000, [&] { done.store(true); });
-    const auto [bytes, eof] = read_to_eof(fd);
+    c.lb.server().shutdown(50'000, [&] { done.store(true); });
+    const auto [bytes, eof] = read_to_eof(c.fd);
     CHECK(eof);
     CHECK(eventually([&] { return done.load(); }));
-    CHECK(probe.closed.load() == 1);
-    CHECK(probe.destroyed.load() == 1);
-    ::close(fd);
+    CHECK(c.probe.closed.load() == 1);
+    CHECK(c.probe.destroyed.load() == 1);
   }
 
   TEST_CASE("request_flush after a cross-core round trip sends the reply") {

@@ -21,12 +21,16 @@ FlagsOutcome parse(std::initializer_list<const char*> args) {
 }
 
 // The exit-2 line for `args`.
+// The one error line of a refused command line, without its
+// "inferencecache-server: " prefix (checked here).
 std::string error_of(std::initializer_list<const char*> args) {
   const FlagsOutcome out = parse(args);
   CHECK_FALSE(out.config.has_value());
   CHECK(out.exit_code == 2);
   CHECK(out.message.find('\n') == std::string::npos);
-  return out.message;
+  const std::string prefix = "inferencecache-server: ";
+  REQUIRE(out.message.compare(0, prefix.size(), prefix) == 0);
+  return out.message.substr(prefix.size());
 }
 
 }  // namespace
@@ -97,36 +101,27 @@ TEST_SUITE("runtime") {
   }
 
   TEST_CASE("flags: each bad value or combination is one exact line, exit 2") {
-    CHECK(error_of({"--log-format", "xml"}) ==
-          "inferencecache-server: --log-format: want json or text, got \"xml\"");
+    CHECK(error_of({"--log-format", "xml"}) == "--log-format: want json or text, got \"xml\"");
     CHECK(error_of({"--log-level", "trace"}) ==
-          "inferencecache-server: --log-level: want debug, info, warn or error, got \"trace\"");
-    CHECK(error_of({"--threads", "abc"}) ==
-          "inferencecache-server: --threads: want an integer in [0, 1024], got \"abc\"");
+          "--log-level: want debug, info, warn or error, got \"trace\"");
+    CHECK(error_of({"--threads", "abc"}) == "--threads: want an integer in [0, 1024], got \"abc\"");
     CHECK(error_of({"--engine-block-size", "0"}) ==
-          "inferencecache-server: --engine-block-size: want an integer in [1, 65536], got \"0\"");
+          "--engine-block-size: want an integer in [1, 65536], got \"0\"");
     CHECK(error_of({"--idle-timeout", "5x"}) ==
-          "inferencecache-server: --idle-timeout: invalid duration \"5x\" (want e.g. 500ms, "
-          "10s, 30m, 1h30m)");
-    CHECK(error_of({"--index-ttl", "0"}) ==
-          "inferencecache-server: --index-ttl: must be at least 1ms, got \"0\"");
+          "--idle-timeout: invalid duration \"5x\" (want e.g. 500ms, 10s, 30m, 1h30m)");
+    CHECK(error_of({"--index-ttl", "0"}) == "--index-ttl: must be at least 1ms, got \"0\"");
     CHECK(error_of({"--tls-cert-file", "/etc/hostname"}) ==
-          "inferencecache-server: --tls-cert-file given without --tls-key-file (both or "
-          "neither)");
+          "--tls-cert-file given without --tls-key-file (both or neither)");
     CHECK(error_of({"--tls-key-file", "/etc/hostname"}) ==
-          "inferencecache-server: --tls-key-file given without --tls-cert-file (both or "
-          "neither)");
+          "--tls-key-file given without --tls-cert-file (both or neither)");
     CHECK(error_of({"--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/etc/hostname"}) ==
-          "inferencecache-server: --tls-cert-file: cannot read \"/nonexistent/c.pem\": No such "
-          "file or directory");
+          "--tls-cert-file: cannot read \"/nonexistent/c.pem\": No such file or directory");
     CHECK(error_of({"--pin-threads", "maybe"}) ==
-          "inferencecache-server: --pin-threads: want true or false, got \"maybe\"");
-    CHECK(error_of({"--no-such-flag"}) ==
-          "inferencecache-server: unknown flag or argument: --no-such-flag");
-    CHECK(error_of({"stray"}) == "inferencecache-server: unknown flag or argument: stray");
+          "--pin-threads: want true or false, got \"maybe\"");
+    CHECK(error_of({"--no-such-flag"}) == "unknown flag or argument: --no-such-flag");
+    CHECK(error_of({"stray"}) == "unknown flag or argument: stray");
     CHECK(error_of({"--insecure-disable-auth", "--control-token-file", "/etc/hostname"}) ==
-          "inferencecache-server: --insecure-disable-auth and --control-token-file contradict "
-          "each other (give one)");
+          "--insecure-disable-auth and --control-token-file contradict each other (give one)");
   }
 
   TEST_CASE("flags: --version is exit 0 with version, commit, compiler and library versions") {
@@ -154,19 +149,17 @@ TEST_SUITE("runtime") {
     CHECK(set.config->ranking == ic::config::Ranking::kReference);
     CHECK(set.config->load_aware == ic::config::LoadAwareKnobs{128.5, 16.0, 0.0, 0.95});
     CHECK(error_of({"--ranking", "best"}) ==
-          "inferencecache-server: --ranking: want load-aware or reference, got \"best\"");
+          "--ranking: want load-aware or reference, got \"best\"");
     CHECK(error_of({"--load-window", "0"}) ==
-          "inferencecache-server: --load-window: want a number in [1, 1e+06], got \"0\"");
+          "--load-window: want a number in [1, 1e+06], got \"0\"");
     CHECK(error_of({"--load-cost-tokens", "-1"}) ==
-          "inferencecache-server: --load-cost-tokens: want a number in [0, 1e+09], got \"-1\"");
+          "--load-cost-tokens: want a number in [0, 1e+09], got \"-1\"");
     CHECK(error_of({"--pressure-load", "x"}) ==
-          "inferencecache-server: --pressure-load: want a number in [0, 1e+06], got \"x\"");
+          "--pressure-load: want a number in [0, 1e+06], got \"x\"");
   }
 
   TEST_CASE("flags: a flag without its value is an error line") {
-    const std::string line = error_of({"--threads"});
-    CHECK(line.rfind("inferencecache-server: ", 0) == 0);
-    CHECK(line.find("--threads") != std::string::npos);
+    CHECK(error_of({"--threads"}).find("--threads") != std::string::npos);
   }
 
   TEST_CASE("flags: --help is exit 0 with the usage text") {
