@@ -18,6 +18,7 @@
 
 #include "net/server.hh"
 #include "runtime/runtime.hh"
+#include "support/loopback_socket.hh"
 
 namespace test {
 
@@ -28,16 +29,8 @@ namespace test {
 // not absorbing a large reply: hosts with tcp_rmem max of 32 MiB otherwise
 // swallow a 16 MiB reply whole.
 inline int connect_to(std::uint16_t port, int rcvbuf_bytes = 0) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (rcvbuf_bytes > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf_bytes, sizeof rcvbuf_bytes);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(port);
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0) {
-    ::close(fd);
-    return -1;
-  }
+  const int fd = ic::test::connect_loopback(port, rcvbuf_bytes);
+  if (fd < 0) return -1;
   timeval tv{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);

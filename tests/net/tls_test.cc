@@ -76,6 +76,16 @@ class Echo final : public ic::net::Session {
   std::vector<std::byte> pending_;
 };
 
+// A listener that speaks TLS with `cert` (ALPN h2) to an Echo session.
+ic::net::ListenerOptions tls_echo_listener(const TempCert& cert, std::string* error = nullptr) {
+  auto ctx = ic::net::TlsContext::load(cert.cert_path, cert.key_path, {"h2"}, error);
+  REQUIRE(ctx != nullptr);
+  ic::net::ListenerOptions opts;
+  opts.factory = ic::net::tls_session_factory(
+      ctx, [](ic::net::Connection& c) { return std::make_unique<Echo>(c); });
+  return opts;
+}
+
 // A blocking TLS client on a loopback socket.
 struct Client {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
@@ -121,13 +131,8 @@ TEST_SUITE("net") {
   TEST_CASE("TLS: handshake with ALPN h2, then plaintext both ways") {
     TempCert cert("ok");
     std::string error;
-    auto ctx = ic::net::TlsContext::load(cert.cert_path, cert.key_path, {"h2"}, &error);
-    REQUIRE(ctx != nullptr);
+    test::Loopback lb(2, tls_echo_listener(cert, &error));
     CHECK(error.empty());
-    ic::net::ListenerOptions opts;
-    opts.factory = ic::net::tls_session_factory(
-        ctx, [](ic::net::Connection& c) { return std::make_unique<Echo>(c); });
-    test::Loopback lb(2, std::move(opts));
     Client client(lb.port(), kH2, sizeof kH2);
     REQUIRE(client.handshake());
     CHECK(client.alpn() == "h2");
@@ -142,23 +147,14 @@ TEST_SUITE("net") {
 
   TEST_CASE("TLS: a client whose ALPN lacks h2 fails the handshake") {
     TempCert cert("alpn");
-    auto ctx = ic::net::TlsContext::load(cert.cert_path, cert.key_path, {"h2"}, nullptr);
-    REQUIRE(ctx != nullptr);
-    ic::net::ListenerOptions opts;
-    opts.factory = ic::net::tls_session_factory(
-        ctx, [](ic::net::Connection& c) { return std::make_unique<Echo>(c); });
-    test::Loopback lb(1, std::move(opts));
+    test::Loopback lb(1, tls_echo_listener(cert));
     Client client(lb.port(), kHttp11, sizeof kHttp11);
     CHECK_FALSE(client.handshake());
   }
 
   TEST_CASE("TLS: plaintext bytes on a TLS port close the connection") {
     TempCert cert("plain");
-    auto ctx = ic::net::TlsContext::load(cert.cert_path, cert.key_path, {"h2"}, nullptr);
-    ic::net::ListenerOptions opts;
-    opts.factory = ic::net::tls_session_factory(
-        ctx, [](ic::net::Connection& c) { return std::make_unique<Echo>(c); });
-    test::Loopback lb(1, std::move(opts));
+    test::Loopback lb(1, tls_echo_listener(cert));
     const int fd = test::connect_to(lb.port());
     REQUIRE(test::write_all(fd, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
     const auto [bytes, eof] = test::read_to_eof(fd);

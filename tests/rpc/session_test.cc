@@ -113,6 +113,20 @@ struct Fixture {
     session = ic::rpc::make_server_session(conn, context);
   }
   bool run() { return ic::test::pump(client, *session, conn); }
+  // Calls `path` with one StringValue `value` and checks the answer is a
+  // trailers-only response (one header block) with this grpc-status and
+  // (percent-encoded) grpc-message; returns the stream for more checks.
+  const ic::test::ClientStream& trailers_only(const std::string& path, const std::string& value,
+                                              const std::string& status,
+                                              const std::string& message) {
+    const auto id = client.grpc_call(path, frame(sv_bytes(value)));
+    run();
+    const auto& s = client.streams[id];
+    CHECK(s.header_blocks == 1);
+    CHECK(s.header("grpc-status") == status);
+    CHECK(s.header("grpc-message") == message);
+    return s;
+  }
   // The gRPC layer on top of the connection's HTTP/2 session.
   ic::rpc::ServerCalls& calls() {
     return static_cast<ic::rpc::ServerCalls&>(session->application());
@@ -176,14 +190,9 @@ TEST_CASE_FIXTURE(Fixture, "a request message split across DATA frames") {
 }
 
 TEST_CASE_FIXTURE(Fixture, "unknown method is a trailers-only UNIMPLEMENTED") {
-  const auto id = client.grpc_call("/test.Echo/Nope", frame(sv_bytes("x")));
-  run();
-  const auto& s = client.streams[id];
-  CHECK(s.header_blocks == 1);
+  const auto& s = trailers_only("/test.Echo/Nope", "x", "12", "unknown method /test.Echo/Nope");
   CHECK(s.header(":status") == "200");
   CHECK(s.header("content-type") == "application/grpc");
-  CHECK(s.header("grpc-status") == "12");
-  CHECK(s.header("grpc-message") == "unknown method /test.Echo/Nope");
   CHECK(s.body.empty());
   CHECK(s.trailers.empty());
   CHECK(s.closed);
@@ -266,12 +275,7 @@ TEST_CASE_FIXTURE(Fixture, "a compressed message is UNIMPLEMENTED with grpc-acce
 
 TEST_CASE_FIXTURE(Fixture,
                   "handler error before any message is trailers-only, message percent-encoded") {
-  const auto id = client.grpc_call("/test.Echo/Fail", frame(sv_bytes("f")));
-  run();
-  const auto& s = client.streams[id];
-  CHECK(s.header_blocks == 1);
-  CHECK(s.header("grpc-status") == "5");
-  CHECK(s.header("grpc-message") == "no such thing: 100%25");
+  trailers_only("/test.Echo/Fail", "f", "5", "no such thing: 100%25");
 }
 
 TEST_CASE_FIXTURE(Fixture, "two messages on a unary call, or none, are INTERNAL") {

@@ -11,19 +11,13 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "support/loopback_socket.hh"
+
 namespace ic::itest {
 
 RawConnection::RawConnection(std::uint16_t port) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) throw std::runtime_error("socket failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd_);
-    throw std::runtime_error(std::string("connect failed: ") + std::strerror(errno));
-  }
+  fd_ = ic::test::connect_loopback(port);
+  if (fd_ < 0) throw std::runtime_error(std::string("connect failed: ") + std::strerror(errno));
 }
 
 RawConnection::~RawConnection() {
