@@ -49,27 +49,13 @@ TEST_SUITE("runtime") {
   }
 
   TEST_CASE("a full mailbox refuses the post; queued tasks run in order") {
-    Runtime rt(opts(2, 4));
-    std::latch posted(1);
-    Done done;
+    HeldCore1 h(4);
     std::vector<bool> accepted;
-    std::vector<int> ran;  // core 1 only
-    rt.start([&](unsigned core) {
-      if (core == 1) {
-        posted.wait();  // hold core 1 so nothing drains its mailbox yet
-        return;
-      }
-      for (int i = 0; i < 6; ++i) {
-        accepted.push_back(rt.post(1, [&ran, &done, i] {
-          ran.push_back(i);
-          if (i == 3) done.set();
-        }));
-      }
-      posted.count_down();
+    h.run_on_core0([&] {
+      for (int i = 0; i < 6; ++i) accepted.push_back(h.rt.post(1, h.record(i, 3)));
     });
-    finish(rt, done);
     CHECK(accepted == std::vector<bool>{true, true, true, true, false, false});
-    CHECK(ran == std::vector<int>{0, 1, 2, 3});
+    CHECK(h.ran == std::vector<int>{0, 1, 2, 3});
   }
 
   TEST_CASE("posts between one pair of cores keep their order") {

@@ -89,41 +89,29 @@ TEST_SUITE("runtime") {
   }
 
   TEST_CASE("a full mailbox hands the refused work back intact; the bound is the depth") {
-    Runtime rt(opts(2, 4));
-    std::latch held(1);
-    Done done;
+    HeldCore1 h(4);
     std::vector<bool> accepted;
-    std::vector<int> ran;  // core 1 only
     std::string back_text;
     int back_owned = 0;
     int fn_refused_value = 0;
-    rt.start([&](unsigned core) {
-      if (core == 1) {
-        held.wait();  // nothing drains core 1's mailbox yet
-        return;
-      }
+    h.run_on_core0([&] {
       for (int i = 0; i < 4; ++i) {
-        accepted.push_back(!ic::runtime::try_submit(rt, 1, [&ran, &done, i] {
-          ran.push_back(i);
-          if (i == 3) done.set();
-        }));
+        accepted.push_back(!ic::runtime::try_submit(h.rt, 1, h.record(i, 3)));
       }
       // The fifth: the one-way form returns the callable itself...
-      auto fn = ic::runtime::try_submit(rt, 1, [v = 7] { return v; });
+      auto fn = ic::runtime::try_submit(h.rt, 1, [v = 7] { return v; });
       REQUIRE(fn);
       fn_refused_value = (*fn)();
       // ...and the round trip returns its argument, never run, never copied.
       auto arg = ic::runtime::try_submit_to(
-          rt, 1, Payload{"request", std::make_unique<int>(5)}, [](Payload& p) { return p.text; },
+          h.rt, 1, Payload{"request", std::make_unique<int>(5)}, [](Payload& p) { return p.text; },
           [](std::string) { FAIL("reply of refused work"); });
       REQUIRE(arg);
       back_text = arg->text;
       back_owned = arg->owned ? *arg->owned : -1;
-      held.count_down();
     });
-    finish(rt, done);
     CHECK(accepted == std::vector<bool>{true, true, true, true});
-    CHECK(ran == std::vector<int>{0, 1, 2, 3});
+    CHECK(h.ran == std::vector<int>{0, 1, 2, 3});
     CHECK(fn_refused_value == 7);
     CHECK(back_text == "request");
     CHECK(back_owned == 5);
