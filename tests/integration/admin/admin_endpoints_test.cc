@@ -45,23 +45,17 @@ struct TokenFile {
   TokenFile() { std::ofstream(path) << kToken << "\n"; }
 };
 
-ic::itest::ServerOptions options_for(const TokenFile& token) {
+// One token file for the whole test process (every server reads the same token).
+const TokenFile token;
+
+ic::itest::ServerOptions options_for_token() {
   ic::itest::ServerOptions o;
   o.extra_args = {"--threads", std::to_string(kThreads), "--control-token-file", token.path};
   return o;
 }
 
-struct Served {
-  TokenFile token;
-  ic::itest::ServerProcess server{options_for(token)};
-  std::shared_ptr<grpc::Channel> channel = ic::itest::insecure_channel(server.grpc_port());
-  std::unique_ptr<pb::InferenceCache::Stub> stub = pb::InferenceCache::NewStub(channel);
-
-  int stop() {
-    stub.reset();
-    channel.reset();
-    return server.stop();
-  }
+struct Served : ic::itest::GrpcServed {
+  Served() : GrpcServed(options_for_token()) {}
 
   void ingest(const std::vector<pb::CacheStateUpdate>& updates) {
     pb::Ack ack;

@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "support/server_process.hh"
 
 namespace ic::itest {
 
@@ -33,5 +35,21 @@ grpc::Status report_cache_state(
     inferencecache::v1alpha1::InferenceCache::Stub& stub,
     const std::vector<inferencecache::v1alpha1::CacheStateUpdate>& updates,
     inferencecache::v1alpha1::Ack* ack);
+
+// A real server and a connected grpc++ InferenceCache stub to it.
+struct GrpcServed {
+  explicit GrpcServed(ServerOptions options = {}) : server(std::move(options)) {}
+  // SIGTERM with the channel closed; the server's exit status (the contract's: 0).
+  int stop() {
+    stub.reset();
+    channel.reset();
+    return server.stop();
+  }
+
+  ServerProcess server;
+  std::shared_ptr<grpc::Channel> channel = insecure_channel(server.grpc_port());
+  std::unique_ptr<inferencecache::v1alpha1::InferenceCache::Stub> stub =
+      inferencecache::v1alpha1::InferenceCache::NewStub(channel);
+};
 
 }  // namespace ic::itest

@@ -33,18 +33,7 @@ using ic::test::kProbeTenant;
 constexpr char kServiceName[] = "inferencecache.v1alpha1.InferenceCache";
 
 // One server and a connected grpc++ channel; the test ends with stop().
-struct Served {
-  ic::itest::ServerProcess server;
-  std::shared_ptr<grpc::Channel> channel = ic::itest::insecure_channel(server.grpc_port());
-  std::unique_ptr<pb::InferenceCache::Stub> stub = pb::InferenceCache::NewStub(channel);
-
-  // SIGTERM with the channel closed; the contract's exit status is 0.
-  int stop() {
-    stub.reset();
-    channel.reset();
-    return server.stop();
-  }
-};
+using Served = ic::itest::GrpcServed;
 
 // A request a gateway would send: scope, an exact prefix hash and an adapter.
 pb::LookupRouteRequest gateway_request() {
