@@ -10,9 +10,11 @@
 #include <openssl/x509.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "loopback.hh"
+#include "support/echo_session.hh"
 
 namespace {
 
@@ -51,30 +53,11 @@ struct TempCert {
   }
 };
 
-class Echo final : public ic::net::Session {
- public:
-  explicit Echo(ic::net::Connection& c) : conn_(c) {
-    // Output before the handshake finished must be held, then encrypted.
-    const std::string hello = "hi:";
-    conn_.send(std::as_bytes(std::span(hello.data(), hello.size())));
-  }
-  bool on_data(std::span<const std::byte> data) override {
-    pending_.insert(pending_.end(), data.begin(), data.end());
-    return true;
-  }
-  void flush() override {
-    if (pending_.empty()) return;
-    conn_.send(pending_);
-    pending_.clear();
-  }
-  void on_shutdown() override {}
-  bool idle() const override { return true; }
-  void on_close() override {}
-
- private:
-  ic::net::Connection& conn_;
-  std::vector<std::byte> pending_;
-};
+// Output before the handshake finished must be held, then encrypted: the
+// echo greets with "hi:" from its constructor.
+std::unique_ptr<ic::net::Session> make_echo(ic::net::Connection& c) {
+  return std::make_unique<ic::test::EchoSession>(c, "hi:");
+}
 
 // A blocking TLS client on a loopback socket.
 struct Client {
@@ -125,8 +108,7 @@ TEST_SUITE("net") {
     REQUIRE(ctx != nullptr);
     CHECK(error.empty());
     ic::net::ListenerOptions opts;
-    opts.factory = ic::net::tls_session_factory(
-        ctx, [](ic::net::Connection& c) { return std::make_unique<Echo>(c); });
+    opts.factory = ic::net::tls_session_factory(ctx, make_echo);
     test::Loopback lb(2, std::move(opts));
     Client client(lb.port(), kH2, sizeof kH2);
     REQUIRE(client.handshake());
@@ -145,8 +127,7 @@ TEST_SUITE("net") {
     auto ctx = ic::net::TlsContext::load(cert.cert_path, cert.key_path, {"h2"}, nullptr);
     REQUIRE(ctx != nullptr);
     ic::net::ListenerOptions opts;
-    opts.factory = ic::net::tls_session_factory(
-        ctx, [](ic::net::Connection& c) { return std::make_unique<Echo>(c); });
+    opts.factory = ic::net::tls_session_factory(ctx, make_echo);
     test::Loopback lb(1, std::move(opts));
     Client client(lb.port(), kHttp11, sizeof kHttp11);
     CHECK_FALSE(client.handshake());
@@ -156,8 +137,7 @@ TEST_SUITE("net") {
     TempCert cert("plain");
     auto ctx = ic::net::TlsContext::load(cert.cert_path, cert.key_path, {"h2"}, nullptr);
     ic::net::ListenerOptions opts;
-    opts.factory = ic::net::tls_session_factory(
-        ctx, [](ic::net::Connection& c) { return std::make_unique<Echo>(c); });
+    opts.factory = ic::net::tls_session_factory(ctx, make_echo);
     test::Loopback lb(1, std::move(opts));
     const int fd = test::connect_to(lb.port());
     REQUIRE(test::write_all(fd, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
