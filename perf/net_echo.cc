@@ -18,29 +18,9 @@
 #include "net/server.hh"
 #include "net/session.hh"
 #include "runtime/runtime.hh"
+#include "support/echo_session.hh"
 
 namespace {
-
-class Echo final : public ic::net::Session {
- public:
-  explicit Echo(ic::net::Connection& c) : conn_(c) {}
-  bool on_data(std::span<const std::byte> data) override {
-    pending_.insert(pending_.end(), data.begin(), data.end());
-    return true;
-  }
-  void flush() override {
-    if (pending_.empty()) return;
-    conn_.send(pending_);
-    pending_.clear();
-  }
-  void on_shutdown() override {}
-  bool idle() const override { return true; }
-  void on_close() override {}
-
- private:
-  ic::net::Connection& conn_;
-  std::vector<std::byte> pending_;
-};
 
 struct EchoServer {
   ic::runtime::Runtime runtime{ic::runtime::Runtime::Options{.cores = 1}};
@@ -49,7 +29,7 @@ struct EchoServer {
     ic::net::ListenerOptions o;
     o.name = "echo";
     o.address = "127.0.0.1:0";
-    o.factory = [](ic::net::Connection& c) { return std::make_unique<Echo>(c); };
+    o.factory = [](ic::net::Connection& c) { return std::make_unique<ic::test::EchoSession>(c); };
     (void)server.add_listener(std::move(o));
     runtime.start([this](unsigned core) { server.start_core(core); });
   }

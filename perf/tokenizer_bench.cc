@@ -9,11 +9,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "prompt_text/encoder.hh"
@@ -44,29 +46,36 @@ const Model* model(const std::string& name) {
   return slot.get();
 }
 
+// english()'s vocabulary, space-separated: common words, a few of the
+// field's, contractions and numbers.
+constexpr std::string_view kVocabulary =
+    "the of and to in is you that it was for on are with they be at one have this from by hot "
+    "word but what some we can out other were all there when up use your how said each she "
+    "which their time will way about many then them would write like these long make thing see "
+    "him two has look more day could come did number sound most people over know water than "
+    "call first who may down side been now find cache replica prefix gateway request latency "
+    "throughput don't it's we'll 2026 3.5 Kubernetes";
+
+std::vector<std::string> vocabulary() {
+  std::vector<std::string> words;
+  for (std::size_t at = 0; at < kVocabulary.size();) {
+    const std::size_t end = std::min(kVocabulary.find(' ', at), kVocabulary.size());
+    words.emplace_back(kVocabulary.substr(at, end - at));
+    at = end + 1;
+  }
+  return words;
+}
+
 // Deterministic English-like prose: sentences of common words, some
 // punctuation, numbers and paragraph breaks.
 std::string english(std::size_t bytes) {
-  static const char* kWords[] = {
-      "the",     "of",        "and",     "to",         "in",     "is",    "you",     "that",
-      "it",      "was",       "for",     "on",         "are",    "with",  "they",    "be",
-      "at",      "one",       "have",    "this",       "from",   "by",    "hot",     "word",
-      "but",     "what",      "some",    "we",         "can",    "out",   "other",   "were",
-      "all",     "there",     "when",    "up",         "use",    "your",  "how",     "said",
-      "each",    "she",       "which",   "their",      "time",   "will",  "way",     "about",
-      "many",    "then",      "them",    "would",      "write",  "like",  "these",   "long",
-      "make",    "thing",     "see",     "him",        "two",    "has",   "look",    "more",
-      "day",     "could",     "come",    "did",        "number", "sound", "most",    "people",
-      "over",    "know",      "water",   "than",       "call",   "first", "who",     "may",
-      "down",    "side",      "been",    "now",        "find",   "cache", "replica", "prefix",
-      "gateway", "request",   "latency", "throughput", "don't",  "it's",  "we'll",   "2026",
-      "3.5",     "Kubernetes"};
+  static const std::vector<std::string> kWords = vocabulary();
   std::mt19937 rng(42);
   std::string out;
   while (out.size() < bytes) {
     const int len = 6 + static_cast<int>(rng() % 14);
     for (int i = 0; i < len; ++i) {
-      std::string w = kWords[rng() % (sizeof kWords / sizeof *kWords)];
+      std::string w = kWords[rng() % kWords.size()];
       if (i == 0) w[0] = static_cast<char>(std::toupper(w[0]));
       out += w;
       out += i + 1 == len ? (rng() % 10 == 0 ? "? " : ". ") : (rng() % 12 == 0 ? ", " : " ");

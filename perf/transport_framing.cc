@@ -8,24 +8,13 @@
 #include <span>
 #include <string>
 
+#include "hot_request.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "rpc/framing.hh"
 
 namespace {
 
 namespace pb = ::inferencecache::v1alpha1;
-
-pb::LookupRouteRequest hot_request() {
-  pb::LookupRouteRequest r;
-  r.set_model_id("perf-model");
-  r.set_tenant_id("tenant-0");
-  r.set_hash_scheme("perf-xxh3-64");
-  for (int j = 0; j < 8; ++j) {
-    r.add_block_hashes(std::string(16, static_cast<char>('a' + j)));
-    r.add_block_token_counts(16);
-  }
-  return r;
-}
 
 pb::LookupRouteResponse hot_response() {
   pb::LookupRouteResponse r;
@@ -51,7 +40,7 @@ std::string framed(const google::protobuf::MessageLite& m) {
 
 // A whole message inside one DATA payload: the zero-copy fast path.
 void BM_FrameReaderWhole(benchmark::State& state) {
-  const std::string wire = framed(hot_request());
+  const std::string wire = framed(ic::perf::hot_lookup_request());
   const auto bytes = std::as_bytes(std::span(wire.data(), wire.size()));
   ic::rpc::MessageReader reader(4 << 20);
   std::size_t seen = 0;
@@ -66,7 +55,7 @@ BENCHMARK(BM_FrameReaderWhole);
 // The same message cut in 3 pieces (inside the prefix and inside the body):
 // the gathering path a slow or fragmenting client takes.
 void BM_FrameReaderSplit(benchmark::State& state) {
-  const std::string wire = framed(hot_request());
+  const std::string wire = framed(ic::perf::hot_lookup_request());
   const auto bytes = std::as_bytes(std::span(wire.data(), wire.size()));
   const std::size_t cut1 = 3;
   const std::size_t cut2 = wire.size() / 2;
@@ -85,7 +74,7 @@ BENCHMARK(BM_FrameReaderSplit);
 
 // Protobuf decode of the hot request (into a reused message, as a server would).
 void BM_DecodeLookupRouteRequest(benchmark::State& state) {
-  const std::string payload = hot_request().SerializeAsString();
+  const std::string payload = ic::perf::hot_lookup_request().SerializeAsString();
   pb::LookupRouteRequest r;
   for (auto _ : state) {
     benchmark::DoNotOptimize(r.ParseFromArray(payload.data(), static_cast<int>(payload.size())));

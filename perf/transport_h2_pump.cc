@@ -11,6 +11,7 @@
 #include <string>
 
 #include "h2_harness.hh"
+#include "hot_request.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "rpc/server_calls.hh"
 #include "rpc/typed.hh"
@@ -55,15 +56,7 @@ std::string request_body(bool lookup) {
     r.set_tenant_id("tenant-0");
     return ic::test::frame(r.SerializeAsString());
   }
-  pb::LookupRouteRequest r;
-  r.set_model_id("perf-model");
-  r.set_tenant_id("tenant-0");
-  r.set_hash_scheme("perf-xxh3-64");
-  for (int j = 0; j < 8; ++j) {
-    r.add_block_hashes(std::string(16, static_cast<char>('a' + j)));
-    r.add_block_token_counts(16);
-  }
-  return ic::test::frame(r.SerializeAsString());
+  return ic::test::frame(ic::perf::hot_lookup_request().SerializeAsString());
 }
 
 // range(0) = calls per read (1 = one request per loop turn; 16 = a busy

@@ -1,11 +1,15 @@
-// LookupRoute: the steps of docs/lookup.md in order (0–13). Each step lives
-// in the file named after it: lookup_input.cc (5), match_chain.cc and
-// match_exact.cc (7), lookup_gates.cc (8–11), affinity.cc (12),
-// lookup_result.cc (13). Reads only this shard plus the global entry count
-// (cold start).
+// LookupRoute (docs/lookup.md), steps 0–11, in the order the spec lists
+// them: Shard::lookup runs the steps (Impl::lookup, the spec's outline), and
+// each step is a function below it — resolve the input (step 5), the names'
+// ids and the scoring the matchers share, match the chain or the exact key
+// and TENANT_HOT (step 7), the policy gates (steps 8–11). Steps 12 and 13
+// (AFFINITY_HINT, the load-aware ranking, the result) are in ranking.cc,
+// where the answer is ranked and built. Reads only this shard plus the
+// global entry count (cold start).
 
 #include <algorithm>
 
+#include "fingerprint/fingerprint.hh"
 #include "index/detail/shard_impl.hh"
 
 namespace ic::index {
@@ -20,6 +24,10 @@ SystemClock& fallback_clock() {
 }
 
 }  // namespace
+
+void Shard::lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out) {
+  impl_->lookup(query, ctx, out);
+}
 
 void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupResult* out) {
   out->replica_scores.clear();
@@ -78,6 +86,271 @@ void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupR
   apply_gates(st);
   if (rank_by_load(st) || affinity_hint(st)) return;
   build_result(st);
+}
+
+// ---- Step 5: the input ---------------------------------------------------
+// Which input a lookup keys on — the wire chain, the exact prefix_hash, or
+// the fingerprint chain of token_ids (docs/fingerprint.md) — as the tenant's
+// enableChainMatching decides.
+
+bool Shard::Impl::resolve_tokens(LookupState& st) {
+  const std::span<const std::uint32_t> tokens = st.q.token_ids;
+  const std::int32_t bs = cfg.engine_block_size;
+  if (tokens.size() > cfg.max_token_ids || bs <= 0) return false;
+  const std::size_t blocks = fingerprint::wire_prefix_hashes(tokens, bs, fingerprint_buf);
+  if (blocks == 0) return false;
+  token_chain.clear();
+  for (std::size_t i = 0; i < blocks; ++i)
+    token_chain.emplace_back(fingerprint_buf.data() + i * 8, 8);
+  token_counts.assign(blocks, bs);
+  chain_hashes = token_chain;
+  chain_counts = token_counts;
+  return true;
+}
+
+bool Shard::Impl::resolve_input(LookupState& st) {
+  const LookupQuery& q = st.q;
+  chain_hashes = {};
+  chain_counts = {};
+  const bool has_arrays = !q.block_hashes.empty() || !q.block_token_counts.empty();
+  if (!st.pol.enable_chain_matching) {
+    if (!q.prefix_hash.empty()) {
+      st.exact_hash = q.prefix_hash;
+      st.exact_tokens = q.prefix_token_count;
+      return true;
+    }
+    // prompt_text needs a tokenizer (none loaded); nothing supplied: no key.
+    if (q.token_ids.empty()) return false;
+    st.echo_tokens = st.ctx.token_ids_from_prompt;
+    if (!resolve_tokens(st)) return false;
+    // The exact key is the last block hash with the total count.
+    st.exact_hash = chain_hashes.back();
+    st.exact_tokens = static_cast<std::int64_t>(chain_hashes.size()) * cfg.engine_block_size;
+    chain_hashes = {};
+    chain_counts = {};
+    return true;
+  }
+  if (!q.prefix_hash.empty() || has_arrays) {
+    // Malformed arrays: never downgrade to prefix_hash.
+    if (q.block_hashes.size() != q.block_token_counts.size()) return false;
+    if (!q.block_hashes.empty()) {
+      st.chain = true;
+      chain_hashes = q.block_hashes;
+      chain_counts = q.block_token_counts;
+    } else {
+      st.exact_hash = q.prefix_hash;
+      st.exact_tokens = q.prefix_token_count;
+    }
+    return true;
+  }
+  if (!q.token_ids.empty()) {
+    st.echo_tokens = st.ctx.token_ids_from_prompt;
+    st.chain = true;
+    return resolve_tokens(st);
+  }
+  // prompt_text: no tokenizer is loaded for any model yet → fail open.
+  if (q.has_prompt_text) return false;
+  st.exact_tokens = q.prefix_token_count;  // exact lookup on an empty prefix_hash
+  return true;
+}
+
+// ---- Step 7: what the matchers share (docs/lookup.md "Scoring") ---------
+// The ids of the query's names, the pressure factor of a replica, the
+// reference score of a holder and the reason code of a miss.
+
+void Shard::Impl::find_scope_of(LookupState& st) const {
+  const LookupQuery& q = st.q;
+  st.tenant = tenants.find(q.tenant_id);
+  st.tm = find_tm(st.tenant, models.find(q.model_id));
+  st.scope = find_scope(st.tm, schemes.find(q.hash_scheme));
+  st.serving = st.scope == kNone ? 0 : scopes[st.scope].members.size();
+  st.domain =
+      st.scope == kNone ? kNone : find_domain(q.tenant_id, q.model_id, q.hash_scheme, q.adapter_id);
+  st.slo_tight = q.slo_ttft_ms > 0 && q.slo_ttft_ms < cfg.slo_tight_ttft_ms;
+}
+
+// pressure_factor = clamp(1 − w × pressure, 0, 1), from stats younger than the TTL.
+double Shard::Impl::pressure_factor(const LookupState& st, std::uint32_t replica) const {
+  double p = 0.0;
+  if (st.tm != kNone) {
+    for (const StatsRec& s : tms[st.tm].stats) {
+      if (s.replica != replica) continue;
+      if (st.now - s.stats_reported < st.ttl) p = s.pressure;
+      break;
+    }
+  }
+  return std::clamp(1.0 - cfg.pressure_weight * p, 0.0, 1.0);
+}
+
+// The reference score of a holder before the distinguishing power: matched
+// tokens × freshness × pressure factor × SLO bias; 0 under the load-aware
+// ranking, which prices the replicas itself (ranking.cc).
+double Shard::Impl::holder_score(const LookupState& st, std::uint32_t replica, std::int64_t matched,
+                                 double fresh) const {
+  if (st.load_aware) return 0.0;
+  const double slo = st.slo_tight ? 1.0 + fresh * cfg.slo_bias : 1.0;
+  return static_cast<double>(matched) * fresh * pressure_factor(st, replica) * slo;
+}
+
+// The UNKNOWN_* reason of a miss; none while the index is globally empty
+// (the cold-start carve-out).
+Outcome Shard::Impl::classify_miss(const LookupState& st) const {
+  if (globals->total_entries.load(std::memory_order_relaxed) == 0) return Outcome::kNone;
+  if (st.tenant == kNone || tenant_recs[st.tenant].key_count == 0) return Outcome::kUnknownTenant;
+  if (st.tm == kNone || tms[st.tm].key_count == 0) return Outcome::kUnknownModel;
+  if (st.serving == 0) return Outcome::kUnknownHashScheme;
+  return Outcome::kNone;
+}
+
+// ---- Step 7 for a chain ---------------------------------------------------
+// The longest leading run of the request's blocks each replica holds, scored
+// by matched tokens, freshness, pressure and depth-aware distinguishing power.
+
+// Candidates: the live holders of block 0.
+void Shard::Impl::start_chain_run(const LookupState& st) {
+  cands.clear();
+  const std::uint32_t k0 = st.domain == kNone ? kNone : find_key(st.domain, chain_hashes[0]);
+  if (k0 == kNone) return;
+  for (std::uint32_t e = keys[k0].first_entry; e != kNone; e = entries[e].next_in_key) {
+    const EntryRec& er = entries[e];
+    if (st.now - er.last_seen >= st.ttl) continue;
+    cands.push_back(ChainCand{er.replica, 1, chain_counts[0], er.last_seen, er.tier});
+  }
+}
+
+// Extends every candidate's run block by block; cands[0, active) still run.
+void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std::int64_t ttl) {
+  std::size_t active = cands.size();
+  const std::uint32_t dtm = domain == kNone ? kNone : domains[domain].tm;
+  std::uint64_t h_next =
+      active > 0 && chain_hashes.size() > 1 ? group_hash(dtm, chain_hashes[1]) : 0;
+  for (std::size_t i = 1; i < chain_hashes.size() && active > 0; ++i) {
+    // Hash and prefetch block i+1's slot while block i is matched.
+    const std::uint64_t h = h_next;
+    if (i + 1 < chain_hashes.size()) {
+      h_next = group_hash(dtm, chain_hashes[i + 1]);
+      groups.prefetch(h_next);
+    }
+    const std::uint32_t k = find_key_hashed(domain, dtm, h, chain_hashes[i]);
+    if (k == kNone) break;
+    std::size_t next = 0;
+    for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
+      const EntryRec& er = entries[e];
+      if (now - er.last_seen >= ttl) continue;
+      for (std::size_t c = next; c < active; ++c) {
+        if (cands[c].replica != er.replica) continue;
+        ChainCand& cc = cands[c];
+        ++cc.run;
+        cc.matched += chain_counts[i];
+        cc.oldest = std::min(cc.oldest, er.last_seen);
+        cc.coldest = std::max(cc.coldest, er.tier);
+        // Keep continuing replicas in front; usually c == next already
+        // (entries of a key are listed in the same replica order), and a
+        // self-swap would stall on store-to-load forwarding.
+        if (c != next) std::swap(cands[c], cands[next]);
+        ++next;
+        break;
+      }
+    }
+    active = next;
+  }
+}
+
+void Shard::Impl::score_chain_runs(const LookupState& st) {
+  for (const ChainCand& c : cands) {
+    if (c.matched <= 0) continue;
+    const double fresh = freshness(st.now, c.oldest, st.ttl);
+    if (fresh <= 0) continue;
+    const double score = holder_score(st, c.replica, c.matched, fresh);
+    scored.push_back(Scored{c.replica, score, c.matched, fresh, c.coldest, c.run, kNone});
+  }
+  if (st.load_aware) return;
+  // Depth-aware distinguishing power: m = replicas at least this deep.
+  for (Scored& s : scored) {
+    std::size_t m = 0;
+    for (const Scored& o : scored) m += o.matched >= s.matched ? 1 : 0;
+    s.score *= distinguishing_power(m, st.serving);
+  }
+}
+
+void Shard::Impl::match_chain(LookupState& st) {
+  start_chain_run(st);
+  extend_chain_runs(st.domain, st.now, st.ttl);
+  score_chain_runs(st);
+  if (!scored.empty()) {
+    st.outcome = Outcome::kPrefixMatch;
+  } else if (cands.empty()) {
+    st.outcome = classify_miss(st);
+  }
+}
+
+// ---- Step 7 for one key ---------------------------------------------------
+// The fresh holders of the exact key; on a miss, TENANT_HOT — the scope's
+// replicas with a recent good hit rate.
+
+void Shard::Impl::match_tenant_hot(const LookupState& st) {
+  const std::int64_t window = cfg.tenant_hot_window_us;
+  if (window <= 0 || st.serving == 0) return;
+  const auto& members = scopes[st.scope].members;
+  for (const StatsRec& s : tms[st.tm].stats) {
+    const std::int64_t age = st.now - s.stats_reported;
+    if (age >= window || s.hit_rate < cfg.tenant_hot_min_hit_rate) continue;
+    if (std::none_of(members.begin(), members.end(),
+                     [&](const ScopeMember& m) { return m.replica == s.replica; }))
+      continue;
+    const double recency =
+        std::clamp(1.0 - static_cast<double>(age) / static_cast<double>(window), 0.0, 1.0);
+    const double slo = st.slo_tight ? 1.0 + recency * cfg.slo_bias : 1.0;
+    scored.push_back(Scored{s.replica, s.hit_rate * recency * pressure_factor(st, s.replica) * slo,
+                            0, s.hit_rate, 0, 0, kNone});
+  }
+}
+
+void Shard::Impl::match_exact(LookupState& st) {
+  const std::uint32_t k = st.domain == kNone ? kNone : find_key(st.domain, st.exact_hash);
+  if (k != kNone) {
+    for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
+      const EntryRec& er = entries[e];
+      const double fresh = freshness(st.now, er.last_seen, st.ttl);
+      if (fresh <= 0) continue;
+      const double score = holder_score(st, er.replica, er.token_count, fresh);
+      scored.push_back(Scored{er.replica, score, er.token_count, fresh, er.tier, 0, e});
+    }
+    const double dp = distinguishing_power(scored.size(), st.serving);
+    for (Scored& s : scored) s.score *= dp;
+  }
+  if (!scored.empty()) {
+    st.outcome = Outcome::kPrefixMatch;
+    return;
+  }
+  match_tenant_hot(st);
+  st.outcome = scored.empty() ? classify_miss(st) : Outcome::kTenantHot;
+}
+
+// ---- Steps 8–11: the policy gates -----------------------------------------
+// What demotes a positive result: enableTenantHot, the minimum-prefix
+// demotion, the matched-tokens floor and the routing floor.
+
+void Shard::Impl::apply_gates(LookupState& st) {
+  const config::CachePolicy& pol = st.pol;
+  // Step 8: enableTenantHot.
+  if (st.outcome == Outcome::kTenantHot && !pol.enable_tenant_hot) st.outcome = Outcome::kNone;
+  // Step 9: minimum-prefix demotion (affinity enabled here).
+  if (st.below_min && (st.outcome == Outcome::kPrefixMatch || st.outcome == Outcome::kTenantHot))
+    st.outcome = Outcome::kNone;
+  if (st.outcome == Outcome::kPrefixMatch) {
+    // Step 10: matched-tokens floor.
+    const std::int64_t floor = pol.minimum_matched_tokens;
+    std::erase_if(scored, [&](const Scored& s) { return s.matched < floor; });
+    if (scored.empty()) st.outcome = Outcome::kNone;
+  }
+  if (!st.load_aware && st.outcome == Outcome::kPrefixMatch && pol.routing_floor_score > 0) {
+    // Step 11: routing floor on the top score (the load-aware ranking has its own cost).
+    double top = 0;
+    for (const Scored& s : scored) top = std::max(top, s.score);
+    if (top < pol.routing_floor_score) st.outcome = Outcome::kNone;
+  }
+  if (st.outcome != Outcome::kPrefixMatch && st.outcome != Outcome::kTenantHot) scored.clear();
 }
 
 }  // namespace ic::index

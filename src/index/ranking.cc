@@ -1,5 +1,12 @@
-// The load-aware ranking of LookupRoute (docs/ranking.md): every candidate
-// replica gets a cost in prompt tokens,
+// LookupRoute steps 12 and 13 (docs/lookup.md): where the answer is ranked
+// and built. Step 12: AFFINITY_HINT when nothing matched — the reference pick
+// (SHA-256 of the input over the scope's replicas) — or, for a load-aware
+// tenant, the load-aware ranking (docs/ranking.md), which also re-ranks
+// PREFIX_MATCH by cost. Step 13: credit the delivered PREFIX_MATCH on LFU
+// tenants ("LFU credit"), then the result — replicas by score descending
+// then replica_id, the reason code, the echoes and the latency.
+//
+// The load-aware ranking gives every candidate replica a cost in prompt tokens,
 //
 //   cost = (prompt tokens − matched tokens × freshness) + load_cost_tokens × load
 //   load = decayed hints answered with the replica on top + pressure_load × pressure
@@ -10,6 +17,7 @@
 // Saturated replicas (fresh pressure ≥ saturation_pressure) drop out while any
 // candidate is not saturated.
 
+#include <openssl/evp.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -26,7 +34,63 @@ namespace {
 // without this replica), so a scope keeps no record of long-gone replicas.
 constexpr double kForgetHints = 1e-3;
 
+// The one-replica AFFINITY_HINT answer.
+ReplicaScore affinity_score(std::string_view replica) {
+  ReplicaScore rs;
+  rs.replica_id = replica;
+  return rs;
+}
+
 }  // namespace
+
+// ---- Step 12: AFFINITY_HINT, or the load-aware ranking ----------------------
+
+bool Shard::Impl::rank_by_load(LookupState& st) {
+  if (!st.load_aware) return false;
+  const bool rankable = st.outcome == Outcome::kPrefixMatch || st.outcome == Outcome::kNone;
+  if (!rankable || st.scope == kNone || (!st.chain && st.exact_hash.empty())) return false;
+  const config::LoadAwareKnobs knobs = resolve_knobs(st.pol);
+  const LoadAnswer a = rank_load_aware(st.scope, st.tm, st.now, st.effective,
+                                       st.pol.affinity_routing, knobs, st.exact_hash);
+  if (a == LoadAnswer::kAffinityHint) {
+    record_hint(st.scope, scored.front().replica, knobs.load_window);
+    st.out.replica_scores.push_back(affinity_score(replicas.name(scored.front().replica)));
+    finish(st, reason::kAffinityHint, true);
+    return true;
+  }
+  st.outcome = a == LoadAnswer::kPrefixMatch ? Outcome::kPrefixMatch : Outcome::kNone;
+  return false;
+}
+
+bool Shard::Impl::affinity_hint(LookupState& st) {
+  if (st.load_aware || st.outcome != Outcome::kNone || !st.pol.affinity_routing ||
+      st.serving == 0 || (!st.chain && st.exact_hash.empty()))
+    return false;
+  EVP_DigestInit_ex(sha, EVP_sha256(), nullptr);
+  if (st.chain) {
+    for (std::string_view h : chain_hashes) {
+      const auto n = static_cast<std::uint32_t>(h.size());
+      const unsigned char len[4] = {
+          static_cast<unsigned char>(n >> 24), static_cast<unsigned char>(n >> 16),
+          static_cast<unsigned char>(n >> 8), static_cast<unsigned char>(n)};
+      EVP_DigestUpdate(sha, len, 4);
+      EVP_DigestUpdate(sha, h.data(), h.size());
+    }
+  } else {
+    EVP_DigestUpdate(sha, st.exact_hash.data(), st.exact_hash.size());
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int dlen = 0;
+  EVP_DigestFinal_ex(sha, digest, &dlen);
+  std::uint64_t pick = 0;
+  for (int i = 0; i < 8; ++i) pick = (pick << 8) | digest[i];
+  const ScopeMember& m = scopes[st.scope].members[pick % st.serving];
+  st.out.replica_scores.push_back(affinity_score(replicas.name(m.replica)));
+  finish(st, reason::kAffinityHint, true);
+  return true;
+}
+
+// ---- The load-aware ranking (docs/ranking.md) -----------------------------
 
 void Shard::Impl::gather_load_candidates(std::uint32_t scope, std::uint32_t tm, std::int64_t now,
                                          double prompt, bool allow_cold,
@@ -180,6 +244,55 @@ void Shard::Impl::clear_loads(ScopeRec& sr) {
   for (const LoadRec& l : sr.loads) replicas.release(l.replica);
   sr.loads.clear();
   sr.loads.shrink_to_fit();
+}
+
+// ---- Step 13: LFU credit and the result -------------------------------------
+
+void Shard::Impl::finish(LookupState& st, std::string_view code, bool echo_adapter) const {
+  st.out.reason_code = code;
+  if (echo_adapter) st.out.adapter_id = st.q.adapter_id;
+  if (st.echo_tokens) st.out.token_ids = st.q.token_ids;
+  st.out.lookup_latency_us = std::max<std::int64_t>(0, st.clock.monotonic_us() - st.start);
+}
+
+void Shard::Impl::credit_lfu(const LookupState& st) {
+  for (const Scored& s : scored) {
+    if (!st.chain) {
+      ++entries[s.entry].access_count;
+      on_order_change(s.entry);
+      continue;
+    }
+    for (std::uint32_t i = 0; i < s.run; ++i) {
+      const std::uint32_t k = find_key(st.domain, chain_hashes[i]);
+      const std::uint32_t e = k == kNone ? kNone : find_entry(k, s.replica);
+      if (e == kNone) break;
+      ++entries[e].access_count;
+      on_order_change(e);
+    }
+  }
+}
+
+void Shard::Impl::build_result(LookupState& st) {
+  const bool match = st.outcome == Outcome::kPrefixMatch;
+  if (match && st.pol.eviction == config::EvictionAlgorithm::kLfu) credit_lfu(st);
+  std::sort(scored.begin(), scored.end(), [&](const Scored& a, const Scored& b) {
+    const float fa = static_cast<float>(a.score), fb = static_cast<float>(b.score);
+    if (fa != fb) return fa > fb;
+    return replicas.name(a.replica) < replicas.name(b.replica);
+  });
+  if (st.load_aware && match)
+    record_hint(st.scope, scored.front().replica, resolve_knobs(st.pol).load_window);
+  const bool hot = st.outcome == Outcome::kTenantHot;
+  for (const Scored& s : scored) {
+    ReplicaScore& rs = st.out.replica_scores.emplace_back();
+    rs.replica_id = replicas.name(s.replica);
+    rs.score = static_cast<float>(s.score);
+    rs.matched_tokens =
+        static_cast<std::int32_t>(std::clamp<std::int64_t>(s.matched, INT32_MIN, INT32_MAX));
+    rs.estimated_cache_hit_prob = static_cast<float>(s.prob);
+    rs.tier = hot || s.tier < 1 || s.tier > 3 ? Tier{0} : s.tier;
+  }
+  finish(st, outcome_reason(st.outcome), true);
 }
 
 }  // namespace ic::index

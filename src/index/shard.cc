@@ -1,8 +1,8 @@
 // Shard: construction, policy installation and the operator-facing
 // aggregates; the other calls forward to the file named after them: ingest.cc,
-// events.cc, lookup.cc (and the step files it names), cache_state.cc,
-// expiry.cc (TTL), evict.cc, global_cap.cc, export.cc; record plumbing:
-// records.cc.
+// events.cc, cache_state.cc, expiry.cc (TTL), evict.cc, global_cap.cc,
+// export.cc; record plumbing: records.cc. Shard::lookup is defined with the
+// steps it runs, in lookup.cc (and ranking.cc).
 
 #include "index/shard.hh"
 
@@ -67,10 +67,6 @@ IngestResult Shard::ingest(const Update& update, std::int64_t now_wall_us) {
 
 std::size_t Shard::apply_event(const Event& event, std::int64_t now_wall_us) {
   return impl_->apply_event(event, now_wall_us);
-}
-
-void Shard::lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out) {
-  impl_->lookup(query, ctx, out);
 }
 
 void Shard::get_cache_state(const CacheStateQuery& query, CacheState* out) const {

@@ -132,15 +132,9 @@ std::string StateSaver::save_live() {
     policy->ready.store(true, std::memory_order_release);
   });
   if (!wait(policy)) return "stopping";
-  state_pb::StateHeader head = header(started, policy->policy_json);
-  head.set_stream_name(position.stream);
-  head.set_stream_sequence(position.sequence);
   std::string error;
-  auto writer = StateFileWriter::create(options_.path, head, &error);
-  if (!writer) {
-    stats_.record_save(false, 0, 0, 0, 0);
-    return error;
-  }
+  auto writer = open_file(started, policy->policy_json, position, &error);
+  if (!writer) return error;
   std::int64_t entries = 0;
   for (unsigned core = 0; core < shards_.size(); ++core) {
     std::uint32_t cursor = 0;
@@ -173,18 +167,11 @@ std::string StateSaver::save_live() {
 
 std::string StateSaver::save_stopped() {
   const std::int64_t started = wall_now_us();
-  state_pb::StateHeader head = header(started, shards_[0]->policies()->source_json());
-  if (options_.stream_position) {
-    const StreamPosition position = options_.stream_position();
-    head.set_stream_name(position.stream);
-    head.set_stream_sequence(position.sequence);
-  }
+  const StreamPosition position =
+      options_.stream_position ? options_.stream_position() : StreamPosition{};
   std::string error;
-  auto writer = StateFileWriter::create(options_.path, head, &error);
-  if (!writer) {
-    stats_.record_save(false, 0, 0, 0, 0);
-    return error;
-  }
+  auto writer = open_file(started, shards_[0]->policies()->source_json(), position, &error);
+  if (!writer) return error;
   std::int64_t entries = 0;
   ChunkBuilder builder(options_.slice_entries);
   auto flush = [&] {
@@ -204,12 +191,19 @@ std::string StateSaver::save_stopped() {
   return finish(*writer, entries, started);
 }
 
-state_pb::StateHeader StateSaver::header(std::int64_t started_us, std::string policy_json) const {
+std::unique_ptr<StateFileWriter> StateSaver::open_file(std::int64_t started_us,
+                                                       std::string policy_json,
+                                                       const StreamPosition& position,
+                                                       std::string* error) {
   state_pb::StateHeader head;
   head.set_server_version(options_.server_version);
   head.set_created_at_us(started_us);
   head.set_policy_json(std::move(policy_json));
-  return head;
+  head.set_stream_name(position.stream);
+  head.set_stream_sequence(position.sequence);
+  auto writer = StateFileWriter::create(options_.path, head, error);
+  if (!writer) stats_.record_save(false, 0, 0, 0, 0);
+  return writer;
 }
 
 std::string StateSaver::finish(StateFileWriter& writer, std::int64_t entries,

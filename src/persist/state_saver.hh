@@ -83,7 +83,11 @@ class StateSaver {
   void run();
   std::string save_live();
   bool wait(const std::shared_ptr<Slot>& slot);
-  state_pb::StateHeader header(std::int64_t started_us, std::string policy_json) const;
+  // Opens the state file for a save started at `started_us`: the header
+  // with the policy set and the stream position. nullptr (the save counted
+  // as failed) with the reason in `error` when it cannot be created.
+  std::unique_ptr<StateFileWriter> open_file(std::int64_t started_us, std::string policy_json,
+                                             const StreamPosition& position, std::string* error);
   std::string finish(StateFileWriter& writer, std::int64_t entries, std::int64_t started_us);
 
   Options options_;

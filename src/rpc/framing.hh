@@ -4,10 +4,9 @@
 // Message boundaries are independent of HTTP/2 DATA frame boundaries, so the
 // reader is an incremental stream parser (docs/architecture.md rule 7).
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -26,23 +25,36 @@ enum class FrameError : std::uint8_t {
   kBadFlag,     // Compressed-Flag not 0 or 1 → INTERNAL
 };
 
-// Incremental parser for the request side of one call. Feed it DATA payload
+// Incremental parser for the request side of one call. Give it DATA payload
 // bytes in order; it hands out each complete message. A message that arrives
-// whole inside one fed span is handed out as a view into that span (no copy);
-// one split across spans is gathered in an owned buffer that is sized only
-// after its length passed the limit check.
+// whole inside one given span is handed out as a view into that span (no
+// copy); one split across spans is gathered in an owned buffer that is sized
+// only after its length passed the limit check.
+//
+// Implemented in rpc/server_calls.cc, with the gRPC layer that reads every
+// request stream through it: the framing is part of that layer's path.
 class MessageReader {
  public:
   // `max_message_bytes`: largest accepted Message-Length (default 4 MiB per
   // docs/contract.md).
   explicit MessageReader(std::size_t max_message_bytes) : max_message_bytes_(max_message_bytes) {}
 
+  // The next complete message out of `data`, which is advanced past the bytes
+  // taken; std::nullopt once `data` holds no further complete message (its
+  // bytes are kept for the next call) or on an error (see error()). The view
+  // is valid until the next call. After an error the reader ignores further
+  // input.
+  std::optional<std::span<const std::byte>> next(std::span<const std::byte>& data);
+
   // Parses `data`, calling `on_message(std::span<const std::byte>)` for each
   // complete message (the view is valid only during that call). Stops at the
   // first error and returns it; after an error the reader ignores further
   // input and keeps returning that error.
   template <typename OnMessage>
-  FrameError feed(std::span<const std::byte> data, OnMessage&& on_message);
+  FrameError feed(std::span<const std::byte> data, OnMessage&& on_message) {
+    while (const auto message = next(data)) on_message(*message);
+    return error_;
+  }
 
   // True when some bytes of a message (or its prefix) were received but not
   // the whole message: a half-close now means a truncated message.
@@ -65,77 +77,10 @@ class MessageReader {
   std::size_t header_have_ = 0;  // 0..5 prefix bytes collected
   std::size_t need_ = 0;         // message length once the prefix is complete
   std::string body_;             // gathered message bytes (split case only)
+  bool handed_body_ = false;     // body_ is the message last handed out
 };
 
 // Appends the 5-byte prefix for an uncompressed message of `length` bytes.
-inline void append_frame_header(std::string& out, std::uint32_t length) {
-  const char header[kFrameHeaderBytes] = {
-      0, static_cast<char>(length >> 24), static_cast<char>(length >> 16),
-      static_cast<char>(length >> 8), static_cast<char>(length)};
-  out.append(header, kFrameHeaderBytes);
-}
-
-// ---- implementation ----
-
-inline bool MessageReader::accept_header() {
-  const auto flag = static_cast<std::uint8_t>(header_[0]);
-  if (flag == 1) {
-    error_ = FrameError::kCompressed;
-    return false;
-  }
-  if (flag != 0) {
-    error_ = FrameError::kBadFlag;
-    return false;
-  }
-  need_ = (static_cast<std::size_t>(header_[1]) << 24) |
-          (static_cast<std::size_t>(header_[2]) << 16) |
-          (static_cast<std::size_t>(header_[3]) << 8) | static_cast<std::size_t>(header_[4]);
-  if (need_ > max_message_bytes_) {
-    error_ = FrameError::kTooLarge;
-    return false;
-  }
-  return true;
-}
-
-template <typename OnMessage>
-FrameError MessageReader::feed(std::span<const std::byte> data, OnMessage&& on_message) {
-  std::size_t pos = 0;
-  while (error_ == FrameError::kNone) {
-    if (header_have_ < kFrameHeaderBytes) {
-      if (pos == data.size()) break;
-      // Fast path: a whole prefix (and maybe the message) in this span, nothing pending.
-      if (header_have_ == 0 && data.size() - pos >= kFrameHeaderBytes) {
-        std::memcpy(header_, data.data() + pos, kFrameHeaderBytes);
-        if (!accept_header()) break;
-        pos += kFrameHeaderBytes;
-        if (data.size() - pos >= need_) {
-          on_message(data.subspan(pos, need_));
-          pos += need_;
-          continue;
-        }
-        header_have_ = kFrameHeaderBytes;
-      } else {
-        const std::size_t take = std::min(kFrameHeaderBytes - header_have_, data.size() - pos);
-        std::memcpy(header_ + header_have_, data.data() + pos, take);
-        header_have_ += take;
-        pos += take;
-        if (header_have_ < kFrameHeaderBytes) break;
-        if (!accept_header()) break;
-      }
-      // Grow with the bytes that actually arrive: a peer announcing 4 MiB and
-      // sending 5 bytes must not pin 4 MiB.
-      body_.clear();
-      body_.reserve(std::min<std::size_t>(need_, kInitialBodyReserve));
-    }
-    const std::size_t take = std::min(need_ - body_.size(), data.size() - pos);
-    body_.append(reinterpret_cast<const char*>(data.data() + pos), take);
-    pos += take;
-    if (body_.size() < need_) break;
-    header_have_ = 0;
-    on_message(std::as_bytes(std::span(body_.data(), body_.size())));
-    body_.clear();
-  }
-  return error_;
-}
+void append_frame_header(std::string& out, std::uint32_t length);
 
 }  // namespace ic::rpc

@@ -16,14 +16,14 @@ constexpr std::array<std::string_view, 17> kDigits = {
 
 constexpr char kHex[] = "0123456789ABCDEF";
 
-int hex_value(char c) {
+}  // namespace
+
+int hex_digit_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-
-}  // namespace
 
 std::string_view status_name(StatusCode code) {
   const auto i = static_cast<std::size_t>(code);
@@ -56,8 +56,8 @@ std::string percent_decode_message(std::string_view encoded) {
   out.reserve(encoded.size());
   for (std::size_t i = 0; i < encoded.size(); ++i) {
     if (encoded[i] == '%' && i + 2 < encoded.size()) {
-      const int hi = hex_value(encoded[i + 1]);
-      const int lo = hex_value(encoded[i + 2]);
+      const int hi = hex_digit_value(encoded[i + 1]);
+      const int lo = hex_digit_value(encoded[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out.push_back(static_cast<char>((hi << 4) | lo));
         i += 2;

@@ -56,4 +56,8 @@ std::string percent_encode_message(std::string_view message);
 // kept literally, as the spec asks receivers to do for malformed input.
 std::string percent_decode_message(std::string_view encoded);
 
+// The value of one hex digit ([0-9a-fA-F] → 0..15), -1 for any other char;
+// shared with the tools' hex input (tools/common/requests.hh hex_decode).
+int hex_digit_value(char c);
+
 }  // namespace ic::rpc

@@ -8,6 +8,8 @@
 
 #include "metrics/registry.hh"
 #include "rpc/typed.hh"
+#include "runtime/submit.hh"
+#include "service/index_wire.hh"
 
 namespace ic::service::index_methods {
 namespace {
@@ -80,10 +82,15 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle
     guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
     for_shed = call;
   }
-  auto refused = index.lookup(
-      owner, std::move(request), ctx,
-      [](const pb::LookupRouteRequest& r, const pb::LookupRouteResponse& response) {
-        record(r.model_id(), response);
+  // The runtime's verb straight to the owner's shard: inline when it is this
+  // core, else there and the answer back here (runtime/submit.hh).
+  auto refused = runtime::try_submit_to(
+      cores, owner, std::move(request),
+      [shard = &index.shard(owner), ctx](pb::LookupRouteRequest& r) {
+        pb::LookupRouteResponse response;
+        wire::lookup_route(*shard, r, ctx, &response);
+        record(r.model_id(), response);  // the metrics of the core doing the work
+        return response;
       },
       [call = std::move(call), guard, &cores](pb::LookupRouteResponse&& response) mutable {
         if (guard) cores.timers().cancel_timer(*guard);

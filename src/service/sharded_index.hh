@@ -5,9 +5,14 @@
 // Each call runs the shard's work on the tenant's owner core through the
 // runtime's one cross-core verb (runtime/submit.hh): inline when the owner is
 // the calling core, else a Task there and the answer back here.
-// Shedding (rule 5) is the caller's answer to a refused call: lookup,
+// Shedding (rule 5) is the caller's answer to a refused call: ingest,
 // apply_event and get_cache_state hand the request back when the owner's
 // mailbox is full; answers travelling back are never dropped.
+// LookupRoute, the hot path, calls the verb itself on shard(owner)
+// (service/index_methods.cc): translating and looking up is all it runs on
+// the owner, and it already decides locality (deadline guard, fail-open
+// answer), so a facade call would only forward (docs/architecture.md
+// "LookupRoute path").
 
 #include <cstdint>
 #include <optional>
@@ -54,15 +59,6 @@ class ShardedIndex {
   // Every call below takes `core` = owner(tenant_id of its request), which
   // the caller computes once (it also decides the caller's shed answer).
 
-  // LookupRoute (docs/lookup.md) on `core`; `reply(LookupRouteResponse&&)`
-  // runs here. Returns the request back, unanswered, when the owner's mailbox
-  // is full. `done_on_owner(request, response)` runs on the owner right after
-  // the lookup (metrics of the core doing the work).
-  template <typename Done, typename Reply>
-  std::optional<pb::LookupRouteRequest> lookup(unsigned core, pb::LookupRouteRequest&& request,
-                                               const index::LookupContext& ctx, Done done_on_owner,
-                                               Reply reply);
-
   // Ingests one ReportCacheState message on the owner and pays the global
   // cap's debt it left (hand_off_cap). Returns the update back when the
   // owner's mailbox is full.
@@ -100,22 +96,6 @@ class ShardedIndex {
 };
 
 // ---- implementation ----
-
-template <typename Done, typename Reply>
-std::optional<pb::LookupRouteRequest> ShardedIndex::lookup(unsigned core,
-                                                           pb::LookupRouteRequest&& request,
-                                                           const index::LookupContext& ctx,
-                                                           Done done_on_owner, Reply reply) {
-  return runtime::try_submit_to(
-      cores_, core, std::move(request),
-      [shard = shards_[core], ctx, done = std::move(done_on_owner)](pb::LookupRouteRequest& r) {
-        pb::LookupRouteResponse response;
-        wire::lookup_route(*shard, r, ctx, &response);
-        done(r, response);
-        return response;
-      },
-      std::move(reply));
-}
 
 template <typename Reply>
 void ShardedIndex::barrier(unsigned core, Reply reply) {

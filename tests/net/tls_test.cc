@@ -10,9 +10,11 @@
 #include <openssl/x509.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "loopback.hh"
+#include "support/echo_session.hh"
 
 namespace {
 
@@ -51,38 +53,18 @@ struct TempCert {
   }
 };
 
-class Echo final : public ic::net::Session {
- public:
-  explicit Echo(ic::net::Connection& c) : conn_(c) {
-    // Output before the handshake finished must be held, then encrypted.
-    const std::string hello = "hi:";
-    conn_.send(std::as_bytes(std::span(hello.data(), hello.size())));
-  }
-  bool on_data(std::span<const std::byte> data) override {
-    pending_.insert(pending_.end(), data.begin(), data.end());
-    return true;
-  }
-  void flush() override {
-    if (pending_.empty()) return;
-    conn_.send(pending_);
-    pending_.clear();
-  }
-  void on_shutdown() override {}
-  bool idle() const override { return true; }
-  void on_close() override {}
+// Output before the handshake finished must be held, then encrypted: the
+// echo greets with "hi:" from its constructor.
+std::unique_ptr<ic::net::Session> make_echo(ic::net::Connection& c) {
+  return std::make_unique<ic::test::EchoSession>(c, "hi:");
+}
 
- private:
-  ic::net::Connection& conn_;
-  std::vector<std::byte> pending_;
-};
-
-// A listener that speaks TLS with `cert` (ALPN h2) to an Echo session.
+// A listener that speaks TLS with `cert` (ALPN h2) to the echo session.
 ic::net::ListenerOptions tls_echo_listener(const TempCert& cert, std::string* error = nullptr) {
   auto ctx = ic::net::TlsContext::load(cert.cert_path, cert.key_path, {"h2"}, error);
   REQUIRE(ctx != nullptr);
   ic::net::ListenerOptions opts;
-  opts.factory = ic::net::tls_session_factory(
-      ctx, [](ic::net::Connection& c) { return std::make_unique<Echo>(c); });
+  opts.factory = ic::net::tls_session_factory(ctx, make_echo);
   return opts;
 }
 

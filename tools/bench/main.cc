@@ -44,11 +44,10 @@ struct Flags {
 void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--server", f.server, "gRPC host:port of the InferenceCache server")
       ->capture_default_str();
-  app.add_option("--rpc", f.rpc,
-                 "measured call: lookup (LookupRoute) or report "
-                 "(ReportCacheState, one update per call)")
-      ->check(CLI::IsMember({"lookup", "report"}))
-      ->capture_default_str();
+  add_choice(
+      app, "--rpc", f.rpc,
+      "measured call: lookup (LookupRoute) or report (ReportCacheState, one update per call)",
+      {"lookup", "report"});
   app.add_option("-r,--rate", f.rate,
                  "target calls/s over all connections, open loop; 0 = closed loop (every stream "
                  "always busy)")
@@ -72,9 +71,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--trace", f.trace,
                  "take requests from this Mooncake JSONL trace (else synthetic)");
   app.add_option("--limit", f.limit, "use only the first N trace requests");
-  app.add_option("--on-bad-line", f.on_bad_line, "malformed trace line: skip (report) or fail")
-      ->check(CLI::IsMember({"skip", "fail"}))
-      ->capture_default_str();
+  add_choice(app, "--on-bad-line", f.on_bad_line, "malformed trace line: skip (report) or fail",
+             {"skip", "fail"});
   app.add_option("--preload", f.preload,
                  "store the prompts (ReportCacheState) before measuring lookups")
       ->capture_default_str();

@@ -333,9 +333,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   report->add_option("--pressure", a.pressure, "stats: pressure in [0, 1]");
   report->add_option("--hit-rate", a.hit_rate, "stats: hit rate in [0, 1]");
-  event->add_option("--type", a.type, "added | evicted | replica-updated | all-cleared")
-      ->check(CLI::IsMember({"added", "evicted", "replica-updated", "all-cleared"}))
-      ->capture_default_str();
+  add_choice(*event, "--type", a.type, "added | evicted | replica-updated | all-cleared",
+             {"added", "evicted", "replica-updated", "all-cleared"});
   event->add_option("--prefix-hash", a.prefix.prefix_hash, "prefix hash in hex");
   event->add_option("--block-id", a.prefix.block_ids, "a Mooncake id instead of --prefix-hash")
       ->expected(1);

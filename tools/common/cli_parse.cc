@@ -51,4 +51,9 @@ bool split_host_port(const std::string& address, std::string* host, int* port) {
   return *port > 0 && *port < 65536;
 }
 
+CLI::Option* add_choice(CLI::App& app, const std::string& name, std::string& value,
+                        const std::string& help, const std::vector<std::string>& choices) {
+  return app.add_option(name, value, help)->check(CLI::IsMember(choices))->capture_default_str();
+}
+
 }  // namespace ic::tools

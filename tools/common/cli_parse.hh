@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace ic::tools {
 
@@ -17,6 +18,11 @@ void standard_flags(CLI::App& app);
 // "<program>: error: <why>" plus "run with --help for usage" on stderr, exit 2. Returns only
 // when the command line is good.
 void parse_or_exit(CLI::App& app, int argc, char** argv);
+
+// Adds option `name` whose value must be one of `choices` (anything else is a usage error), with
+// its default shown in --help. Returns the option for further settings.
+CLI::Option* add_choice(CLI::App& app, const std::string& name, std::string& value,
+                        const std::string& help, const std::vector<std::string>& choices);
 
 // Splits "host:port" ("[v6]:port" too, brackets removed). False when there is no host, or the
 // port is not a number in 1..65535.

@@ -1,5 +1,7 @@
 #include "common/requests.hh"
 
+#include "rpc/status.hh"
+
 namespace ic::tools {
 
 namespace v1 = inferencecache::v1alpha1;
@@ -23,21 +25,12 @@ v1::PrefixEntry make_chain_entry(const TraceRequest& request) {
   return entry;
 }
 
-namespace {
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-}  // namespace
-
 bool hex_decode(const std::string& hex, std::string* bytes) {
   if (hex.size() % 2 != 0) return false;
   bytes->clear();
   for (std::size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = hex_value(hex[i]);
-    const int lo = hex_value(hex[i + 1]);
+    const int hi = rpc::hex_digit_value(hex[i]);
+    const int lo = rpc::hex_digit_value(hex[i + 1]);
     if (hi < 0 || lo < 0) return false;
     bytes->push_back(static_cast<char>(hi * 16 + lo));
   }

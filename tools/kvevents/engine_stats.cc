@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 
 namespace ic::tools::kvevents {
 namespace {
@@ -112,6 +113,23 @@ struct Family {
   double max = 0;
 };
 
+// The first of `names` with a series `keep` selects, summed and maxed over them.
+template <typename Keep>
+Family find_family(const std::vector<Sample>& samples,
+                   std::initializer_list<std::string_view> names, Keep keep) {
+  for (std::string_view name : names) {
+    Family f;
+    for (const Sample& s : samples) {
+      if (s.name != name || !keep(s)) continue;
+      f.max = f.present ? std::max(f.max, s.value) : s.value;
+      f.sum += s.value;
+      f.present = true;
+    }
+    if (f.present) return f;
+  }
+  return Family{};
+}
+
 }  // namespace
 
 std::optional<EngineStats> StatsComputer::compute(const std::vector<Sample>& samples) {
@@ -121,17 +139,7 @@ std::optional<EngineStats> StatsComputer::compute(const std::vector<Sample>& sam
 
 std::optional<EngineStats> StatsComputer::vllm(const std::vector<Sample>& samples) {
   auto family = [&](std::initializer_list<std::string_view> names) {
-    for (std::string_view name : names) {
-      Family f;
-      for (const Sample& s : samples) {
-        if (s.name != name || !selected(s)) continue;
-        f.max = f.present ? std::max(f.max, s.value) : s.value;
-        f.sum += s.value;
-        f.present = true;
-      }
-      if (f.present) return f;
-    }
-    return Family{};
+    return find_family(samples, names, [this](const Sample& s) { return selected(s); });
   };
   const Family running = family({"vllm:num_requests_running"});
   const Family waiting = family({"vllm:num_requests_waiting"});
@@ -181,14 +189,7 @@ std::optional<EngineStats> StatsComputer::vllm(const std::vector<Sample>& sample
 
 std::optional<EngineStats> StatsComputer::sglang(const std::vector<Sample>& samples) {
   auto family = [&](std::string_view name) {
-    Family f;
-    for (const Sample& s : samples) {
-      if (s.name != name || !selected(s)) continue;
-      f.max = f.present ? std::max(f.max, s.value) : s.value;
-      f.sum += s.value;
-      f.present = true;
-    }
-    return f;
+    return find_family(samples, {name}, [this](const Sample& s) { return selected(s); });
   };
   const Family running = family("sglang:num_running_reqs");
   const Family waiting = family("sglang:num_queue_reqs");

@@ -52,9 +52,8 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
       ->capture_default_str();
   app.add_option("--trace", f.trace, "Mooncake-format JSONL trace")->capture_default_str();
   app.add_option("--limit", f.limit, "replay only the first N requests (0 = all)");
-  app.add_option("--on-bad-line", f.on_bad_line, "malformed trace line: skip (report) or fail")
-      ->check(CLI::IsMember({"skip", "fail"}))
-      ->capture_default_str();
+  add_choice(app, "--on-bad-line", f.on_bad_line, "malformed trace line: skip (report) or fail",
+             {"skip", "fail"});
   app.add_option("--replicas", o.replicas, "simulated engine replicas")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -86,15 +85,12 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
       ->delimiter(',')
       ->check(CLI::IsMember({"round-robin", "least-loaded", "cost-router", "inferencecache"}))
       ->capture_default_str();
-  app.add_option("--gateway", f.gateway,
-                 "inferencecache lane: follow = take the top hint as given; override = skip "
-                 "hinted replicas saturated in the simulation")
-      ->check(CLI::IsMember({"follow", "override"}))
-      ->capture_default_str();
-  app.add_option("--pressure", f.pressure,
-                 "ReplicaStats carry pressure = in-flight / slots (on) or 0 (off)")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
+  add_choice(app, "--gateway", f.gateway,
+             "inferencecache lane: follow = take the top hint as given; override = skip hinted "
+             "replicas saturated in the simulation",
+             {"follow", "override"});
+  add_choice(app, "--pressure", f.pressure,
+             "ReplicaStats carry pressure = in-flight / slots (on) or 0 (off)", {"on", "off"});
   app.add_flag("--realtime", o.realtime, "pace requests at trace time (see --speed)");
   app.add_option("--speed", o.speed, "speed-up factor for --realtime")
       ->check(CLI::PositiveNumber)

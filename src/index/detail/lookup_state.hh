@@ -77,7 +77,7 @@ struct LookupScratch {
   std::vector<Scored> load_scratch;
   std::vector<ReplicaScratch> replica_scratch;  // by replica id
   std::uint32_t load_stamp = 0;
-  EVP_MD_CTX* sha = nullptr;  // AFFINITY_HINT digest (affinity.cc)
+  EVP_MD_CTX* sha = nullptr;  // AFFINITY_HINT digest (ranking.cc)
 };
 
 // Where a lookup stands after matching (docs/lookup.md steps 7–11).
@@ -91,7 +91,7 @@ enum class Outcome : std::uint8_t {
   kUnknownHashScheme,
 };
 
-// The reason code of an outcome (AFFINITY_HINT is answered by affinity.cc).
+// The reason code of an outcome (AFFINITY_HINT is answered by ranking.cc).
 inline std::string_view outcome_reason(Outcome o) {
   switch (o) {
     case Outcome::kPrefixMatch:

@@ -170,7 +170,7 @@ struct Shard::Impl : detail::Records,
   // The export/GetCacheState view of one stats entry of (tenant, model) `tm`.
   StatsView stats_view(const detail::TmRec& tm, const detail::StatsRec& r) const;
 
-  // ===== load-aware ranking (ranking.cc, docs/ranking.md) =====
+  // ===== load-aware ranking (ranking.cc with step 12, docs/ranking.md) =====
   // Ranks the holders in `scored` (after the matched-tokens floor; may be
   // empty) and, when `allow_cold`, the scope's other replicas and the fresh
   // stats reporters of (tenant, model), by cost. `prompt_tokens` = the
@@ -205,33 +205,33 @@ struct Shard::Impl : detail::Records,
   void report_cleared(const Event& ev);
 
   // ===== lookup (docs/lookup.md steps 0–13) =====
-  // lookup.cc: the steps in order.
+  // lookup.cc, steps 0–11: the steps in order.
   void lookup(const LookupQuery& q, const LookupContext& ctx, LookupResult* out);
-  // lookup_input.cc, step 5: false = no usable input (NO_HINT).
+  // Step 5: false = no usable input (NO_HINT).
   bool resolve_input(detail::LookupState& st);
   // token_ids → the fingerprint chain with the engine block size; false = fail open.
   bool resolve_tokens(detail::LookupState& st);
-  // lookup_scoring.cc: what the matchers share.
+  // What the matchers share.
   void find_scope_of(detail::LookupState& st) const;
   double pressure_factor(const detail::LookupState& st, std::uint32_t replica) const;
   double holder_score(const detail::LookupState& st, std::uint32_t replica, std::int64_t matched,
                       double fresh) const;
   detail::Outcome classify_miss(const detail::LookupState& st) const;
-  // match_chain.cc, step 7 for a chain: longest leading run per replica.
+  // Step 7 for a chain: longest leading run per replica.
   void match_chain(detail::LookupState& st);
   void start_chain_run(const detail::LookupState& st);
   void extend_chain_runs(std::uint32_t domain, std::int64_t now, std::int64_t ttl);
   void score_chain_runs(const detail::LookupState& st);
-  // match_exact.cc, step 7 for one key, then TENANT_HOT on a miss.
+  // Step 7 for one key, then TENANT_HOT on a miss.
   void match_exact(detail::LookupState& st);
   void match_tenant_hot(const detail::LookupState& st);
-  // lookup_gates.cc, steps 8–11.
+  // Steps 8–11.
   void apply_gates(detail::LookupState& st);
-  // affinity.cc, step 12 and its load-aware counterpart (docs/ranking.md):
+  // ranking.cc, step 12 and its load-aware counterpart (docs/ranking.md):
   // true when the answer is AFFINITY_HINT (then `st.out` is complete).
   bool rank_by_load(detail::LookupState& st);
   bool affinity_hint(detail::LookupState& st);
-  // lookup_result.cc, step 13.
+  // ranking.cc, step 13.
   void credit_lfu(const detail::LookupState& st);
   void build_result(detail::LookupState& st);
   void finish(detail::LookupState& st, std::string_view code, bool echo_adapter) const;
