@@ -301,10 +301,19 @@ class FloorReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
-      cpu_ns_[r.benchmark_name()].push_back(r.GetAdjustedCPUTime());
+      if (r.error_occurred) continue;
+      // With --benchmark_report_aggregates_only only the aggregates arrive:
+      // keep the median of the repetitions then.
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median") continue;
+      // A median aggregate replaces the repetitions it summarizes.
+      const std::string name = r.run_name.str();
+      const bool median_run = r.run_type == Run::RT_Aggregate;
+      if (median_run) cpu_ns_[name].clear();
+      cpu_ns_[name].push_back(r.GetAdjustedCPUTime());
       const auto it = r.counters.find("items_per_second");
-      if (it != r.counters.end()) rate_[r.benchmark_name()].push_back(it->second.value);
+      if (it == r.counters.end()) continue;
+      if (median_run) rate_[name].clear();
+      rate_[name].push_back(it->second.value);
     }
     ConsoleReporter::ReportRuns(runs);
   }
