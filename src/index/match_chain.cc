@@ -78,7 +78,6 @@ void Shard::Impl::score_chain_runs(const LookupState& st) {
 }
 
 void Shard::Impl::match_chain(LookupState& st) {
-  prefetch_chain(st.domain);
   start_chain_run(st);
   extend_chain_runs(st.domain, st.now, st.ttl);
   score_chain_runs(st);

@@ -52,49 +52,6 @@ std::uint32_t Shard::Impl::find_key_in_group(std::uint32_t domain, std::uint32_t
   return kNone;
 }
 
-void Shard::Impl::prefetch_chain(std::uint32_t domain) {
-  if (domain == kNone || chain_hashes.size() < 2) return;
-  const std::uint32_t tm = domains[domain].tm;
-  const std::size_t n = chain_hashes.size();
-  prefetch_keys.resize(n);
-  prefetch_entries.assign(n, kNone);
-  for (std::size_t i = 0; i < n; ++i)
-    groups.prefetch(prefetch_keys[i] = group_hash(tm, chain_hashes[i]));
-  for (std::uint64_t& k : prefetch_keys) {
-    k = groups.head(k);
-    if (k != kNone) __builtin_prefetch(&keys[k]);
-  }
-  // Each round moves every unresolved block one key along its bucket chain.
-  for (bool more = true; more;) {
-    more = false;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t k = prefetch_keys[i];
-      if (k == kNone) continue;
-      const KeyRec& kr = keys[static_cast<std::uint32_t>(k)];
-      if (kr.domain == domain && key_bytes_equal(kr, chain_hashes[i])) {
-        prefetch_keys[i] = kNone;
-        prefetch_entries[i] = kr.first_entry;
-        if (kr.first_entry != kNone) __builtin_prefetch(&entries[kr.first_entry]);
-      } else {
-        prefetch_keys[i] = kr.next_in_bucket;
-        if (kr.next_in_bucket != kNone) __builtin_prefetch(&keys[kr.next_in_bucket]);
-        more = true;
-      }
-    }
-  }
-  // Then the blocks' entry lists, one level per round.
-  for (bool more = true; more;) {
-    more = false;
-    for (std::uint32_t& e : prefetch_entries) {
-      if (e == kNone) continue;
-      e = entries[e].next_in_key;
-      if (e == kNone) continue;
-      __builtin_prefetch(&entries[e]);
-      more = true;
-    }
-  }
-}
-
 std::uint64_t Shard::Impl::key_group_hash(std::uint32_t k) const {
   return group_hash(domains[keys[k].domain].tm, key_bytes(keys[k]));
 }

@@ -72,11 +72,7 @@ struct LookupScratch {
   std::span<const std::int32_t> chain_counts;
   std::vector<std::string_view> token_chain;  // views into fingerprint_buf
   std::vector<std::int32_t> token_counts;     // engine_block_size per block
-  // prefetch_chain's cursors per block: the group hash, then the key along
-  // its bucket chain (kNone once found or absent); the entry along its list.
-  std::vector<std::uint64_t> prefetch_keys;
-  std::vector<std::uint32_t> prefetch_entries;
-  std::string fingerprint_buf;  // wire bytes of a token_ids chain
+  std::string fingerprint_buf;                // wire bytes of a token_ids chain
   std::vector<LoadCand> load_cands;
   std::vector<Scored> load_scratch;
   std::vector<ReplicaScratch> replica_scratch;  // by replica id

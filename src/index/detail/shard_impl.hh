@@ -231,11 +231,6 @@ struct Shard::Impl : detail::Records,
   double holder_score(const detail::LookupState& st, std::uint32_t replica, std::int64_t matched,
                       double fresh) const;
   detail::Outcome classify_miss(const detail::LookupState& st) const;
-  // records.cc: brings the records a chain match of `domain` reads into the
-  // cache, all blocks at once (bucket, key, then each level of the entry
-  // lists): ~10 rounds of independent misses instead of one miss after the
-  // other along every block's list. A hint only: nothing is changed.
-  void prefetch_chain(std::uint32_t domain);
   // match_chain.cc, step 7 for a chain: longest leading run per replica.
   void match_chain(detail::LookupState& st);
   void start_chain_run(const detail::LookupState& st);
