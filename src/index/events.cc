@@ -15,11 +15,9 @@ std::size_t Shard::Impl::evict_prefix(const Event& ev, std::uint32_t tm, std::ui
   std::size_t removed = 0;
   std::uint32_t k = find_group(tm, group_hash(tm, bytes), bytes);
   while (k != kNone) {
-    // Capture the next key first: removing the last entry frees `k`. The
-    // rest of the bucket chain may hold other groups' keys.
-    const std::uint32_t next = keys[k].next_in_bucket;
-    if (in_group(k, tm, bytes) &&
-        (adapter == kNone || domains[keys[k].domain].k.adapter == adapter)) {
+    // Capture the next key first: removing the last entry frees `k`.
+    const std::uint32_t next = keys[k].next_in_group;
+    if (adapter == kNone || domains[keys[k].domain].k.adapter == adapter) {
       const std::uint32_t e = find_entry(k, replica);
       if (e != kNone) {
         remove_entry(e);

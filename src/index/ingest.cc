@@ -36,8 +36,9 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int3
   // One probe serves both the lookup and, for a new key, the group link.
   const std::uint32_t tm = domains[domain].tm;
   const std::uint64_t h = group_hash(tm, bytes);
-  std::uint32_t head;
-  std::uint32_t k = find_key_in_group(domain, tm, h, bytes, head);
+  const std::uint32_t head = find_group(tm, h, bytes);
+  std::uint32_t k = head;
+  while (k != kNone && keys[k].domain != domain) k = keys[k].next_in_group;
   if (k == kNone) k = create_key(domain, bytes, h, head);
   TenantRec& t = tenant_recs[domains[domain].k.tenant];
   if (t.quota_valid && seen <= t.quota_threshold) t.drop_quota_victims();

@@ -19,10 +19,11 @@ std::string_view Shard::Impl::key_bytes(const KeyRec& k) const {
 
 std::uint32_t Shard::Impl::find_group(std::uint32_t tm, std::uint64_t h,
                                       std::string_view bytes) const {
-  for (std::uint32_t k = groups.head(h); k != kNone; k = keys[k].next_in_bucket) {
-    if (in_group(k, tm, bytes)) return k;
-  }
-  return kNone;
+  const std::uint32_t head = groups.find(h, [&](std::uint32_t k) {
+    const KeyRec& kr = keys[k];
+    return domains[kr.domain].tm == tm && key_bytes_equal(kr, bytes);
+  });
+  return head == GroupTable::kNoKey ? kNone : head;
 }
 
 std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes) const {
@@ -30,53 +31,12 @@ std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes
   return find_key_hashed(domain, tm, group_hash(tm, bytes), bytes);
 }
 
-std::uint32_t Shard::Impl::find_key_hashed(std::uint32_t domain, std::uint32_t, std::uint64_t h,
+std::uint32_t Shard::Impl::find_key_hashed(std::uint32_t domain, std::uint32_t tm, std::uint64_t h,
                                            std::string_view bytes) const {
-  // The domain names the (tenant, model): no need to read the domain record.
-  for (std::uint32_t k = groups.head(h); k != kNone; k = keys[k].next_in_bucket) {
-    const KeyRec& kr = keys[k];
-    if (kr.domain == domain && key_bytes_equal(kr, bytes)) return k;
-  }
-  return kNone;
-}
-
-std::uint32_t Shard::Impl::find_key_in_group(std::uint32_t domain, std::uint32_t tm,
-                                             std::uint64_t h, std::string_view bytes,
-                                             std::uint32_t& head) const {
-  head = kNone;
-  for (std::uint32_t k = groups.head(h); k != kNone; k = keys[k].next_in_bucket) {
-    if (!in_group(k, tm, bytes)) continue;
-    if (head == kNone) head = k;
+  for (std::uint32_t k = find_group(tm, h, bytes); k != kNone; k = keys[k].next_in_group) {
     if (keys[k].domain == domain) return k;
   }
   return kNone;
-}
-
-std::uint64_t Shard::Impl::key_group_hash(std::uint32_t k) const {
-  return group_hash(domains[keys[k].domain].tm, key_bytes(keys[k]));
-}
-
-void Shard::Impl::rehash_groups() {
-  // Old bucket b splits into b and b + n; walking each chain in order and
-  // appending keeps every group's run and its order.
-  const std::size_t n = groups.grow();
-  for (std::size_t b = 0; b < n; ++b) {
-    std::uint32_t k = groups.bucket(b);
-    groups.bucket(b) = kNone;
-    std::uint32_t tail[2] = {kNone, kNone};
-    while (k != kNone) {
-      const std::uint32_t next = keys[k].next_in_bucket;
-      const std::size_t side = (key_group_hash(k) & n) != 0 ? 1 : 0;
-      keys[k].next_in_bucket = kNone;
-      if (tail[side] == kNone) {
-        groups.bucket(b + side * n) = k;
-      } else {
-        keys[tail[side]].next_in_bucket = k;
-      }
-      tail[side] = k;
-      k = next;
-    }
-  }
 }
 
 std::uint32_t Shard::Impl::find_entry(std::uint32_t k, std::uint32_t replica) const {
@@ -243,12 +203,12 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
     kr.hash = slot;
   }
   DomainRec& dr = domains[domain];
-  // A new group starts at its bucket's head; a key of a known group goes
-  // right after the group's first key (the group stays one run).
-  std::uint32_t& prev = head == kNone ? groups.head(h) : keys[head].next_in_bucket;
-  kr.next_in_bucket = prev;
-  prev = k;
-  if (groups.add()) rehash_groups();
+  if (head == kNone) {
+    groups.insert(h, k);
+  } else {
+    kr.next_in_group = keys[head].next_in_group;
+    keys[head].next_in_group = k;
+  }
   TenantRec& t = tenant_recs[dr.k.tenant];
   kr.tenant_next = t.key_head;
   if (t.key_head != kNone) keys[t.key_head].tenant_prev = k;
@@ -265,10 +225,20 @@ void Shard::Impl::remove_key_record(std::uint32_t k) {
   KeyRec& kr = keys[k];
   const std::uint32_t d = kr.domain;
   DomainRec& dr = domains[d];
-  std::uint32_t* link = &groups.head(group_hash(dr.tm, key_bytes(kr)));
-  while (*link != k) link = &keys[*link].next_in_bucket;
-  *link = kr.next_in_bucket;
-  groups.remove();
+  const std::string_view bytes = key_bytes(kr);
+  const std::uint64_t h = group_hash(dr.tm, bytes);
+  if (groups.is_head(h, k)) {
+    // Most keys head their group: one probe decides and unlinks.
+    if (kr.next_in_group == kNone) {
+      groups.erase(h, k);
+    } else {
+      groups.replace(h, k, kr.next_in_group);
+    }
+  } else {
+    std::uint32_t p = find_group(dr.tm, h, bytes);
+    while (keys[p].next_in_group != k) p = keys[p].next_in_group;
+    keys[p].next_in_group = kr.next_in_group;
+  }
   TenantRec& t = tenant_recs[dr.k.tenant];
   if (kr.tenant_prev != kNone) {
     keys[kr.tenant_prev].tenant_next = kr.tenant_next;

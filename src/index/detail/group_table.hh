@@ -1,13 +1,8 @@
 #pragma once
-// Chained hash table from a 64-bit hash of (tenant, model, prefix hash bytes)
-// to the keys of that hash: one uint32 bucket head per bucket, the chain
-// linked through KeyRec::next_in_bucket (the key records own the links, so the
-// table itself is 4 bytes per bucket). Load ≤ 1 key per bucket (power-of-two
-// bucket count, doubled past it): ≤ 8 bytes per key, 4.2 at 1,000,000 keys.
-// The keys of one group (same tenant, model and hash bytes) are one run of
-// their bucket's chain: a new group is linked at the bucket's head, a new key
-// of a known group right after the group's first key, and a rehash keeps the
-// order (docs/index.md "Keys": PREFIX_EVICTED is one probe).
+// Flat open-addressing hash table (linear probing, backward-shift deletion)
+// from a 64-bit hash of (tenant, model, prefix hash bytes) to the first key of
+// that group. 8 bytes per slot, load ≤ 3/4, no allocation per probe. The
+// caller supplies equality (it owns the key records).
 
 #include <cstdint>
 #include <vector>
@@ -16,39 +11,93 @@ namespace ic::index::detail {
 
 class GroupTable {
  public:
-  static constexpr std::uint32_t kEmpty = UINT32_MAX;
+  GroupTable() { slots_.resize(16); }
 
-  GroupTable() { heads_.assign(16, kEmpty); }
-
-  // The first key of the bucket of `h` (kEmpty: none); the caller walks the
-  // chain and compares its key records.
-  std::uint32_t head(std::uint64_t h) const { return heads_[h & mask_]; }
-  std::uint32_t& head(std::uint64_t h) { return heads_[h & mask_]; }
-  // Hints the cache about the bucket of `h` (lookups walking a chain prefetch
-  // the next block's bucket while matching the current one).
-  void prefetch(std::uint64_t h) const { __builtin_prefetch(&heads_[h & mask_]); }
-
-  // Counts one more key; true when the load passed 1 key per bucket and the
-  // caller must rehash: grow(), then split every old bucket's chain.
-  bool add() { return ++size_ > heads_.size(); }
-  void remove() { --size_; }
-  // Doubles the bucket count; returns the old count n. Old bucket b's keys
-  // belong to b or b + n now: the caller relinks each of its chains.
-  std::size_t grow() {
-    const std::size_t n = heads_.size();
-    heads_.resize(2 * n, kEmpty);
-    mask_ = 2 * n - 1;
-    return n;
+  // Key index of the group whose hash is `h` and for which eq(key) holds, or
+  // kNoKey. Only slots with the same 32-bit tag call eq.
+  template <class Eq>
+  std::uint32_t find(std::uint64_t h, Eq&& eq) const {
+    const std::uint32_t tag = static_cast<std::uint32_t>(h);
+    for (std::size_t i = tag & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key_plus1 == 0) return kNoKey;
+      if (s.tag == tag && eq(s.key_plus1 - 1)) return s.key_plus1 - 1;
+    }
   }
-  // Bucket i's head, for the rehash.
-  std::uint32_t& bucket(std::size_t i) { return heads_[i]; }
-
+  // Hints the cache about the home slot of `h` (lookups walking a chain
+  // prefetch the next block's slot while matching the current one).
+  void prefetch(std::uint64_t h) const {
+    __builtin_prefetch(&slots_[static_cast<std::uint32_t>(h) & mask_]);
+  }
+  // Adds a group head (the caller checked it is absent).
+  void insert(std::uint64_t h, std::uint32_t key) {
+    if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+    place(static_cast<std::uint32_t>(h), key + 1);
+    ++size_;
+  }
+  // True when `key` is the head stored for hash `h`.
+  bool is_head(std::uint64_t h, std::uint32_t key) const {
+    const std::uint32_t tag = static_cast<std::uint32_t>(h);
+    for (std::size_t i = tag & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].key_plus1 == 0) return false;
+      if (slots_[i].key_plus1 == key + 1) return true;
+    }
+  }
+  // The group's head key changes from `old_key` to `new_key`.
+  void replace(std::uint64_t h, std::uint32_t old_key, std::uint32_t new_key) {
+    slots_[slot_of(h, old_key)].key_plus1 = new_key + 1;
+  }
+  // Removes the group whose head is `key`.
+  void erase(std::uint64_t h, std::uint32_t key) {
+    std::size_t hole = slot_of(h, key);
+    // Backward shift: pull later entries of the cluster into the hole when
+    // their home position allows it, so probes never need tombstones.
+    for (std::size_t j = (hole + 1) & mask_;; j = (j + 1) & mask_) {
+      Slot& s = slots_[j];
+      if (s.key_plus1 == 0) break;
+      const std::size_t home = s.tag & mask_;
+      const bool movable = ((j - home) & mask_) >= ((j - hole) & mask_);
+      if (movable) {
+        slots_[hole] = s;
+        hole = j;
+      }
+    }
+    slots_[hole] = Slot{};
+    --size_;
+  }
   std::size_t size() const { return size_; }
-  std::size_t buckets() const { return heads_.size(); }
-  std::size_t memory_bytes() const { return heads_.capacity() * sizeof(std::uint32_t); }
+  std::size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+  static constexpr std::uint32_t kNoKey = UINT32_MAX;
 
  private:
-  std::vector<std::uint32_t> heads_;
+  struct Slot {
+    std::uint32_t key_plus1 = 0;  // 0 = empty
+    std::uint32_t tag = 0;        // low 32 bits of the hash (home = tag & mask)
+  };
+
+  std::size_t slot_of(std::uint64_t h, std::uint32_t key) const {
+    const std::uint32_t tag = static_cast<std::uint32_t>(h);
+    for (std::size_t i = tag & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].key_plus1 == key + 1) return i;
+    }
+  }
+  void place(std::uint32_t tag, std::uint32_t key_plus1) {
+    std::size_t i = tag & mask_;
+    while (slots_[i].key_plus1 != 0) i = (i + 1) & mask_;
+    slots_[i] = Slot{key_plus1, tag};
+  }
+  void grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(old.size() * 2, Slot{});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.key_plus1 != 0) place(s.tag, s.key_plus1);
+    }
+  }
+
+  std::vector<Slot> slots_;
   std::size_t mask_ = 15;
   std::size_t size_ = 0;
 };

@@ -4,8 +4,8 @@
 //
 // Layout (docs/index.md "Keys"):
 //   Key    = (domain, prefix hash bytes); domain = (tenant, model, scheme, adapter).
-//   Group  = keys sharing (tenant, model, hash bytes) across schemes/adapters: one
-//            run of a GroupTable bucket chain, so a lookup is one bucket probe
+//   Group  = keys sharing (tenant, model, hash bytes) across schemes/adapters: the
+//            GroupTable maps a group to its first key, so a lookup is one probe
 //            plus a short chain walk, and PREFIX_EVICTED (no scheme) is one probe.
 //   Entry  = (key, replica): 32 bytes in a slab, linked from its key.
 //   Scope  = (tenant, model, scheme): replicas serving it with entry counts,
@@ -41,8 +41,8 @@ struct KeyRec {
   std::uint64_t hash = 0;  // bytes inline (len ≤ 8, zero-padded) or long_hashes index
   std::uint32_t domain = kNone;
   std::uint32_t first_entry = kNone;
-  std::uint32_t next_in_bucket = kNone;  // GroupTable chain (its groups' runs)
-  std::uint32_t tenant_prev = kNone;     // per-tenant key list (quota, ALL_CLEARED)
+  std::uint32_t next_in_group = kNone;
+  std::uint32_t tenant_prev = kNone;  // per-tenant key list (quota, ALL_CLEARED)
   std::uint32_t tenant_next = kNone;
   std::uint8_t hash_len = 0;  // 0..8 inline; kLongHash → long_hashes[hash]
   bool live = false;

@@ -63,27 +63,13 @@ struct Shard::Impl : detail::Records,
     if (!bytes.empty()) __builtin_memcpy(&v, bytes.data(), bytes.size() < 8 ? bytes.size() : 8);
     return v == k.hash;
   }
-  // True when key `k` belongs to the group (tm, bytes).
-  bool in_group(std::uint32_t k, std::uint32_t tm, std::string_view bytes) const {
-    const detail::KeyRec& kr = keys[k];
-    return domains[kr.domain].tm == tm && key_bytes_equal(kr, bytes);
-  }
-  // First key of the group (tm, bytes) or kNone; h = group_hash(tm, bytes).
-  // The group's keys follow it in its bucket chain (filter with in_group).
+  // Group head for (tm, bytes) or kNone.
   std::uint32_t find_group(std::uint32_t tm, std::uint64_t h, std::string_view bytes) const;
   // Key of (domain, bytes) or kNone. No allocation.
   std::uint32_t find_key(std::uint32_t domain, std::string_view bytes) const;
   // Same with the group hash precomputed (h = group_hash(tm of domain, bytes)).
   std::uint32_t find_key_hashed(std::uint32_t domain, std::uint32_t tm, std::uint64_t h,
                                 std::string_view bytes) const;
-  // Same, one chain walk for ingest: also sets `head` to the group's first key
-  // (kNone: a new group), which create_key links after.
-  std::uint32_t find_key_in_group(std::uint32_t domain, std::uint32_t tm, std::uint64_t h,
-                                  std::string_view bytes, std::uint32_t& head) const;
-  // The group hash of key `k` (rehash).
-  std::uint64_t key_group_hash(std::uint32_t k) const;
-  // Doubles the GroupTable's buckets and relinks every key (load passed 1).
-  void rehash_groups();
   // Entry of `replica` in key `k` or kNone.
   std::uint32_t find_entry(std::uint32_t k, std::uint32_t replica) const;
 
