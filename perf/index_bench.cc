@@ -1,14 +1,22 @@
 // Index microbenchmarks (spec targets: chain lookup ≤ 2 µs on a 1,000,000-entry
-// index, ingest ≥ 3,000,000 block entries/s on one core).
+// index, ingest ≥ 3,000,000 block entries/s on one core), and their floors: the
+// same number of independent random probes (writes for ingest) into a table of
+// the same size and record width, with no hashing, parsing or scoring. The
+// summary after the table prints each operation as a ratio to its floor
+// (medians over the repetitions).
 //
 // Run: ninja -C <build> perf/index_bench, then
 //   <build>/perf/index_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   (the floor ratios alone: --benchmark_filter='ChainLookup64x8$|ExactLookup|Floor|Ingest16')
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <new>
 #include <random>
@@ -17,8 +25,8 @@
 
 #include "builders.hh"
 #include "index/shard.hh"
+#include "index_world.hh"
 #include "service/index_wire.hh"
-#include "text.hh"
 
 // GCC pairs the replaced operator delete's free() with `new` expressions it
 // inlined and warns; the pair below is malloc/free on both sides.
@@ -40,51 +48,8 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace {
 
 using namespace ic::index;
+using namespace ic::perf;
 namespace pb = ::inferencecache::v1alpha1;
-
-constexpr std::int64_t kNow = 1'700'000'000'000'000;
-
-std::string name(const char* prefix, std::uint64_t i) {
-  return ic::itest::numbered(prefix, static_cast<long long>(i));
-}
-
-pb::CacheStateUpdate chain_update(const std::string& tenant, const std::string& replica,
-                                  const std::vector<std::uint64_t>& blocks, std::int64_t ts) {
-  return ic::test::chain_update(tenant, "llama", "vllm", replica, ts, blocks);
-}
-
-// A 1,000,000-entry index: the probe chain (64 blocks; replica k holds the
-// first 64 − 4k blocks, so 8 replicas at distinct depths) plus filler chains of
-// 16 blocks spread over 8 replicas of the same tenant and 100 other tenants.
-struct World {
-  std::unique_ptr<Shard> shard;
-  std::vector<std::uint64_t> probe;
-  std::uint64_t next_hash = 1ull << 40;
-  ManualClock clock;
-
-  explicit World(std::int64_t entries = 1'000'000, std::int64_t cap = 4'000'000) {
-    IndexConfig cfg;
-    cfg.max_entries = cap;
-    shard = std::make_unique<Shard>(cfg, nullptr);
-    clock.wall = kNow;
-    std::mt19937_64 rng(42);
-    for (int i = 0; i < 64; ++i) probe.push_back(rng());
-    for (int k = 0; k < 8; ++k) {
-      std::vector<std::uint64_t> held(probe.begin(), probe.end() - 4 * k);
-      ic::service::wire::ingest(*shard, chain_update("tenant-a", name("replica-", k), held, kNow),
-                                kNow);
-    }
-    std::uint64_t i = 0;
-    while (shard->entry_count() < entries) {
-      std::vector<std::uint64_t> blocks(16);
-      for (auto& b : blocks) b = rng();
-      const std::string tenant = i % 2 == 0 ? std::string("tenant-a") : name("tenant-", i % 100);
-      ic::service::wire::ingest(
-          *shard, chain_update(tenant, name("replica-", i % 8), blocks, kNow - 1000), kNow);
-      ++i;
-    }
-  }
-};
 
 World& world() {
   static World w;
@@ -92,64 +57,70 @@ World& world() {
 }
 
 World& small_world() {
-  static World w(10'000);
+  static World w(10'000, 1);
   return w;
 }
 
-void chain_lookup(benchmark::State& state, World& w) {
-  pb::LookupRouteRequest req;
-  req.set_tenant_id("tenant-a");
-  req.set_model_id("llama");
-  req.set_hash_scheme("vllm");
-  for (std::uint64_t b : w.probe) {
-    req.add_block_hashes(ic::test::block_hash(b));
-    req.add_block_token_counts(16);
-  }
+// Runs `reqs` in turn (one request: cache-hot, as a repeated prompt; all probe
+// chains: each call reads records the previous calls did not).
+void run_lookups(benchmark::State& state, World& w,
+                 const std::vector<pb::LookupRouteRequest>& reqs) {
   pb::LookupRouteResponse out;
   LookupContext ctx;
   ctx.clock = &w.clock;
+  std::size_t i = 0;
   const std::uint64_t allocs = g_allocs.load(std::memory_order_relaxed);
   for (auto _ : state) {
-    ic::service::wire::lookup_route(*w.shard, req, ctx, &out);
+    ic::service::wire::lookup_route(*w.shard, reqs[i], ctx, &out);
     benchmark::DoNotOptimize(out);
+    if (++i == reqs.size()) i = 0;
   }
   state.counters["allocs_per_lookup"] =
       static_cast<double>(g_allocs.load(std::memory_order_relaxed) - allocs) /
       static_cast<double>(state.iterations());
-  if (out.reason_code() != "PREFIX_MATCH" || out.replica_scores_size() != 8)
-    state.SkipWithError("probe did not match 8 replicas");
   state.counters["entries"] = static_cast<double>(w.shard->entry_count());
 }
-void BM_ChainLookup64x8(benchmark::State& state) { chain_lookup(state, world()); }
-BENCHMARK(BM_ChainLookup64x8);
-// The same probe on a 10,000-entry index: the difference is cache misses.
-void BM_ChainLookup64x8_SmallIndex(benchmark::State& state) { chain_lookup(state, small_world()); }
-BENCHMARK(BM_ChainLookup64x8_SmallIndex);
 
-void BM_ExactLookup(benchmark::State& state) {
-  World& w = world();
-  // Block 16 of the probe is held by all 8 replicas with 272 cumulative tokens.
-  pb::LookupRouteRequest req;
-  req.set_tenant_id("tenant-a");
-  req.set_model_id("llama");
-  req.set_hash_scheme("vllm");
-  req.set_prefix_hash(ic::test::block_hash(w.probe[16]));
-  req.set_prefix_token_count(272);
+void chain_lookup(benchmark::State& state, World& w, std::size_t chains) {
+  std::vector<pb::LookupRouteRequest> reqs;
+  for (std::size_t c = 0; c < chains; ++c) reqs.push_back(chain_request(w, c));
+  run_lookups(state, w, reqs);
   pb::LookupRouteResponse out;
   LookupContext ctx;
   ctx.clock = &w.clock;
-  const std::uint64_t allocs = g_allocs.load(std::memory_order_relaxed);
-  for (auto _ : state) {
-    ic::service::wire::lookup_route(*w.shard, req, ctx, &out);
-    benchmark::DoNotOptimize(out);
-  }
-  state.counters["allocs_per_lookup"] =
-      static_cast<double>(g_allocs.load(std::memory_order_relaxed) - allocs) /
-      static_cast<double>(state.iterations());
+  ic::service::wire::lookup_route(*w.shard, reqs.back(), ctx, &out);
+  if (out.reason_code() != "PREFIX_MATCH" || out.replica_scores_size() != 8)
+    state.SkipWithError("probe did not match 8 replicas");
+}
+void BM_ChainLookup64x8(benchmark::State& state) { chain_lookup(state, world(), 1); }
+BENCHMARK(BM_ChainLookup64x8);
+// A different probe chain on every call (512 chains, 13 MB of records).
+void BM_ChainLookup64x8_Cold(benchmark::State& state) {
+  chain_lookup(state, world(), world().probes.size());
+}
+BENCHMARK(BM_ChainLookup64x8_Cold);
+// The same probe on a 10,000-entry index: the difference is cache misses.
+void BM_ChainLookup64x8_SmallIndex(benchmark::State& state) {
+  chain_lookup(state, small_world(), 1);
+}
+BENCHMARK(BM_ChainLookup64x8_SmallIndex);
+
+void exact_lookup(benchmark::State& state, std::size_t chains) {
+  World& w = world();
+  std::vector<pb::LookupRouteRequest> reqs;
+  for (std::size_t c = 0; c < chains; ++c) reqs.push_back(exact_request(w, c));
+  run_lookups(state, w, reqs);
+  pb::LookupRouteResponse out;
+  LookupContext ctx;
+  ctx.clock = &w.clock;
+  ic::service::wire::lookup_route(*w.shard, reqs.back(), ctx, &out);
   // All 8 hold it: dp = 0 → routing floor → AFFINITY_HINT (the full pipeline).
   if (out.reason_code().empty()) state.SkipWithError("no answer");
 }
+void BM_ExactLookup(benchmark::State& state) { exact_lookup(state, 1); }
 BENCHMARK(BM_ExactLookup);
+void BM_ExactLookup_Cold(benchmark::State& state) { exact_lookup(state, world().probes.size()); }
+BENCHMARK(BM_ExactLookup_Cold);
 
 // Ingest of new 16-block chains (16 new (key, replica) entries per update).
 void BM_Ingest16BlockChains(benchmark::State& state) {
@@ -203,7 +174,7 @@ BENCHMARK(BM_IngestRefresh16);
 // PREFIX_EVICTED on a 1M-entry index: one probe of the (tenant, model, hash)
 // group table, no scan. Each iteration removes one existing entry.
 void BM_PrefixEvicted(benchmark::State& state) {
-  World w(1'000'000);
+  World w(1'000'000, 1);
   std::mt19937_64 rng(99);
   std::vector<std::uint64_t> keys(16 * 4096);
   for (auto& k : keys) k = rng();
@@ -250,6 +221,155 @@ void BM_SweepSlice4096(benchmark::State& state) {
 }
 BENCHMARK(BM_SweepSlice4096);
 
+// ---- floors: independent random probes into a table of the same shape ----
+
+// The index's record width (detail::KeyRec and detail::EntryRec: 32 bytes).
+struct FloorRec {
+  std::uint64_t word[4];
+};
+static_assert(sizeof(FloorRec) == 32);
+// The 1,000,000-entry index's record count.
+constexpr std::size_t kFloorRecords = 1'000'000;
+// A chain lookup of 64 blocks held by 8 replicas reads at least one key and 8
+// entry records per block; an exact lookup of a key held by 8, one block's.
+constexpr int kChainProbes = 64 * (1 + 8);
+constexpr int kExactProbes = 1 + 8;
+
+std::vector<FloorRec>& floor_table() {
+  static std::vector<FloorRec> t = [] {
+    std::vector<FloorRec> v(kFloorRecords);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i].word[0] = i;
+    return v;
+  }();
+  return t;
+}
+
+// xorshift64: the next probe position without a load (probes independent).
+inline std::uint64_t next_random(std::uint64_t& x) {
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return x;
+}
+
+// range(0) probes per iteration. range(1) = 1: the same positions every
+// iteration (cache-hot, as the lookup benchmarks repeat one request); 0: fresh
+// positions (cache-cold, a different prompt on every call).
+void BM_ProbeFloor(benchmark::State& state) {
+  const std::vector<FloorRec>& t = floor_table();
+  const int probes = static_cast<int>(state.range(0));
+  const bool hot = state.range(1) == 1;
+  std::vector<std::uint32_t> fixed(static_cast<std::size_t>(probes));
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (auto& f : fixed) f = static_cast<std::uint32_t>(next_random(x) % t.size());
+  std::uint64_t sum = 0;
+  for (auto _ : state) {
+    if (hot) {
+      for (const std::uint32_t i : fixed) sum += t[i].word[0];
+    } else {
+      for (int p = 0; p < probes; ++p) sum += t[next_random(x) % t.size()].word[0];
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+}
+BENCHMARK(BM_ProbeFloor)->Args({kChainProbes, 1})->Args({kChainProbes, 0});
+BENCHMARK(BM_ProbeFloor)->Args({kExactProbes, 1})->Args({kExactProbes, 0});
+
+// Ingest's floor: per block entry, one independent random read-modify-write
+// of a record (the hash probe that finds the slot, then the record written),
+// 16 per 16-block update. Items = block entries.
+void BM_WriteFloor16(benchmark::State& state) {
+  std::vector<FloorRec>& t = floor_table();
+  std::uint64_t x = 0x2545F4914F6CDD1Dull;
+  std::int64_t blocks = 0;
+  for (auto _ : state) {
+    for (int b = 0; b < 16; ++b) {
+      FloorRec& r = t[next_random(x) % t.size()];
+      r.word[1] = r.word[0] + x;
+      r.word[2] = static_cast<std::uint64_t>(b);
+      r.word[3] = x;
+    }
+    blocks += 16;
+  }
+  state.SetItemsProcessed(blocks);
+}
+BENCHMARK(BM_WriteFloor16);
+
+// The console report, plus each run's CPU time per iteration and items/s by
+// benchmark name, for the ratios printed after the table.
+class FloorReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      // With --benchmark_report_aggregates_only only the aggregates arrive:
+      // keep the median of the repetitions then.
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median") continue;
+      // A median aggregate replaces the repetitions it summarizes.
+      const std::string name = r.run_name.str();
+      const bool median_run = r.run_type == Run::RT_Aggregate;
+      if (median_run) cpu_ns_[name].clear();
+      cpu_ns_[name].push_back(r.GetAdjustedCPUTime());
+      const auto it = r.counters.find("items_per_second");
+      if (it == r.counters.end()) continue;
+      if (median_run) rate_[name].clear();
+      rate_[name].push_back(it->second.value);
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void print_ratios() const {
+    std::printf("\nfloor ratios (medians, CPU time):\n");
+    lookup_ratio("chain lookup 64x8", "BM_ChainLookup64x8", kChainProbes);
+    lookup_ratio("exact lookup", "BM_ExactLookup", kExactProbes);
+    const double ingest = median(rate_, "BM_Ingest16BlockChains/100000000/iterations:62500");
+    const double floor = median(rate_, "BM_WriteFloor16");
+    if (ingest > 0 && floor > 0) {
+      std::printf(
+          "  ingest (uncapped)  %7.2f M block entries/s, write floor %7.2f M/s: %.2fx "
+          "(target >= 0.5)\n",
+          ingest / 1e6, floor / 1e6, ingest / floor);
+    }
+  }
+
+ private:
+  using Series = std::map<std::string, std::vector<double>>;
+  static double median(const Series& s, const std::string& name) {
+    const auto it = s.find(name);
+    if (it == s.end() || it->second.empty()) return 0;
+    std::vector<double> v = it->second;
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
+  // `name` (one request, hot) against the hot floor, name_Cold (a different
+  // probe chain per call) against the cold floor.
+  void lookup_ratio(const char* what, const std::string& name, int probes) const {
+    const double op = median(cpu_ns_, name);
+    const double op_cold = median(cpu_ns_, name + "_Cold");
+    char hot_name[64], cold_name[64];
+    std::snprintf(hot_name, sizeof hot_name, "BM_ProbeFloor/%d/1", probes);
+    std::snprintf(cold_name, sizeof cold_name, "BM_ProbeFloor/%d/0", probes);
+    const double hot = median(cpu_ns_, hot_name);
+    const double cold = median(cpu_ns_, cold_name);
+    if (op > 0 && hot > 0) {
+      std::printf("  %-18s hot  %7.0f ns; floor, %d hot probes  %6.0f ns: %6.2fx (target <= 1.5)\n",
+                  what, op, probes, hot, op / hot);
+    }
+    if (op_cold > 0 && cold > 0) {
+      std::printf("  %-18s cold %7.0f ns; floor, %d cold probes %6.0f ns: %6.2fx (target <= 1.5)\n",
+                  what, op_cold, probes, cold, op_cold / cold);
+    }
+  }
+  Series cpu_ns_, rate_;
+};
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  FloorReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.print_ratios();
+  benchmark::Shutdown();
+  return 0;
+}

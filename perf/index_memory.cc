@@ -1,12 +1,14 @@
-// Bytes per (key, replica) entry at 1,000,000 entries (target ≤ 96).
-// Measures the glibc allocator's in-use bytes (mallinfo2: arena + mmapped) and
-// the RSS delta around building the index (after malloc_trim), plus the
-// index's own accounting (Shard::memory_bytes).
+// Bytes per (key, replica) entry at 1,000,000 entries (issue target ≤ 48 at
+// one replica per key). Linked with mimalloc like the server, it measures the
+// RSS delta around building the index, with mimalloc's freed pages handed back
+// first (mi_collect, no decommit delay), plus the index's own accounting
+// (Shard::memory_bytes). mimalloc's own commit counter is not reported: it
+// misses the large OS-backed buffers the slabs live in.
 //
 // Run: <build>/perf/index_memory --benchmark_repetitions=3
 
 #include <benchmark/benchmark.h>
-#include <malloc.h>
+#include <mimalloc.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -38,10 +40,12 @@ std::int64_t rss_bytes() {
   return static_cast<std::int64_t>(resident) * sysconf(_SC_PAGESIZE);
 }
 
-// Bytes handed out by glibc malloc: small/medium chunks plus mmapped ones.
-std::int64_t heap_in_use() {
-  const struct mallinfo2 mi = mallinfo2();
-  return static_cast<std::int64_t>(mi.uordblks + mi.hblkhd);
+// Hands mimalloc's free pages back to the OS now (no decommit delay), so
+// that buffers freed by vector growth leave the RSS.
+void release_free_pages() {
+  mi_option_set(mi_option_decommit_delay, 0);
+  mi_option_set(mi_option_segment_decommit_delay, 0);
+  mi_collect(true);
 }
 
 // Builds 1,000,000 entries: range(0) replicas hold each 16-block chain.
@@ -49,8 +53,7 @@ void BM_BytesPerEntry(benchmark::State& state) {
   const int replicas = static_cast<int>(state.range(0));
   for (auto _ : state) {
     state.PauseTiming();
-    malloc_trim(0);
-    const std::int64_t heap0 = heap_in_use();
+    release_free_pages();
     const std::int64_t rss0 = rss_bytes();
     state.ResumeTiming();
     IndexConfig cfg;
@@ -75,12 +78,10 @@ void BM_BytesPerEntry(benchmark::State& state) {
       }
     }
     state.PauseTiming();
-    // Free heap chunks left by vector growth are not index memory: hand them
-    // back before reading RSS.
-    malloc_trim(0);
+    // Pages freed by vector growth are not index memory.
+    release_free_pages();
     const double n = static_cast<double>(shard->entry_count());
     state.counters["entries"] = n;
-    state.counters["heap_B_per_entry"] = static_cast<double>(heap_in_use() - heap0) / n;
     state.counters["rss_B_per_entry"] = static_cast<double>(rss_bytes() - rss0) / n;
     state.counters["self_B_per_entry"] = static_cast<double>(shard->memory_bytes()) / n;
     shard.reset();
