@@ -7,8 +7,9 @@
 // Session consumed the bytes, unless reading is paused (by the Session, or by
 // backpressure when the output queue is over its high-water mark).
 // Writing: send() appends to a pending buffer; at the end of the turn the
-// pending bytes become the in-flight buffer of the single send SQE (so all
-// frames of a turn go out in one send); a short write re-sends the rest; the
+// pending bytes become the in-flight buffer (so all frames of a turn go out
+// in one send), written inline with send(2) first; what the socket did not
+// take goes to the single send SQE; a short write re-sends the rest; the
 // in-flight buffer is not touched until its completion.
 // Closing: stop reading, write what is queued (unless aborting), cancel what is
 // in flight, wait for the last completion, then on_close(), close(2), free.
@@ -75,6 +76,10 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   void mark_dirty();
   void arm_recv();
   void try_send();
+  // Writes the in-flight bytes with send(2) now; true when some remain for
+  // the ring (EAGAIN or a short write), false when all went out or the
+  // connection is being aborted.
+  bool send_inline();
   void cancel_all();
   void finish();
   void apply_backpressure();

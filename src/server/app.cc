@@ -372,21 +372,23 @@ void App::log_serving() {
                       "--control-token-file"}});
   }
   const ic::buildinfo::BuildInfo& build = ic::buildinfo::build_info();
-  ic::config::log(LogLevel::info, "serving",
-                  {{"version", build.version},
-                   {"commit", build.git_commit},
-                   {"build", build.build_type},
-                   {"grpc_address", config.grpc_bind_address},
-                   {"grpc_port", server.port("grpc")},
-                   {"http_address", config.http_bind_address},
-                   {"http_port", server.port("http")},
-                   {"snapshot_address", config.snapshot_bind_address},
-                   {"snapshot_port", server.port("snapshot")},
-                   {"tls", tls != nullptr},
-                   {"auth", auth_mode(config)},
-                   {"threads", runtime.cores()},
-                   {"policy_file", config.policy_file},
-                   {"pid", static_cast<long>(::getpid())}});
+  ic::config::log(
+      LogLevel::info, "serving",
+      {{"version", build.version},
+       {"commit", build.git_commit},
+       {"build", build.build_type},
+       {"grpc_address", config.grpc_bind_address},
+       {"grpc_port", server.port("grpc")},
+       {"http_address", config.http_bind_address},
+       {"http_port", server.port("http")},
+       {"snapshot_address", config.snapshot_bind_address},
+       {"snapshot_port", server.port("snapshot")},
+       {"tls", tls != nullptr},
+       {"auth", auth_mode(config)},
+       {"threads", runtime.cores()},
+       {"io_uring_setup", ic::runtime::ring_setup_names(runtime.reactor(0).ring_setup_flags())},
+       {"policy_file", config.policy_file},
+       {"pid", static_cast<long>(::getpid())}});
 }
 
 }  // namespace ic::server
