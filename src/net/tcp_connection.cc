@@ -64,6 +64,21 @@ void TcpConnection::send(std::span<const std::byte> bytes) {
   if (closing_ || finished_ || bytes.empty()) return;
   if (queued_bytes() == 0) stall_since_us_ = core_.reactor().now_us();
   out_pending_.insert(out_pending_.end(), bytes.begin(), bytes.end());
+  queued_output();
+}
+
+void TcpConnection::send_buffer(std::vector<std::byte>& bytes) {
+  if (!out_pending_.empty() || closing_ || finished_ || bytes.empty()) {
+    send(bytes);
+  } else {
+    if (queued_bytes() == 0) stall_since_us_ = core_.reactor().now_us();
+    out_pending_.swap(bytes);  // `bytes` gets the drained pending buffer
+    queued_output();
+  }
+  bytes.clear();
+}
+
+void TcpConnection::queued_output() {
   if (queued_bytes() > listener_.hard_output_cap()) {
     // The protocol ignored queued_bytes(): cut the peer off instead of
     // growing without bound (rule 5).

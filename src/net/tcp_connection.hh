@@ -43,6 +43,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
 
   // net::Connection
   void send(std::span<const std::byte> bytes) override;
+  // Adopts `bytes` as the pending output when nothing is pending (no copy).
+  void send_buffer(std::vector<std::byte>& bytes) override;
   std::size_t queued_bytes() const override;
   void pause_reading() override;
   void resume_reading() override;
@@ -74,6 +76,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   enum Op : std::uint8_t { kRecv = 1, kSend = 2 };
 
   void mark_dirty();
+  // After output was queued: enforce the hard cap, schedule the send.
+  void queued_output();
   void arm_recv();
   void try_send();
   // Writes the in-flight bytes with send(2) now; true when some remain for
