@@ -317,6 +317,7 @@ void App::install_collectors() {
         depth += static_cast<std::int64_t>(runtime.mailbox_depth(from, core));
       }
       m.set_mailbox_depth(depth);
+      m.set_ring_setup_flags(runtime.reactor(core).ring_setup_flags());
     });
   }
 }
