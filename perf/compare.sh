@@ -481,10 +481,10 @@ wake_targets() {
     BEGIN {
       if (num(csw)) printf "- 25%% load (%d/s): %.2f context switches per call (target <= 1.2: %s)\n", rate, csw, verdict(csw <= 1.2)
       if (num(enter)) printf "- 25%% load: %.2f io_uring_enter per call (target <= 1.5: %s)\n", enter, verdict(enter <= 1.5)
-      if (c25 > 0 && csat > 0) printf "- 25%% load: server CPU per call %.1f µs = %.2f x its saturation figure %.1f µs (target <= 3: %s); baseline %.1f / %.1f µs = %.2f x\n", c25, c25 / csat, csat, verdict(c25 / csat <= 3), b25, bsat, (b25 > 0 && bsat > 0 ? b25 / bsat : 0)
+      if (num(c25) && num(csat) && c25 > 0 && csat > 0) printf "- 25%% load: server CPU per call %.1f µs = %.2f x its saturation figure %.1f µs (target <= 3: %s); baseline %.1f / %.1f µs = %.2f x\n", c25, c25 / csat, csat, verdict(c25 / csat <= 3), b25, bsat, (b25 > 0 && bsat > 0 ? b25 / bsat : 0)
       if (num(pi) && pb > 0) printf "- 25%% load: p99 %d / %d µs = %.2f x the baseline (target <= 0.5: %s)\n", pi, pb, pi / pb, verdict(pi / pb <= 0.5)
-      if (hi > 0 && hb > 0) printf "- saturation (h2load): CPU per call %.2f / %.2f µs = %.2f x the baseline (target <= 0.12: %s)\n", hi, hb, hi / hb, verdict(hi / hb <= 0.12)
-      if (ql > 0 && qr > 0) printf "- saturation (h2load): LookupRoute %.0f/s = %.0f %% of the RenderTemplate ceiling %.0f/s (target >= 90 %%: %s)\n", ql, 100 * ql / qr, qr, verdict(ql / qr >= 0.9)
+      if (num(hi) && num(hb) && hi > 0 && hb > 0) printf "- saturation (h2load): CPU per call %.2f / %.2f µs = %.2f x the baseline (target <= 0.12: %s)\n", hi, hb, hi / hb, verdict(hi / hb <= 0.12)
+      if (num(ql) && num(qr) && ql > 0 && qr > 0) printf "- saturation (h2load): LookupRoute %.0f/s = %.0f %% of the RenderTemplate ceiling %.0f/s (target >= 90 %%: %s)\n", ql, 100 * ql / qr, qr, verdict(ql / qr >= 0.9)
     }'
 }
 
