@@ -14,7 +14,12 @@
 #   - open-ish loop fixed rates at 25/50/75 % of the BASELINE's saturation QPS
 #     (measured in round 1, identical for both servers): p50 / p99 / p99.9;
 #   - the same against RenderTemplate (a do-nothing handler): the transport
-#     ceiling, i.e. how much of LookupRoute's cost is transport vs index.
+#     ceiling, i.e. how much of LookupRoute's cost is transport vs index;
+#   - the wake path: server context switches per call (voluntary + involuntary,
+#     summed over the server's threads from /proc/PID/task/*/status) in every
+#     run, and, in a separate counting pass of inferencecache-bench at each
+#     load (perf stat on the syscall tracepoints, so the tracing cost stays out
+#     of the latency runs), io_uring_enter and epoll_wait calls per call.
 # Prints ONE table with the ratios InferenceCache / baseline, preceded by the
 # machine description. Full run ≤ ~10 min, --quick ≈ 2 min.
 # --from-head DIR: measure the committed HEAD, not the shared work tree (which
@@ -203,9 +208,23 @@ server_cpu_us() {
   echo $((ticks * 1000000 / $(getconf CLK_TCK)))
 }
 
+# Context switches (voluntary + involuntary) of all the server's threads so far.
+server_csw() {
+  cat /proc/"$server_pid"/task/*/status 2>/dev/null |
+    awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ {n += $2} END {print n + 0}'
+}
+
+# Syscall tracepoints perf stat can count (root or perf_event_paranoid <= 1
+# and a mounted tracefs); without them the counting pass is skipped.
+have_count=0
+if command -v perf >/dev/null &&
+  perf stat -e syscalls:sys_enter_io_uring_enter -x, -- true >/dev/null 2>&1; then
+  have_count=1
+fi
+
 # --- load ----------------------------------------------------------------------
 results="$work/results.tsv"
-printf 'server\tround\ttool\trpc\tmode\tqps\tmean_us\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tserver_cpu_pct\tok\tfailed\tload1\n' >"$results"
+printf 'server\tround\ttool\trpc\tmode\tqps\tmean_us\tp50_us\tp99_us\tp999_us\tcpu_us_per_req\tserver_cpu_pct\tok\tfailed\tload1\tcsw_per_req\tenter_per_req\tepoll_per_req\n' >"$results"
 
 # Mean request time (µs) from h2load's summary line
 #   "time for request:  47us  14.00ms  382us  1.33ms  94.80%" (min max mean sd).
@@ -241,11 +260,13 @@ h2load_run() {
   if [ "$mode" = sat ]; then
     "${pin_load[@]}" h2load "${common[@]}" -D "$warmup" "$url" >/dev/null 2>&1 || true
   fi
-  local cpu0 cpu1 out="$work/h2load.out" load1 cpu_pct
+  local cpu0 cpu1 csw0 csw1 out="$work/h2load.out" load1 cpu_pct
   load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
+  csw0=$(server_csw)
   "${pin_load[@]}" h2load "${common[@]}" "${rate_args[@]}" -D "$duration" "$url" >"$out" 2>&1 || true
   cpu1=$(server_cpu_us)
+  csw1=$(server_csw)
   local qps ok failed
   qps=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' "$out")
   ok=$(awk '/^requests:/ {print $8}' "$out")
@@ -256,8 +277,9 @@ h2load_run() {
   # Server CPU over the run in % of one CPU: < ~90 % at saturation means the
   # load generator, not the server, was the limit.
   cpu_pct=$(awk -v c=$((cpu1 - cpu0)) -v d="$duration" 'BEGIN {printf "%.0f", c / (d * 10000)}')
-  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rpc" "$mode" \
-    "${qps:-nan}" "${mean:-nan}" nan nan nan "$per_req" "$cpu_pct" "${ok:-0}" "${failed:-0}" "$load1" >>"$results"
+  printf '%s\t%s\th2load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\tnan\tnan\n' "$name" "$round" "$rpc" "$mode" \
+    "${qps:-nan}" "${mean:-nan}" nan nan nan "$per_req" "$cpu_pct" "${ok:-0}" "${failed:-0}" "$load1" \
+    "$(per_call $((csw1 - csw0)) "${ok:-0}")" >>"$results"
   log "  h2load $rpc $mode: ${qps:-?} req/s, mean ${mean:-?} µs, ${per_req} CPU-µs/req, server CPU ${cpu_pct} %, failed ${failed:-?}"
 }
 
@@ -285,9 +307,10 @@ bench_preload() {
 bench_run() {
   local name=$1 round=$2 mode=$3 rate
   [ "$mode" = sat ] && rate=0 || rate=$mode
-  local cpu0 cpu1 out="$work/bench.json" load1 cpu_pct
+  local cpu0 cpu1 csw0 csw1 out="$work/bench.json" load1 cpu_pct
   load1=$(cut -d' ' -f1 /proc/loadavg)
   cpu0=$(server_cpu_us)
+  csw0=$(server_csw)
   # shellcheck disable=SC2046
   if ! "${pin_load[@]}" "$bench" $(bench_args "$name") --preload 0 -r "$rate" -D "$duration" \
       --json >"$out" 2>"$work/bench.err"; then
@@ -295,6 +318,7 @@ bench_run() {
     return 0
   fi
   cpu1=$(server_cpu_us)
+  csw1=$(server_csw)
   local qps mean p50 p99 p999 ok failed per_req
   read -r qps mean p50 p99 p999 ok failed < <(python3 -c '
 import json, sys
@@ -306,9 +330,43 @@ print("%.2f" % r["ok_qps"], lat["mean_us"], lat["p50_us"], lat["p99_us"], lat["p
   # Server CPU over the run in % of one CPU: < ~90 % at saturation means the
   # load generator, not the server, was the limit.
   cpu_pct=$(awk -v c=$((cpu1 - cpu0)) -v d="$duration" 'BEGIN {printf "%.0f", c / (d * 10000)}')
-  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$mode" \
-    "$qps" "$mean" "$p50" "$p99" "$p999" "$per_req" "$cpu_pct" "$ok" "$failed" "$load1" >>"$results"
-  log "  bench LookupRoute $mode: $qps req/s, p50 $p50 µs, p99 $p99 µs, p99.9 $p999 µs, ${per_req} CPU-µs/req, failed $failed"
+  local csw
+  csw=$(per_call $((csw1 - csw0)) "$ok")
+  printf '%s\t%s\tbench\tLookupRoute\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\tnan\tnan\n' "$name" "$round" "$mode" \
+    "$qps" "$mean" "$p50" "$p99" "$p999" "$per_req" "$cpu_pct" "$ok" "$failed" "$load1" "$csw" >>"$results"
+  log "  bench LookupRoute $mode: $qps req/s, p50 $p50 µs, p99 $p99 µs, p99.9 $p999 µs, ${per_req} CPU-µs/req, $csw csw/req, failed $failed"
+}
+
+# per_call COUNT CALLS: COUNT / CALLS with 2 decimals, nan without calls.
+per_call() {
+  awk -v c="$1" -v n="${2:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n; else print "nan"}'
+}
+
+# count_run SERVER ROUND MODE: the counting pass. inferencecache-bench as in
+# bench_run while perf stat counts the server's io_uring_enter and epoll_wait
+# calls (all threads); recorded as tool "count" (its latencies are not used:
+# the tracepoints slow every syscall a little).
+count_run() {
+  local name=$1 round=$2 mode=$3 rate stat="$work/count.csv" out="$work/count.json"
+  [ "$mode" = sat ] && rate=0 || rate=$mode
+  perf stat -x, -o "$stat" -p "$server_pid" -e syscalls:sys_enter_io_uring_enter \
+    -e syscalls:sys_enter_epoll_wait -e syscalls:sys_enter_epoll_pwait >/dev/null 2>&1 &
+  local perf_pid=$!
+  sleep 0.2
+  # shellcheck disable=SC2046
+  "${pin_load[@]}" "$bench" $(bench_args "$name") --preload 0 -r "$rate" -D "$duration" \
+    --json >"$out" 2>/dev/null || true
+  kill -INT "$perf_pid" 2>/dev/null || true
+  wait "$perf_pid" 2>/dev/null || true
+  local ok enters epolls
+  ok=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ok"])' "$out" 2>/dev/null || echo 0)
+  # The counters also ran for the 0.2 s before the load and the moment after
+  # it: idle time, where a parked reactor makes no calls (its timers aside).
+  enters=$(awk -F, '$3 ~ /io_uring_enter/ {n += $1} END {print n + 0}' "$stat")
+  epolls=$(awk -F, '$3 ~ /epoll_p?wait/ {n += $1} END {print n + 0}' "$stat")
+  printf '%s\t%s\tcount\tLookupRoute\t%s\tnan\tnan\tnan\tnan\tnan\tnan\tnan\t%s\t0\tnan\tnan\t%s\t%s\n' \
+    "$name" "$round" "$mode" "$ok" "$(per_call "$enters" "$ok")" "$(per_call "$epolls" "$ok")" >>"$results"
+  log "  count LookupRoute $mode: $(per_call "$enters" "$ok") io_uring_enter/req, $(per_call "$epolls" "$ok") epoll_wait/req"
 }
 
 median_of() {  # median_of SERVER TOOL RPC MODE COLUMN (mawk-safe: no asort)
@@ -388,12 +446,48 @@ for round in $(seq 1 "$rounds"); do
       [ "$have_bench" = 1 ] && bench_run "$name" "$round" "${lr_rates[$i]}"
       h2load_run "$name" "$round" RenderTemplate "${rt_rates[$i]}"
     done
+    if [ "$have_bench" = 1 ] && [ "$have_count" = 1 ]; then
+      for mode in sat "${lr_rates[@]}"; do count_run "$name" "$round" "$mode"; done
+    fi
     stop_server
   done
 done
 elapsed=$(($(date +%s) - started))
 
 # --- the table -----------------------------------------------------------------
+# wake_targets: the wake-path and saturation figures of the reference targets
+# (one wake per call at moderate load, transport near the RenderTemplate
+# ceiling), each with its figure and verdict.
+wake_targets() {
+  [ "$have_bench" = 1 ] || return 0
+  local q25=${lr_rates[0]}
+  echo
+  echo "## Wake path and saturation (LookupRoute, inferencecache-bench unless said)"
+  echo
+  awk -v csw="$(median_of ic bench LookupRoute "$q25" csw_per_req)" \
+    -v enter="$(median_of ic count LookupRoute "$q25" enter_per_req)" \
+    -v c25="$(median_of ic bench LookupRoute "$q25" cpu_us_per_req)" \
+    -v csat="$(median_of ic bench LookupRoute sat cpu_us_per_req)" \
+    -v b25="$(median_of base bench LookupRoute "$q25" cpu_us_per_req)" \
+    -v bsat="$(median_of base bench LookupRoute sat cpu_us_per_req)" \
+    -v pi="$(median_of ic bench LookupRoute "$q25" p99_us)" \
+    -v pb="$(median_of base bench LookupRoute "$q25" p99_us)" \
+    -v hi="$(median_of ic h2load LookupRoute sat cpu_us_per_req)" \
+    -v hb="$(median_of base h2load LookupRoute sat cpu_us_per_req)" \
+    -v ql="$(median_of ic h2load LookupRoute sat qps)" \
+    -v qr="$(median_of ic h2load RenderTemplate sat qps)" -v rate="$q25" '
+    function verdict(ok) { return ok ? "met" : "MISSED" }
+    function num(v) { return v != "nan" && v != "" }
+    BEGIN {
+      if (num(csw)) printf "- 25%% load (%d/s): %.2f context switches per call (target <= 1.2: %s)\n", rate, csw, verdict(csw <= 1.2)
+      if (num(enter)) printf "- 25%% load: %.2f io_uring_enter per call (target <= 1.5: %s)\n", enter, verdict(enter <= 1.5)
+      if (num(c25) && num(csat) && c25 > 0 && csat > 0) printf "- 25%% load: server CPU per call %.1f µs = %.2f x its saturation figure %.1f µs (target <= 3: %s); baseline %.1f / %.1f µs = %.2f x\n", c25, c25 / csat, csat, verdict(c25 / csat <= 3), b25, bsat, (b25 > 0 && bsat > 0 ? b25 / bsat : 0)
+      if (num(pi) && pb > 0) printf "- 25%% load: p99 %d / %d µs = %.2f x the baseline (target <= 0.5: %s)\n", pi, pb, pi / pb, verdict(pi / pb <= 0.5)
+      if (num(hi) && num(hb) && hi > 0 && hb > 0) printf "- saturation (h2load): CPU per call %.2f / %.2f µs = %.2f x the baseline (target <= 0.12: %s)\n", hi, hb, hi / hb, verdict(hi / hb <= 0.12)
+      if (num(ql) && num(qr) && ql > 0 && qr > 0) printf "- saturation (h2load): LookupRoute %.0f/s = %.0f %% of the RenderTemplate ceiling %.0f/s (target >= 90 %%: %s)\n", ql, 100 * ql / qr, qr, verdict(ql / qr >= 0.9)
+    }'
+}
+
 report() {
   echo "# InferenceCache vs grpc++ baseline — $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
@@ -435,8 +529,12 @@ report() {
       printf "- CPU-bound capacity at saturation (h2load, %d thread(s) x 1e6 / CPU-µs per call): InferenceCache %.0f/s, baseline %.0f/s, ratio %.2f (target >= 2: %s)\n",
         t, t * 1e6 / ci, t * 1e6 / cb, cb / ci, (cb / ci >= 2) ? "met" : "MISSED"
   }'
+  wake_targets
   echo
   echo "Ratios: > 1 is better for qps; < 1 is better for latency and CPU-µs/request."
+  echo "csw_per_req: server context switches (voluntary + involuntary, all threads) per call;"
+  echo "enter_per_req / epoll_per_req: io_uring_enter / epoll_wait calls of the server per call"
+  echo "(separate counting pass of inferencecache-bench under perf stat)."
   echo "server_cpu_pct: server CPU over the run (% of one CPU); well below 100 × threads at"
   echo "saturation means the load generator, not the server, was the limit."
   echo
@@ -450,15 +548,19 @@ report() {
       for mode in sat "${rates[@]}"; do
         if [ "$mode" = sat ]; then
           label="saturation"
-          metrics=(qps mean_us p99_us cpu_us_per_req server_cpu_pct)
+          metrics=(qps mean_us p99_us cpu_us_per_req server_cpu_pct csw_per_req)
         else
           label="${pcts[$i]}% ($mode/s)"
           i=$((i + 1))
-          metrics=(mean_us p50_us p99_us p999_us cpu_us_per_req)
+          metrics=(mean_us p50_us p99_us p999_us cpu_us_per_req csw_per_req)
         fi
+        # The syscall counts come from the separate counting pass.
+        [ "$tool" = bench ] && metrics+=(enter_per_req epoll_per_req)
         for metric in "${metrics[@]}"; do
-          ic=$(median_of ic "$tool" "$rpc" "$mode" "$metric")
-          base=$(median_of base "$tool" "$rpc" "$mode" "$metric")
+          local src=$tool
+          case $metric in enter_per_req | epoll_per_req) src=count ;; esac
+          ic=$(median_of ic "$src" "$rpc" "$mode" "$metric")
+          base=$(median_of base "$src" "$rpc" "$mode" "$metric")
           [ "$ic" = nan ] && [ "$base" = nan ] && continue
           ratio=$(awk -v a="$ic" -v b="$base" 'BEGIN {if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else print "n/a"}')
           echo "| $rpc | $tool | $label | $metric | $ic | $base | $ratio |"

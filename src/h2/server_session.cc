@@ -15,6 +15,25 @@ struct ServerSession::Stream {
   ~Stream() { release_headers(); }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
+  Stream& operator=(Stream&&) = default;
+  // Turns a finished stream into a fresh one for `next`, keeping the capacity
+  // of its buffers (the per-call allocations of a busy connection come from
+  // these reused streams).
+  void reuse_as(StreamId next) {
+    release_headers();
+    auto header_buf = std::move(headers);
+    std::string in_buf = std::move(in);
+    std::string out_buf = std::move(out);
+    std::vector<Header> trailer_buf = std::move(trailers);
+    *this = Stream(next);
+    headers = std::move(header_buf);
+    in = std::move(in_buf);
+    out = std::move(out_buf);
+    trailers = std::move(trailer_buf);
+    in.clear();
+    out.clear();
+    trailers.clear();
+  }
   // Drops our references on the header buffers.
   void release_headers() {
     for (auto& [name, value] : headers) {
@@ -49,6 +68,15 @@ struct ServerSession::Stream {
 };
 
 namespace {
+
+// HTTP/2 frame header (RFC 9113 §4.1).
+constexpr std::size_t kFrameHeaderBytes = 9;
+// A spare output buffer bigger than this is released rather than kept.
+constexpr std::size_t kKeepOutputBytes = 256 * 1024;
+// Finished streams kept per connection for reuse, and the largest body
+// buffer a kept stream may hold.
+constexpr std::size_t kSpareStreams = 16;
+constexpr std::size_t kKeepStreamBytes = 64 * 1024;
 
 // nghttp2 name/value pairs pointing into `fields` (nghttp2 copies them):
 // up to kInline fields without touching the heap.
@@ -96,7 +124,7 @@ struct ServerSession::Callbacks {
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     if (!is_request_headers(frame)) return 0;
     auto& s = self(user);
-    s.streams_.emplace(frame->hd.stream_id, std::make_unique<Stream>(frame->hd.stream_id));
+    s.streams_.emplace(frame->hd.stream_id, s.new_stream(frame->hd.stream_id));
     return 0;
   }
 
@@ -194,20 +222,19 @@ struct ServerSession::Callbacks {
     return 0;
   }
 
-  // Data source for response bodies. Submitting the trailers from here is the
-  // documented nghttp2 pattern (nghttp2_submit_trailer doc).
-  static ssize_t read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* buf,
+  // Data source for response bodies. The bytes are not copied here
+  // (NGHTTP2_DATA_FLAG_NO_COPY): send_body writes them, behind the frame
+  // header, straight into the turn's output. Submitting the trailers from here
+  // is the documented nghttp2 pattern (nghttp2_submit_trailer doc).
+  static ssize_t read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t*,
                            std::size_t length, std::uint32_t* data_flags, nghttp2_data_source*,
                            void* user) {
     auto& s = self(user);
     Stream* st = s.find(stream_id);
     if (st == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     const std::size_t n = std::min(length, st->out.size() - st->out_off);
-    std::memcpy(buf, st->out.data() + st->out_off, n);
-    st->out_off += n;
-    if (st->out_off < st->out.size()) return static_cast<ssize_t>(n);
-    st->out.clear();
-    st->out_off = 0;
+    *data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (st->out_off + n < st->out.size()) return static_cast<ssize_t>(n);
     if (st->body_done) {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;
       if (!st->trailers.empty()) {
@@ -226,6 +253,33 @@ struct ServerSession::Callbacks {
     return static_cast<ssize_t>(n);
   }
 
+  // The DATA frame read_body sized: its 9-byte header, then `length` body
+  // bytes from the stream's buffer, appended to the output of this pump
+  // (nghttp2_send_data_callback; mem_send calls it in order with the chunks
+  // it returns, so the frames stay in sequence).
+  static int send_body(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* framehd,
+                       std::size_t length, nghttp2_data_source*, void* user) {
+    auto& s = self(user);
+    Stream* st = s.find(frame->hd.stream_id);
+    if (st == nullptr || st->out.size() - st->out_off < length) {
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    const auto* hd = reinterpret_cast<const std::byte*>(framehd);
+    s.out_.insert(s.out_.end(), hd, hd + kFrameHeaderBytes);
+    // We never ask for padding (no select_padding callback), but honour it.
+    const std::size_t padlen = frame->data.padlen;
+    if (padlen > 0) s.out_.push_back(static_cast<std::byte>(padlen - 1));
+    const auto* body = reinterpret_cast<const std::byte*>(st->out.data()) + st->out_off;
+    s.out_.insert(s.out_.end(), body, body + length);
+    if (padlen > 1) s.out_.insert(s.out_.end(), padlen - 1, std::byte{0});
+    st->out_off += length;
+    if (st->out_off == st->out.size()) {
+      st->out.clear();
+      st->out_off = 0;
+    }
+    return 0;
+  }
+
   // Built once: sessions copy the callback table at creation.
   static const nghttp2_session_callbacks* table() {
     static nghttp2_session_callbacks* cbs = [] {
@@ -238,6 +292,7 @@ struct ServerSession::Callbacks {
       nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, &on_data_chunk);
       nghttp2_session_callbacks_set_on_stream_close_callback(c, &on_stream_close);
       nghttp2_session_callbacks_set_on_frame_send_callback(c, &on_frame_send);
+      nghttp2_session_callbacks_set_send_data_callback(c, &send_body);
       return c;
     }();
     return cbs;
@@ -288,7 +343,25 @@ ServerSession::Stream* ServerSession::find(StreamId id) {
 
 void ServerSession::erase(StreamId id) {
   if (last_found_ != nullptr && last_found_->id == id) last_found_ = nullptr;
-  streams_.erase(id);
+  const auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  std::unique_ptr<Stream> st = std::move(it->second);
+  streams_.erase(it);
+  // Kept for the next stream unless the pool is full or its buffers grew
+  // past what a typical call needs (a large upload's buffer is not held).
+  if (spare_streams_.size() < kSpareStreams && st->in.capacity() <= kKeepStreamBytes &&
+      st->out.capacity() <= kKeepStreamBytes) {
+    st->release_headers();
+    spare_streams_.push_back(std::move(st));
+  }
+}
+
+std::unique_ptr<ServerSession::Stream> ServerSession::new_stream(StreamId id) {
+  if (spare_streams_.empty()) return std::make_unique<Stream>(id);
+  std::unique_ptr<Stream> st = std::move(spare_streams_.back());
+  spare_streams_.pop_back();
+  st->reuse_as(id);
+  return st;
 }
 
 void ServerSession::mark_dirty(Stream& s) {
@@ -317,7 +390,7 @@ bool ServerSession::on_data(std::span<const std::byte> data) {
     }
     out_.clear();
     pump_output();
-    if (!out_.empty()) conn_.send(std::as_bytes(std::span(out_.data(), out_.size())));
+    conn_.send_buffer(out_);
     return false;
   }
   dispatch();
@@ -398,7 +471,8 @@ void ServerSession::pump_output() {
       return;
     }
     // The chunk is valid only until the next mem_send: copy it (rule 4).
-    out_.append(reinterpret_cast<const char*>(chunk), static_cast<std::size_t>(n));
+    const auto* bytes = reinterpret_cast<const std::byte*>(chunk);
+    out_.insert(out_.end(), bytes, bytes + n);
   }
 }
 
@@ -410,7 +484,10 @@ void ServerSession::flush() {
     dispatch();
     pump_output();
   } while (!dirty_.empty() || !rst_after_end_.empty());
-  if (!out_.empty()) conn_.send(std::as_bytes(std::span(out_.data(), out_.size())));
+  // The turn's frames, built in one buffer, become the connection's output
+  // (no copy when its queue is empty); a large spare is not kept.
+  conn_.send_buffer(out_);
+  if (out_.capacity() > kKeepOutputBytes) out_.shrink_to_fit();
   if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
     // Protocol error GOAWAY sent, or a graceful GOAWAY with no stream left.
     conn_.close();
@@ -515,6 +592,24 @@ bool ServerSession::write(StreamId id, std::span<const std::byte> bytes) {
   Stream* st = find(id);
   if (st == nullptr || !st->responded || st->body_done || st->closed) return false;
   st->out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (st->deferred) {
+    st->deferred = false;
+    nghttp2_session_resume_data(session_, id);
+  }
+  wake();
+  return true;
+}
+
+bool ServerSession::write_buffer(StreamId id, std::string& bytes) {
+  Stream* st = find(id);
+  if (st == nullptr || !st->responded || st->body_done || st->closed) return false;
+  if (st->out.empty()) {
+    st->out.swap(bytes);  // `bytes` gets the stream's empty buffer
+    st->out_off = 0;
+  } else {
+    st->out.append(bytes);
+  }
+  bytes.clear();
   if (st->deferred) {
     st->deferred = false;
     nghttp2_session_resume_data(session_, id);

@@ -119,6 +119,10 @@ class ServerSession final : public net::Session {
   bool respond(StreamId id, std::span<const HeaderView> headers, bool end_stream);
   // Appends body bytes (copied) to the stream's response.
   bool write(StreamId id, std::span<const std::byte> bytes);
+  // Like write(), but adopts `bytes` (swapped with the stream's empty buffer
+  // when nothing is pending, so no copy) and leaves it empty with a buffer
+  // whose capacity the caller reuses.
+  bool write_buffer(StreamId id, std::string& bytes);
   // Ends the response after the body written so far, with `trailers` (may be
   // empty: then the last DATA frame carries END_STREAM).
   bool finish(StreamId id, std::span<const HeaderView> trailers);
@@ -156,7 +160,10 @@ class ServerSession final : public net::Session {
   };
 
   Stream* find(StreamId id);
+  // Forgets the stream; keeps it (buffers and all) for new_stream().
   void erase(StreamId id);
+  // A fresh stream, reusing a finished one when there is one.
+  std::unique_ptr<Stream> new_stream(StreamId id);
   // Marks a stream as having events to hand to the application.
   void mark_dirty(Stream& s);
   // Hands recorded events to the application; returns true if any ran.
@@ -184,9 +191,10 @@ class ServerSession final : public net::Session {
   Limits limits_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<StreamId, std::unique_ptr<Stream>> streams_;
+  std::vector<std::unique_ptr<Stream>> spare_streams_;  // finished, for reuse
   std::vector<StreamId> dirty_;
   std::vector<StreamId> rst_after_end_;   // answered while the client still sends
-  std::string out_;                       // coalesced output of one pump
+  std::vector<std::byte> out_;            // coalesced output of one flush
   Stream* last_found_ = nullptr;          // find() cache
   std::vector<HeaderView> header_views_;  // reused by dispatch()
   std::vector<StreamId> dispatch_ids_;

@@ -126,6 +126,9 @@ class CoreMetrics {
   void set_core_index_entries(std::int64_t entries) { core_figures().index_entries = entries; }
   // Tasks queued in this core's inbound cross-core mailboxes.
   void set_mailbox_depth(std::int64_t tasks) { core_figures().mailbox_depth = tasks; }
+  // The IORING_SETUP_* flags this core's ring was created with (a bitmask:
+  // which of the reactor's setups the kernel accepted).
+  void set_ring_setup_flags(std::int64_t flags) { core_figures().ring_setup_flags = flags; }
 
   // This core's go-grpc-prometheus series (grpc_server_*), one per method.
   RpcMetrics& rpc() { return rpc_; }

@@ -187,7 +187,7 @@ void render_cores(Writer& w, const Sample& s) {
     std::string_view name, type, help;
     std::int64_t (*get)(const CoreFigures&);
   };
-  const std::array<Column, 5> columns = {{
+  const std::array<Column, 6> columns = {{
       {"core_lookup_route_calls_total", "counter", "LookupRoute calls recorded per core.",
        [](const CoreFigures& c) { return static_cast<std::int64_t>(c.lookups); }},
       {"core_cross_core_posts_total", "counter", "Tasks posted from this core to other cores.",
@@ -199,6 +199,10 @@ void render_cores(Writer& w, const Sample& s) {
        [](const CoreFigures& c) { return c.mailbox_depth; }},
       {"core_index_entries", "gauge", "(key, replica) entries held by this core's index shard.",
        [](const CoreFigures& c) { return c.index_entries; }},
+      {"core_io_uring_setup_flags", "gauge",
+       "IORING_SETUP_* flags of this core's ring (SINGLE_ISSUER 4096, DEFER_TASKRUN 8192, "
+       "COOP_TASKRUN 256, SUBMIT_ALL 128, CQSIZE 8).",
+       [](const CoreFigures& c) { return c.ring_setup_flags; }},
   }};
   for (const Column& col : columns) {
     w.family(col.name, col.type, col.help);

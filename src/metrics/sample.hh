@@ -50,6 +50,7 @@ struct CoreFigures {
   std::uint64_t cross_core_post_drops = 0;  // posts refused by a full mailbox
   std::int64_t mailbox_depth = 0;           // tasks waiting in this core's inbound mailboxes
   std::int64_t index_entries = 0;           // (key, replica) entries held by this core's shard
+  std::int64_t ring_setup_flags = 0;        // IORING_SETUP_* bitmask of this core's io_uring
 };
 
 // Everything one scrape shows. A core's copy (one Sample with one CoreFigures)

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace ic::net {
 
@@ -23,6 +24,15 @@ class Connection {
   // Appends bytes to the ordered output queue (copied; the caller's buffer may
   // be reused at once). Sent as one gathered write per loop turn.
   virtual void send(std::span<const std::byte> bytes) = 0;
+  // Queues `bytes` like send() and leaves `bytes` empty. An implementation
+  // may adopt the buffer itself instead of copying it and hand back a spare
+  // one whose capacity the caller reuses (TcpConnection does when its queue
+  // is empty): a protocol that builds a turn's output in one buffer then
+  // costs no copy on its way to the socket.
+  virtual void send_buffer(std::vector<std::byte>& bytes) {
+    send(bytes);
+    bytes.clear();
+  }
   // Bytes queued and not yet acknowledged by the kernel; protocols stop
   // producing output above their cap (docs/architecture.md rule 5).
   virtual std::size_t queued_bytes() const = 0;

@@ -64,6 +64,21 @@ void TcpConnection::send(std::span<const std::byte> bytes) {
   if (closing_ || finished_ || bytes.empty()) return;
   if (queued_bytes() == 0) stall_since_us_ = core_.reactor().now_us();
   out_pending_.insert(out_pending_.end(), bytes.begin(), bytes.end());
+  queued_output();
+}
+
+void TcpConnection::send_buffer(std::vector<std::byte>& bytes) {
+  if (!out_pending_.empty() || closing_ || finished_ || bytes.empty()) {
+    send(bytes);
+  } else {
+    if (queued_bytes() == 0) stall_since_us_ = core_.reactor().now_us();
+    out_pending_.swap(bytes);  // `bytes` gets the drained pending buffer
+    queued_output();
+  }
+  bytes.clear();
+}
+
+void TcpConnection::queued_output() {
   if (queued_bytes() > listener_.hard_output_cap()) {
     // The protocol ignored queued_bytes(): cut the peer off instead of
     // growing without bound (rule 5).
@@ -132,11 +147,36 @@ void TcpConnection::try_send() {
     if (out_pending_.empty()) return;
     out_inflight_.swap(out_pending_);
   }
+  if (!send_inline()) return;
   io_uring_sqe* sqe = core_.reactor().prepare(slot_, kSend);
   io_uring_prep_send(sqe, fd_, out_inflight_.data() + inflight_off_,
                      out_inflight_.size() - inflight_off_, MSG_NOSIGNAL);
   send_armed_ = true;
   ++ops_;
+}
+
+bool TcpConnection::send_inline() {
+  // Nothing is in flight, so the bytes may go out right now, in this turn:
+  // a response to a call that woke an idle reactor then costs no second
+  // io_uring_enter for its send and no second loop turn for the completion
+  // (docs/architecture.md rule 2). Only what the socket does not take now
+  // (EAGAIN, a short write) goes through the ring, which waits for room.
+  const ssize_t n = ::send(fd_, out_inflight_.data() + inflight_off_,
+                           out_inflight_.size() - inflight_off_, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+    close(true);  // EPIPE, ECONNRESET: the peer is gone
+    return false;
+  }
+  last_active_us_ = core_.reactor().now_us();
+  if (n > 0) stall_since_us_ = last_active_us_;
+  inflight_off_ += static_cast<std::size_t>(n);
+  // The queue shrank: let the protocol produce what it held back.
+  flush_wanted_ = true;
+  if (inflight_off_ < out_inflight_.size()) return true;
+  out_inflight_.clear();
+  inflight_off_ = 0;
+  return false;
 }
 
 void TcpConnection::cancel_all() {
@@ -212,10 +252,19 @@ void TcpConnection::turn_end() {
     flush_wanted_ = false;
     session_->flush();
   }
-  if (aborting_) {
+  if (!aborting_) {
+    try_send();
+    if (flush_wanted_ && user_paused_ && !closing_ && session_) {
+      // The inline send emptied the queue the protocol paused its reading
+      // on: let it resume (and produce what it held back) in this turn.
+      flush_wanted_ = false;
+      session_->flush();
+      try_send();
+    }
+  }
+  if (aborting_) {  // also when the inline send found the peer gone
     cancel_all();
   } else {
-    try_send();
     apply_backpressure();
     const bool written = queued_bytes() == 0 && !send_armed_;
     if (!closing_ && written && session_ && (peer_eof_ || draining_) && session_->idle()) {

@@ -7,8 +7,9 @@
 // Session consumed the bytes, unless reading is paused (by the Session, or by
 // backpressure when the output queue is over its high-water mark).
 // Writing: send() appends to a pending buffer; at the end of the turn the
-// pending bytes become the in-flight buffer of the single send SQE (so all
-// frames of a turn go out in one send); a short write re-sends the rest; the
+// pending bytes become the in-flight buffer (so all frames of a turn go out
+// in one send), written inline with send(2) first; what the socket did not
+// take goes to the single send SQE; a short write re-sends the rest; the
 // in-flight buffer is not touched until its completion.
 // Closing: stop reading, write what is queued (unless aborting), cancel what is
 // in flight, wait for the last completion, then on_close(), close(2), free.
@@ -42,6 +43,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
 
   // net::Connection
   void send(std::span<const std::byte> bytes) override;
+  // Adopts `bytes` as the pending output when nothing is pending (no copy).
+  void send_buffer(std::vector<std::byte>& bytes) override;
   std::size_t queued_bytes() const override;
   void pause_reading() override;
   void resume_reading() override;
@@ -73,8 +76,14 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   enum Op : std::uint8_t { kRecv = 1, kSend = 2 };
 
   void mark_dirty();
+  // After output was queued: enforce the hard cap, schedule the send.
+  void queued_output();
   void arm_recv();
   void try_send();
+  // Writes the in-flight bytes with send(2) now; true when some remain for
+  // the ring (EAGAIN or a short write), false when all went out or the
+  // connection is being aborted.
+  bool send_inline();
   void cancel_all();
   void finish();
   void apply_backpressure();

@@ -235,8 +235,9 @@ bool ServerCalls::send_message(detail::CallState& call,
   scratch_.resize(kFrameHeaderBytes + size);
   message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(scratch_.data()) +
                                           kFrameHeaderBytes);
-  const bool ok = h2_.write(call.id, std::as_bytes(std::span(scratch_.data(), scratch_.size())));
-  return ok;
+  // The framed message becomes the stream's buffer (no copy); nghttp2 then
+  // writes it behind the DATA frame header into the connection's output.
+  return h2_.write_buffer(call.id, scratch_);
 }
 
 bool ServerCalls::send_frames(detail::CallState& call, std::span<const std::byte> frames) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "runtime/reactor_impl.hh"
 
@@ -16,6 +17,11 @@ namespace ic::runtime {
 namespace {
 
 constexpr unsigned kRingEntries = 2048;
+// Completion queue entries (IORING_SETUP_CQSIZE; the default is twice the
+// submission queue): multishot accepts and receives post several completions
+// per submission, and a turn that reaps kCqeBudget at a time must not push
+// the kernel into its overflow list.
+constexpr unsigned kCqEntries = 4 * kRingEntries;
 // Shared receive buffers per core: enough for a full CQE batch of reads of
 // typical request sizes; a read that finds none fails with ENOBUFS and is
 // simply re-armed (the bytes wait in the socket).
@@ -53,13 +59,40 @@ Reactor::Impl::~Impl() {
 }
 
 void Reactor::Impl::init_ring() {
-  // SINGLE_ISSUER + COOP_TASKRUN: only this thread submits, and completions are
-  // delivered on our own kernel transitions instead of by IPIs.
-  int rc = io_uring_queue_init(kRingEntries, &ring,
-                               IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN);
-  if (rc < 0) rc = io_uring_queue_init(kRingEntries, &ring, 0);  // older kernels
+  // The setup liburing's own examples use, newest first, each step dropping
+  // what an older kernel refuses with EINVAL (docs/architecture.md rule 1):
+  // DEFER_TASKRUN (6.1) runs completion work only when this thread asks for
+  // events, so a wake-up is one io_uring_enter that both submits and reaps;
+  // SINGLE_ISSUER (6.0) lets the kernel skip submission locking; COOP_TASKRUN
+  // (5.19) delivers completions on our own transitions instead of by IPI;
+  // SUBMIT_ALL keeps submitting the batch past a failed SQE; CQSIZE gives the
+  // completion queue room for a full turn of multishot accepts and receives.
+  constexpr unsigned kSetups[] = {
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL |
+          IORING_SETUP_CQSIZE,
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL |
+          IORING_SETUP_CQSIZE,
+      IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE,
+      IORING_SETUP_CQSIZE,
+      0,
+  };
+  int rc = -EINVAL;
+  for (const unsigned flags : kSetups) {
+    io_uring_params params{};
+    params.flags = flags;
+    params.cq_entries = kCqEntries;
+    rc = io_uring_queue_init_params(kRingEntries, &ring, &params);
+    if (rc == 0) {
+      ring_flags = flags;
+      break;
+    }
+    if (rc != -EINVAL) break;  // ENOMEM, EPERM...: no flag choice helps
+  }
   if (rc < 0) throw std::runtime_error(std::string("io_uring_queue_init: ") + std::strerror(-rc));
   ring_ready = true;
+  // A registered ring fd saves the file lookup on every io_uring_enter
+  // (5.18); best effort.
+  io_uring_register_ring_fd(&ring);
   recv_buffers =
       std::make_unique<BufferRing>(ring, kRecvBufferGroup, kRecvBufferCount, kRecvBufferBytes);
   if (!recv_buffers->ok()) recv_buffers.reset();
@@ -171,14 +204,15 @@ void Reactor::Impl::dispatch(std::uint64_t user_data, std::int32_t res, std::uin
 }
 
 bool Reactor::Impl::reap_completions() {
-  io_uring_cqe* cqes[kCqeBudget];
-  const unsigned n = io_uring_peek_batch_cqe(&ring, cqes, kCqeBudget);
-  for (unsigned i = 0; i < n; ++i) {
-    // Copy out before dispatch: a handler may submit (and so enter the kernel).
-    const std::uint64_t ud = cqes[i]->user_data;
-    const std::int32_t res = cqes[i]->res;
-    const std::uint32_t flags = cqes[i]->flags;
-    dispatch(ud, res, flags);
+  // The whole batch in place, one cq_advance at the end (liburing's
+  // io_uring_for_each_cqe). A handler that submits does not move the head,
+  // so the entries stay valid until we advance.
+  unsigned head = 0;
+  unsigned n = 0;
+  io_uring_cqe* cqe = nullptr;
+  io_uring_for_each_cqe(&ring, head, cqe) {
+    dispatch(cqe->user_data, cqe->res, cqe->flags);
+    if (++n == kCqeBudget) break;
   }
   io_uring_cq_advance(&ring, n);
   return n == kCqeBudget;
@@ -356,5 +390,24 @@ void Reactor::add_stop_hook(std::function<void()> hook) {
 }
 
 std::size_t Reactor::io_registered() const { return impl_->io_count; }
+
+unsigned Reactor::ring_setup_flags() const { return impl_->ring_flags; }
+
+std::string ring_setup_names(unsigned flags) {
+  static constexpr std::pair<unsigned, const char*> kNames[] = {
+      {IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER"},
+      {IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN"},
+      {IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN"},
+      {IORING_SETUP_SUBMIT_ALL, "SUBMIT_ALL"},
+      {IORING_SETUP_CQSIZE, "CQSIZE"},
+  };
+  std::string out;
+  for (const auto& [bit, name] : kNames) {
+    if ((flags & bit) == 0) continue;
+    if (!out.empty()) out += '|';
+    out += name;
+  }
+  return out.empty() ? "none" : out;
+}
 
 }  // namespace ic::runtime

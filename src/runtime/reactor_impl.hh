@@ -66,6 +66,7 @@ struct Reactor::Impl {
   unsigned core;
   io_uring ring{};
   bool ring_ready = false;
+  unsigned ring_flags = 0;                   // IORING_SETUP_* the ring was created with
   std::unique_ptr<BufferRing> recv_buffers;  // null when unsupported
   int event_fd = -1;
   std::uint64_t event_buf = 0;

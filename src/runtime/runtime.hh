@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/cores.hh"
@@ -27,6 +28,9 @@ class Runtime;
 unsigned current_core();
 // The reactor of the calling thread. Precondition: called on a reactor thread.
 Reactor& current_reactor();
+// Names of the IORING_SETUP_* flags in `flags` the reactor asks for, "|"
+// separated ("SINGLE_ISSUER|DEFER_TASKRUN|SUBMIT_ALL|CQSIZE"), "none" for 0.
+std::string ring_setup_names(unsigned flags);
 
 // The cores of this process (runtime::Cores: the cross-core verb of
 // runtime/submit.hh runs on it).
@@ -156,6 +160,9 @@ class Reactor final : public Timers {
   void add_stop_hook(std::function<void()> hook);
   // Handlers still registered (for tests and the stop drain).
   std::size_t io_registered() const;
+  // The IORING_SETUP_* flags the ring was created with: the newest set the
+  // kernel accepted (reactor.cc init_ring); 0 before the reactor started.
+  unsigned ring_setup_flags() const;
 
  private:
   friend class Runtime;

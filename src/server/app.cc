@@ -317,6 +317,7 @@ void App::install_collectors() {
         depth += static_cast<std::int64_t>(runtime.mailbox_depth(from, core));
       }
       m.set_mailbox_depth(depth);
+      m.set_ring_setup_flags(runtime.reactor(core).ring_setup_flags());
     });
   }
 }
@@ -372,21 +373,23 @@ void App::log_serving() {
                       "--control-token-file"}});
   }
   const ic::buildinfo::BuildInfo& build = ic::buildinfo::build_info();
-  ic::config::log(LogLevel::info, "serving",
-                  {{"version", build.version},
-                   {"commit", build.git_commit},
-                   {"build", build.build_type},
-                   {"grpc_address", config.grpc_bind_address},
-                   {"grpc_port", server.port("grpc")},
-                   {"http_address", config.http_bind_address},
-                   {"http_port", server.port("http")},
-                   {"snapshot_address", config.snapshot_bind_address},
-                   {"snapshot_port", server.port("snapshot")},
-                   {"tls", tls != nullptr},
-                   {"auth", auth_mode(config)},
-                   {"threads", runtime.cores()},
-                   {"policy_file", config.policy_file},
-                   {"pid", static_cast<long>(::getpid())}});
+  ic::config::log(
+      LogLevel::info, "serving",
+      {{"version", build.version},
+       {"commit", build.git_commit},
+       {"build", build.build_type},
+       {"grpc_address", config.grpc_bind_address},
+       {"grpc_port", server.port("grpc")},
+       {"http_address", config.http_bind_address},
+       {"http_port", server.port("http")},
+       {"snapshot_address", config.snapshot_bind_address},
+       {"snapshot_port", server.port("snapshot")},
+       {"tls", tls != nullptr},
+       {"auth", auth_mode(config)},
+       {"threads", runtime.cores()},
+       {"io_uring_setup", ic::runtime::ring_setup_names(runtime.reactor(0).ring_setup_flags())},
+       {"policy_file", config.policy_file},
+       {"pid", static_cast<long>(::getpid())}});
 }
 
 }  // namespace ic::server

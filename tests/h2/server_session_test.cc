@@ -119,6 +119,53 @@ TEST_CASE_FIXTURE(Fixture, "request headers, body and end reach the application 
   CHECK(session.idle());
 }
 
+TEST_CASE_FIXTURE(Fixture,
+                  "a body adopted by write_buffer spans DATA frames; the next stream "
+                  "starts clean") {
+  // 40 000 bytes: three DATA frames of at most 16 384 (RFC 9113 §4.2 default),
+  // each written by the no-copy send callback.
+  std::string big(40'000, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+  const auto first = get("/big", "one");
+  run();
+  const HeaderView head[] = {{":status", "200"}};
+  REQUIRE(session.respond(first, head, false));
+  std::string buffer = big;
+  CHECK(session.write_buffer(first, buffer));
+  CHECK(buffer.empty());
+  CHECK(session.write(first, bytes("+tail")));  // appended behind the adopted bytes
+  CHECK(session.finish(first, {}));
+  run();
+  CHECK(client.streams[first].body == big + "+tail");
+  CHECK(client.streams[first].closed);
+  CHECK(session.idle());
+
+  // The finished stream is reused for the next one: nothing of it leaks over.
+  const auto second = client.request({{":method", "POST"},
+                                      {":scheme", "http"},
+                                      {":authority", "localhost"},
+                                      {":path", "/small"},
+                                      {"x-second", "2"}},
+                                     "two", true);
+  run();
+  const auto& r = app.requests[second];
+  CHECK(r.headers.at(":path") == "/small");
+  CHECK(r.headers.at("x-second") == "2");
+  CHECK(r.headers.size() == 5);
+  CHECK(r.body == "two");
+  CHECK(r.ended);
+  REQUIRE(session.respond(second, head, false));
+  std::string small = "ok";
+  CHECK(session.write_buffer(second, small));
+  const HeaderView trailers[] = {{"x-t", "y"}};
+  CHECK(session.finish(second, trailers));
+  run();
+  CHECK(client.streams[second].body == "ok");
+  CHECK(client.streams[second].trailer("x-t") == "y");
+  CHECK(client.streams[second].closed);
+  CHECK(app.requests[first].body == "one");
+}
+
 TEST_CASE_FIXTURE(Fixture, "finish without trailers ends with END_STREAM on DATA") {
   const auto id = get("/b");
   run();

@@ -34,6 +34,7 @@ TEST_CASE("a known registry renders byte for byte") {
     self.set_index_entries("q\"x", 0);
     self.set_core_index_entries(15);
     self.set_mailbox_depth(2);
+    self.set_ring_setup_flags(12424);  // SINGLE_ISSUER|DEFER_TASKRUN|SUBMIT_ALL|CQSIZE
   });
   core.add_tenant_evictions("team-a", 2);
   core.add_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, 3);
@@ -218,6 +219,10 @@ TEST_CASE("a known registry renders byte for byte") {
       "index shard.\n"
       "# TYPE inferencecache_core_index_entries gauge\n"
       "inferencecache_core_index_entries{core=\"0\"} 15\n"
+      "# HELP inferencecache_core_io_uring_setup_flags IORING_SETUP_* flags of this core's ring "
+      "(SINGLE_ISSUER 4096, DEFER_TASKRUN 8192, COOP_TASKRUN 256, SUBMIT_ALL 128, CQSIZE 8).\n"
+      "# TYPE inferencecache_core_io_uring_setup_flags gauge\n"
+      "inferencecache_core_io_uring_setup_flags{core=\"0\"} 12424\n"
       "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
       "# TYPE process_cpu_seconds_total counter\n"
       "process_cpu_seconds_total 1.25\n"
