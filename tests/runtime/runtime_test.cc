@@ -163,13 +163,12 @@ TEST_SUITE("runtime") {
     if (newest_ok) io_uring_queue_exit(&probe);
 
     Runtime rt(opts(2));
-    std::promise<void> promise;
-    auto done = promise.get_future();
+    Done done;
     std::atomic<unsigned> flags[2] = {0, 0};
     std::atomic<int> started{0};
     rt.start([&](unsigned core) {
       flags[core] = current_reactor().ring_setup_flags();
-      if (started.fetch_add(1) + 1 == 2) promise.set_value();
+      if (started.fetch_add(1) + 1 == 2) done.set();
     });
     finish(rt, done);
     CHECK(flags[0].load() == flags[1].load());
