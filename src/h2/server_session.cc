@@ -100,15 +100,12 @@ struct ServerSession::Callbacks {
     return 0;
   }
 
-  // Starts the wire count of a header block (HPACK expansion check).
+  // Counts the turn's frames; starts the decoded count of a header block
+  // (HPACK expansion check).
   static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
     auto& s = self(user);
-    if (hd->type == NGHTTP2_HEADERS) {
-      s.block_wire_bytes_ = hd->length;
-      s.block_decoded_bytes_ = 0;
-    } else if (hd->type == NGHTTP2_CONTINUATION) {
-      s.block_wire_bytes_ += hd->length;
-    }
+    ++s.turn_frames_;
+    if (hd->type == NGHTTP2_HEADERS) s.block_decoded_bytes_ = 0;
     return 0;
   }
 
@@ -118,6 +115,7 @@ struct ServerSession::Callbacks {
     // RFC 9113 §6.5.2: the size of a field is name + value + 32 octets.
     const std::size_t field =
         nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
+    s.turn_header_bytes_ += field;
     // An HPACK bomb stops here: nghttp2 validates every decoded value, so
     // only ending mem_recv bounds its cost.
     if (!s.count_decoded(field)) return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -141,6 +139,15 @@ struct ServerSession::Callbacks {
     if ((frame->hd.type == NGHTTP2_PING || frame->hd.type == NGHTTP2_SETTINGS) &&
         (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0 && !s.take_control_token()) {
       return NGHTTP2_ERR_CALLBACK_FAILURE;  // flood: ended in on_data
+    }
+    if (frame->hd.type == NGHTTP2_RST_STREAM) {
+      // Rapid reset: a stream reset before we answered it cost us its
+      // request for nothing. Stopped here, before nghttp2 parses further.
+      const Stream* st = s.find(frame->hd.stream_id);
+      if (st != nullptr && !st->responded && !s.take_reset_token()) {
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+      }
+      return 0;
     }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Stream* st = s.find(frame->hd.stream_id);
@@ -248,7 +255,8 @@ ServerSession::ServerSession(net::Connection& connection, const Limits& limits,
                              const ApplicationFactory& make_app)
     : conn_(connection),
       limits_(limits),
-      control_tokens_(static_cast<double>(limits.control_frame_burst)) {
+      control_tokens_(static_cast<double>(limits.control_frame_burst)),
+      reset_tokens_(static_cast<double>(limits.reset_burst)) {
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   nghttp2_option_set_stream_reset_rate_limit(option, limits_.reset_burst, limits_.reset_rate_per_s);
@@ -295,33 +303,6 @@ void ServerSession::mark_dirty(Stream& s) {
   if (s.dirty) return;
   s.dirty = true;
   dirty_.push_back(s.id);
-}
-
-bool ServerSession::on_data(std::span<const std::byte> data) {
-  if (closed_) return false;
-  const Entry entry(*this);
-  progress_.feed(data);
-  in_nghttp2_ = true;
-  const auto rv = nghttp2_session_mem_recv(
-      session_, reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
-  in_nghttp2_ = false;
-  if (rv < 0) {
-    // nghttp2 has queued GOAWAY (bad preface, protocol error): send it. A
-    // stopped HPACK bomb or a PING/SETTINGS flood get ENHANCE_YOUR_CALM.
-    if (bomb_) {
-      calm_down(LimitHit::kHpackExpansion);
-    } else if (control_flood_) {
-      calm_down(LimitHit::kFlood);
-    } else if (rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
-      calm_down(LimitHit::kFlood);
-    }
-    out_.clear();
-    pump_output();
-    if (!out_.empty()) conn_.send(std::as_bytes(std::span(out_.data(), out_.size())));
-    return false;
-  }
-  dispatch();
-  return true;
 }
 
 bool ServerSession::dispatch() {
@@ -405,27 +386,37 @@ void ServerSession::pump_output() {
 void ServerSession::flush() {
   if (closed_ || in_nghttp2_) return;
   const Entry entry(*this);
+  const bool input_ok = resume_input();
   out_.clear();
   do {
     dispatch();
     pump_output();
   } while (!dirty_.empty() || !rst_after_end_.empty());
   if (!out_.empty()) conn_.send(std::as_bytes(std::span(out_.data(), out_.size())));
-  if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
+  if (!input_ok ||
+      (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0)) {
     // Protocol error GOAWAY sent, or a graceful GOAWAY with no stream left.
     conn_.close();
     return;
   }
   apply_backpressure();
+  end_input_turn();
 }
 
 void ServerSession::apply_backpressure() {
   const std::size_t queued = conn_.queued_bytes();
-  if (!paused_ && queued > limits_.output_queue_cap_bytes) {
-    paused_ = true;
+  if (queued > limits_.output_queue_cap_bytes) {
+    output_full_ = true;
+  } else if (queued <= limits_.output_queue_cap_bytes / 2) {
+    output_full_ = false;
+  }
+  // Input held for the next turn keeps reading paused too (its order).
+  const bool pause = output_full_ || !held_in_.empty();
+  if (pause == paused_) return;
+  paused_ = pause;
+  if (pause) {
     conn_.pause_reading();
-  } else if (paused_ && queued <= limits_.output_queue_cap_bytes / 2) {
-    paused_ = false;
+  } else {
     conn_.resume_reading();
   }
 }
@@ -443,18 +434,7 @@ void ServerSession::on_shutdown() {
   conn_.request_flush();
 }
 
-bool ServerSession::idle() const { return streams_.empty(); }
-
-bool ServerSession::count_decoded(std::size_t field_bytes) {
-  block_decoded_bytes_ += field_bytes;
-  const std::uint64_t cut = std::uint64_t{limits_.hpack_cut_lists} * limits_.max_header_list_bytes;
-  if (block_decoded_bytes_ <= cut ||
-      block_decoded_bytes_ <= std::uint64_t{limits_.hpack_max_expansion} * block_wire_bytes_) {
-    return true;
-  }
-  bomb_ = true;
-  return false;
-}
+bool ServerSession::idle() const { return streams_.empty() && held_in_.empty(); }
 
 void ServerSession::on_peer_eof() {
   if (closed_) return;
@@ -490,6 +470,7 @@ void ServerSession::on_close() {
   last_found_ = nullptr;
   streams_.clear();
   dirty_.clear();
+  held_in_.clear();
 }
 
 bool ServerSession::respond(StreamId id, std::span<const HeaderView> headers, bool end_stream) {
