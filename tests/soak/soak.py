@@ -232,16 +232,23 @@ def lookup_window(clients, rnd, calls):
 
 def prober(srv, ref, stop, stats, period):
     """One probe window every `period` s: PROBE_CALLS LookupRoutes to the
-    soaked server and to the reference, interleaved (same messages each time)."""
-    clients = {"soaked": hl.GrpcClient(srv.grpc_port), "reference": hl.GrpcClient(ref.grpc_port)}
-    try:
-        lookup_window(clients, random.Random(0), 50)  # warm-up
-        while not stop.wait(period):
+    soaked server and to the reference, interleaved (same messages each time),
+    on fresh connections warmed up by 20 calls (an idle one would meet the
+    idle timeout between windows)."""
+    while not stop.wait(period):
+        clients = {}
+        try:
+            clients = {"soaked": hl.GrpcClient(srv.grpc_port),
+                       "reference": hl.GrpcClient(ref.grpc_port)}
+            lookup_window(clients, random.Random(0), 20)  # warm-up
             got = lookup_window(clients, random.Random(1), PROBE_CALLS)
             stats.probe(got["soaked"] * 1e3, got["reference"] * 1e3)
-    finally:
-        for c in clients.values():
-            c.close()
+        except Exception as e:
+            if not stop.is_set():
+                stats.error("probe: %r" % e)
+        finally:
+            for c in clients.values():
+                c.close()
 
 
 def fill(srv, reports):
