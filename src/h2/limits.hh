@@ -25,14 +25,17 @@ struct Limits {
   std::uint64_t reset_burst = 200;
   std::uint64_t reset_rate_per_s = 33;
   // The input work one connection may do per reactor turn
-  // (docs/hostile-peers.md "Fair turns"): frames parsed, and header bytes
-  // decoded (name + value + 32 per field). Input left over waits, reading
-  // paused, for the next turn, so one peer's burst (rapid reset, header
-  // floods, HPACK bombs up to their cut) delays the other connections of its
-  // core by about one budget (~50 µs), not by the whole burst. Checked
-  // between 1 KiB slices of the input, so a turn may overshoot by one slice.
+  // (docs/hostile-peers.md "Fair turns"): frames parsed, request streams
+  // opened (each costs the application a call), and header bytes decoded
+  // (name + value + 32 per field). Input left over waits, reading paused,
+  // for the next turn, so one peer's burst (rapid reset, stream floods,
+  // header floods, HPACK bombs up to their cut) delays the other connections
+  // of its core by about one budget (~50 µs), not by the whole burst.
+  // Checked between 1 KiB slices of the input, so a turn may overshoot by one
+  // slice.
   std::uint32_t turn_input_frames = 64;
-  std::uint32_t turn_input_header_bytes = 32 * 1024;
+  std::uint32_t turn_input_streams = 16;
+  std::uint32_t turn_input_header_bytes = 16 * 1024;
   // SETTINGS_INITIAL_WINDOW_SIZE for request bodies (bytes).
   std::uint32_t initial_window_bytes = 1024 * 1024;
   // Output queued on the connection above which we stop reading requests

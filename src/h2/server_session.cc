@@ -96,6 +96,7 @@ struct ServerSession::Callbacks {
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     if (!is_request_headers(frame)) return 0;
     auto& s = self(user);
+    ++s.turn_streams_;
     s.streams_.emplace(frame->hd.stream_id, std::make_unique<Stream>(frame->hd.stream_id));
     return 0;
   }

@@ -221,6 +221,7 @@ class ServerSession final : public net::Session {
   std::vector<std::byte> held_in_;         // received, left for the next turn
   std::size_t held_off_ = 0;               // bytes of held_in_ already parsed
   std::uint32_t turn_frames_ = 0;          // frames begun this turn
+  std::uint32_t turn_streams_ = 0;         // request streams opened this turn
   std::uint64_t turn_header_bytes_ = 0;    // header bytes decoded this turn
   std::ptrdiff_t recv_error_ = 0;          // the last fatal mem_recv result
   std::uint64_t block_decoded_bytes_ = 0;  // its decoded fields, +32 each

@@ -210,6 +210,7 @@ TEST_CASE("a response the peer's zero window blocks is a kFlowControl wait") {
 TEST_CASE("input over the turn's frame budget is held, reading paused, and parsed next turn") {
   ic::h2::Limits limits;
   limits.turn_input_frames = 8;
+  limits.turn_input_streams = 1000;
   limits.max_concurrent_streams = 1000;
   Raw r(limits);
   // 200 requests of one 16-byte frame each after 33 bytes of preface and
@@ -242,8 +243,31 @@ TEST_CASE("input over the turn's frame budget is held, reading paused, and parse
   CHECK(r.app.requests[399] == "ended");
 }
 
+TEST_CASE("requests over the turn's stream budget (16) wait for the next turn") {
+  ic::h2::Limits limits;
+  limits.max_concurrent_streams = 1000;
+  Raw r(limits);
+  // 104-byte requests (an 80-byte literal header) after 33 bytes of preface
+  // and SETTINGS: a 1 KiB slice begins ~10 streams, so a turn takes two
+  // slices (20 begun, 19 whole requests in the first turn, 39 by the second).
+  std::string up = kPreface + frame(kSettings, 0, 0, "");
+  const std::string pad = std::string("\x00\x05x-pad\x50", 8) + std::string(80, 'p');
+  for (int i = 0; i < 100; ++i) {
+    up += frame(kHeaders, kEndHeaders | kEndStream, 2 * i + 1, kRequestBlock + pad);
+  }
+  CHECK(r.session.on_data(bytes(up)));
+  CHECK(r.app.requests.size() == 19);
+  r.session.flush();  // the same turn: nothing more
+  CHECK(r.app.requests.size() == 19);
+  r.session.flush();
+  CHECK(r.app.requests.size() == 39);
+  for (int turn = 0; turn < 10 && r.conn.paused; ++turn) r.session.flush();
+  CHECK(r.app.requests.size() == 100);
+  CHECK(r.app.requests[199] == "ended");
+}
+
 TEST_CASE("a header-heavy flight is spread over turns by the header-byte budget") {
-  Raw r;  // default budget: 32 KiB decoded per turn
+  Raw r;  // default budget: 16 KiB decoded per turn
   // 8 requests, each with a 12 000-byte literal header: ~96 KB decoded.
   std::string up = kPreface + frame(kSettings, 0, 0, "");
   const std::string big = std::string("\x00\x05x-big\x7f\xe1\x5c", 10) + std::string(12000, 'b');
@@ -253,7 +277,7 @@ TEST_CASE("a header-heavy flight is spread over turns by the header-byte budget"
   CHECK(r.feed(up));
   CHECK(r.goaway_code() == -1);
   CHECK(r.app.requests.size() == 8);
-  CHECK(r.turns == 3);  // 3 fields (36 KB) spend a turn: on_data's turn and two more
+  CHECK(r.turns == 4);  // 2 fields (24 KB) spend a turn: on_data's turn and three more
   CHECK(r.app.hits.empty());
   CHECK(r.session.idle() == false);  // 8 requests unanswered
 }
