@@ -422,7 +422,7 @@ def measure_window(client, message, calls, until=None, seconds=30):
     return p99(lat)
 
 
-def latency_kept(server, attack_on, attack_off, attacks=None, pairs=12, calls=300,
+def latency_kept(server, attack_on, attack_off, attacks=None, pairs=20, calls=300,
                  min_attacks=3, factor=2.0):
     """Acceptance 2 of docs/hostile-peers.md: a normal client's LookupRoute
     p99 under attack stays within `factor` x its quiet p99, measured on one

@@ -308,13 +308,20 @@ def case_slowloris(binary):
                     c = socket.create_connection(("127.0.0.1", port))
                     c.sendall(hl.PREFACE[:10] if port == srv.grpc_port else b"GET /")
                     held.append(c)
+            # What is measured is holding them, not accepting 99 at once (a
+            # connection flood): wait until the server holds all of them.
+            deadline = time.monotonic() + 10
+            for listener, held_there in (("grpc", 34), ("http", 33), ("control", 33)):
+                while srv.metric("open_connections", 'listener="%s"' % listener) < held_there:
+                    assert time.monotonic() < deadline, "held connections not accepted"
+                    time.sleep(0.01)
 
         def off():
             for c in held:
                 c.close()
             held.clear()
 
-        hl.latency_kept(srv, on, off, pairs=6)
+        hl.latency_kept(srv, on, off, pairs=8)
 
 
 def case_global_cap(binary):
