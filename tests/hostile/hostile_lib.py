@@ -372,13 +372,16 @@ def read_frames(sock, seconds):
         if not data:
             return frames, True
         buf += data
-        while len(buf) >= 9:
-            n = int.from_bytes(buf[:3], "big")
-            if len(buf) < 9 + n:
+        i = 0  # parse by offset: slicing the rest per frame is quadratic in a flood
+        while len(buf) - i >= 9:
+            n = int.from_bytes(buf[i:i + 3], "big")
+            if len(buf) - i < 9 + n:
                 break
-            frames.append((buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF,
-                           buf[9:9 + n]))
-            buf = buf[9 + n:]
+            frames.append((buf[i + 3], buf[i + 4],
+                           int.from_bytes(buf[i + 5:i + 9], "big") & 0x7FFFFFFF,
+                           buf[i + 9:i + 9 + n]))
+            i += 9 + n
+        buf = buf[i:]
 
 
 def goaway_code(frames):

@@ -199,7 +199,7 @@ def subscriber(srv, stop, stats, kind, method, request):
                     stats.slow_ends += 1
             elif status is not None and not stop.is_set():
                 stats.error("%s ended with grpc-status %d" % (method, status))
-            elif counter.count == 0:
+            elif counter.count == 0 and not stop.is_set():
                 stats.error("%s: no message in %d s" % (method, SUBSCRIPTION_S))
         except Exception as e:
             if not stop.is_set():
@@ -387,7 +387,7 @@ def verdict(rows, warmup_s, errors):
     return problems
 
 
-FLAT_WINDOWS = 8  # the post-warm-up samples are judged in this many windows
+FLAT_WINDOWS = 8  # the post-warm-up samples are judged in up to this many windows
 
 
 def flatness(post, key, tol_abs):
@@ -399,7 +399,7 @@ def flatness(post, key, tol_abs):
     /snapshot's document come and go between samples."""
     values = [r[key] for r in post]
     med = hl.median(values)
-    n = max(1, len(values) // FLAT_WINDOWS)
+    n = max(8, len(values) // FLAT_WINDOWS)  # at least 8 samples a window
     windows = [hl.median(values[i:i + n]) for i in range(0, len(values) - n + 1, n)]
     worst_window = max(abs(w - med) for w in windows)
     worst = max(abs(v - med) for v in values)
