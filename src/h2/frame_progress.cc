@@ -24,6 +24,7 @@ void FrameProgress::feed(std::span<const std::byte> data) {
       const std::size_t n = std::min(payload_left_, data.size() - i);
       payload_left_ -= n;
       i += n;
+      if (in_block_frame_) block_bytes_ += n;
       if (payload_left_ == 0 && !in_header_block_) ++units_;
       continue;
     }
@@ -37,8 +38,10 @@ void FrameProgress::on_header() {
   payload_left_ = (std::size_t{header_[0]} << 16) | (std::size_t{header_[1]} << 8) | header_[2];
   const std::uint8_t type = header_[3];
   const bool end_headers = (header_[4] & kEndHeaders) != 0;
+  in_block_frame_ = type == kHeaders || type == kPushPromise || type == kContinuation;
   if (type == kHeaders || type == kPushPromise) {
     in_header_block_ = !end_headers;
+    block_bytes_ = 0;
   } else if (type == kContinuation && end_headers) {
     in_header_block_ = false;
   }

@@ -25,6 +25,10 @@ class FrameProgress {
   // Units completed so far (the preface, each frame outside a header block,
   // each whole header block): a wait that sees this change made progress.
   std::uint64_t units() const { return units_; }
+  // Payload bytes received of the current (or last) header block: its
+  // HEADERS/PUSH_PROMISE and CONTINUATION frames so far. The HPACK expansion
+  // check weighs decoded bytes against what the peer actually sent.
+  std::uint64_t block_bytes() const { return block_bytes_; }
 
   static constexpr std::size_t kPrefaceBytes = 24;
   static constexpr std::size_t kFrameHeaderBytes = 9;
@@ -37,6 +41,8 @@ class FrameProgress {
   std::size_t header_got_ = 0;
   std::size_t payload_left_ = 0;
   bool in_header_block_ = false;
+  bool in_block_frame_ = false;  // the current frame's payload belongs to a header block
+  std::uint64_t block_bytes_ = 0;
   std::uint64_t units_ = 0;
 };
 

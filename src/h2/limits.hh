@@ -17,10 +17,25 @@ struct Limits {
   std::uint32_t max_header_list_bytes = 16 * 1024;
   // CONTINUATION frames accepted after one HEADERS (CVE-2024-27316 class).
   std::size_t max_continuations = 8;
-  // Incoming RST_STREAM token bucket (CVE-2023-44487 "rapid reset"): `burst`
-  // resets, refilled at `rate` per second; over it nghttp2 sends GOAWAY.
+  // Rapid reset (CVE-2023-44487): RST_STREAM frames a peer may send for
+  // streams we have not answered yet, a token bucket of `reset_burst`
+  // refilled at `reset_rate_per_s` (by the connection watchdog's ticks); over
+  // it: GOAWAY ENHANCE_YOUR_CALM, parsing stopped at that frame. nghttp2's own
+  // reset limiter gets the same numbers as a backstop (it counts every reset).
   std::uint64_t reset_burst = 200;
   std::uint64_t reset_rate_per_s = 33;
+  // The input work one connection may do per reactor turn
+  // (docs/hostile-peers.md "Fair turns"): frames parsed, request streams
+  // opened (each costs the application a call), and header bytes decoded
+  // (name + value + 32 per field). Input left over waits, reading paused,
+  // for the next turn, so one peer's burst (rapid reset, stream floods,
+  // header floods, HPACK bombs up to their cut) delays the other connections
+  // of its core by about one budget (~50 µs), not by the whole burst.
+  // Checked between 1 KiB slices of the input, so a turn may overshoot by one
+  // slice.
+  std::uint32_t turn_input_frames = 64;
+  std::uint32_t turn_input_streams = 16;
+  std::uint32_t turn_input_header_bytes = 16 * 1024;
   // SETTINGS_INITIAL_WINDOW_SIZE for request bodies (bytes).
   std::uint32_t initial_window_bytes = 1024 * 1024;
   // Output queued on the connection above which we stop reading requests

@@ -1,12 +1,14 @@
 // The session's side of the connection's hostile-peer watchdog
 // (docs/hostile-peers.md): what it waits for from the peer, the deadlines,
-// GOAWAY ENHANCE_YOUR_CALM, and the PING/SETTINGS token bucket.
+// GOAWAY ENHANCE_YOUR_CALM, and the PING/SETTINGS and rapid-reset token
+// buckets.
 
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
 
 #include "h2/server_session.hh"
+#include "h2/session_stream.hh"
 
 namespace ic::h2 {
 
@@ -26,19 +28,29 @@ bool ServerSession::take_control_token() {
   return false;
 }
 
-void ServerSession::refill_control_tokens(std::int64_t now_us) {
-  // The watchdog's sample is also the control-frame bucket's clock.
+bool ServerSession::take_reset_token() {
+  if (reset_tokens_ >= 1.0) {
+    reset_tokens_ -= 1.0;
+    return true;
+  }
+  reset_flood_ = true;
+  return false;
+}
+
+void ServerSession::refill_tokens(std::int64_t now_us) {
+  // The watchdog's sample is also the buckets' clock.
   if (last_refill_us_ >= 0) {
-    control_tokens_ =
-        std::min<double>(limits_.control_frame_burst,
-                         control_tokens_ + static_cast<double>(now_us - last_refill_us_) * 1e-6 *
-                                               limits_.control_frame_rate_per_s);
+    const double seconds = static_cast<double>(now_us - last_refill_us_) * 1e-6;
+    control_tokens_ = std::min<double>(
+        limits_.control_frame_burst, control_tokens_ + seconds * limits_.control_frame_rate_per_s);
+    reset_tokens_ = std::min<double>(static_cast<double>(limits_.reset_burst),
+                                     reset_tokens_ + seconds * limits_.reset_rate_per_s);
   }
   last_refill_us_ = now_us;
 }
 
 net::PeerWaitState ServerSession::peer_wait(std::int64_t now_us) {
-  refill_control_tokens(now_us);
+  refill_tokens(now_us);
   net::PeerWaitState w;
   if (progress_.mid_unit()) {
     if (unit_wait_since_ < 0 || unit_wait_mark_ != progress_.units()) {
@@ -83,6 +95,17 @@ void ServerSession::on_peer_deadline(net::PeerWait kind) {
       break;
   }
   conn_.request_flush();
+}
+
+bool ServerSession::window_blocked() const {
+  const bool conn_blocked = nghttp2_session_get_remote_window_size(session_) <= 0;
+  for (const auto& [id, st] : streams_) {
+    if (!st->responded || st->closed || st->out_off >= st->out.size()) continue;
+    if (conn_blocked || nghttp2_session_get_stream_remote_window_size(session_, id) <= 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace ic::h2

@@ -5,69 +5,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "h2/session_stream.hh"
+
 namespace ic::h2 {
 
-// Per-stream state. Request side is filled by the nghttp2 callbacks and
-// drained by dispatch(); response side is filled by respond/write/finish and
-// drained by the data source read callback.
-struct ServerSession::Stream {
-  explicit Stream(StreamId stream_id) : id(stream_id) {}
-  ~Stream() { release_headers(); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  Stream& operator=(Stream&&) = default;
-  // Turns a finished stream into a fresh one for `next`, keeping the capacity
-  // of its buffers (the per-call allocations of a busy connection come from
-  // these reused streams).
-  void reuse_as(StreamId next) {
-    release_headers();
-    auto header_buf = std::move(headers);
-    std::string in_buf = std::move(in);
-    std::string out_buf = std::move(out);
-    std::vector<Header> trailer_buf = std::move(trailers);
-    *this = Stream(next);
-    headers = std::move(header_buf);
-    in = std::move(in_buf);
-    out = std::move(out_buf);
-    trailers = std::move(trailer_buf);
-    in.clear();
-    out.clear();
-    trailers.clear();
-  }
-  // Drops our references on the header buffers.
-  void release_headers() {
-    for (auto& [name, value] : headers) {
-      nghttp2_rcbuf_decref(name);
-      nghttp2_rcbuf_decref(value);
-    }
-    headers.clear();
-  }
-  StreamId id;
-  // request: header fields stay in nghttp2's ref-counted buffers (no copy);
-  // HPACK static-table names are static buffers.
-  std::vector<std::pair<nghttp2_rcbuf*, nghttp2_rcbuf*>> headers;
-  std::size_t header_bytes = 0;
-  std::string in;  // body bytes received since the last dispatch
-  bool headers_done = false;
-  bool headers_too_large = false;
-  bool end_received = false;
-  bool closed = false;
-  std::uint32_t close_code = 0;
-  // delivery to the application
-  bool dirty = false;
-  bool delivered_request = false;
-  bool delivered_end = false;
-  bool rejected = false;  // answered by this layer (431); the app never sees it
-  // response
-  bool responded = false;
-  bool body_done = false;
-  bool deferred = false;
-  std::string out;
-  std::size_t out_off = 0;
-  std::vector<Header> trailers;
-};
-
 namespace {
+
+// Bytes per mem_recv call. The budget is checked between slices: nghttp2
+// cannot be paused inside the small control frames, so a turn overshoots by
+// at most one slice (~110 empty frames, a few µs).
+constexpr std::size_t kSliceBytes = 1024;
 
 // HTTP/2 frame header (RFC 9113 §4.1).
 constexpr std::size_t kFrameHeaderBytes = 9;
@@ -117,6 +64,32 @@ bool is_request_headers(const nghttp2_frame* frame) {
 
 }  // namespace
 
+ServerSession::Stream::~Stream() { release_headers(); }
+
+void ServerSession::Stream::reuse_as(StreamId next) {
+  release_headers();
+  auto header_buf = std::move(headers);
+  std::string in_buf = std::move(in);
+  std::string out_buf = std::move(out);
+  std::vector<Header> trailer_buf = std::move(trailers);
+  *this = Stream(next);
+  headers = std::move(header_buf);
+  in = std::move(in_buf);
+  out = std::move(out_buf);
+  trailers = std::move(trailer_buf);
+  in.clear();
+  out.clear();
+  trailers.clear();
+}
+
+void ServerSession::Stream::release_headers() {
+  for (auto& [name, value] : headers) {
+    nghttp2_rcbuf_decref(name);
+    nghttp2_rcbuf_decref(value);
+  }
+  headers.clear();
+}
+
 // nghttp2 callback trampolines. They only record state (docs/architecture.md rule 3).
 struct ServerSession::Callbacks {
   static ServerSession& self(void* user) { return *static_cast<ServerSession*>(user); }
@@ -124,19 +97,17 @@ struct ServerSession::Callbacks {
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     if (!is_request_headers(frame)) return 0;
     auto& s = self(user);
+    ++s.turn_streams_;
     s.streams_.emplace(frame->hd.stream_id, s.new_stream(frame->hd.stream_id));
     return 0;
   }
 
-  // Starts the wire count of a header block (HPACK expansion check).
+  // Counts the turn's frames; starts the decoded count of a header block
+  // (HPACK expansion check).
   static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
     auto& s = self(user);
-    if (hd->type == NGHTTP2_HEADERS) {
-      s.block_wire_bytes_ = hd->length;
-      s.block_decoded_bytes_ = 0;
-    } else if (hd->type == NGHTTP2_CONTINUATION) {
-      s.block_wire_bytes_ += hd->length;
-    }
+    ++s.turn_frames_;
+    if (hd->type == NGHTTP2_HEADERS) s.block_decoded_bytes_ = 0;
     return 0;
   }
 
@@ -146,6 +117,7 @@ struct ServerSession::Callbacks {
     // RFC 9113 §6.5.2: the size of a field is name + value + 32 octets.
     const std::size_t field =
         nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
+    s.turn_header_bytes_ += field;
     // An HPACK bomb stops here: nghttp2 validates every decoded value, so
     // only ending mem_recv bounds its cost.
     if (!s.count_decoded(field)) return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -169,6 +141,15 @@ struct ServerSession::Callbacks {
     if ((frame->hd.type == NGHTTP2_PING || frame->hd.type == NGHTTP2_SETTINGS) &&
         (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0 && !s.take_control_token()) {
       return NGHTTP2_ERR_CALLBACK_FAILURE;  // flood: ended in on_data
+    }
+    if (frame->hd.type == NGHTTP2_RST_STREAM) {
+      // Rapid reset: a stream reset before we answered it cost us its
+      // request for nothing. Stopped here, before nghttp2 parses further.
+      const Stream* st = s.find(frame->hd.stream_id);
+      if (st != nullptr && !st->responded && !s.take_reset_token()) {
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+      }
+      return 0;
     }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Stream* st = s.find(frame->hd.stream_id);
@@ -303,7 +284,8 @@ ServerSession::ServerSession(net::Connection& connection, const Limits& limits,
                              const ApplicationFactory& make_app)
     : conn_(connection),
       limits_(limits),
-      control_tokens_(static_cast<double>(limits.control_frame_burst)) {
+      control_tokens_(static_cast<double>(limits.control_frame_burst)),
+      reset_tokens_(static_cast<double>(limits.reset_burst)) {
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   nghttp2_option_set_stream_reset_rate_limit(option, limits_.reset_burst, limits_.reset_rate_per_s);
@@ -373,21 +355,23 @@ void ServerSession::mark_dirty(Stream& s) {
 bool ServerSession::on_data(std::span<const std::byte> data) {
   if (closed_) return false;
   const Entry entry(*this);
-  progress_.feed(data);
-  in_nghttp2_ = true;
-  const auto rv = nghttp2_session_mem_recv(
-      session_, reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
-  in_nghttp2_ = false;
-  if (rv < 0) {
-    // nghttp2 has queued GOAWAY (bad preface, protocol error): send it. A
-    // stopped HPACK bomb or a PING/SETTINGS flood get ENHANCE_YOUR_CALM.
-    if (bomb_) {
-      calm_down(LimitHit::kHpackExpansion);
-    } else if (control_flood_) {
-      calm_down(LimitHit::kFlood);
-    } else if (rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
-      calm_down(LimitHit::kFlood);
+  bool ok = true;
+  if (held_in_.empty()) {
+    const std::ptrdiff_t used = receive(data);
+    ok = used >= 0;
+    if (ok && static_cast<std::size_t>(used) < data.size()) {
+      held_in_.assign(data.begin() + used, data.end());
+      held_off_ = 0;
+      apply_backpressure();  // pauses reading: the held bytes come first
     }
+  } else {
+    // Reading is paused while input is held, but a layer below (TLS) may
+    // still hand over what it had already decrypted: keep the order.
+    held_in_.insert(held_in_.end(), data.begin(), data.end());
+    ok = receive_held();
+  }
+  if (!ok) {
+    fail_input();
     out_.clear();
     pump_output();
     conn_.send_buffer(out_);
@@ -395,6 +379,25 @@ bool ServerSession::on_data(std::span<const std::byte> data) {
   }
   dispatch();
   return true;
+}
+
+std::ptrdiff_t ServerSession::receive(std::span<const std::byte> data) {
+  std::size_t used = 0;
+  while (used < data.size() && !input_budget_spent()) {
+    const auto slice = data.subspan(used, std::min(kSliceBytes, data.size() - used));
+    progress_.feed(slice);
+    in_nghttp2_ = true;
+    const auto rv = nghttp2_session_mem_recv(
+        session_, reinterpret_cast<const std::uint8_t*>(slice.data()), slice.size());
+    in_nghttp2_ = false;
+    if (rv < 0) {
+      recv_error_ = rv;
+      return -1;
+    }
+    // nghttp2 consumes a whole slice: no callback of ours returns PAUSE.
+    used += slice.size();
+  }
+  return static_cast<std::ptrdiff_t>(used);
 }
 
 bool ServerSession::dispatch() {
@@ -479,6 +482,7 @@ void ServerSession::pump_output() {
 void ServerSession::flush() {
   if (closed_ || in_nghttp2_) return;
   const Entry entry(*this);
+  const bool input_ok = resume_input();
   out_.clear();
   do {
     dispatch();
@@ -488,86 +492,35 @@ void ServerSession::flush() {
   // (no copy when its queue is empty); a large spare is not kept.
   conn_.send_buffer(out_);
   if (out_.capacity() > kKeepOutputBytes) out_.shrink_to_fit();
-  if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
+  if (!input_ok ||
+      (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0)) {
     // Protocol error GOAWAY sent, or a graceful GOAWAY with no stream left.
     conn_.close();
     return;
   }
   apply_backpressure();
+  end_input_turn();
 }
 
 void ServerSession::apply_backpressure() {
   const std::size_t queued = conn_.queued_bytes();
-  if (!paused_ && queued > limits_.output_queue_cap_bytes) {
-    paused_ = true;
+  if (queued > limits_.output_queue_cap_bytes) {
+    output_full_ = true;
+  } else if (queued <= limits_.output_queue_cap_bytes / 2) {
+    output_full_ = false;
+  }
+  // Input held for the next turn keeps reading paused too (its order).
+  const bool pause = output_full_ || !held_in_.empty();
+  if (pause == paused_) return;
+  paused_ = pause;
+  if (pause) {
     conn_.pause_reading();
-  } else if (paused_ && queued <= limits_.output_queue_cap_bytes / 2) {
-    paused_ = false;
+  } else {
     conn_.resume_reading();
   }
 }
 
-void ServerSession::on_shutdown() {
-  if (closed_ || shutting_down_) return;
-  const Entry entry(*this);
-  shutting_down_ = true;
-  // Streams up to the last one we processed finish; newer ones are refused and
-  // safe for the client to retry (RFC 9113 §6.8).
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
-                        nullptr, 0);
-  app_->on_shutdown();
-  conn_.request_flush();
-}
-
-bool ServerSession::idle() const { return streams_.empty(); }
-
-bool ServerSession::count_decoded(std::size_t field_bytes) {
-  block_decoded_bytes_ += field_bytes;
-  const std::uint64_t cut = std::uint64_t{limits_.hpack_cut_lists} * limits_.max_header_list_bytes;
-  if (block_decoded_bytes_ <= cut ||
-      block_decoded_bytes_ <= std::uint64_t{limits_.hpack_max_expansion} * block_wire_bytes_) {
-    return true;
-  }
-  bomb_ = true;
-  return false;
-}
-
-void ServerSession::on_peer_eof() {
-  if (closed_) return;
-  const Entry entry(*this);
-  bool any = false;
-  for (const auto& [id, st] : streams_) {
-    if (st->end_received || st->closed) continue;
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
-    any = true;
-  }
-  if (any) app_->on_limit_hit(LimitHit::kHalfClosed);
-  conn_.request_flush();
-}
-
-bool ServerSession::window_blocked() const {
-  const bool conn_blocked = nghttp2_session_get_remote_window_size(session_) <= 0;
-  for (const auto& [id, st] : streams_) {
-    if (!st->responded || st->closed || st->out_off >= st->out.size()) continue;
-    if (conn_blocked || nghttp2_session_get_stream_remote_window_size(session_, id) <= 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
-void ServerSession::on_close() {
-  if (closed_) return;
-  const Entry entry(*this);
-  closed_ = true;
-  for (auto& [id, st] : streams_) {
-    if (st->delivered_request) app_->on_stream_close(id, NGHTTP2_CANCEL);
-  }
-  last_found_ = nullptr;
-  streams_.clear();
-  dirty_.clear();
-}
+bool ServerSession::idle() const { return streams_.empty() && held_in_.empty(); }
 
 bool ServerSession::respond(StreamId id, std::span<const HeaderView> headers, bool end_stream) {
   Stream* st = find(id);
@@ -584,18 +537,6 @@ bool ServerSession::respond(StreamId id, std::span<const HeaderView> headers, bo
   if (rv != 0) return false;
   st->responded = true;
   st->body_done = end_stream;
-  wake();
-  return true;
-}
-
-bool ServerSession::write(StreamId id, std::span<const std::byte> bytes) {
-  Stream* st = find(id);
-  if (st == nullptr || !st->responded || st->body_done || st->closed) return false;
-  st->out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (st->deferred) {
-    st->deferred = false;
-    nghttp2_session_resume_data(session_, id);
-  }
   wake();
   return true;
 }
@@ -618,11 +559,6 @@ bool ServerSession::write_buffer(StreamId id, std::string& bytes) {
   return true;
 }
 
-std::size_t ServerSession::unsent_bytes(StreamId id) {
-  const Stream* st = find(id);
-  return st == nullptr ? 0 : st->out.size() - st->out_off;
-}
-
 bool ServerSession::finish(StreamId id, std::span<const HeaderView> trailers) {
   Stream* st = find(id);
   if (st == nullptr || !st->responded || st->body_done || st->closed) return false;
@@ -636,13 +572,6 @@ bool ServerSession::finish(StreamId id, std::span<const HeaderView> trailers) {
   }
   wake();
   return true;
-}
-
-void ServerSession::reset(StreamId id, std::uint32_t error_code) {
-  Stream* st = find(id);
-  if (st == nullptr || st->closed || closed_) return;
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error_code);
-  wake();
 }
 
 void ServerSession::wake() {

@@ -4,8 +4,11 @@
 // Application, owned by the session and handed complete request header
 // blocks, body bytes and stream ends.
 //
-// The pump (docs/architecture.md rule 3): on_data() runs nghttp2_session_mem_recv
-// once; the nghttp2 callbacks only record per-stream state (headers, body
+// The pump (docs/architecture.md rule 3): on_data() feeds the bytes to
+// nghttp2_session_mem_recv in slices until they are consumed or the turn's
+// input budget (Limits::turn_input_*) is spent; the rest is held, reading
+// paused, and fed by the next turns' flush() (docs/hostile-peers.md "Fair
+// turns"). The nghttp2 callbacks only record per-stream state (headers, body
 // bytes, end, close). After mem_recv returns, the recorded events are handed to
 // the Application, which may answer through respond()/write()/finish(). flush()
 // runs nghttp2_session_mem_send until it has nothing more, copies every chunk
@@ -96,9 +99,13 @@ class ServerSession final : public net::Session {
   ServerSession& operator=(const ServerSession&) = delete;
 
   // net::Session
+  // Parses what this turn's input budget allows; the rest is held (reading
+  // paused) and the connection asked for a flush in the next turn.
   bool on_data(std::span<const std::byte> data) override;
+  // Feeds held input first when this turn's budget allows, then sends.
   void flush() override;
   void on_shutdown() override;
+  // No stream open and no input held.
   bool idle() const override;
   void on_close() override;
   // Resets the streams whose request did not end (they never can).
@@ -170,8 +177,24 @@ class ServerSession final : public net::Session {
   bool dispatch();
   // mem_send until empty, then one Connection::send.
   void pump_output();
-  // Pause/resume reading around the output queue cap.
+  // Pause/resume reading around the output queue cap, and while input is held.
   void apply_backpressure();
+  // Input side (session_input.cc). Feeds `data` to nghttp2 in slices until it
+  // is consumed or the turn's budget is spent: the bytes consumed, or -1
+  // after a fatal nghttp2 error (recv_error_).
+  std::ptrdiff_t receive(std::span<const std::byte> data);
+  // Feeds the held input as far as the budget allows; false after a fatal
+  // error (reported by fail_input()).
+  bool receive_held();
+  // In flush(): receive_held() unless this turn's budget is already spent.
+  bool resume_input();
+  // After flush(): the turn is over, its budget renewed; held input asks
+  // for the next turn.
+  void end_input_turn();
+  bool input_budget_spent() const;
+  // A fatal mem_recv error: GOAWAY ENHANCE_YOUR_CALM for our own limits
+  // (nghttp2 queued its GOAWAY for protocol errors); held input dropped.
+  void fail_input();
   // Queues GOAWAY ENHANCE_YOUR_CALM (once) and reports `hit`.
   void calm_down(LimitHit hit);
   // True when some answered stream has body bytes the peer's window blocks.
@@ -181,8 +204,10 @@ class ServerSession final : public net::Session {
   bool count_decoded(std::size_t field_bytes);
   // Spends one PING/SETTINGS token; false (and control_flood_) when empty.
   bool take_control_token();
-  // Refills the PING/SETTINGS bucket at a watchdog sample.
-  void refill_control_tokens(std::int64_t now_us);
+  // Spends one rapid-reset token; false (and reset_flood_) when empty.
+  bool take_reset_token();
+  // Refills the PING/SETTINGS and rapid-reset buckets at a watchdog sample.
+  void refill_tokens(std::int64_t now_us);
   // Asks the connection for a flush unless an entry point is running (its
   // flush follows anyway).
   void wake();
@@ -201,7 +226,12 @@ class ServerSession final : public net::Session {
   std::string dispatch_body_;
   // Hostile-peer accounting (docs/hostile-peers.md).
   FrameProgress progress_;                 // frame boundaries of the input
-  std::uint64_t block_wire_bytes_ = 0;     // HEADERS + CONTINUATION payloads of this block
+  std::vector<std::byte> held_in_;         // received, left for the next turn
+  std::size_t held_off_ = 0;               // bytes of held_in_ already parsed
+  std::uint32_t turn_frames_ = 0;          // frames begun this turn
+  std::uint32_t turn_streams_ = 0;         // request streams opened this turn
+  std::uint64_t turn_header_bytes_ = 0;    // header bytes decoded this turn
+  std::ptrdiff_t recv_error_ = 0;          // the last fatal mem_recv result
   std::uint64_t block_decoded_bytes_ = 0;  // its decoded fields, +32 each
   std::uint32_t rejected_blocks_ = 0;      // 431 answers so far
   std::int64_t unit_wait_since_ = -1;      // first sample of the half-sent unit
@@ -210,11 +240,14 @@ class ServerSession final : public net::Session {
   bool calm_ = false;                      // our GOAWAY ENHANCE_YOUR_CALM is queued
   bool bomb_ = false;                      // on_header stopped an HPACK bomb
   bool control_flood_ = false;             // on_frame_recv stopped a PING/SETTINGS flood
+  bool reset_flood_ = false;               // on_frame_recv stopped a rapid reset
   double control_tokens_ = 0;              // PING/SETTINGS bucket (Limits::control_frame_*)
+  double reset_tokens_ = 0;                // rapid-reset bucket (Limits::reset_*)
   std::int64_t last_refill_us_ = -1;       // watchdog sample that last refilled it
   bool in_nghttp2_ = false;                // guards against re-entry (rule 3)
   int entry_depth_ = 0;                    // net::Session entry points running
-  bool paused_ = false;
+  bool paused_ = false;                    // reading paused (output_full_ or input held)
+  bool output_full_ = false;               // output over its cap, not yet drained to half
   bool shutting_down_ = false;
   bool closed_ = false;
   // Last member: built after the session is complete, destroyed first.

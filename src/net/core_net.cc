@@ -150,12 +150,18 @@ void CoreNet::link(TcpConnection* c) {
 
 void CoreNet::turn_end() {
   // Connections marked during this pass (a flush that sends more) are already
-  // flagged dirty, so they are not queued twice; they are handled in the next
-  // turn, which the reactor then runs without sleeping.
+  // flagged dirty, so they are not queued twice. One whose Session asked for
+  // another flush meanwhile (input held over its per-turn budget, TLS
+  // records to redeliver) is queued for the next turn, which the reactor then
+  // runs without sleeping.
   work_.swap(dirty_);
   for (TcpConnection* c : work_) {
     c->turn_end();
     c->dirty = false;
+    if (c->wants_next_turn()) {
+      c->dirty = true;
+      dirty_.push_back(c);
+    }
   }
   for (TcpConnection* c : work_) {
     if (!c->finished()) continue;

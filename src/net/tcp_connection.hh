@@ -59,6 +59,10 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   // End-of-turn work, run by CoreNet for connections marked dirty: flush the
   // Session, start the send, apply backpressure, advance closing.
   void turn_end();
+  // After turn_end(): true when the Session asked for a flush during its
+  // flush (work it left for the next turn, e.g. input over its per-turn
+  // budget); CoreNet then queues the connection for the next turn.
+  bool wants_next_turn() const { return flush_wanted_ && !closing_ && !finished_; }
   // Server shutdown: on_shutdown() (GOAWAY), then close once idle.
   void begin_drain();
   // The listener that accepted it.

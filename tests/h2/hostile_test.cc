@@ -55,15 +55,22 @@ struct App : ic::h2::Application {
 };
 
 struct Raw {
-  Raw()
-      : session(conn, ic::h2::Limits{},
-                [](ic::h2::ServerSession&) { return std::make_unique<App>(); }),
+  explicit Raw(const ic::h2::Limits& limits = {})
+      : session(conn, limits, [](ic::h2::ServerSession&) { return std::make_unique<App>(); }),
         app(static_cast<App&>(session.application())) {}
+  // on_data, then one flush per turn while the session asks for another
+  // (input held over its per-turn budget). False once the connection is to
+  // be closed.
   bool feed(const std::string& s) {
     const bool ok = session.on_data(bytes(s));
-    session.flush();
-    return ok;
+    turns = 0;
+    for (int asked = -1; asked != conn.flush_requests && turns < 10000; ++turns) {
+      asked = conn.flush_requests;
+      session.flush();
+    }
+    return ok && !conn.closed;
   }
+  int turns = 0;  // flushes the last feed() took
   // GOAWAY error code in the server's output, or -1.
   long goaway_code() const {
     for (std::size_t i = 0; i + 9 <= conn.out.size();) {
@@ -198,4 +205,95 @@ TEST_CASE("a response the peer's zero window blocks is a kFlowControl wait") {
   CHECK(r.feed(frame(8, 0, 1, std::string("\x00\x00\x01\x00", 4))));
   CHECK(r.conn.out.find("hello") != std::string::npos);
   CHECK(r.session.peer_wait(6000).kind == PeerWait::kNothing);
+}
+
+TEST_CASE("input over the turn's frame budget is held, reading paused, and parsed next turn") {
+  ic::h2::Limits limits;
+  limits.turn_input_frames = 8;
+  limits.turn_input_streams = 1000;
+  limits.max_concurrent_streams = 1000;
+  Raw r(limits);
+  // 200 requests of one 16-byte frame each after 33 bytes of preface and
+  // SETTINGS. The budget is checked between 1 KiB slices, so each turn parses
+  // one slice: 61 whole requests in the first, 125 by the second, 189 by the
+  // third.
+  std::string up = kPreface + frame(kSettings, 0, 0, "");
+  for (int i = 0; i < 200; ++i) {
+    up += frame(kHeaders, kEndHeaders | kEndStream, 2 * i + 1, kRequestBlock);
+  }
+  CHECK(r.session.on_data(bytes(up)));
+  CHECK(r.app.requests.size() == 61);
+  CHECK(r.conn.paused);
+  CHECK_FALSE(r.session.idle());
+  // This turn's flush parses nothing more and asks for the next turn.
+  const int asked = r.conn.flush_requests;
+  r.session.flush();
+  CHECK(r.app.requests.size() == 61);
+  CHECK(r.conn.flush_requests == asked + 1);
+  r.session.flush();
+  CHECK(r.app.requests.size() == 125);
+  r.session.flush();
+  CHECK(r.app.requests.size() == 189);
+  CHECK(r.conn.paused);
+  CHECK(r.conn.flush_requests == asked + 3);
+  r.session.flush();
+  CHECK(r.app.requests.size() == 200);
+  CHECK_FALSE(r.conn.paused);
+  CHECK(r.conn.flush_requests == asked + 3);
+  CHECK(r.app.requests[399] == "ended");
+}
+
+TEST_CASE("requests over the turn's stream budget (16) wait for the next turn") {
+  ic::h2::Limits limits;
+  limits.max_concurrent_streams = 1000;
+  Raw r(limits);
+  // 104-byte requests (an 80-byte literal header) after 33 bytes of preface
+  // and SETTINGS: a 1 KiB slice begins ~10 streams, so a turn takes two
+  // slices (20 begun, 19 whole requests in the first turn, 39 by the second).
+  std::string up = kPreface + frame(kSettings, 0, 0, "");
+  const std::string pad = std::string("\x00\x05x-pad\x50", 8) + std::string(80, 'p');
+  for (int i = 0; i < 100; ++i) {
+    up += frame(kHeaders, kEndHeaders | kEndStream, 2 * i + 1, kRequestBlock + pad);
+  }
+  CHECK(r.session.on_data(bytes(up)));
+  CHECK(r.app.requests.size() == 19);
+  r.session.flush();  // the same turn: nothing more
+  CHECK(r.app.requests.size() == 19);
+  r.session.flush();
+  CHECK(r.app.requests.size() == 39);
+  for (int turn = 0; turn < 10 && r.conn.paused; ++turn) r.session.flush();
+  CHECK(r.app.requests.size() == 100);
+  CHECK(r.app.requests[199] == "ended");
+}
+
+TEST_CASE("a header-heavy flight is spread over turns by the header-byte budget") {
+  Raw r;  // default budget: 16 KiB decoded per turn
+  // 8 requests, each with a 12 000-byte literal header: ~96 KB decoded.
+  std::string up = kPreface + frame(kSettings, 0, 0, "");
+  const std::string big = std::string("\x00\x05x-big\x7f\xe1\x5c", 10) + std::string(12000, 'b');
+  for (int i = 0; i < 8; ++i) {
+    up += frame(kHeaders, kEndHeaders | kEndStream, 2 * i + 1, kRequestBlock + big);
+  }
+  CHECK(r.feed(up));
+  CHECK(r.goaway_code() == -1);
+  CHECK(r.app.requests.size() == 8);
+  CHECK(r.turns == 4);  // 2 fields (24 KB) spend a turn: on_data's turn and three more
+  CHECK(r.app.hits.empty());
+  CHECK(r.session.idle() == false);  // 8 requests unanswered
+}
+
+TEST_CASE("rapid reset: resets of unanswered streams past the budget get ENHANCE_YOUR_CALM") {
+  ic::h2::Limits limits;
+  limits.reset_burst = 5;
+  Raw r(limits);
+  std::string up = kPreface + frame(kSettings, 0, 0, "");
+  for (int i = 0; i < 20; ++i) {
+    up += frame(kHeaders, kEndHeaders, 2 * i + 1, kRequestBlock);
+    up += frame(3, 0, 2 * i + 1, std::string("\x00\x00\x00\x08", 4));  // RST_STREAM CANCEL
+  }
+  CHECK_FALSE(r.feed(up));
+  CHECK(r.goaway_code() == NGHTTP2_ENHANCE_YOUR_CALM);
+  CHECK(r.app.hits[LimitHit::kFlood] == 1);
+  // Parsing stopped at the sixth reset: streams 13 onwards were never seen.
+  CHECK(r.app.requests.count(13) == 0);
 }

@@ -226,32 +226,54 @@ class GrpcError(Exception):
 
 
 class GrpcClient:
-    """One HTTP/2 connection making unary calls one at a time."""
+    """One HTTP/2 connection making calls one at a time: unary (call) or
+    server-streaming (start, then finish with on_data)."""
 
     def __init__(self, port, timeout=10):
+        self.timeout = timeout
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         self.h2.initiate_connection()
         self.sock.sendall(self.h2.data_to_send())
 
-    def call(self, method, message):
-        """Returns (grpc-status as int, response message bytes)."""
+    def start(self, method, message):
+        """Sends one request (headers, the message, end of stream); returns
+        its stream id."""
         sid = self.h2.get_next_available_stream_id()
         self.h2.send_headers(sid, [(":method", "POST"), (":scheme", "http"),
                                    (":path", GRPC_SERVICE + method), (":authority", "ic"),
                                    ("content-type", "application/grpc"), ("te", "trailers")])
-        self.h2.send_data(sid, b"\0" + struct.pack(">I", len(message)) + message,
-                          end_stream=True)
+        self.h2.send_data(sid, grpc_message(message), end_stream=True)
         self.sock.sendall(self.h2.data_to_send())
-        body, status = b"", None
+        return sid
+
+    def finish(self, sid, on_data=None, until=None):
+        """Reads until stream `sid` has its grpc-status. Response bytes go to
+        on_data(bytes), or are collected. With `until` (a time.monotonic()
+        deadline) it returns once that passes, status None. Returns (status,
+        collected bytes)."""
+        body, status = bytearray(), None
         while status is None:
-            data = self.sock.recv(65536)
+            if until is not None:
+                left = until - time.monotonic()
+                if left <= 0:
+                    return None, bytes(body)
+                self.sock.settimeout(min(left, self.timeout))
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                if until is not None and time.monotonic() >= until:
+                    return None, bytes(body)
+                raise
             if not data:
                 raise GrpcError("connection closed")
             for ev in self.h2.receive_data(data):
                 if isinstance(ev, h2.events.DataReceived) and ev.stream_id == sid:
-                    body += ev.data
+                    if on_data is None:
+                        body += ev.data
+                    else:
+                        on_data(ev.data)
                     self.h2.acknowledge_received_data(ev.flow_controlled_length, sid)
                 elif isinstance(ev, (h2.events.TrailersReceived, h2.events.ResponseReceived)):
                     if ev.stream_id == sid:
@@ -265,6 +287,11 @@ class GrpcClient:
             out = self.h2.data_to_send()
             if out:
                 self.sock.sendall(out)
+        return status, bytes(body)
+
+    def call(self, method, message):
+        """A unary call: (grpc-status as int, response message bytes)."""
+        status, body = self.finish(self.start(method, message))
         return status, body[5:]
 
     def close(self):
@@ -345,13 +372,16 @@ def read_frames(sock, seconds):
         if not data:
             return frames, True
         buf += data
-        while len(buf) >= 9:
-            n = int.from_bytes(buf[:3], "big")
-            if len(buf) < 9 + n:
+        i = 0  # parse by offset: slicing the rest per frame is quadratic in a flood
+        while len(buf) - i >= 9:
+            n = int.from_bytes(buf[i:i + 3], "big")
+            if len(buf) - i < 9 + n:
                 break
-            frames.append((buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF,
-                           buf[9:9 + n]))
-            buf = buf[9 + n:]
+            frames.append((buf[i + 3], buf[i + 4],
+                           int.from_bytes(buf[i + 5:i + 9], "big") & 0x7FFFFFFF,
+                           buf[i + 9:i + 9 + n]))
+            i += 9 + n
+        buf = buf[i:]
 
 
 def goaway_code(frames):
@@ -381,9 +411,13 @@ def median(values):
     return s[len(s) // 2]
 
 
-def measure_window(client, calls, message):
+def measure_window(client, message, calls, until=None, seconds=30):
+    """p99 (s) of LookupRoutes on `client`: at least `calls` of them, and on
+    until `until()` is true (bounded by `seconds`)."""
     lat = []
-    for _ in range(calls):
+    end = time.monotonic() + seconds
+    while len(lat) < calls or (until is not None and not until()):
+        assert time.monotonic() < end, "window not complete within %d s" % seconds
         t = time.perf_counter()
         status, _ = client.call("LookupRoute", message)
         lat.append(time.perf_counter() - t)
@@ -391,45 +425,63 @@ def measure_window(client, calls, message):
     return p99(lat)
 
 
-def latency_kept(server, attack_on, attack_off, windows=6, calls=300, factor=2.0):
-    """Alternates quiet and attacked windows of `calls` LookupRoutes on one
-    normal connection; the attack runs between attack_on() and attack_off().
-    Each attacked window is judged against the quiet window just before it
-    (a loaded machine flips between regimes; a pair shares one): within
-    `factor`x its p99, or within 1 ms of it. Asserts the median pair passes.
-    Returns the median (quiet p99 s, attacked p99 s)."""
+def latency_kept(server, attack_on, attack_off, attacks=None, pairs=20, calls=300,
+                 min_attacks=3, factor=2.0, allow_s=0.0005):
+    """Acceptance 2 of docs/hostile-peers.md: a normal client's LookupRoute
+    p99 under attack stays within `factor` x its quiet p99, measured on one
+    normal connection in `pairs` pairs of windows, quiet then attacked, the
+    attack running between attack_on() and attack_off().
+
+    Noise is handled by pairing: a loaded machine flips between regimes (its
+    p99 0.3 ms one moment, 8 ms the next, whichever server runs), so each
+    attacked window is compared with the quiet window just before it, and the
+    median pair must pass: attacked <= max(factor x quiet, quiet + allow_s).
+    `allow_s` (0.5 ms) is the one tolerance, for a box with idle CPU: there
+    the quiet p99 is ~0.3 ms and a rapid-reset or PING-flood loop still adds
+    0.2-0.35 ms to it (1.6-2.6x) although no server turn takes more than
+    ~0.1 ms of CPU (docs/hostile-peers.md "Fair turns"). With `attacks` (a
+    count of completed attacks) an attacked window lasts until at least
+    `min_attacks` attacks completed in it, so a starved attacker cannot make
+    the check pass. Returns the median quiet and attacked p99 (s)."""
     client = GrpcClient(server.grpc_port)
     message = lookup_request("normal")
-    measure_window(client, 100, message)  # warm-up
+    measure_window(client, message, 100)  # warm-up
     quiet, attacked = [], []
     try:
-        for _ in range(windows):
-            quiet.append(measure_window(client, calls, message))
+        for _ in range(pairs):
+            quiet.append(measure_window(client, message, calls))
             attack_on()
-            time.sleep(0.2)
-            attacked.append(measure_window(client, calls, message))
+            if attacks is None:
+                attacked.append(measure_window(client, message, calls))
+            else:
+                started = attacks()
+                attacked.append(measure_window(
+                    client, message, calls, lambda: attacks() - started >= min_attacks))
             attack_off()
     finally:
         client.close()
-    # Plus 1 ms: on an idle machine the quiet p99 is ~0.25 ms, and one attack
-    # connection's burst processed in the same reactor turn (~0.5 ms of CPU
-    # for a rapid-reset connection) is what the normal call waits behind.
-    margins = [a - max(factor * q, q + 0.001) for q, a in zip(quiet, attacked)]
-    q, a = median(quiet), median(attacked)
-    print("normal client LookupRoute p99 (ms), quiet/attacked pairs: %s; medians %.3f / %.3f" % (
-        ", ".join("%.2f/%.2f" % (x * 1e3, y * 1e3) for x, y in zip(quiet, attacked)),
-        q * 1e3, a * 1e3))
+    ratios = [a / q for q, a in zip(quiet, attacked)]
+    margins = [a - max(factor * q, q + allow_s) for q, a in zip(quiet, attacked)]
+    q, a, r = median(quiet), median(attacked), median(ratios)
+    print("normal client LookupRoute p99 (ms), quiet/attacked pairs: %s; medians %.3f / %.3f, "
+          "median ratio %.2f (load %.1f)" % (
+              ", ".join("%.2f/%.2f" % (x * 1e3, y * 1e3) for x, y in zip(quiet, attacked)),
+              q * 1e3, a * 1e3, r, os.getloadavg()[0]))
     if os.environ.get("IC_SANITIZED") == "1":
         print("sanitizer build: latency printed, not asserted")
         return q, a
-    assert median(margins) <= 0, "attacked p99 over max(%.1fx, +1 ms) of quiet in most pairs" % (
-        factor)
+    assert median(margins) <= 0, (
+        "attacked p99 over max(%.1fx, +%.1f ms) of quiet in most pairs (median ratio %.2f)" % (
+            factor, allow_s * 1e3, r))
     return q, a
 
 
 class Attacker:
-    """Runs `attack(port)` in a loop in another process (its own CPU time and
-    GIL) while switched on; the latency check toggles it."""
+    """Runs `attack(port)` in a loop in another process while switched on;
+    the latency check toggles it. The process runs at nice 19: on this
+    machine it shares the two cores with the server and the normal client,
+    and a real attacker's CPU is not the server's to protect (its requests
+    are). `count` is the number of attacks completed."""
 
     def __init__(self, port, attack, pace_s=0.01):
         self.pace_s = pace_s
@@ -437,26 +489,41 @@ class Attacker:
         ctx = multiprocessing.get_context("fork")
         self.active, self.done = ctx.Event(), ctx.Event()
         self.count = ctx.Value("l", 0)
+        self.busy = ctx.Value("i", 0)
         self.proc = ctx.Process(target=self._run, args=(port, attack), daemon=True)
         self.proc.start()
 
     def _run(self, port, attack):
+        os.nice(19)
         while not self.done.is_set():
-            if not self.active.wait(0.05):
+            if not self.active.wait(0.005):
                 continue
+            self.busy.value = 1
             try:
                 attack(port)
             except OSError:
                 pass
             with self.count.get_lock():
                 self.count.value += 1
+            self.busy.value = 0
             time.sleep(self.pace_s)
+
+    def completed(self):
+        return self.count.value
 
     def on(self):
         self.active.set()
 
     def off(self):
+        """Switches off and waits (bounded) for the attack in progress."""
         self.active.clear()
+        end = time.monotonic() + 10
+        while self.busy.value and time.monotonic() < end:
+            time.sleep(0.001)
+
+    def kept(self, server, **kwargs):
+        """latency_kept() with this attacker."""
+        return latency_kept(server, self.on, self.off, attacks=self.completed, **kwargs)
 
     def stop(self):
         self.done.set()

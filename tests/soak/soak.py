@@ -8,17 +8,22 @@ Runs, for --duration seconds, against one server:
   - PublishEvent PREFIX_EVICTED / ALL_CLEARED,
   - policy pushes (PUT /policy) and scrapes (/metrics, /snapshot),
   - connection churn (a fresh connection per call),
+  - observers: StreamCacheEvents (all, and filtered) and StreamMetrics
+    subscribers, each resubscribing every 30 s,
   - hostile clients in rotation (HPACK bomb, rapid reset, half-closed peer,
     slow header block, zero window, PING flood, admin slowloris),
-and samples the server's RSS, open fds, call errors and LookupRoute latency
-every --interval seconds into CSV + an SVG chart. The verdict (exit status):
-after the warm-up (a quarter of the run, at least 1 and at most 5 min) every sample's RSS
-and fd count is within ±5 % of the post-warm-up median (fds: or ±3), there
-is no unexpected error, and, with the traffic stopped, the soaked server's
-LookupRoute p99 is within 2x of a fresh server's filled the same way, on the
-same lookups interleaved call by call, judged when the box is not saturated
-(docs/hostile-peers.md "Soak"). `--replot CSV` redraws and
-re-judges RSS, fds and errors of a run.
+and samples the server's RSS, open fds, call errors, LookupRoute latency and
+the probe windows (below) every --interval seconds into CSV + an SVG chart.
+The verdict (exit status): after the warm-up (a quarter of the run, at least 1
+and at most 5 min) RSS and fd count are flat (each of 8 windows' median within
+±5 % of the post-warm-up median, fds: or ±3; every sample within ±10 %), there
+is no unexpected error, and the p99 is
+stable: a probe client times LookupRoutes on the soaked server and on an idle
+reference server (same flags, filled the same way) interleaved call by call,
+so both see the same moments of the machine; the median soaked/reference p99
+ratio of the last half of the post-warm-up probes is within 2x of the first
+half's (docs/hostile-peers.md "Soak"). `--replot CSV` redraws and re-judges a
+run.
 
     soak.py --server BUILD/src/inferencecache-server --duration 120 --out DIR
 """
@@ -38,7 +43,11 @@ import hostile_lib as hl  # noqa: E402
 import hostile_test as ht  # noqa: E402
 
 TENANTS = ["tenant-%d" % i for i in range(8)]
-SERVER_FLAGS = ("--idle-timeout", "10s", "--index-max-entries", "20000")
+SERVER_FLAGS = ("--idle-timeout", "10s", "--index-max-entries", "20000",
+                "--metrics-stream-interval", "1s")
+# The p99 drift allowed between the early and the late probes (ratio of their
+# median soaked/reference ratios).
+P99_DRIFT = 2.0
 
 
 class Stats:
@@ -48,6 +57,9 @@ class Stats:
         self.calls = 0
         self.errors = []
         self.hostile = 0
+        self.stream_msgs = {"events": 0, "metrics": 0}
+        self.slow_ends = 0  # subscribers ended RESOURCE_EXHAUSTED (documented, not an error)
+        self.probes = []  # (soaked p99 ms, reference p99 ms) since the last sample
 
     def call(self, seconds):
         with self.lock:
@@ -62,6 +74,24 @@ class Stats:
         with self.lock:
             lat, self.latencies = self.latencies, []
             return lat
+
+    def streamed(self, kind, n):
+        with self.lock:
+            self.stream_msgs[kind] += n
+
+    def take_streamed(self):
+        with self.lock:
+            got, self.stream_msgs = self.stream_msgs, {"events": 0, "metrics": 0}
+            return got
+
+    def probe(self, soaked_ms, reference_ms):
+        with self.lock:
+            self.probes.append((soaked_ms, reference_ms))
+
+    def take_probes(self):
+        with self.lock:
+            got, self.probes = self.probes, []
+            return got
 
 
 def every(stop, period, fn, stats, name):
@@ -122,6 +152,114 @@ def report_message(rnd):
                      hl.wall_us() - rnd.randrange(60_000_000))
 
 
+# ---- observers: StreamCacheEvents and StreamMetrics subscribers -------------
+
+SUBSCRIPTION_S = 30  # each subscriber cancels and resubscribes this often
+SUBSCRIBERS = [
+    ("events", "StreamCacheEvents", b""),
+    # tenant-0 only, PREFIX_ADDED and PREFIX_EVICTED only
+    ("events", "StreamCacheEvents", hl.pb_bytes(2, "tenant-0") + hl.pb_int(3, 1) + hl.pb_int(3, 2)),
+    ("metrics", "StreamMetrics", b""),
+]
+
+
+class MessageCounter:
+    """Counts gRPC length-prefixed messages in a response byte stream."""
+
+    def __init__(self):
+        self.buf, self.count = b"", 0
+
+    def __call__(self, data):
+        self.buf += data
+        while len(self.buf) >= 5:
+            n = int.from_bytes(self.buf[1:5], "big")
+            if len(self.buf) < 5 + n:
+                break
+            self.buf = self.buf[5 + n:]
+            self.count += 1
+
+
+def subscriber(srv, stop, stats, kind, method, request):
+    """Keeps one subscription open, resubscribing every SUBSCRIPTION_S: each
+    must receive messages and be ended only by us. A stream the server ends
+    (except RESOURCE_EXHAUSTED, its documented end of a slow subscriber), a
+    reset, a lost connection or 10 s without a byte is an unexpected error."""
+    while not stop.is_set():
+        client = None
+        try:
+            client = hl.GrpcClient(srv.grpc_port)
+            sid = client.start(method, request)
+            counter, status, end = MessageCounter(), None, time.monotonic() + SUBSCRIPTION_S
+            while status is None and not stop.is_set() and time.monotonic() < end:
+                seen = counter.count
+                status, _ = client.finish(sid, on_data=counter, until=time.monotonic() + 1)
+                stats.streamed(kind, counter.count - seen)
+            if status == 8:
+                with stats.lock:
+                    stats.slow_ends += 1
+            elif status is not None and not stop.is_set():
+                stats.error("%s ended with grpc-status %d" % (method, status))
+            elif counter.count == 0 and not stop.is_set():
+                stats.error("%s: no message in %d s" % (method, SUBSCRIPTION_S))
+        except Exception as e:
+            if not stop.is_set():
+                stats.error("%s: %r" % (method, e))
+        finally:
+            if client is not None:
+                client.close()  # the server sees the subscriber leave
+
+
+# ---- p99 probes: the soaked server against an idle reference ------------------
+
+PROBE_CALLS = 200
+
+
+def lookup_window(clients, rnd, calls):
+    """`calls` LookupRoutes on each client, interleaved call by call (the same
+    message to each, the first alternating), so that every client's samples
+    come from the same moments of the machine. Returns p99 s by name."""
+    lat = {name: [] for name in clients}
+    names = list(clients)
+    for i in range(calls):
+        msg = hl.lookup_request(rnd.choice(TENANTS), key=rnd.randrange(5000))
+        for name in (names if i % 2 == 0 else names[::-1]):
+            t = time.perf_counter()
+            status, resp = clients[name].call("LookupRoute", msg)
+            lat[name].append(time.perf_counter() - t)
+            if status != 0 or not hl.reason_code(resp):
+                raise RuntimeError("LookupRoute grpc-status %d (%s)" % (status, name))
+    return {name: hl.p99(v) for name, v in lat.items()}
+
+
+def prober(srv, ref, stop, stats, period):
+    """One probe window every `period` s: PROBE_CALLS LookupRoutes to the
+    soaked server and to the reference, interleaved (same messages each time),
+    on fresh connections warmed up by 20 calls (an idle one would meet the
+    idle timeout between windows)."""
+    while not stop.wait(period):
+        clients = {}
+        try:
+            clients = {"soaked": hl.GrpcClient(srv.grpc_port),
+                       "reference": hl.GrpcClient(ref.grpc_port)}
+            lookup_window(clients, random.Random(0), 20)  # warm-up
+            got = lookup_window(clients, random.Random(1), PROBE_CALLS)
+            stats.probe(got["soaked"] * 1e3, got["reference"] * 1e3)
+        except Exception as e:
+            if not stop.is_set():
+                stats.error("probe: %r" % e)
+        finally:
+            for c in clients.values():
+                c.close()
+
+
+def fill(srv, reports):
+    """The soak's ingest, `reports` calls: fills a reference server to the cap."""
+    feeder, rnd = Persistent(srv), random.Random(7)
+    for _ in range(reports):
+        feeder.call("ReportCacheState", report_message(rnd))
+    feeder.client.close()
+
+
 def start_workers(srv, stop, stats):
     rnd = random.Random(12)
     ingest, events = Persistent(srv), Persistent(srv)
@@ -173,6 +311,8 @@ def start_workers(srv, stop, stats):
             (1.0, lambda: hostile(srv, rnd, stats), "hostile")]
     threads = [threading.Thread(target=lookup_loop, args=(srv, stop, stats, "c%d" % i),
                                 daemon=True) for i in range(2)]
+    threads += [threading.Thread(target=subscriber, args=(srv, stop, stats) + sub, daemon=True)
+                for sub in SUBSCRIBERS]
     threads += [threading.Thread(target=every, args=(stop, p, fn, stats, name), daemon=True)
                 for p, fn, name in jobs]
     for t in threads:
@@ -219,9 +359,14 @@ def sample_row(srv, stats, start):
     lat = sorted(stats.take())
     p = (lambda q: lat[min(len(lat) - 1, int(len(lat) * q))] * 1e3) if lat else (lambda q: 0.0)
     entries = sum(srv.metric("core_index_entries", 'core="%d"' % c) for c in (0, 1))
+    streamed = stats.take_streamed()
+    probes = stats.take_probes()  # 0 when no probe window ended in this interval
     return {"t_s": round(time.monotonic() - start, 1), "rss_mib": round(srv.rss_bytes() / 2**20, 2),
             "fds": srv.fds(), "calls": len(lat), "errors": len(stats.errors),
             "p50_ms": round(p(0.5), 3), "p99_ms": round(p(0.99), 3),
+            "probe_p99_ms": round(hl.median([s for s, _ in probes]), 3) if probes else 0,
+            "reference_p99_ms": round(hl.median([r for _, r in probes]), 3) if probes else 0,
+            "events_msgs": streamed["events"], "metrics_msgs": streamed["metrics"],
             "index_entries": int(entries), "loadavg_1m": round(os.getloadavg()[0], 2)}
 
 
@@ -235,99 +380,70 @@ def verdict(rows, warmup_s, errors):
         # only errors count in a sanitizer build.
         return ["%d unexpected errors, first: %s" % (len(errors), errors[:3])] if errors else []
     for key, tol_abs in (("rss_mib", 0.0), ("fds", 3.0)):
-        values = sorted(r[key] for r in post)
-        med = values[len(values) // 2]
-        worst = max(abs(v - med) for v in values)
-        if worst > max(0.05 * med, tol_abs):
-            problems.append("%s not flat: median %s, worst deviation %s" % (key, med, worst))
+        problems += flatness(post, key, tol_abs)
     if errors:
         problems.append("%d unexpected errors, first: %s" % (len(errors), errors[:3]))
+    problems += p99_drift(post)
     return problems
 
 
-# ---- p99 stable: the soaked server against a fresh one, side by side -------
-
-FRESH_REPORTS = 3000  # 24,000 upserts: a fresh server at the 20,000-entry cap like the soaked one
-# Windows spread over ~30 s: on a loaded box one server's reactor threads can
-# sit behind a busy CPU for ~10 s (its p99 0.3 -> 8 ms while the other's stays
-# 0.3 ms, either way round), so the median must span several such spells.
-PAIR_WINDOWS, PAIR_CALLS, PAIR_PAUSE_S = 20, 300, 1.0
+FLAT_WINDOWS = 8  # the post-warm-up samples are judged in up to this many windows
 
 
-def lookup_window(clients, rnd):
-    """PAIR_CALLS LookupRoutes on each client, interleaved call by call (the
-    same message to each, the first alternating), so that every client's
-    samples come from the same moments of the machine. Returns p99 s by name."""
-    lat = {name: [] for name in clients}
-    names = list(clients)
-    for i in range(PAIR_CALLS):
-        msg = hl.lookup_request(rnd.choice(TENANTS), key=rnd.randrange(5000))
-        for name in (names if i % 2 == 0 else names[::-1]):
-            t = time.perf_counter()
-            status, resp = clients[name].call("LookupRoute", msg)
-            lat[name].append(time.perf_counter() - t)
-            if status != 0 or not hl.reason_code(resp):
-                raise RuntimeError("LookupRoute grpc-status %d (%s)" % (status, name))
-    return {name: hl.p99(v) for name, v in lat.items()}
+def flatness(post, key, tol_abs):
+    """Flat within ±5 %: the median of each of FLAT_WINDOWS consecutive windows
+    of the post-warm-up samples is within ±5 % of the overall median (or
+    ±tol_abs), so growth shows; and every single sample within ±10 % (or
+    2 x tol_abs), so transients stay bounded. A sample is one instant: the
+    subscribers' queued events (up to 1 MiB each, docs/streams.md) and a
+    /snapshot's document come and go between samples."""
+    values = [r[key] for r in post]
+    med = hl.median(values)
+    n = max(8, len(values) // FLAT_WINDOWS)  # at least 8 samples a window
+    windows = [hl.median(values[i:i + n]) for i in range(0, len(values) - n + 1, n)]
+    worst_window = max(abs(w - med) for w in windows)
+    worst = max(abs(v - med) for v in values)
+    print("%s after warm-up: median %.2f, window medians %s, worst sample %+.2f" % (
+        key, med, " ".join("%.2f" % w for w in windows), worst))
+    problems = []
+    if worst_window > max(0.05 * med, tol_abs):
+        problems.append("%s not flat: median %s, a window's median %.2f off (limit 5 %%)" % (
+            key, med, worst_window))
+    if worst > max(0.10 * med, 2 * tol_abs):
+        problems.append("%s transient too large: median %s, a sample %.2f off (limit 10 %%)" % (
+            key, med, worst))
+    return problems
 
 
-def p99_against_fresh(binary, soaked):
-    """p99 stable, judged so that machine load cannot fake it: a trend over the
-    run follows the box's load (the first 30-minute run saw the load average go
-    from 18 to 40 and the p99 with it), and a shared box flips between a
-    0.25 ms and a 10 ms regime within seconds, so the soaked server is compared
-    with a fresh server of the same flags, filled to the same cap by the same
-    ingest, on the same lookups interleaved call by call. Returns (problems,
-    (fresh, soaked) p99 pairs in ms, one per window)."""
-    with hl.Server(binary, *SERVER_FLAGS, threads=2) as fresh:
-        feeder = Persistent(fresh)
-        rnd = random.Random(7)
-        for _ in range(FRESH_REPORTS):
-            feeder.call("ReportCacheState", report_message(rnd))
-        clients = {"soaked": hl.GrpcClient(soaked.grpc_port),
-                   "fresh": hl.GrpcClient(fresh.grpc_port)}
-        pairs = []
-        try:
-            lookup_window(clients, random.Random(0))  # warm-up
-            for i in range(PAIR_WINDOWS):
-                got = lookup_window(clients, random.Random(i))
-                pairs.append((got["fresh"] * 1e3, got["soaked"] * 1e3))
-                time.sleep(PAIR_PAUSE_S)
-        finally:
-            for c in clients.values():
-                c.close()
-            if feeder.client is not None:
-                feeder.client.close()
-    ratio = hl.median([s / max(f, 1e-6) for f, s in pairs])
-    print("soaked/fresh LookupRoute p99: %.2fx (median window)" % ratio)
+def p99_drift(post):
+    """p99 stable: the post-warm-up probes' soaked/reference p99 ratios, first
+    half against last half (medians). The reference server sees the same
+    moments of the machine, so the ratio cancels the box's load, which on a
+    shared box moves the plain p99 by 5x within a run."""
+    ratios = [r["probe_p99_ms"] / r["reference_p99_ms"] for r in post
+              if r.get("probe_p99_ms", 0) > 0 and r.get("reference_p99_ms", 0) > 0]
+    if len(ratios) < 6:
+        return ["p99 not judged: %d probe windows after warm-up (at least 6)" % len(ratios)]
+    early, late = hl.median(ratios[:len(ratios) // 2]), hl.median(ratios[len(ratios) // 2:])
+    print("p99 probes after warm-up: %d windows, median soaked/reference ratio early %.2f, "
+          "late %.2f (late/early %.2f, limit %.1f)" % (len(ratios), early, late, late / early,
+                                                         P99_DRIFT))
     if os.environ.get("IC_SANITIZED") == "1":
-        return [], pairs  # every call costs several times more: printed only
-    pressure = cpu_pressure()
-    if pressure > 50.0:
-        print("p99 not judged: CPU pressure %.0f %% over the last 10 s (tasks waiting for a "
-              "core); a p99 on a saturated box is the scheduler's, not the server's" % pressure)
-        return [], pairs
-    if ratio > 2.0:
-        return ["p99 not stable: the soaked server's LookupRoute p99 is %.2fx a fresh "
-                "server's (median window; limit 2x)" % ratio], pairs
-    return [], pairs
-
-
-def cpu_pressure():
-    """Share of the last 10 s (%) in which some runnable task waited for a CPU
-    (Linux PSI, /proc/pressure/cpu "some avg10"); without PSI, 100 x the 1-min
-    load average per core, capped at 100."""
-    try:
-        with open("/proc/pressure/cpu") as f:
-            fields = dict(kv.split("=") for kv in f.readline().split()[1:])
-        return float(fields["avg10"])
-    except (OSError, KeyError, ValueError):
-        return min(100.0, 100.0 * os.getloadavg()[0] / (os.cpu_count() or 1))
+        return []  # every call costs several times more: printed only
+    if late > P99_DRIFT * early:
+        return ["p99 not stable: late probes' soaked/reference p99 ratio %.2f is over %.1fx the "
+                "early probes' %.2f" % (late, P99_DRIFT, early)]
+    return []
 
 
 def write_svg(path, rows, warmup_s, title):
     panels = [("rss_mib", "RSS (MiB)"), ("fds", "open fds"), ("p99_ms", "LookupRoute p99 (ms)"),
-              ("p50_ms", "LookupRoute p50 (ms)"), ("index_entries", "index entries"),
+              ("p50_ms", "LookupRoute p50 (ms)"),
+              ("probe_p99_ms", "probe p99 (ms), soaked server"),
+              ("reference_p99_ms", "probe p99 (ms), idle reference server"),
+              ("events_msgs", "StreamCacheEvents messages per sample"),
+              ("metrics_msgs", "StreamMetrics messages per sample"),
+              ("index_entries", "index entries"),
               ("errors", "unexpected errors (cumulative)"),
               ("loadavg_1m", "machine load average (1 min)")]
     panels = [p for p in panels if p[0] in rows[0]]
@@ -393,9 +509,14 @@ def main():
     warmup = min(300.0, max(args.duration / 4, 60.0))
     os.makedirs(args.out, exist_ok=True)
     stats, stop, rows = Stats(), threading.Event(), []
-    with hl.Server(args.server, *SERVER_FLAGS, threads=2) as srv:
+    with hl.Server(args.server, *SERVER_FLAGS, threads=2) as ref, \
+            hl.Server(args.server, *SERVER_FLAGS, threads=2) as srv:
+        fill(ref, 3000)  # 24,000 upserts: at the 20,000-entry cap like the soaked server
         start = time.monotonic()
         threads = start_workers(srv, stop, stats)
+        threads.append(threading.Thread(target=prober, daemon=True, args=(
+            srv, ref, stop, stats, max(2.0, args.duration / 200))))
+        threads[-1].start()
         csv_path = os.path.join(args.out, "soak.csv")
         with open(csv_path, "w", newline="") as f:
             writer = None
@@ -411,10 +532,8 @@ def main():
         stop.set()
         for t in threads:
             t.join(30)
-        p99_problems, pairs = p99_against_fresh(args.server, srv)
-    print("LookupRoute p99 (ms) after the soak, fresh/soaked pairs: %s" % ", ".join(
-        "%.2f/%.2f" % p for p in pairs))
-    problems = verdict(rows, warmup, stats.errors) + p99_problems
+    problems = verdict(rows, warmup, stats.errors)
+    print("subscribers ended RESOURCE_EXHAUSTED (slow, documented): %d" % stats.slow_ends)
     title = "inferencecache soak: %d s, %d LookupRoute samples, %d hostile clients, %s" % (
         args.duration, sum(r["calls"] for r in rows), stats.hostile,
         "PASS" if not problems else "FAIL")

@@ -101,7 +101,8 @@ struct ClientStream : StreamState {
 // An nghttp2 client session driven by hand (h2_client_session.hh).
 using H2Client = BasicH2Client<ClientStream>;
 
-// Moves bytes both ways until neither side has anything more to say.
+// Moves bytes both ways, one flush per turn, until neither side has anything
+// more to say.
 // Returns false if the server asked to close the connection (on_data false).
 inline bool pump(H2Client& client, net::Session& server, FakeConnection& conn,
                  std::size_t chunk = 0) {
@@ -118,11 +119,15 @@ inline bool pump(H2Client& client, net::Session& server, FakeConnection& conn,
         }
       }
     }
+    const int asked = conn.flush_requests;
     server.flush();
+    // A flush that asks for another one left work for the next turn (input
+    // held over the session's per-turn budget).
+    const bool next_turn = conn.flush_requests > asked;
     std::string down;
     down.swap(conn.out);
     if (!down.empty()) client.receive(down);
-    if (up.empty() && down.empty()) break;
+    if (up.empty() && down.empty() && !next_turn) break;
   }
   return open;
 }
