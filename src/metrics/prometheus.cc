@@ -265,6 +265,13 @@ void render_replication(Writer& w, const ReplicationFigures& r) {
   w.family("replication_resubscribes_total", "counter",
            "Times the stream was subscribed again (reconnect, consumer loss).");
   w.sample("replication_resubscribes_total", {}, static_cast<double>(r.reconnects));
+  w.family("replication_catch_up_target_sequence", "gauge",
+           "The stream's last sequence when this server first reached it; /readyz waits for it.");
+  w.sample("replication_catch_up_target_sequence", {}, static_cast<double>(r.catch_up_target));
+  w.family("replication_caught_up", "gauge",
+           "1 once every record up to the catch-up target is applied (or NATS was not reached "
+           "within --nats-startup-wait).");
+  w.sample("replication_caught_up", {}, r.caught_up ? 1 : 0);
 }
 
 }  // namespace

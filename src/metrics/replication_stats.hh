@@ -23,6 +23,11 @@ struct ReplicationFigures {
   std::uint64_t applied = 0;           // stream records applied
   std::uint64_t skipped = 0;           // stream records not applied (unknown format, unparsable)
   std::uint64_t reconnects = 0;        // (re)subscriptions after the first
+  // Readiness (docs/replication.md "Readiness"): the stream's last sequence
+  // when this server first reached it (0 until then), and whether every
+  // record up to it has been applied (or NATS was not reached in time).
+  std::uint64_t catch_up_target = 0;
+  bool caught_up = false;
 };
 
 class ReplicationStats {
@@ -43,6 +48,10 @@ class ReplicationStats {
   void add_applied() { applied_.fetch_add(1, std::memory_order_relaxed); }
   void add_skipped() { skipped_.fetch_add(1, std::memory_order_relaxed); }
   void add_reconnect() { reconnects_.fetch_add(1, std::memory_order_relaxed); }
+  void set_catch_up_target(std::uint64_t seq) {
+    catch_up_target_.store(seq, std::memory_order_relaxed);
+  }
+  void set_caught_up() { caught_up_.store(true, std::memory_order_relaxed); }
 
   ReplicationFigures figures() const {
     return ReplicationFigures{
@@ -58,6 +67,8 @@ class ReplicationStats {
         .applied = applied_.load(std::memory_order_relaxed),
         .skipped = skipped_.load(std::memory_order_relaxed),
         .reconnects = reconnects_.load(std::memory_order_relaxed),
+        .catch_up_target = catch_up_target_.load(std::memory_order_relaxed),
+        .caught_up = caught_up_.load(std::memory_order_relaxed),
     };
   }
 
@@ -74,6 +85,8 @@ class ReplicationStats {
   std::atomic<std::uint64_t> applied_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> reconnects_{0};
+  std::atomic<std::uint64_t> catch_up_target_{0};
+  std::atomic<bool> caught_up_{false};
 };
 
 }  // namespace ic::metrics

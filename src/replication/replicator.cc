@@ -136,6 +136,16 @@ std::string Replicator::readiness_detail() const {
   const metrics::ReplicationFigures f = stats_.figures();
   std::string line = "replication: ";
   line += f.connected ? "connected" : "NATS unreachable, serving from local state";
+  if (!f.caught_up && f.catch_up_target == 0 && !f.connected) {
+    line += ", waiting for the stream (at most " +
+            std::to_string(options_.startup_wait_us / 1'000'000) + " s)";
+  } else if (!f.caught_up) {
+    const std::uint64_t gap = f.catch_up_target > f.last_applied_sequence
+                                  ? f.catch_up_target - f.last_applied_sequence
+                                  : 0;
+    line += ", catching up to " + std::to_string(f.catch_up_target) + " (" + std::to_string(gap) +
+            " records to apply)";
+  }
   line += ", stream " + options_.stream + " applied through " +
           std::to_string(f.last_applied_sequence) + ", lag " + std::to_string(f.lag_records) +
           " records, " + std::to_string(f.pending_records) + " changes to publish, " +
@@ -154,7 +164,9 @@ void Replicator::start() {
   natsOptions_SetTimeout(o, 2000);
   natsOptions_SetPingInterval(o, 2000);
   natsOptions_SetMaxPingsOut(o, 2);
-  natsOptions_SetRetryOnFailedConnect(o, true, nullptr, nullptr);
+  // With a callback the first connect is asynchronous: NATS away at start
+  // must not hold the main thread (without one the call retries forever).
+  natsOptions_SetRetryOnFailedConnect(o, true, on_reconnected, &need_setup_);
   natsOptions_SetReconnectedCB(o, on_reconnected, &need_setup_);
   const natsStatus s = natsConnection_Connect(&nats_->conn, o);
   if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
@@ -166,6 +178,7 @@ void Replicator::start() {
                {"stream", options_.stream},
                {"origin", encoder_.origin()},
                {"resume_after", options_.resume_after}});
+  started_at_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -192,6 +205,7 @@ void Replicator::run() {
     if (!up || (need_setup_.load() && !set_up())) {
       connected_.store(false);
       update_stats();
+      check_caught_up();
       std::this_thread::sleep_for(up ? 250ms : 50ms);
       continue;
     }
@@ -199,6 +213,7 @@ void Replicator::run() {
     publish_some();
     receive_some();
     update_stats();
+    check_caught_up();
   }
   connected_.store(false);
 }
@@ -259,6 +274,7 @@ bool Replicator::ensure_stream() {
                 {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
     return false;
   }
+  set_catch_up_target(info->State.LastSeq, info->State.Msgs);
   // A stream that restarted empty (its storage was lost) numbers from 1
   // again: resume at its first record rather than wait for our old sequence.
   const std::uint64_t last = info->State.LastSeq;
@@ -271,6 +287,38 @@ bool Replicator::ensure_stream() {
   }
   jsStreamInfo_Destroy(info);
   return true;
+}
+
+// The first contact fixes what /readyz waits for: the stream's last record
+// then. An empty stream (or one whose records all aged out) has nothing to
+// wait for.
+void Replicator::set_catch_up_target(std::uint64_t last_sequence, std::uint64_t messages) {
+  if (target_known_) return;
+  target_known_ = true;
+  target_ = messages == 0 ? 0 : last_sequence;
+  stats_.set_catch_up_target(target_);
+  config::log(LogLevel::info, "replication: catching up",
+              {{"stream", options_.stream},
+               {"target", target_},
+               {"from_sequence", applier_.next_sequence()}});
+}
+
+void Replicator::check_caught_up() {
+  if (caught_up_) return;
+  const bool reached = target_known_ && applier_.applied_through() >= target_;
+  const bool gave_up = !target_known_ && std::chrono::steady_clock::now() - started_at_ >=
+                                             std::chrono::microseconds(options_.startup_wait_us);
+  if (!reached && !gave_up) return;
+  caught_up_ = true;
+  stats_.set_caught_up();
+  if (reached) {
+    config::log(LogLevel::info, "replication: caught up",
+                {{"stream", options_.stream}, {"applied_through", applier_.applied_through()}});
+  } else {
+    config::log(LogLevel::warn, "replication: stream not reached; ready from local state",
+                {{"stream", options_.stream}, {"waited_ms", options_.startup_wait_us / 1000}});
+  }
+  if (options_.on_caught_up) options_.on_caught_up();
 }
 
 bool Replicator::subscribe() {
@@ -334,6 +382,12 @@ void Replicator::receive_some() {
     if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
       const std::uint64_t sequence = meta->Sequence.Stream;
       stats_.set_lag(meta->NumPending);
+      // Nothing after it: records up to the target were deleted meanwhile
+      // (age, limits), so this one is the last there is to wait for.
+      if (!caught_up_ && meta->NumPending == 0 && sequence < target_) {
+        target_ = sequence;
+        stats_.set_catch_up_target(target_);
+      }
       if (sequence >= applier_.next_sequence()) {
         state_pb::ReplicationRecord record;
         const std::string_view body(natsMsg_GetData(msg),

@@ -14,7 +14,9 @@
 // resubscribes after the last applied sequence (catch-up).
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,6 +41,11 @@ struct ReplicatorOptions {
   std::int64_t max_age_us = 30 * 60 * 1'000'000LL;
   // Stream records up to this sequence are in the loaded state file.
   std::uint64_t resume_after = 0;
+  // Readiness (docs/replication.md "Readiness"): called once (replication
+  // thread) when every record up to the stream's last sequence at the first
+  // contact is applied, or when NATS was not reached within startup_wait_us.
+  std::function<void()> on_caught_up;
+  std::int64_t startup_wait_us = 30 * 1'000'000LL;
 };
 
 class Replicator final : public service::ChangeObserver {
@@ -65,7 +72,8 @@ class Replicator final : public service::ChangeObserver {
 
   // The position a state file saved now includes (any thread).
   persist::StreamPosition position() const;
-  // One line for /readyz: connection, applied sequence, lag, buffered changes.
+  // One line for /readyz: connection, catch-up, applied sequence, lag,
+  // buffered changes.
   std::string readiness_detail() const;
 
   // The stream's answer to one publish (NATS library thread): forget the
@@ -83,6 +91,8 @@ class Replicator final : public service::ChangeObserver {
   void publish_some();
   void receive_some();
   void update_stats();
+  void set_catch_up_target(std::uint64_t last_sequence, std::uint64_t messages);
+  void check_caught_up();
 
   ReplicatorOptions options_;
   std::string subject_;
@@ -95,6 +105,11 @@ class Replicator final : public service::ChangeObserver {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> need_setup_{true};
   std::atomic<bool> connected_{false};
+  // Catch-up (replication thread only, but for the published stats).
+  bool target_known_ = false;
+  std::uint64_t target_ = 0;
+  bool caught_up_ = false;
+  std::chrono::steady_clock::time_point started_at_{};
   std::thread thread_;
 };
 

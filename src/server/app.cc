@@ -200,10 +200,15 @@ void App::load_state() {
 // file's position when it names this stream, else from its start.
 void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   if (config.nats_url.empty()) return;
-  ic::replication::ReplicatorOptions options{.url = config.nats_url,
-                                             .stream = config.nats_stream,
-                                             .buffer_bytes = config.nats_buffer_bytes,
-                                             .max_age_us = config.index_ttl_us};
+  ic::replication::ReplicatorOptions options;
+  options.url = config.nats_url;
+  options.stream = config.nats_stream;
+  options.buffer_bytes = config.nats_buffer_bytes;
+  options.max_age_us = config.index_ttl_us;
+  // /readyz waits for the catch-up (docs/replication.md "Readiness").
+  readiness.set_catching_up(true);
+  options.on_caught_up = [this] { readiness.set_catching_up(false); };
+  options.startup_wait_us = config.nats_startup_wait_us;
   if (loaded.status == ic::persist::LoadStatus::kOk && loaded.stream_name == config.nats_stream) {
     options.resume_after = loaded.stream_sequence;
   }

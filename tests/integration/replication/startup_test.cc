@@ -1,0 +1,81 @@
+// A server joining a replicated group (docs/replication.md "Readiness",
+// "Policy", "Snapshots"), with a real nats-server: /readyz says ready only
+// once the stream is applied up to its last record at the first contact;
+// the policy outlives the stream's age window; a server with an empty state
+// directory loads the snapshot another server published. Every wait polls
+// with a generous deadline; nothing asserts timing.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "fixture.hh"
+#include "nats_process.hh"
+
+using namespace ic::rtest;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string readyz(Served& s) {
+  const auto r = ic::itest::http_request(s.server.http_port(), "GET", "/readyz");
+  return std::to_string(r.status) + " " + r.body;
+}
+
+TEST_CASE("ready only once the stream is applied up to its last record at the first contact") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  Served a(nats.url(), "");
+  constexpr int kTenants = 200;
+  for (int t = 0; t < kTenants; t += 20) REQUIRE(a.report(workload(t, 20, future_us())).ok());
+  REQUIRE(eventually([&] {
+    return a.metric("inferencecache_replication_last_applied_sequence") == 2 * kTenants;
+  }));
+  const std::vector<std::string> want = answers(a, kTenants);
+
+  // B is ready (gRPC health SERVING, waited for by ServerProcess) only after
+  // the 400 records: its answers agree at once, without polling.
+  Served b(nats.url(), "");
+  CHECK(b.metric("inferencecache_replication_catch_up_target_sequence") == 2 * kTenants);
+  CHECK(b.metric("inferencecache_replication_caught_up") == 1);
+  CHECK(b.metric("inferencecache_replication_last_applied_sequence") >= 2 * kTenants);
+  CHECK(answers(b, kTenants) == want);
+  CHECK(readyz(b).rfind("200 ok\nreplication: connected, stream INFERENCECACHE applied through 400",
+                        0) == 0);
+
+  // NATS away at C's start: not ready, the reason in /readyz; ready once
+  // NATS is back and the stream applied.
+  nats.stop();
+  Served c(nats.url(), "", {"--nats-startup-wait", "10m"}, "replication starting");
+  CHECK(eventually([&] {
+    return readyz(c) ==
+           "503 not ready\nreplication: NATS unreachable, serving from local state, waiting for "
+           "the stream (at most 600 s), stream INFERENCECACHE applied through 0, lag 0 records, 0 "
+           "changes to publish, 0 dropped";
+  }));
+  CHECK(c.metric("inferencecache_replication_caught_up") == 0);
+  CHECK(c.metric("inferencecache_replication_catch_up_target_sequence") == 0);
+  nats.start();
+  CHECK(eventually([&] { return readyz(c).rfind("200 ok\n", 0) == 0; }));
+  CHECK(c.metric("inferencecache_replication_catch_up_target_sequence") == 2 * kTenants);
+  CHECK(answers(c, kTenants) == want);
+  CHECK(c.server.log().find("replication: caught up") != std::string::npos);
+  CHECK(a.server.stop() == 0);
+  CHECK(b.server.stop() == 0);
+  CHECK(c.server.stop() == 0);
+}
+
+TEST_CASE("NATS never reached within --nats-startup-wait: ready from local state, said so") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  nats.stop();
+  Served a(nats.url(), "", {"--nats-startup-wait", "1s"});
+  CHECK(readyz(a).rfind("200 ok\nreplication: NATS unreachable, serving from local state, stream",
+                        0) == 0);
+  CHECK(a.metric("inferencecache_replication_caught_up") == 1);
+  CHECK(a.server.log().find("stream not reached; ready from local state") != std::string::npos);
+  CHECK(a.server.stop() == 0);
+}
+
+}  // namespace
