@@ -272,6 +272,21 @@ void render_replication(Writer& w, const ReplicationFigures& r) {
            "1 once every record up to the catch-up target is applied (or NATS was not reached "
            "within --nats-startup-wait).");
   w.sample("replication_caught_up", {}, r.caught_up ? 1 : 0);
+  w.family("replication_snapshots_published_total", "counter",
+           "Index snapshots this server published to JetStream.");
+  w.sample("replication_snapshots_published_total", {}, static_cast<double>(r.snapshots_published));
+  w.family("replication_snapshot_failures_total", "counter",
+           "Snapshots due but not published (JetStream error, or larger than "
+           "--nats-snapshot-max-bytes).");
+  w.sample("replication_snapshot_failures_total", {}, static_cast<double>(r.snapshot_failures));
+  w.family("replication_snapshot_published_sequence", "gauge",
+           "Stream sequence covered by the last snapshot this server published.");
+  w.sample("replication_snapshot_published_sequence", {},
+           static_cast<double>(r.snapshot_published_sequence));
+  w.family("replication_snapshot_loaded_sequence", "gauge",
+           "Stream sequence covered by the snapshot loaded at start (0: none).");
+  w.sample("replication_snapshot_loaded_sequence", {},
+           static_cast<double>(r.snapshot_loaded_sequence));
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ struct ReplicationFigures {
   // record up to it has been applied (or NATS was not reached in time).
   std::uint64_t catch_up_target = 0;
   bool caught_up = false;
+  // Snapshots (docs/replication.md "Snapshots").
+  std::uint64_t snapshots_published = 0;
+  std::uint64_t snapshot_failures = 0;            // not published: error or too large
+  std::uint64_t snapshot_published_sequence = 0;  // stream sequence of the last published
+  std::uint64_t snapshot_loaded_sequence = 0;     // of the snapshot loaded at start (0: none)
 };
 
 class ReplicationStats {
@@ -52,6 +57,14 @@ class ReplicationStats {
     catch_up_target_.store(seq, std::memory_order_relaxed);
   }
   void set_caught_up() { caught_up_.store(true, std::memory_order_relaxed); }
+  void add_snapshot_published(std::uint64_t seq) {
+    snapshots_published_.fetch_add(1, std::memory_order_relaxed);
+    snapshot_published_seq_.store(seq, std::memory_order_relaxed);
+  }
+  void add_snapshot_failure() { snapshot_failures_.fetch_add(1, std::memory_order_relaxed); }
+  void set_snapshot_loaded(std::uint64_t seq) {
+    snapshot_loaded_seq_.store(seq, std::memory_order_relaxed);
+  }
 
   ReplicationFigures figures() const {
     return ReplicationFigures{
@@ -69,6 +82,10 @@ class ReplicationStats {
         .reconnects = reconnects_.load(std::memory_order_relaxed),
         .catch_up_target = catch_up_target_.load(std::memory_order_relaxed),
         .caught_up = caught_up_.load(std::memory_order_relaxed),
+        .snapshots_published = snapshots_published_.load(std::memory_order_relaxed),
+        .snapshot_failures = snapshot_failures_.load(std::memory_order_relaxed),
+        .snapshot_published_sequence = snapshot_published_seq_.load(std::memory_order_relaxed),
+        .snapshot_loaded_sequence = snapshot_loaded_seq_.load(std::memory_order_relaxed),
     };
   }
 
@@ -87,6 +104,10 @@ class ReplicationStats {
   std::atomic<std::uint64_t> reconnects_{0};
   std::atomic<std::uint64_t> catch_up_target_{0};
   std::atomic<bool> caught_up_{false};
+  std::atomic<std::uint64_t> snapshots_published_{0};
+  std::atomic<std::uint64_t> snapshot_failures_{0};
+  std::atomic<std::uint64_t> snapshot_published_seq_{0};
+  std::atomic<std::uint64_t> snapshot_loaded_seq_{0};
 };
 
 }  // namespace ic::metrics

@@ -4,8 +4,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "config/log.hh"
+#include "replication/snapshot.hh"
+#include "replication/state_store.hh"
 
 namespace ic::replication {
 namespace {
@@ -246,6 +251,10 @@ bool Replicator::set_up() {
     need_setup_.store(true);
     return false;
   }
+  // The durable side (policy, snapshots): without it the changes still flow.
+  if (std::string error; !StateStore(nats_->js, options_.stream).ensure(&error)) {
+    config::log(LogLevel::warn, "replication: state stream not available", {{"error", error}});
+  }
   return true;
 }
 
@@ -284,6 +293,15 @@ bool Replicator::ensure_stream() {
                  {"applied_through", applier_.next_sequence() - 1},
                  {"stream_last", last}});
     applier_.skip(info->State.FirstSeq > 0 ? info->State.FirstSeq - 1 : 0);
+  }
+  const std::uint64_t first = info->State.FirstSeq;
+  if (applier_.next_sequence() > 1 && applier_.next_sequence() < first) {
+    config::log(LogLevel::warn,
+                "replication: records aged out of the stream before this server "
+                "read them; their changes are missing until re-reported",
+                {{"stream", options_.stream},
+                 {"from_sequence", applier_.next_sequence()},
+                 {"stream_first", first}});
   }
   jsStreamInfo_Destroy(info);
   return true;
@@ -393,6 +411,7 @@ void Replicator::receive_some() {
         const std::string_view body(natsMsg_GetData(msg),
                                     static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
         if (decode(body, &record) == DecodeStatus::kOk) {
+          if (record.has_policy_json()) keep_policy(sequence, record);
           if (applier_.apply(sequence, std::move(record), stopping_)) stats_.add_applied();
         } else {
           stats_.add_skipped();
@@ -403,6 +422,79 @@ void Replicator::receive_some() {
     }
     natsMsg_Destroy(msg);
   }
+}
+
+// docs/replication.md "Policy": every server that applies a policy record
+// offers it to the state stream; the first write wins, the others find it
+// kept already (one read each).
+void Replicator::keep_policy(std::uint64_t sequence, const state_pb::ReplicationRecord& record) {
+  state_pb::DurablePolicy policy;
+  policy.set_stream_sequence(sequence);
+  policy.set_policy_json(record.policy_json());
+  policy.set_origin(record.origin());
+  policy.set_accepted_at_us(record.accepted_at_us());
+  if (std::string error; !StateStore(nats_->js, options_.stream).keep_policy(policy, &error)) {
+    config::log(LogLevel::warn, "replication: policy not kept in the state stream",
+                {{"stream_sequence", sequence}, {"error", error}});
+  }
+}
+
+// Due when the interval passed since this server's last one and the group's
+// latest is not newer than half an interval (another server publishes).
+bool Replicator::snapshot_due(StateStore& store, std::int64_t now_us, std::uint64_t sequence) {
+  const std::int64_t interval = options_.snapshot_interval_us;
+  if (interval <= 0 || !connected_.load() || now_us - last_snapshot_us_ < interval) return false;
+  std::string error;
+  const std::optional<state_pb::SnapshotManifest> latest = store.manifest(&error);
+  if (!error.empty()) return false;
+  if (latest &&
+      (latest->stream_sequence() >= sequence || now_us - latest->created_at_us() < interval / 2)) {
+    return false;
+  }
+  return true;
+}
+
+void Replicator::publish_snapshot(const std::string& state_file) {
+  jsCtx* js = nullptr;
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = kJsApiWaitMs;
+  if (nats_ == nullptr || natsConnection_JetStream(&js, nats_->conn, &jo) != NATS_OK) return;
+  StateStore store(js, options_.stream);
+  const std::int64_t now = router_.clock().wall_us();
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(state_file, ec);
+  const persist::StreamPosition at = position();
+  if (ec || !snapshot_due(store, now, at.sequence)) {
+    jsCtx_Destroy(js);
+    return;
+  }
+  last_snapshot_us_ = now;
+  std::string error;
+  if (size > options_.snapshot_max_bytes) {
+    error = "state file of " + std::to_string(size) + " bytes exceeds --nats-snapshot-max-bytes";
+  } else {
+    std::ifstream in(state_file, std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const persist::StateFileContents parsed = persist::parse_state_bytes(bytes);
+    if (parsed.status != persist::LoadStatus::kOk ||
+        parsed.header.stream_name() != options_.stream) {
+      error = "state file unreadable or of another stream";
+    } else {
+      const std::uint64_t sequence = parsed.header.stream_sequence();
+      const std::string id = encoder_.origin() + "/" + std::to_string(now);
+      if (store.publish_snapshot(split_snapshot(bytes, id, sequence, now), &error)) {
+        stats_.add_snapshot_published(sequence);
+        config::log(LogLevel::info, "replication: snapshot published",
+                    {{"stream_sequence", sequence}, {"bytes", bytes.size()}});
+      }
+    }
+  }
+  if (!error.empty()) {
+    stats_.add_snapshot_failure();
+    config::log(LogLevel::warn, "replication: snapshot not published", {{"error", error}});
+  }
+  jsCtx_Destroy(js);
 }
 
 }  // namespace ic::replication

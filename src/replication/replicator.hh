@@ -32,6 +32,8 @@
 
 namespace ic::replication {
 
+class StateStore;
+
 struct ReplicatorOptions {
   std::string url;                                   // --nats-url: "nats://host:4222[,nats://...]"
   std::string stream;                                // --nats-stream
@@ -46,6 +48,10 @@ struct ReplicatorOptions {
   // contact is applied, or when NATS was not reached within startup_wait_us.
   std::function<void()> on_caught_up;
   std::int64_t startup_wait_us = 30 * 1'000'000LL;
+  // Snapshots (docs/replication.md "Snapshots"): at most one publication per
+  // interval (0 = never), none larger than max bytes.
+  std::int64_t snapshot_interval_us = 300 * 1'000'000LL;
+  std::uint64_t snapshot_max_bytes = std::uint64_t{256} << 20;
 };
 
 class Replicator final : public service::ChangeObserver {
@@ -70,6 +76,11 @@ class Replicator final : public service::ChangeObserver {
   // A policy document this server accepted (/policy, --policy-file). Any thread.
   void accepted_policy(std::string_view policy_json);
 
+  // The state saver's thread, after a periodic save of `state_file`:
+  // publishes it as the group's snapshot when one is due (interval passed,
+  // no newer one from another server, size within bounds, connected).
+  void publish_snapshot(const std::string& state_file);
+
   // The position a state file saved now includes (any thread).
   persist::StreamPosition position() const;
   // One line for /readyz: connection, catch-up, applied sequence, lag,
@@ -93,6 +104,8 @@ class Replicator final : public service::ChangeObserver {
   void update_stats();
   void set_catch_up_target(std::uint64_t last_sequence, std::uint64_t messages);
   void check_caught_up();
+  void keep_policy(std::uint64_t sequence, const state_pb::ReplicationRecord& record);
+  bool snapshot_due(StateStore& store, std::int64_t now_us, std::uint64_t sequence);
 
   ReplicatorOptions options_;
   std::string subject_;
@@ -110,6 +123,7 @@ class Replicator final : public service::ChangeObserver {
   std::uint64_t target_ = 0;
   bool caught_up_ = false;
   std::chrono::steady_clock::time_point started_at_{};
+  std::int64_t last_snapshot_us_ = 0;  // state saver's thread only
   std::thread thread_;
 };
 

@@ -11,12 +11,17 @@
 #include <vector>
 
 #include "fixture.hh"
+#include "nats_admin.hh"
 #include "nats_process.hh"
 
 using namespace ic::rtest;
 using namespace std::chrono_literals;
 
 namespace {
+
+constexpr const char* kPolicy =
+    R"({"version":7,"policies":[{"namespace":"tenant-0","routingFloorScore":1e9}]})";
+constexpr auto kAgeWindow = 2s;  // MaxAge of the changes stream in these tests
 
 std::string readyz(Served& s) {
   const auto r = ic::itest::http_request(s.server.http_port(), "GET", "/readyz");
@@ -76,6 +81,64 @@ TEST_CASE("NATS never reached within --nats-startup-wait: ready from local state
   CHECK(a.metric("inferencecache_replication_caught_up") == 1);
   CHECK(a.server.log().find("stream not reached; ready from local state") != std::string::npos);
   CHECK(a.server.stop() == 0);
+}
+
+bool has_match(const std::string& answer) {
+  return answer.find("PREFIX_MATCH") != std::string::npos;
+}
+
+// Polls until every record has aged out of the changes stream.
+bool aged_out(ic::itest::NatsProcess& nats) {
+  return eventually([&] { return ic::itest::stream_messages(nats.url(), "INFERENCECACHE") == 0; });
+}
+
+TEST_CASE("the policy outlives the stream's age window: a fresh server still applies it") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  ic::itest::create_changes_stream(nats.url(), "INFERENCECACHE", kAgeWindow);
+  Served a(nats.url(), "");
+  REQUIRE(ic::itest::http_request(a.server.snapshot_port(), "POST", "/policy", kPolicy).status ==
+          204);
+  REQUIRE(eventually(
+      [&] { return a.metric("inferencecache_replication_last_applied_sequence") == 1; }));
+  REQUIRE(aged_out(nats));
+
+  // B has neither a state file nor the policy's record: only the kept policy.
+  Served b(nats.url(), "");
+  REQUIRE(b.report(workload(0, 2, future_us())).ok());
+  const std::vector<std::string> got = answers(b, 2);
+  CHECK_FALSE(has_match(got[0]));  // tenant-0: routingFloorScore 1e9
+  CHECK(has_match(got[1]));
+  CHECK(b.server.log().find("replication: kept policy installed") != std::string::npos);
+  CHECK(same_answers(a, b, 2));
+  CHECK(a.server.stop() == 0);
+  CHECK(b.server.stop() == 0);
+}
+
+TEST_CASE("a server with an empty state directory loads the snapshot another server published") {
+  TempDir dir, empty;
+  ic::itest::NatsProcess nats(dir.file(""));
+  ic::itest::create_changes_stream(nats.url(), "INFERENCECACHE", kAgeWindow);
+  Served a(nats.url(), dir.file("a.state"), {"--nats-snapshot-interval", "500ms"});
+  REQUIRE(ic::itest::http_request(a.server.snapshot_port(), "POST", "/policy", kPolicy).status ==
+          204);
+  REQUIRE(a.report(workload(0, 8, future_us())).ok());
+  const std::vector<std::string> want = answers(a, 9);
+  REQUIRE_FALSE(has_match(want[0]));
+  REQUIRE(has_match(want[1]));
+  // 1 policy + 16 updates: a snapshot covering all of them, then the age window.
+  REQUIRE(eventually(
+      [&] { return a.metric("inferencecache_replication_snapshot_published_sequence") == 17; }));
+  REQUIRE(aged_out(nats));
+
+  Served c(nats.url(), empty.file("c.state"));
+  CHECK(c.metric("inferencecache_replication_snapshot_loaded_sequence") == 17);
+  CHECK(answers(c, 9) == want);  // ready means loaded: no polling
+  CHECK(c.server.log().find("replication: snapshot loaded") != std::string::npos);
+  CHECK(c.metric("inferencecache_replication_snapshots_published_total") == 0);
+  CHECK(a.metric("inferencecache_replication_snapshot_failures_total") == 0);
+  CHECK(a.server.stop() == 0);
+  CHECK(c.server.stop() == 0);
 }
 
 }  // namespace
