@@ -385,7 +385,15 @@ void Replicator::publish_some() {
   }
 }
 
+// One round: up to kReceiveBatch records queued in the applier, then posted
+// to the cores in one task per core.
 void Replicator::receive_some() {
+  receive_round();
+  const std::size_t queued = applier_.queued();
+  if (applier_.flush(stopping_)) stats_.add_applied(queued);
+}
+
+void Replicator::receive_round() {
   for (int i = 0; i < kReceiveBatch && !stopping_.load(std::memory_order_relaxed); ++i) {
     natsMsg* msg = nullptr;
     const natsStatus s = natsSubscription_NextMsg(&msg, nats_->sub, i == 0 ? kIdleWaitMs : 1);
@@ -412,7 +420,7 @@ void Replicator::receive_some() {
                                     static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
         if (decode(body, &record) == DecodeStatus::kOk) {
           if (record.has_policy_json()) keep_policy(sequence, record);
-          if (applier_.apply(sequence, std::move(record), stopping_)) stats_.add_applied();
+          applier_.add(sequence, std::move(record));
         } else {
           stats_.add_skipped();
           applier_.skip(sequence);

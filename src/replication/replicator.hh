@@ -101,6 +101,7 @@ class Replicator final : public service::ChangeObserver {
   bool subscribe();
   void publish_some();
   void receive_some();
+  void receive_round();
   void update_stats();
   void set_catch_up_target(std::uint64_t last_sequence, std::uint64_t messages);
   void check_caught_up();
