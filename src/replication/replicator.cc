@@ -395,6 +395,13 @@ void Replicator::receive_some() {
 
 void Replicator::receive_round() {
   for (int i = 0; i < kReceiveBatch && !stopping_.load(std::memory_order_relaxed); ++i) {
+    // The round is what has arrived: never wait past the first record (a
+    // record waiting in the round is not applied).
+    int buffered = 0;
+    if (i > 0 &&
+        (natsSubscription_GetPending(nats_->sub, &buffered, nullptr) != NATS_OK || buffered == 0)) {
+      return;
+    }
     natsMsg* msg = nullptr;
     const natsStatus s = natsSubscription_NextMsg(&msg, nats_->sub, i == 0 ? kIdleWaitMs : 1);
     if (s == NATS_TIMEOUT) return;
