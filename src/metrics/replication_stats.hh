@@ -47,13 +47,17 @@ class ReplicationStats {
     pending_bytes_.store(bytes, std::memory_order_relaxed);
     pending_records_.store(records, std::memory_order_relaxed);
   }
-  void add_published() { published_.fetch_add(1, std::memory_order_relaxed); }
+  void add_published(std::uint64_t records = 1) {
+    published_.fetch_add(records, std::memory_order_relaxed);
+  }
   void add_publish_failure() { failures_.fetch_add(1, std::memory_order_relaxed); }
   void add_dropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
   void add_applied(std::uint64_t records = 1) {
     applied_.fetch_add(records, std::memory_order_relaxed);
   }
-  void add_skipped() { skipped_.fetch_add(1, std::memory_order_relaxed); }
+  void add_skipped(std::uint64_t records = 1) {
+    skipped_.fetch_add(records, std::memory_order_relaxed);
+  }
   void add_reconnect() { reconnects_.fetch_add(1, std::memory_order_relaxed); }
   void set_catch_up_target(std::uint64_t seq) {
     catch_up_target_.store(seq, std::memory_order_relaxed);

@@ -65,4 +65,66 @@ DecodeStatus decode(std::string_view body, state_pb::ReplicationRecord* record) 
   return DecodeStatus::kOk;
 }
 
+std::string batch_id(std::string_view origin, std::uint64_t first, std::uint64_t last) {
+  return message_id(origin, first) + "-" + std::to_string(last);
+}
+
+bool batch_range(std::string_view message_id, std::string_view origin, std::uint64_t* first,
+                 std::uint64_t* last) {
+  if (message_id.size() <= origin.size() + 1 || !message_id.starts_with(origin) ||
+      message_id[origin.size()] != ':') {
+    return false;
+  }
+  const std::string_view range = message_id.substr(origin.size() + 1);
+  const char* end = range.data() + range.size();
+  const auto a = std::from_chars(range.data(), end, *first);
+  if (a.ec != std::errc{} || a.ptr == end || *a.ptr != '-') return false;
+  const auto b = std::from_chars(a.ptr + 1, end, *last);
+  return b.ec == std::errc{} && b.ptr == end && *first <= *last;
+}
+
+namespace {
+
+void append_varint(std::string* out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+}  // namespace
+
+// Field 1 (format_version, varint) = 2.
+std::string batch_header() { return std::string("\x08\x02", 2); }
+
+// Field 2 (records, length-delimited): tag 0x12, length, bytes.
+void append_to_batch(std::string* batch, std::string_view record) {
+  batch->push_back('\x12');
+  append_varint(batch, record.size());
+  batch->append(record);
+}
+
+bool decode_message(std::string_view body, std::vector<state_pb::ReplicationRecord>* records,
+                    std::uint64_t* skipped) {
+  records->clear();
+  state_pb::ReplicationBatch batch;
+  if (batch.ParseFromArray(body.data(), static_cast<int>(body.size())) &&
+      batch.format_version() == kBatchFormatVersion) {
+    for (state_pb::ReplicationRecord& r : *batch.mutable_records()) {
+      const bool ok = r.format_version() == kRecordFormatVersion &&
+                      r.change_case() != state_pb::ReplicationRecord::CHANGE_NOT_SET;
+      if (ok)
+        records->push_back(std::move(r));
+      else
+        ++*skipped;
+    }
+    return true;
+  }
+  state_pb::ReplicationRecord single;
+  if (decode(body, &single) != DecodeStatus::kOk) return false;
+  records->push_back(std::move(single));
+  return true;
+}
+
 }  // namespace ic::replication

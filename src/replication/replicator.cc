@@ -18,11 +18,13 @@ namespace {
 using config::LogLevel;
 using namespace std::chrono_literals;
 
-constexpr std::size_t kPublishBatch = 512;  // records per publish round
-constexpr int kReceiveBatch = 1024;         // messages per receive round
-constexpr int64_t kIdleWaitMs = 5;          // receive wait when nothing arrives
-constexpr int64_t kAckWaitMs = 5000;        // then a publish counts as failed
-constexpr int64_t kJsApiWaitMs = 2000;      // JetStream API requests
+constexpr std::size_t kPublishBatch = 512;                   // records per publish round
+constexpr std::size_t kBatchRecords = 256;                   // records per stream message
+constexpr std::size_t kBatchBytes = std::size_t{256} << 10;  // body bytes per stream message
+constexpr int kReceiveBatch = 1024;                          // messages per receive round
+constexpr int64_t kIdleWaitMs = 5;                           // receive wait when nothing arrives
+constexpr int64_t kAckWaitMs = 5000;                         // then a publish counts as failed
+constexpr int64_t kJsApiWaitMs = 2000;                       // JetStream API requests
 constexpr int64_t kMaxAsyncPending = 8192;  // publishes awaiting acks in the library
 constexpr auto kFlushAtStop = 2s;           // publishing what is buffered at stop
 constexpr std::int64_t kDuplicateWindowNs = 120LL * 1'000'000'000;  // JetStream default
@@ -50,12 +52,12 @@ std::string status_text(natsStatus s) {
 void ack_bridge(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closure) {
   auto* self = static_cast<Replicator*>(closure);
   const char* id = nullptr;
-  if (natsMsgHeader_Get(msg, kMsgIdHeader, &id) == NATS_OK && id != nullptr) {
-    const std::uint64_t sequence = sequence_of(id, self->origin());
+  std::uint64_t first = 0, last = 0;
+  if (natsMsgHeader_Get(msg, kMsgIdHeader, &id) == NATS_OK && id != nullptr &&
+      batch_range(id, self->origin(), &first, &last)) {
     const bool ok = ack != nullptr && error == nullptr;
-    self->settle(sequence, ok,
-                 ok ? std::string()
-                    : std::string(natsMsg_GetData(msg),
+    self->settle(first, last, ok,
+                 std::string_view(natsMsg_GetData(msg),
                                   static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
   }
   natsMsg_Destroy(msg);
@@ -123,14 +125,18 @@ void Replicator::offer(std::uint64_t sequence, std::string body) {
   if (!outbox_.offer(sequence, std::move(body))) stats_.add_dropped();
 }
 
-void Replicator::settle(std::uint64_t sequence, bool ok, std::string body) {
+void Replicator::settle(std::uint64_t first, std::uint64_t last, bool ok, std::string_view body) {
   if (ok) {
-    outbox_.acked(sequence);
-    stats_.add_published();
+    stats_.add_published(outbox_.acked(first, last));
     return;
   }
   stats_.add_publish_failure();
-  outbox_.failed(Outbox::Item{sequence, std::move(body)});
+  // Back to the queue record by record (a failure is rare: re-serializing is fine).
+  state_pb::ReplicationBatch batch;
+  if (!batch.ParseFromArray(body.data(), static_cast<int>(body.size()))) return;
+  for (const state_pb::ReplicationRecord& r : batch.records()) {
+    outbox_.failed(Outbox::Item{r.origin_sequence(), r.SerializeAsString()});
+  }
 }
 
 persist::StreamPosition Replicator::position() const {
@@ -363,26 +369,44 @@ bool Replicator::subscribe() {
   return true;
 }
 
+// The round's records in batches of consecutive origin sequences (one
+// JetStream message each: the per-message cost of publishing, acknowledging
+// and receiving is paid once per batch, not per change).
 void Replicator::publish_some() {
-  for (Outbox::Item& item : outbox_.take(kPublishBatch)) {
-    natsMsg* msg = nullptr;
-    natsStatus s = natsMsg_Create(&msg, subject_.c_str(), nullptr, item.body.data(),
-                                  static_cast<int>(item.body.size()));
-    if (s == NATS_OK) {
-      s = natsMsgHeader_Set(msg, kMsgIdHeader,
-                            message_id(encoder_.origin(), item.sequence).c_str());
+  std::vector<Outbox::Item> items = outbox_.take(kPublishBatch);
+  for (std::size_t i = 0, j = 0; i < items.size(); i = j) {
+    std::string body = batch_header();
+    for (j = i; j < items.size() && j - i < kBatchRecords; ++j) {
+      if (j > i && (items[j].sequence != items[j - 1].sequence + 1 ||
+                    body.size() + items[j].body.size() > kBatchBytes)) {
+        break;
+      }
+      append_to_batch(&body, items[j].body);
     }
-    if (s == NATS_OK) {
-      jsPubOptions po;
-      jsPubOptions_Init(&po);
-      po.MaxWait = kAckWaitMs;  // a lost ack comes back as a failure: republished
-      s = js_PublishMsgAsync(nats_->js, &msg, &po);
-    }
-    if (s != NATS_OK) {
-      natsMsg_Destroy(msg);  // null once the library took it
-      settle(item.sequence, false, std::move(item.body));
+    if (!publish_batch(items[i].sequence, items[j - 1].sequence, body)) {
+      stats_.add_publish_failure();
+      for (std::size_t k = i; k < j; ++k) {
+        outbox_.failed(Outbox::Item{items[k].sequence, std::move(items[k].body)});
+      }
     }
   }
+}
+
+bool Replicator::publish_batch(std::uint64_t first, std::uint64_t last, const std::string& body) {
+  natsMsg* msg = nullptr;
+  natsStatus s =
+      natsMsg_Create(&msg, subject_.c_str(), nullptr, body.data(), static_cast<int>(body.size()));
+  if (s == NATS_OK) {
+    s = natsMsgHeader_Set(msg, kMsgIdHeader, batch_id(encoder_.origin(), first, last).c_str());
+  }
+  if (s == NATS_OK) {
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = kAckWaitMs;  // a lost ack comes back as a failure: republished
+    s = js_PublishMsgAsync(nats_->js, &msg, &po);
+  }
+  natsMsg_Destroy(msg);  // null once the library took it
+  return s == NATS_OK;
 }
 
 // One round: up to kReceiveBatch records queued in the applier, then posted
@@ -421,21 +445,27 @@ void Replicator::receive_round() {
         target_ = sequence;
         stats_.set_catch_up_target(target_);
       }
-      if (sequence >= applier_.next_sequence()) {
-        state_pb::ReplicationRecord record;
-        const std::string_view body(natsMsg_GetData(msg),
-                                    static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
-        if (decode(body, &record) == DecodeStatus::kOk) {
-          if (record.has_policy_json()) keep_policy(sequence, record);
-          applier_.add(sequence, std::move(record));
-        } else {
-          stats_.add_skipped();
-          applier_.skip(sequence);
-        }
-      }
+      if (sequence >= applier_.next_sequence()) apply_message(sequence, msg);
       jsMsgMetaData_Destroy(meta);
     }
     natsMsg_Destroy(msg);
+  }
+}
+
+// One stream message: a batch of records (or a single one of format 1).
+void Replicator::apply_message(std::uint64_t sequence, natsMsg* msg) {
+  const std::string_view body(natsMsg_GetData(msg),
+                              static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+  std::uint64_t skipped = 0;
+  if (!decode_message(body, &received_, &skipped)) skipped = 1;
+  stats_.add_skipped(skipped);
+  if (received_.empty()) {
+    applier_.skip(sequence);
+    return;
+  }
+  for (state_pb::ReplicationRecord& record : received_) {
+    if (record.has_policy_json()) keep_policy(sequence, record);
+    applier_.add(sequence, std::move(record));
   }
 }
 

@@ -13,6 +13,8 @@
 // reconnects forever, and the thread then republishes the outbox and
 // resubscribes after the last applied sequence (catch-up).
 
+#include <nats/nats.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "metrics/replication_stats.hh"
 #include "persist/state_saver.hh"
@@ -87,9 +90,9 @@ class Replicator final : public service::ChangeObserver {
   // buffered changes.
   std::string readiness_detail() const;
 
-  // The stream's answer to one publish (NATS library thread): forget the
-  // record, or queue `body` again.
-  void settle(std::uint64_t sequence, bool ok, std::string body);
+  // The stream's answer to one published batch of records first..last (NATS
+  // library thread): forget them, or queue the records of `body` again.
+  void settle(std::uint64_t first, std::uint64_t last, bool ok, std::string_view body);
   const std::string& origin() const { return encoder_.origin(); }
 
  private:
@@ -102,6 +105,8 @@ class Replicator final : public service::ChangeObserver {
   void publish_some();
   void receive_some();
   void receive_round();
+  bool publish_batch(std::uint64_t first, std::uint64_t last, const std::string& body);
+  void apply_message(std::uint64_t sequence, natsMsg* msg);
   void update_stats();
   void set_catch_up_target(std::uint64_t last_sequence, std::uint64_t messages);
   void check_caught_up();
@@ -124,7 +129,8 @@ class Replicator final : public service::ChangeObserver {
   std::uint64_t target_ = 0;
   bool caught_up_ = false;
   std::chrono::steady_clock::time_point started_at_{};
-  std::int64_t last_snapshot_us_ = 0;  // state saver's thread only
+  std::int64_t last_snapshot_us_ = 0;                  // state saver's thread only
+  std::vector<state_pb::ReplicationRecord> received_;  // replication thread: one message's
   std::thread thread_;
 };
 

@@ -47,13 +47,27 @@ void create_changes_stream(const std::string& url, const std::string& name,
   }
 }
 
-std::int64_t stream_messages(const std::string& url, const std::string& name) {
+namespace {
+
+// One field of the stream's state; -1 when it cannot be read.
+template <typename Field>
+std::int64_t stream_state(const std::string& url, const std::string& name, Field field) {
   Js c(url);
   jsStreamInfo* info = nullptr;
   if (js_GetStreamInfo(&info, c.js, name.c_str(), nullptr, nullptr) != NATS_OK) return -1;
-  const auto n = static_cast<std::int64_t>(info->State.Msgs);
+  const auto n = static_cast<std::int64_t>(field(info->State));
   jsStreamInfo_Destroy(info);
   return n;
+}
+
+}  // namespace
+
+std::int64_t stream_messages(const std::string& url, const std::string& name) {
+  return stream_state(url, name, [](const jsStreamState& s) { return s.Msgs; });
+}
+
+std::int64_t stream_last_sequence(const std::string& url, const std::string& name) {
+  return stream_state(url, name, [](const jsStreamState& s) { return s.LastSeq; });
 }
 
 }  // namespace ic::itest

@@ -15,5 +15,8 @@ void create_changes_stream(const std::string& url, const std::string& name,
                            std::chrono::milliseconds max_age);
 // Messages stored in stream `name` now; -1 when it cannot be read.
 std::int64_t stream_messages(const std::string& url, const std::string& name);
+// The last sequence of stream `name` (a message holds a batch of records, so
+// sequences count messages, not changes); -1 when it cannot be read.
+std::int64_t stream_last_sequence(const std::string& url, const std::string& name);
 
 }  // namespace ic::itest

@@ -34,20 +34,25 @@ TEST_CASE("ready only once the stream is applied up to its last record at the fi
   Served a(nats.url(), "");
   constexpr int kTenants = 200;
   for (int t = 0; t < kTenants; t += 20) REQUIRE(a.report(workload(t, 20, future_us())).ok());
-  REQUIRE(eventually([&] {
-    return a.metric("inferencecache_replication_last_applied_sequence") == 2 * kTenants;
-  }));
+  REQUIRE(eventually(
+      [&] { return a.metric("inferencecache_replication_applied_total") == 2 * kTenants; }));
+  // Sequences count stream messages (batches of records).
+  const double last =
+      static_cast<double>(ic::itest::stream_last_sequence(nats.url(), "INFERENCECACHE"));
+  REQUIRE(a.metric("inferencecache_replication_last_applied_sequence") == last);
   const std::vector<std::string> want = answers(a, kTenants);
 
   // B is ready (gRPC health SERVING, waited for by ServerProcess) only after
-  // the 400 records: its answers agree at once, without polling.
+  // the stream's last message: its answers agree at once, without polling.
   Served b(nats.url(), "");
-  CHECK(b.metric("inferencecache_replication_catch_up_target_sequence") == 2 * kTenants);
+  CHECK(b.metric("inferencecache_replication_catch_up_target_sequence") == last);
   CHECK(b.metric("inferencecache_replication_caught_up") == 1);
-  CHECK(b.metric("inferencecache_replication_last_applied_sequence") >= 2 * kTenants);
+  CHECK(b.metric("inferencecache_replication_last_applied_sequence") == last);
+  CHECK(b.metric("inferencecache_replication_applied_total") == 2 * kTenants);
   CHECK(answers(b, kTenants) == want);
-  CHECK(readyz(b).rfind("200 ok\nreplication: connected, stream INFERENCECACHE applied through 400",
-                        0) == 0);
+  CHECK(readyz(b) == "200 ok\nreplication: connected, stream INFERENCECACHE applied through " +
+                         std::to_string(static_cast<int>(last)) +
+                         ", lag 0 records, 0 changes to publish, 0 dropped");
 
   // NATS away at C's start: not ready, the reason in /readyz; ready once
   // NATS is back and the stream applied.
@@ -63,7 +68,7 @@ TEST_CASE("ready only once the stream is applied up to its last record at the fi
   CHECK(c.metric("inferencecache_replication_catch_up_target_sequence") == 0);
   nats.start();
   CHECK(eventually([&] { return readyz(c).rfind("200 ok\n", 0) == 0; }));
-  CHECK(c.metric("inferencecache_replication_catch_up_target_sequence") == 2 * kTenants);
+  CHECK(c.metric("inferencecache_replication_catch_up_target_sequence") == last);
   CHECK(answers(c, kTenants) == want);
   CHECK(c.server.log().find("replication: caught up") != std::string::npos);
   CHECK(a.server.stop() == 0);
@@ -127,12 +132,15 @@ TEST_CASE("a server with an empty state directory loads the snapshot another ser
   REQUIRE_FALSE(has_match(want[0]));
   REQUIRE(has_match(want[1]));
   // 1 policy + 16 updates: a snapshot covering all of them, then the age window.
+  REQUIRE(eventually([&] { return a.metric("inferencecache_replication_published_total") == 17; }));
+  const double last =
+      static_cast<double>(ic::itest::stream_last_sequence(nats.url(), "INFERENCECACHE"));
   REQUIRE(eventually(
-      [&] { return a.metric("inferencecache_replication_snapshot_published_sequence") == 17; }));
+      [&] { return a.metric("inferencecache_replication_snapshot_published_sequence") == last; }));
   REQUIRE(aged_out(nats));
 
   Served c(nats.url(), empty.file("c.state"));
-  CHECK(c.metric("inferencecache_replication_snapshot_loaded_sequence") == 17);
+  CHECK(c.metric("inferencecache_replication_snapshot_loaded_sequence") == last);
   CHECK(answers(c, 9) == want);  // ready means loaded: no polling
   CHECK(c.server.log().find("replication: snapshot loaded") != std::string::npos);
   CHECK(c.metric("inferencecache_replication_snapshots_published_total") == 0);
