@@ -163,3 +163,34 @@ TEST_CASE("a batch ack settles exactly its range") {
 
 }  // namespace
 }  // namespace ic::replication
+
+namespace ic::replication {
+namespace {
+
+TEST_CASE("an encoded record has exactly the bytes of the record with its change set") {
+  RecordEncoder encoder("host/7/99");
+  pb::CacheStateUpdate update;
+  update.set_tenant_id("team-a");
+  update.set_timestamp_us(123);
+  update.add_prefixes()->add_block_hashes(std::string(8, 'h'));
+  pb::CacheEvent event;
+  event.set_type(pb::CacheEvent::ALL_CLEARED);
+  event.set_tenant_id("team-b");
+  std::uint64_t s1 = 0, s2 = 0;
+  const std::string got_update = encoder.encode(update, 1000, &s1);
+  const std::string got_event = encoder.encode(event, 2000, &s2);
+  state_pb::ReplicationRecord want;
+  want.set_format_version(kRecordFormatVersion);
+  want.set_origin("host/7/99");
+  want.set_origin_sequence(1);
+  want.set_accepted_at_us(1000);
+  *want.mutable_update() = update;
+  CHECK(got_update == want.SerializeAsString());
+  want.set_origin_sequence(2);
+  want.set_accepted_at_us(2000);
+  *want.mutable_event() = event;
+  CHECK(got_event == want.SerializeAsString());
+}
+
+}  // namespace
+}  // namespace ic::replication
