@@ -329,15 +329,18 @@ void Replicator::set_catch_up_target(std::uint64_t last_sequence, std::uint64_t 
 
 void Replicator::check_caught_up() {
   if (caught_up_) return;
-  const bool reached = target_known_ && applier_.applied_through() >= target_;
+  const std::uint64_t through = applier_.applied_through();
+  const bool reached = target_known_ && through >= target_;
   const bool gave_up = !target_known_ && std::chrono::steady_clock::now() - started_at_ >=
                                              std::chrono::microseconds(options_.startup_wait_us);
   if (!reached && !gave_up) return;
   caught_up_ = true;
+  // The gauge shows at least what readiness was decided on.
+  stats_.set_applied_sequence(through);
   stats_.set_caught_up();
   if (reached) {
     config::log(LogLevel::info, "replication: caught up",
-                {{"stream", options_.stream}, {"applied_through", applier_.applied_through()}});
+                {{"stream", options_.stream}, {"applied_through", through}});
   } else {
     config::log(LogLevel::warn, "replication: stream not reached; ready from local state",
                 {{"stream", options_.stream}, {"waited_ms", options_.startup_wait_us / 1000}});

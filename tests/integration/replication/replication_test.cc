@@ -49,7 +49,8 @@ TEST_CASE("ingest, events and a policy through one server: the other two answer 
   const auto last = ic::itest::stream_last_sequence(nats.url(), "INFERENCECACHE");
   CHECK(last >= 1);
   CHECK(last <= 16);
-  CHECK(b.metric("inferencecache_replication_last_applied_sequence") == last);
+  CHECK(eventually(
+      [&] { return b.metric("inferencecache_replication_last_applied_sequence") == last; }));
   CHECK(c.metric("inferencecache_replication_connected") == 1);
   CHECK(b.metric("inferencecache_replication_published_total") == 0);
 
