@@ -3,12 +3,16 @@
 //   lag:        10,000 ingests (4 blocks of 64 tokens) through server A, one
 //               ReportCacheState stream each; per ingest, the time from A's Ack until B and C both
 //               answer PREFIX_MATCH for it (polling LookupRoute): p50/p99/max.
-//   throughput: 40,000 updates on 4 concurrent streams into A with B and C
-//               running (updates/s until the last Ack, and until B applied
-//               every record), into A with B and C stopped, and into a server
-//               without replication.
+//   throughput: 40,000 updates on 4 concurrent streams into one server, on
+//               fresh servers per phase: without replication; with NATS and
+//               that server alone; with NATS and three servers. Wall rate
+//               (until the last Ack, and until every server applied all),
+//               and each server's CPU time per update (getrusage of the
+//               reaped child): on cores of its own a server's rate is the
+//               inverse, so "on vs off" per server is the CPU ratio.
 // Run: IC_SERVER_BINARY=build/src/inferencecache-server
 //      IC_NATS_SERVER=/usr/sbin/nats-server build/perf/replication_lag
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -153,6 +158,69 @@ std::string loadavg() {
   return one + " " + five + " " + fifteen;
 }
 
+// CPU seconds of this process's reaped children (servers and nats-server):
+// the difference around one server's stop is that server's CPU time.
+double children_cpu_s() {
+  rusage ru{};
+  ::getrusage(RUSAGE_CHILDREN, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// Stops `node` and returns its CPU µs per update of the phase.
+double cpu_us_per_update(Node& node) {
+  const double before = children_cpu_s();
+  node.server.stop();
+  return (children_cpu_s() - before) * 1e6 / (kStreams * kUpdatesPerStream);
+}
+
+// Waits until `node` applied `target` changes (stream sequences count
+// messages, each a batch of changes); false after 300 s.
+bool applied(Node& node, double target) {
+  const auto give_up = Clock::now() + 300s;
+  while (node.metric("inferencecache_replication_applied_total") < target) {
+    if (Clock::now() > give_up) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+struct Phase {
+  double rate = 0;            // updates/s until the last Ack
+  double applied_rate = 0;    // updates/s until every server applied all (replication on)
+  double cpu_origin_us = 0;   // CPU µs per update of the server that took the ingest
+  double cpu_replica_us = 0;  // ... of a server that only applies the stream (B)
+};
+
+// Fresh NATS and `servers` servers (0: one server without replication);
+// 40,000 updates into the first; every server's CPU per update.
+Phase throughput(const std::string& dir, int servers) {
+  Phase out;
+  const std::string store = dir + "/" + std::to_string(servers);
+  std::filesystem::create_directories(store);
+  ic::itest::NatsProcess nats(store);
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (int i = 0; i < std::max(servers, 1); ++i) {
+    nodes.push_back(std::make_unique<Node>(servers == 0 ? std::string() : nats.url()));
+  }
+  const auto t0 = Clock::now();
+  out.rate = ingest(*nodes[0], "u-");
+  if (servers > 0) {
+    for (auto& n : nodes) {
+      if (!applied(*n, kStreams * kUpdatesPerStream)) std::fprintf(stderr, "not applied\n");
+    }
+    out.applied_rate =
+        kStreams * kUpdatesPerStream / std::chrono::duration<double>(Clock::now() - t0).count();
+    if (const double d = nodes[0]->metric("inferencecache_replication_dropped_total"); d != 0) {
+      std::fprintf(stderr, "dropped on the origin: %.0f\n", d);
+    }
+  }
+  out.cpu_origin_us = cpu_us_per_update(*nodes[0]);
+  if (servers > 1) out.cpu_replica_us = cpu_us_per_update(*nodes[1]);
+  for (std::size_t i = 2; i < nodes.size(); ++i) nodes[i]->server.stop();
+  return out;
+}
+
 }  // namespace
 
 int main() {
@@ -163,37 +231,30 @@ int main() {
     ic::itest::NatsProcess nats(dir);
     Node a(nats.url()), b(nats.url()), c(nats.url());
     lag(a, b, c);
-
-    // Replication on with three servers (each applies all 40,000 updates, all
-    // sharing this machine's CPUs with NATS), then with A alone + NATS, then off.
-    const double before = b.metric("inferencecache_replication_last_applied_sequence");
-    const auto t0 = Clock::now();
-    const double on3 = ingest(a, "on3-");
-    const double target = before + kStreams * kUpdatesPerStream;
-    while (b.metric("inferencecache_replication_last_applied_sequence") < target &&
-           Clock::now() - t0 < 300s) {
-      std::this_thread::sleep_for(5ms);
-    }
-    const double applied3 =
-        kStreams * kUpdatesPerStream / std::chrono::duration<double>(Clock::now() - t0).count();
-    b.server.stop();
-    c.server.stop();
-    const double on1 = ingest(a, "on1-");
-    Node alone("");
-    const double off = ingest(alone, "off-");
-    std::printf("ingest, %d streams x %d updates of 4 blocks (updates/s, %% of off):\n", kStreams,
-                kUpdatesPerStream);
-    std::printf("  replication off                    %9.0f\n", off);
-    std::printf("  on, 3 servers, until the last Ack  %9.0f  %3.0f %%\n", on3, 100 * on3 / off);
-    std::printf("  on, 3 servers, until B applied all %9.0f  %3.0f %%\n", applied3,
-                100 * applied3 / off);
-    std::printf("  on, 1 server + NATS, last Ack      %9.0f  %3.0f %%\n", on1, 100 * on1 / off);
-    std::printf("  dropped on A: %.0f, publish failures on A: %.0f\n",
-                a.metric("inferencecache_replication_dropped_total"),
-                a.metric("inferencecache_replication_publish_failures_total"));
-    a.server.stop();
-    alone.server.stop();
+    for (Node* n : {&a, &b, &c}) n->server.stop();
   }
+  // Each phase on fresh servers, so its CPU figures are its own.
+  const Phase off = throughput(dir, 0);
+  const Phase on1 = throughput(dir, 1);
+  const Phase on3 = throughput(dir, 3);
+  std::printf("ingest, %d streams x %d updates of 4 blocks into one server:\n", kStreams,
+              kUpdatesPerStream);
+  std::printf("  wall rate (updates/s; every process shares this machine's CPUs):\n");
+  std::printf("    replication off                     %9.0f\n", off.rate);
+  std::printf("    on, 1 server + NATS, last Ack       %9.0f  %3.0f %%\n", on1.rate,
+              100 * on1.rate / off.rate);
+  std::printf("    on, 3 servers, last Ack             %9.0f  %3.0f %%\n", on3.rate,
+              100 * on3.rate / off.rate);
+  std::printf("    on, 3 servers, all applied          %9.0f  %3.0f %%\n", on3.applied_rate,
+              100 * on3.applied_rate / off.rate);
+  std::printf("  CPU per update (µs; a server's rate on cores of its own = 1 / this):\n");
+  std::printf("    replication off                     %7.2f\n", off.cpu_origin_us);
+  std::printf("    on, 1 server: the origin            %7.2f  rate %3.0f %% of off\n",
+              on1.cpu_origin_us, 100 * off.cpu_origin_us / on1.cpu_origin_us);
+  std::printf("    on, 3 servers: the origin (A)       %7.2f  rate %3.0f %% of off\n",
+              on3.cpu_origin_us, 100 * off.cpu_origin_us / on3.cpu_origin_us);
+  std::printf("    on, 3 servers: a replica (B)        %7.2f  rate %3.0f %% of off\n",
+              on3.cpu_replica_us, 100 * off.cpu_origin_us / on3.cpu_replica_us);
   std::filesystem::remove_all(dir);
   std::printf("load average at end: %s\n", loadavg().c_str());
   return 0;

@@ -15,6 +15,7 @@ void Readiness::core_serving(unsigned core) {
 
 bool Readiness::ready() const {
   return !draining_.load(std::memory_order_relaxed) &&
+         !catching_up_.load(std::memory_order_relaxed) &&
          count_.load(std::memory_order_relaxed) == cores_;
 }
 

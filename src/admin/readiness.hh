@@ -19,9 +19,13 @@ class Readiness {
   void core_serving(unsigned core);
   // Shutdown began: ready() is false from now on. Any thread.
   void set_draining() { draining_.store(true, std::memory_order_relaxed); }
+  // Replication is catching up with its stream (docs/replication.md
+  // "Readiness"): ready() is false while set. Any thread.
+  void set_catching_up(bool on) { catching_up_.store(on, std::memory_order_relaxed); }
   // True once set_draining() was called.
   bool draining() const { return draining_.load(std::memory_order_relaxed); }
-  // True when every core called core_serving() and draining has not begun.
+  // True when every core called core_serving(), no catch-up is pending and
+  // draining has not begun.
   bool ready() const;
 
  private:
@@ -29,6 +33,7 @@ class Readiness {
   unsigned cores_;
   std::atomic<unsigned> count_{0};
   std::atomic<bool> draining_{false};
+  std::atomic<bool> catching_up_{false};
 };
 
 }  // namespace ic::admin

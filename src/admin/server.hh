@@ -42,7 +42,7 @@ struct AdminContext {
   metrics::Registry* registry = nullptr;  // /metrics
   Readiness* readiness = nullptr;         // /readyz (nullptr: always ready)
   // Any thread: extra /readyz lines after "ok" / "not ready" (replication
-  // state, docs/replication.md "Health"); empty function or "" = none.
+  // state, docs/replication.md "Readiness"); empty function or "" = none.
   std::function<std::string()> readiness_detail;
   // Runs ON `core`: that core's index shard rows for /snapshot.
   std::function<index::ShardSnapshot(unsigned core)> collect_snapshot;

@@ -139,6 +139,9 @@ struct RawFlags {
   std::string saturation_pressure = "1";
   std::string state_save_interval = "1m";
   std::string nats_buffer_bytes = "67108864";
+  std::string nats_startup_wait = "30s";
+  std::string nats_snapshot_interval = "5m";
+  std::string nats_snapshot_max_bytes = "268435456";
   std::string metrics_stream_interval = "10s";
 };
 
@@ -212,6 +215,15 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
       ->capture_default_str();
   app.add_option("--nats-buffer-bytes", raw.nats_buffer_bytes,
                  "replication: changes buffered while NATS is slow or away")
+      ->capture_default_str();
+  app.add_option("--nats-startup-wait", raw.nats_startup_wait,
+                 "replication: /readyz waits this long for NATS at start, then serves local state")
+      ->capture_default_str();
+  app.add_option("--nats-snapshot-interval", raw.nats_snapshot_interval,
+                 "replication: period of index snapshots published to JetStream (0: never)")
+      ->capture_default_str();
+  app.add_option("--nats-snapshot-max-bytes", raw.nats_snapshot_max_bytes,
+                 "replication: larger snapshots are not published")
       ->capture_default_str();
 }
 
@@ -287,6 +299,11 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   require_stream_name(c.nats_stream);
   c.nats_buffer_bytes = parse_uint<std::uint64_t>("--nats-buffer-bytes", raw.nats_buffer_bytes,
                                                   1u << 16, std::uint64_t{1} << 36);
+  c.nats_startup_wait_us = parse_duration_flag("--nats-startup-wait", raw.nats_startup_wait, 0);
+  c.nats_snapshot_interval_us =
+      parse_duration_flag("--nats-snapshot-interval", raw.nats_snapshot_interval, 0);
+  c.nats_snapshot_max_bytes = parse_uint<std::uint64_t>(
+      "--nats-snapshot-max-bytes", raw.nats_snapshot_max_bytes, 1u << 16, std::uint64_t{1} << 34);
 }
 
 std::string one_line(std::string s) {

@@ -86,6 +86,15 @@ struct ServerConfig {
   // Bytes of changes buffered for publishing while NATS is slow or away;
   // beyond it new changes are applied locally only and counted as dropped.
   std::uint64_t nats_buffer_bytes = std::uint64_t{64} << 20;
+  // /readyz waits for the stream catch-up (docs/replication.md "Readiness");
+  // when NATS was not reached within this time (µs) the server goes ready
+  // from its local state.
+  std::int64_t nats_startup_wait_us = 30 * 1'000'000LL;
+  // Period (µs) of the index snapshots a server with --state-file publishes
+  // to JetStream (docs/replication.md "Snapshots"); 0 = never.
+  std::int64_t nats_snapshot_interval_us = 300 * 1'000'000LL;
+  // A snapshot (state file) larger than this (bytes) is not published.
+  std::uint64_t nats_snapshot_max_bytes = std::uint64_t{256} << 20;
 };
 
 // Result of parsing argv: a config, or an exit code with the text to print.

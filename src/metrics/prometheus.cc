@@ -269,6 +269,28 @@ void render_replication(Writer& w, const ReplicationFigures& r) {
   w.family("replication_resubscribes_total", "counter",
            "Times the stream was subscribed again (reconnect, consumer loss).");
   w.sample("replication_resubscribes_total", {}, static_cast<double>(r.reconnects));
+  w.family("replication_catch_up_target_sequence", "gauge",
+           "The stream's last sequence when this server first reached it; /readyz waits for it.");
+  w.sample("replication_catch_up_target_sequence", {}, static_cast<double>(r.catch_up_target));
+  w.family("replication_caught_up", "gauge",
+           "1 once every record up to the catch-up target is applied (or NATS was not reached "
+           "within --nats-startup-wait).");
+  w.sample("replication_caught_up", {}, r.caught_up ? 1 : 0);
+  w.family("replication_snapshots_published_total", "counter",
+           "Index snapshots this server published to JetStream.");
+  w.sample("replication_snapshots_published_total", {}, static_cast<double>(r.snapshots_published));
+  w.family("replication_snapshot_failures_total", "counter",
+           "Snapshots due but not published (JetStream error, or larger than "
+           "--nats-snapshot-max-bytes).");
+  w.sample("replication_snapshot_failures_total", {}, static_cast<double>(r.snapshot_failures));
+  w.family("replication_snapshot_published_sequence", "gauge",
+           "Stream sequence covered by the last snapshot this server published.");
+  w.sample("replication_snapshot_published_sequence", {},
+           static_cast<double>(r.snapshot_published_sequence));
+  w.family("replication_snapshot_loaded_sequence", "gauge",
+           "Stream sequence covered by the snapshot loaded at start (0: none).");
+  w.sample("replication_snapshot_loaded_sequence", {},
+           static_cast<double>(r.snapshot_loaded_sequence));
 }
 
 }  // namespace

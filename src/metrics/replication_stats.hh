@@ -23,6 +23,16 @@ struct ReplicationFigures {
   std::uint64_t applied = 0;           // stream records applied
   std::uint64_t skipped = 0;           // stream records not applied (unknown format, unparsable)
   std::uint64_t reconnects = 0;        // (re)subscriptions after the first
+  // Readiness (docs/replication.md "Readiness"): the stream's last sequence
+  // when this server first reached it (0 until then), and whether every
+  // record up to it has been applied (or NATS was not reached in time).
+  std::uint64_t catch_up_target = 0;
+  bool caught_up = false;
+  // Snapshots (docs/replication.md "Snapshots").
+  std::uint64_t snapshots_published = 0;
+  std::uint64_t snapshot_failures = 0;            // not published: error or too large
+  std::uint64_t snapshot_published_sequence = 0;  // stream sequence of the last published
+  std::uint64_t snapshot_loaded_sequence = 0;     // of the snapshot loaded at start (0: none)
 };
 
 class ReplicationStats {
@@ -37,12 +47,30 @@ class ReplicationStats {
     pending_bytes_.store(bytes, std::memory_order_relaxed);
     pending_records_.store(records, std::memory_order_relaxed);
   }
-  void add_published() { published_.fetch_add(1, std::memory_order_relaxed); }
+  void add_published(std::uint64_t records = 1) {
+    published_.fetch_add(records, std::memory_order_relaxed);
+  }
   void add_publish_failure() { failures_.fetch_add(1, std::memory_order_relaxed); }
   void add_dropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
-  void add_applied() { applied_.fetch_add(1, std::memory_order_relaxed); }
-  void add_skipped() { skipped_.fetch_add(1, std::memory_order_relaxed); }
+  void add_applied(std::uint64_t records = 1) {
+    applied_.fetch_add(records, std::memory_order_relaxed);
+  }
+  void add_skipped(std::uint64_t records = 1) {
+    skipped_.fetch_add(records, std::memory_order_relaxed);
+  }
   void add_reconnect() { reconnects_.fetch_add(1, std::memory_order_relaxed); }
+  void set_catch_up_target(std::uint64_t seq) {
+    catch_up_target_.store(seq, std::memory_order_relaxed);
+  }
+  void set_caught_up() { caught_up_.store(true, std::memory_order_relaxed); }
+  void add_snapshot_published(std::uint64_t seq) {
+    snapshots_published_.fetch_add(1, std::memory_order_relaxed);
+    snapshot_published_seq_.store(seq, std::memory_order_relaxed);
+  }
+  void add_snapshot_failure() { snapshot_failures_.fetch_add(1, std::memory_order_relaxed); }
+  void set_snapshot_loaded(std::uint64_t seq) {
+    snapshot_loaded_seq_.store(seq, std::memory_order_relaxed);
+  }
 
   ReplicationFigures figures() const {
     return ReplicationFigures{
@@ -58,6 +86,12 @@ class ReplicationStats {
         .applied = applied_.load(std::memory_order_relaxed),
         .skipped = skipped_.load(std::memory_order_relaxed),
         .reconnects = reconnects_.load(std::memory_order_relaxed),
+        .catch_up_target = catch_up_target_.load(std::memory_order_relaxed),
+        .caught_up = caught_up_.load(std::memory_order_relaxed),
+        .snapshots_published = snapshots_published_.load(std::memory_order_relaxed),
+        .snapshot_failures = snapshot_failures_.load(std::memory_order_relaxed),
+        .snapshot_published_sequence = snapshot_published_seq_.load(std::memory_order_relaxed),
+        .snapshot_loaded_sequence = snapshot_loaded_seq_.load(std::memory_order_relaxed),
     };
   }
 
@@ -74,6 +108,12 @@ class ReplicationStats {
   std::atomic<std::uint64_t> applied_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> reconnects_{0};
+  std::atomic<std::uint64_t> catch_up_target_{0};
+  std::atomic<bool> caught_up_{false};
+  std::atomic<std::uint64_t> snapshots_published_{0};
+  std::atomic<std::uint64_t> snapshot_failures_{0};
+  std::atomic<std::uint64_t> snapshot_published_seq_{0};
+  std::atomic<std::uint64_t> snapshot_loaded_seq_{0};
 };
 
 }  // namespace ic::metrics

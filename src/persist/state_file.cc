@@ -98,8 +98,14 @@ StateFileContents read_state_file(const std::string& path) {
     return fail(std::move(c), err == ENOENT ? LoadStatus::kMissing : LoadStatus::kUnreadable,
                 path + ": " + std::strerror(err));
   }
-  c.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
   if (in.bad()) return fail(std::move(c), LoadStatus::kUnreadable, path + ": read error");
+  return parse_state_bytes(std::move(bytes));
+}
+
+StateFileContents parse_state_bytes(std::string bytes) {
+  StateFileContents c;
+  c.bytes = std::move(bytes);
   const std::string& b = c.bytes;
   if (b.size() < sizeof(kMagic) || std::memcmp(b.data(), kMagic, sizeof(kMagic)) != 0)
     return fail(std::move(c),

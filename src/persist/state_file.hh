@@ -56,6 +56,9 @@ struct StateFileContents {
 // Reads PATH whole and verifies magic, version, record framing and checksum
 // before parsing the header. Never throws; a bad file gives its status.
 StateFileContents read_state_file(const std::string& path);
+// The same checks on the bytes of a state file read elsewhere (a snapshot
+// fetched from JetStream, docs/replication.md "Snapshots").
+StateFileContents parse_state_bytes(std::string bytes);
 
 // Streams a new state file: header first, then chunks, then commit().
 class StateFileWriter {

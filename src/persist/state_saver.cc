@@ -29,8 +29,12 @@ constexpr std::chrono::microseconds kPollInterval{200};
 
 LoadOutcome load_state(const std::string& path, const std::vector<index::Shard*>& shards,
                        std::int64_t now_wall_us) {
+  return load_state_contents(read_state_file(path), shards, now_wall_us);
+}
+
+LoadOutcome load_state_contents(StateFileContents file, const std::vector<index::Shard*>& shards,
+                                std::int64_t now_wall_us) {
   LoadOutcome out;
-  StateFileContents file = read_state_file(path);
   out.status = file.status;
   out.error = file.error;
   if (file.status != LoadStatus::kOk) return out;
@@ -104,6 +108,8 @@ void StateSaver::run() {
     if (std::string error = save_live(); !error.empty() && !stopping_.load()) {
       config::log(config::LogLevel::warn, "state file save failed",
                   {{"path", options_.path}, {"error", error}});
+    } else if (error.empty() && options_.on_saved) {
+      options_.on_saved();
     }
     next = Clock::now() + std::chrono::microseconds(options_.interval_us);
   }

@@ -49,6 +49,10 @@ struct StreamPosition {
 // shards untouched.
 LoadOutcome load_state(const std::string& path, const std::vector<index::Shard*>& shards,
                        std::int64_t now_wall_us);
+// The same for a state file read or fetched already (read_state_file,
+// parse_state_bytes).
+LoadOutcome load_state_contents(StateFileContents file, const std::vector<index::Shard*>& shards,
+                                std::int64_t now_wall_us);
 
 class StateSaver {
  public:
@@ -60,6 +64,9 @@ class StateSaver {
     // Read (any thread) just before a save takes its first slice; empty =
     // no replication. Must only name records already applied on every core.
     std::function<StreamPosition()> stream_position;
+    // Called on the saver thread after each successful periodic save (PATH
+    // holds the new file); empty = nothing. Not called for save_stopped().
+    std::function<void()> on_saved;
   };
 
   // `shards[c]` is core c's shard; all must outlive the saver.

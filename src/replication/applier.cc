@@ -21,6 +21,7 @@ Applier::Applier(service::ShardedIndex& router, std::int64_t max_in_flight)
     : router_(router),
       max_in_flight_(max_in_flight),
       cores_(router.cores().cores()),
+      pending_(cores_),
       posted_(new std::atomic<std::uint64_t>[cores_]),
       done_(new std::atomic<std::uint64_t>[cores_]) {
   for (unsigned c = 0; c < cores_; ++c) {
@@ -31,42 +32,36 @@ Applier::Applier(service::ShardedIndex& router, std::int64_t max_in_flight)
 
 Applier::~Applier() { drain(std::chrono::seconds(5)); }
 
-void Applier::resume_after(std::uint64_t sequence) { dispatched_.store(sequence); }
+void Applier::resume_after(std::uint64_t sequence) {
+  added_.store(sequence);
+  dispatched_.store(sequence);
+}
 
-bool Applier::apply(std::uint64_t sequence, state_pb::ReplicationRecord&& record,
-                    const std::atomic<bool>& stopping) {
-  bool ok = true;
+void Applier::skip(std::uint64_t sequence) {
+  added_.store(sequence, std::memory_order_release);
+  if (queued_ == 0) dispatched_.store(sequence, std::memory_order_release);
+}
+
+void Applier::add(std::uint64_t sequence, state_pb::ReplicationRecord&& record) {
   if (record.has_update()) {
-    const unsigned owner = router_.owner(record.update().tenant_id());
-    auto update = std::make_shared<const pb::CacheStateUpdate>(std::move(*record.mutable_update()));
-    ok = post(
-        owner, sequence,
-        [this, owner, update] {
-          const auto result =
-              service::wire::ingest(router_.shard(owner), *update, router_.clock().wall_us());
-          router_.hand_off_cap(result.cap_handoff);
-        },
-        stopping);
+    Batch& b = pending_[router_.owner(record.update().tenant_id())];
+    b.ops.emplace_back(std::move(*record.mutable_update()));
+    b.last = sequence;
+    ++queued_;
   } else if (record.has_event()) {
-    const unsigned owner = router_.owner(record.event().tenant_id());
-    auto event = std::make_shared<const pb::CacheEvent>(std::move(*record.mutable_event()));
-    ok = post(
-        owner, sequence,
-        [this, owner, event] {
-          service::wire::apply_event(router_.shard(owner), *event, router_.clock().wall_us());
-        },
-        stopping);
+    Batch& b = pending_[router_.owner(record.event().tenant_id())];
+    b.ops.emplace_back(std::move(*record.mutable_event()));
+    b.last = sequence;
+    ++queued_;
   } else if (record.has_policy_json()) {
-    apply_policy(sequence, record.policy_json(), stopping);
+    add_policy(sequence, record.policy_json());
   }
-  if (ok) dispatched_.store(sequence, std::memory_order_release);
-  return ok;
+  added_.store(sequence, std::memory_order_release);
 }
 
 // Every core installs the same parsed set. A document this build rejects is
 // logged and skipped: the servers that accepted it run a newer build.
-void Applier::apply_policy(std::uint64_t sequence, const std::string& json,
-                           const std::atomic<bool>& stopping) {
+void Applier::add_policy(std::uint64_t sequence, const std::string& json) {
   config::PolicyParseResult parsed = config::parse_policy_json(json);
   if (!parsed.ok()) {
     config::log(config::LogLevel::warn, "replicated policy rejected: kept the current one",
@@ -74,33 +69,57 @@ void Applier::apply_policy(std::uint64_t sequence, const std::string& json,
     return;
   }
   std::shared_ptr<const config::PolicySet> set = std::move(parsed.set);
-  for (unsigned core = 0; core < cores_; ++core) {
-    if (!post(
-            core, sequence, [this, core, set] { router_.shard(core).set_policies(set); },
-            stopping)) {
-      return;
+  for (Batch& b : pending_) {
+    b.ops.emplace_back(set);
+    b.last = sequence;
+  }
+  ++queued_;
+}
+
+// On the owner core: the batch's records in stream order.
+void Applier::run(unsigned core, Batch& batch) {
+  index::Shard& shard = router_.shard(core);
+  for (Op& op : batch.ops) {
+    const std::int64_t now = router_.clock().wall_us();
+    if (auto* update = std::get_if<pb::CacheStateUpdate>(&op)) {
+      router_.hand_off_cap(service::wire::ingest(shard, *update, now).cap_handoff);
+    } else if (auto* event = std::get_if<pb::CacheEvent>(&op)) {
+      service::wire::apply_event(shard, *event, now);
+    } else {
+      shard.set_policies(std::get<std::shared_ptr<const config::PolicySet>>(op));
     }
   }
 }
 
-bool Applier::post(unsigned core, std::uint64_t sequence, runtime::Task task,
-                   const std::atomic<bool>& stopping) {
-  while (in_flight_.load(std::memory_order_acquire) >= max_in_flight_) {
-    if (stopping.load(std::memory_order_relaxed)) return false;
-    std::this_thread::sleep_for(kWaitStep);
-  }
-  in_flight_.fetch_add(1, std::memory_order_acq_rel);
-  posted_[core].store(sequence, std::memory_order_release);
-  runtime::Task wrapped = [this, core, sequence, inner = std::move(task)]() mutable {
-    inner();
-    done_[core].store(sequence, std::memory_order_release);
-    in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-  };
-  if (!post_to_core(router_, core, std::move(wrapped))) {
+bool Applier::flush(const std::atomic<bool>& stopping) {
+  for (unsigned core = 0; core < cores_; ++core) {
+    Batch& b = pending_[core];
+    if (b.ops.empty()) continue;
+    while (in_flight_.load(std::memory_order_acquire) >= max_in_flight_) {
+      if (stopping.load(std::memory_order_relaxed)) {
+        for (Batch& rest : pending_) rest.ops.clear();
+        queued_ = 0;
+        return false;
+      }
+      std::this_thread::sleep_for(kWaitStep);
+    }
+    const auto n = static_cast<std::int64_t>(b.ops.size());
+    const std::uint64_t last = b.last;
+    in_flight_.fetch_add(n, std::memory_order_acq_rel);
+    posted_[core].store(last, std::memory_order_release);
+    runtime::Task task = [this, core, n, last, batch = std::move(b)]() mutable {
+      run(core, batch);
+      done_[core].store(last, std::memory_order_release);
+      in_flight_.fetch_sub(n, std::memory_order_acq_rel);
+    };
+    b = Batch{};
     // Only a stopped runtime refuses a post from this thread.
-    in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-    return false;
+    if (!post_to_core(router_, core, std::move(task))) {
+      in_flight_.fetch_sub(n, std::memory_order_acq_rel);
+    }
   }
+  queued_ = 0;
+  dispatched_.store(added_.load(std::memory_order_acquire), std::memory_order_release);
   return true;
 }
 

@@ -1,20 +1,26 @@
 #pragma once
 // Applies the replication stream, in stream order, to the owner cores
-// (docs/replication.md "Applying the stream"). The replication thread calls
-// apply() for each record; the change travels to its owner core through the
-// runtime's cross-core path (post_to_core, the one place this module hands
-// work to a core) and runs there like a local ingest, never on the NATS
-// thread. Per-core FIFO keeps each tenant's records in stream order.
+// (docs/replication.md "Applying the stream"). The replication thread add()s
+// the records of one receive round and flush()es them: each core gets ONE
+// task holding its records in stream order (a policy goes into every core's),
+// through the runtime's cross-core path (post_to_core, the one place this
+// module hands work to a core), where they run like local ingests, never on
+// the NATS thread. One post per core per round rather than per record: a post
+// from a non-reactor thread costs a lock and an eventfd write, and wakes the
+// core. Per-core FIFO keeps each tenant's records in stream order.
 //
-// Bounded: at most `max_in_flight` records are posted and not yet run; the
-// replication thread waits (it is not a reactor) and the NATS library holds
-// the rest, within its own pending limits.
+// Bounded: at most `max_in_flight` records are posted and not yet run (plus
+// one round); the replication thread waits (it is not a reactor) and the
+// NATS library holds the rest, within its own pending limits.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <variant>
+#include <vector>
 
+#include "config/policy.hh"
 #include "inferencecache/state/v1/state.pb.h"
 #include "runtime/task.hh"
 #include "service/sharded_index.hh"
@@ -22,6 +28,7 @@
 namespace ic::replication {
 
 namespace state_pb = ::inferencecache::state::v1;
+namespace pb = ::inferencecache::v1alpha1;
 
 // The cross-core hop of this module: queues `task` on `core` from the
 // replication thread. False when it was not queued.
@@ -39,17 +46,20 @@ class Applier {
   // position): the stream is resumed after it. Before the first apply().
   void resume_after(std::uint64_t sequence);
   // The next stream sequence expected (resume point for a new subscription).
-  std::uint64_t next_sequence() const { return dispatched_.load() + 1; }
+  std::uint64_t next_sequence() const { return added_.load() + 1; }
 
-  // Replication thread: posts record `sequence` (> every earlier one) to its
-  // owner core, or to every core for a policy. Waits while max_in_flight
-  // records are outstanding; false (nothing posted) once `stopping` is set.
-  bool apply(std::uint64_t sequence, state_pb::ReplicationRecord&& record,
-             const std::atomic<bool>& stopping);
-
+  // Replication thread: queues record `sequence` (> every earlier one) for
+  // its owner core, or every core for a policy; it runs after flush().
+  void add(std::uint64_t sequence, state_pb::ReplicationRecord&& record);
   // Replication thread: record `sequence` is not applied (unknown format,
   // unparsable); the stream moves past it.
-  void skip(std::uint64_t sequence) { dispatched_.store(sequence, std::memory_order_release); }
+  void skip(std::uint64_t sequence);
+  // Replication thread: posts what add() queued, one task per core. Waits
+  // while max_in_flight records are outstanding; false (the queued records
+  // dropped) once `stopping` is set.
+  bool flush(const std::atomic<bool>& stopping);
+  // Records queued by add() and not yet flushed.
+  std::size_t queued() const { return queued_; }
 
   // The stream sequence up to which every record has run on its core(s).
   // Any thread.
@@ -58,14 +68,22 @@ class Applier {
   bool drain(std::chrono::milliseconds timeout);
 
  private:
-  bool post(unsigned core, std::uint64_t sequence, runtime::Task task,
-            const std::atomic<bool>& stopping);
-  void apply_policy(std::uint64_t sequence, const std::string& json,
-                    const std::atomic<bool>& stopping);
+  // One record for one core.
+  using Op =
+      std::variant<pb::CacheStateUpdate, pb::CacheEvent, std::shared_ptr<const config::PolicySet>>;
+  struct Batch {
+    std::vector<Op> ops;
+    std::uint64_t last = 0;  // stream sequence of the last op
+  };
+  void add_policy(std::uint64_t sequence, const std::string& json);
+  void run(unsigned core, Batch& batch);
 
   service::ShardedIndex& router_;
   const std::int64_t max_in_flight_;
   const unsigned cores_;
+  std::vector<Batch> pending_;  // per core, replication thread only
+  std::size_t queued_ = 0;
+  std::atomic<std::uint64_t> added_{0};                   // highest sequence queued (or skipped)
   std::atomic<std::uint64_t> dispatched_{0};              // highest sequence posted (or skipped)
   std::unique_ptr<std::atomic<std::uint64_t>[]> posted_;  // per core: last posted
   std::unique_ptr<std::atomic<std::uint64_t>[]> done_;    // per core: last run

@@ -29,6 +29,17 @@ void Outbox::acked(std::uint64_t sequence) {
   in_flight_.erase(it);
 }
 
+std::size_t Outbox::acked(std::uint64_t first, std::uint64_t last) {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (auto it = in_flight_.lower_bound(first); it != in_flight_.end() && it->first <= last;) {
+    bytes_ -= it->second;
+    it = in_flight_.erase(it);
+    ++n;
+  }
+  return n;
+}
+
 void Outbox::failed(Item item) {
   std::lock_guard lock(mu_);
   const auto it = in_flight_.find(item.sequence);

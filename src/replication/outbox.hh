@@ -33,6 +33,8 @@ class Outbox {
   std::vector<Item> take(std::size_t max);
   // The stream stored record `sequence`: forget it.
   void acked(std::uint64_t sequence);
+  // The same for records first..last (one batch); returns how many were held.
+  std::size_t acked(std::uint64_t first, std::uint64_t last);
   // Publishing `item` failed: queue it again.
   void failed(Item item);
   // Bytes and records held (queued + awaiting acks).

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "inferencecache/state/v1/state.pb.h"
 
@@ -42,10 +43,33 @@ class RecordEncoder {
   std::atomic<std::uint64_t> next_{1};
 };
 
+// ReplicationBatch.format_version: a stream message holding several records.
+inline constexpr std::uint32_t kBatchFormatVersion = 2;
+
 // The Nats-Msg-Id of a record: "<origin>:<sequence>".
 std::string message_id(std::string_view origin, std::uint64_t sequence);
 // The sequence part of a message id of `origin`'s; 0 when it is not one.
 std::uint64_t sequence_of(std::string_view message_id, std::string_view origin);
+
+// The Nats-Msg-Id of a batch of consecutive records: "<origin>:<first>-<last>"
+// (the same range always holds the same records, so JetStream's duplicate
+// window drops a republished batch; a different range is a different message).
+std::string batch_id(std::string_view origin, std::uint64_t first, std::uint64_t last);
+// The range of a batch id of `origin`'s; false when it is not one.
+bool batch_range(std::string_view message_id, std::string_view origin, std::uint64_t* first,
+                 std::uint64_t* last);
+
+// Appends one serialized record to a ReplicationBatch body being built (start
+// with batch_header()): the bytes a serialized ReplicationBatch has, without
+// parsing or re-serializing the record.
+std::string batch_header();
+void append_to_batch(std::string* batch, std::string_view record);
+
+// Parses one stream message body: a ReplicationBatch, or a single record of
+// format 1. Records that decode() refuses are left out and counted in
+// *skipped; false (nothing) when the body is neither.
+bool decode_message(std::string_view body, std::vector<state_pb::ReplicationRecord>* records,
+                    std::uint64_t* skipped);
 
 enum class DecodeStatus : std::uint8_t {
   kOk,

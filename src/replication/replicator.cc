@@ -4,8 +4,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "config/log.hh"
+#include "replication/snapshot.hh"
+#include "replication/state_store.hh"
 
 namespace ic::replication {
 namespace {
@@ -13,11 +18,13 @@ namespace {
 using config::LogLevel;
 using namespace std::chrono_literals;
 
-constexpr std::size_t kPublishBatch = 512;  // records per publish round
-constexpr int kReceiveBatch = 1024;         // messages per receive round
-constexpr int64_t kIdleWaitMs = 5;          // receive wait when nothing arrives
-constexpr int64_t kAckWaitMs = 5000;        // then a publish counts as failed
-constexpr int64_t kJsApiWaitMs = 2000;      // JetStream API requests
+constexpr std::size_t kPublishBatch = 512;                   // records per publish round
+constexpr std::size_t kBatchRecords = 256;                   // records per stream message
+constexpr std::size_t kBatchBytes = std::size_t{256} << 10;  // body bytes per stream message
+constexpr int kReceiveBatch = 1024;                          // messages per receive round
+constexpr int64_t kIdleWaitMs = 5;                           // receive wait when nothing arrives
+constexpr int64_t kAckWaitMs = 5000;                         // then a publish counts as failed
+constexpr int64_t kJsApiWaitMs = 2000;                       // JetStream API requests
 constexpr int64_t kMaxAsyncPending = 8192;  // publishes awaiting acks in the library
 constexpr auto kFlushAtStop = 2s;           // publishing what is buffered at stop
 constexpr std::int64_t kDuplicateWindowNs = 120LL * 1'000'000'000;  // JetStream default
@@ -45,12 +52,12 @@ std::string status_text(natsStatus s) {
 void ack_bridge(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closure) {
   auto* self = static_cast<Replicator*>(closure);
   const char* id = nullptr;
-  if (natsMsgHeader_Get(msg, kMsgIdHeader, &id) == NATS_OK && id != nullptr) {
-    const std::uint64_t sequence = sequence_of(id, self->origin());
+  std::uint64_t first = 0, last = 0;
+  if (natsMsgHeader_Get(msg, kMsgIdHeader, &id) == NATS_OK && id != nullptr &&
+      batch_range(id, self->origin(), &first, &last)) {
     const bool ok = ack != nullptr && error == nullptr;
-    self->settle(sequence, ok,
-                 ok ? std::string()
-                    : std::string(natsMsg_GetData(msg),
+    self->settle(first, last, ok,
+                 std::string_view(natsMsg_GetData(msg),
                                   static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
   }
   natsMsg_Destroy(msg);
@@ -118,14 +125,18 @@ void Replicator::offer(std::uint64_t sequence, std::string body) {
   if (!outbox_.offer(sequence, std::move(body))) stats_.add_dropped();
 }
 
-void Replicator::settle(std::uint64_t sequence, bool ok, std::string body) {
+void Replicator::settle(std::uint64_t first, std::uint64_t last, bool ok, std::string_view body) {
   if (ok) {
-    outbox_.acked(sequence);
-    stats_.add_published();
+    stats_.add_published(outbox_.acked(first, last));
     return;
   }
   stats_.add_publish_failure();
-  outbox_.failed(Outbox::Item{sequence, std::move(body)});
+  // Back to the queue record by record (a failure is rare: re-serializing is fine).
+  state_pb::ReplicationBatch batch;
+  if (!batch.ParseFromArray(body.data(), static_cast<int>(body.size()))) return;
+  for (const state_pb::ReplicationRecord& r : batch.records()) {
+    outbox_.failed(Outbox::Item{r.origin_sequence(), r.SerializeAsString()});
+  }
 }
 
 persist::StreamPosition Replicator::position() const {
@@ -136,6 +147,16 @@ std::string Replicator::readiness_detail() const {
   const metrics::ReplicationFigures f = stats_.figures();
   std::string line = "replication: ";
   line += f.connected ? "connected" : "NATS unreachable, serving from local state";
+  if (!f.caught_up && f.catch_up_target == 0 && !f.connected) {
+    line += ", waiting for the stream (at most " +
+            std::to_string(options_.startup_wait_us / 1'000'000) + " s)";
+  } else if (!f.caught_up) {
+    const std::uint64_t gap = f.catch_up_target > f.last_applied_sequence
+                                  ? f.catch_up_target - f.last_applied_sequence
+                                  : 0;
+    line += ", catching up to " + std::to_string(f.catch_up_target) + " (" + std::to_string(gap) +
+            " records to apply)";
+  }
   line += ", stream " + options_.stream + " applied through " +
           std::to_string(f.last_applied_sequence) + ", lag " + std::to_string(f.lag_records) +
           " records, " + std::to_string(f.pending_records) + " changes to publish, " +
@@ -154,7 +175,9 @@ void Replicator::start() {
   natsOptions_SetTimeout(o, 2000);
   natsOptions_SetPingInterval(o, 2000);
   natsOptions_SetMaxPingsOut(o, 2);
-  natsOptions_SetRetryOnFailedConnect(o, true, nullptr, nullptr);
+  // With a callback the first connect is asynchronous: NATS away at start
+  // must not hold the main thread (without one the call retries forever).
+  natsOptions_SetRetryOnFailedConnect(o, true, on_reconnected, &need_setup_);
   natsOptions_SetReconnectedCB(o, on_reconnected, &need_setup_);
   const natsStatus s = natsConnection_Connect(&nats_->conn, o);
   if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
@@ -166,6 +189,7 @@ void Replicator::start() {
                {"stream", options_.stream},
                {"origin", encoder_.origin()},
                {"resume_after", options_.resume_after}});
+  started_at_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -192,6 +216,7 @@ void Replicator::run() {
     if (!up || (need_setup_.load() && !set_up())) {
       connected_.store(false);
       update_stats();
+      check_caught_up();
       std::this_thread::sleep_for(up ? 250ms : 50ms);
       continue;
     }
@@ -199,6 +224,7 @@ void Replicator::run() {
     publish_some();
     receive_some();
     update_stats();
+    check_caught_up();
   }
   connected_.store(false);
 }
@@ -231,6 +257,10 @@ bool Replicator::set_up() {
     need_setup_.store(true);
     return false;
   }
+  // The durable side (policy, snapshots): without it the changes still flow.
+  if (std::string error; !StateStore(nats_->js, options_.stream).ensure(&error)) {
+    config::log(LogLevel::warn, "replication: state stream not available", {{"error", error}});
+  }
   return true;
 }
 
@@ -259,6 +289,7 @@ bool Replicator::ensure_stream() {
                 {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
     return false;
   }
+  set_catch_up_target(info->State.LastSeq, info->State.Msgs);
   // A stream that restarted empty (its storage was lost) numbers from 1
   // again: resume at its first record rather than wait for our old sequence.
   const std::uint64_t last = info->State.LastSeq;
@@ -269,8 +300,52 @@ bool Replicator::ensure_stream() {
                  {"stream_last", last}});
     applier_.skip(info->State.FirstSeq > 0 ? info->State.FirstSeq - 1 : 0);
   }
+  const std::uint64_t first = info->State.FirstSeq;
+  if (applier_.next_sequence() > 1 && applier_.next_sequence() < first) {
+    config::log(LogLevel::warn,
+                "replication: records aged out of the stream before this server "
+                "read them; their changes are missing until re-reported",
+                {{"stream", options_.stream},
+                 {"from_sequence", applier_.next_sequence()},
+                 {"stream_first", first}});
+  }
   jsStreamInfo_Destroy(info);
   return true;
+}
+
+// The first contact fixes what /readyz waits for: the stream's last record
+// then. An empty stream (or one whose records all aged out) has nothing to
+// wait for.
+void Replicator::set_catch_up_target(std::uint64_t last_sequence, std::uint64_t messages) {
+  if (target_known_) return;
+  target_known_ = true;
+  target_ = messages == 0 ? 0 : last_sequence;
+  stats_.set_catch_up_target(target_);
+  config::log(LogLevel::info, "replication: catching up",
+              {{"stream", options_.stream},
+               {"target", target_},
+               {"from_sequence", applier_.next_sequence()}});
+}
+
+void Replicator::check_caught_up() {
+  if (caught_up_) return;
+  const std::uint64_t through = applier_.applied_through();
+  const bool reached = target_known_ && through >= target_;
+  const bool gave_up = !target_known_ && std::chrono::steady_clock::now() - started_at_ >=
+                                             std::chrono::microseconds(options_.startup_wait_us);
+  if (!reached && !gave_up) return;
+  caught_up_ = true;
+  // The gauge shows at least what readiness was decided on.
+  stats_.set_applied_sequence(through);
+  stats_.set_caught_up();
+  if (reached) {
+    config::log(LogLevel::info, "replication: caught up",
+                {{"stream", options_.stream}, {"applied_through", through}});
+  } else {
+    config::log(LogLevel::warn, "replication: stream not reached; ready from local state",
+                {{"stream", options_.stream}, {"waited_ms", options_.startup_wait_us / 1000}});
+  }
+  if (options_.on_caught_up) options_.on_caught_up();
 }
 
 bool Replicator::subscribe() {
@@ -297,30 +372,63 @@ bool Replicator::subscribe() {
   return true;
 }
 
+// The round's records in batches of consecutive origin sequences (one
+// JetStream message each: the per-message cost of publishing, acknowledging
+// and receiving is paid once per batch, not per change).
 void Replicator::publish_some() {
-  for (Outbox::Item& item : outbox_.take(kPublishBatch)) {
-    natsMsg* msg = nullptr;
-    natsStatus s = natsMsg_Create(&msg, subject_.c_str(), nullptr, item.body.data(),
-                                  static_cast<int>(item.body.size()));
-    if (s == NATS_OK) {
-      s = natsMsgHeader_Set(msg, kMsgIdHeader,
-                            message_id(encoder_.origin(), item.sequence).c_str());
+  std::vector<Outbox::Item> items = outbox_.take(kPublishBatch);
+  for (std::size_t i = 0, j = 0; i < items.size(); i = j) {
+    std::string body = batch_header();
+    for (j = i; j < items.size() && j - i < kBatchRecords; ++j) {
+      if (j > i && (items[j].sequence != items[j - 1].sequence + 1 ||
+                    body.size() + items[j].body.size() > kBatchBytes)) {
+        break;
+      }
+      append_to_batch(&body, items[j].body);
     }
-    if (s == NATS_OK) {
-      jsPubOptions po;
-      jsPubOptions_Init(&po);
-      po.MaxWait = kAckWaitMs;  // a lost ack comes back as a failure: republished
-      s = js_PublishMsgAsync(nats_->js, &msg, &po);
-    }
-    if (s != NATS_OK) {
-      natsMsg_Destroy(msg);  // null once the library took it
-      settle(item.sequence, false, std::move(item.body));
+    if (!publish_batch(items[i].sequence, items[j - 1].sequence, body)) {
+      stats_.add_publish_failure();
+      for (std::size_t k = i; k < j; ++k) {
+        outbox_.failed(Outbox::Item{items[k].sequence, std::move(items[k].body)});
+      }
     }
   }
 }
 
+bool Replicator::publish_batch(std::uint64_t first, std::uint64_t last, const std::string& body) {
+  natsMsg* msg = nullptr;
+  natsStatus s =
+      natsMsg_Create(&msg, subject_.c_str(), nullptr, body.data(), static_cast<int>(body.size()));
+  if (s == NATS_OK) {
+    s = natsMsgHeader_Set(msg, kMsgIdHeader, batch_id(encoder_.origin(), first, last).c_str());
+  }
+  if (s == NATS_OK) {
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = kAckWaitMs;  // a lost ack comes back as a failure: republished
+    s = js_PublishMsgAsync(nats_->js, &msg, &po);
+  }
+  natsMsg_Destroy(msg);  // null once the library took it
+  return s == NATS_OK;
+}
+
+// One round: up to kReceiveBatch records queued in the applier, then posted
+// to the cores in one task per core.
 void Replicator::receive_some() {
+  receive_round();
+  const std::size_t queued = applier_.queued();
+  if (applier_.flush(stopping_)) stats_.add_applied(queued);
+}
+
+void Replicator::receive_round() {
   for (int i = 0; i < kReceiveBatch && !stopping_.load(std::memory_order_relaxed); ++i) {
+    // The round is what has arrived: never wait past the first record (a
+    // record waiting in the round is not applied).
+    int buffered = 0;
+    if (i > 0 &&
+        (natsSubscription_GetPending(nats_->sub, &buffered, nullptr) != NATS_OK || buffered == 0)) {
+      return;
+    }
     natsMsg* msg = nullptr;
     const natsStatus s = natsSubscription_NextMsg(&msg, nats_->sub, i == 0 ? kIdleWaitMs : 1);
     if (s == NATS_TIMEOUT) return;
@@ -334,21 +442,107 @@ void Replicator::receive_some() {
     if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
       const std::uint64_t sequence = meta->Sequence.Stream;
       stats_.set_lag(meta->NumPending);
-      if (sequence >= applier_.next_sequence()) {
-        state_pb::ReplicationRecord record;
-        const std::string_view body(natsMsg_GetData(msg),
-                                    static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
-        if (decode(body, &record) == DecodeStatus::kOk) {
-          if (applier_.apply(sequence, std::move(record), stopping_)) stats_.add_applied();
-        } else {
-          stats_.add_skipped();
-          applier_.skip(sequence);
-        }
+      // Nothing after it: records up to the target were deleted meanwhile
+      // (age, limits), so this one is the last there is to wait for.
+      if (!caught_up_ && meta->NumPending == 0 && sequence < target_) {
+        target_ = sequence;
+        stats_.set_catch_up_target(target_);
       }
+      if (sequence >= applier_.next_sequence()) apply_message(sequence, msg);
       jsMsgMetaData_Destroy(meta);
     }
     natsMsg_Destroy(msg);
   }
+}
+
+// One stream message: a batch of records (or a single one of format 1).
+void Replicator::apply_message(std::uint64_t sequence, natsMsg* msg) {
+  const std::string_view body(natsMsg_GetData(msg),
+                              static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+  std::uint64_t skipped = 0;
+  if (!decode_message(body, &received_, &skipped)) skipped = 1;
+  stats_.add_skipped(skipped);
+  if (received_.empty()) {
+    applier_.skip(sequence);
+    return;
+  }
+  for (state_pb::ReplicationRecord& record : received_) {
+    if (record.has_policy_json()) keep_policy(sequence, record);
+    applier_.add(sequence, std::move(record));
+  }
+}
+
+// docs/replication.md "Policy": every server that applies a policy record
+// offers it to the state stream; the first write wins, the others find it
+// kept already (one read each).
+void Replicator::keep_policy(std::uint64_t sequence, const state_pb::ReplicationRecord& record) {
+  state_pb::DurablePolicy policy;
+  policy.set_stream_sequence(sequence);
+  policy.set_policy_json(record.policy_json());
+  policy.set_origin(record.origin());
+  policy.set_accepted_at_us(record.accepted_at_us());
+  if (std::string error; !StateStore(nats_->js, options_.stream).keep_policy(policy, &error)) {
+    config::log(LogLevel::warn, "replication: policy not kept in the state stream",
+                {{"stream_sequence", sequence}, {"error", error}});
+  }
+}
+
+// Due when the interval passed since this server's last one and the group's
+// latest is not newer than half an interval (another server publishes).
+bool Replicator::snapshot_due(StateStore& store, std::int64_t now_us, std::uint64_t sequence) {
+  const std::int64_t interval = options_.snapshot_interval_us;
+  if (interval <= 0 || !connected_.load() || now_us - last_snapshot_us_ < interval) return false;
+  std::string error;
+  const std::optional<state_pb::SnapshotManifest> latest = store.manifest(&error);
+  if (!error.empty()) return false;
+  if (latest &&
+      (latest->stream_sequence() >= sequence || now_us - latest->created_at_us() < interval / 2)) {
+    return false;
+  }
+  return true;
+}
+
+void Replicator::publish_snapshot(const std::string& state_file) {
+  jsCtx* js = nullptr;
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = kJsApiWaitMs;
+  if (nats_ == nullptr || natsConnection_JetStream(&js, nats_->conn, &jo) != NATS_OK) return;
+  StateStore store(js, options_.stream);
+  const std::int64_t now = router_.clock().wall_us();
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(state_file, ec);
+  const persist::StreamPosition at = position();
+  if (ec || !snapshot_due(store, now, at.sequence)) {
+    jsCtx_Destroy(js);
+    return;
+  }
+  last_snapshot_us_ = now;
+  std::string error;
+  if (size > options_.snapshot_max_bytes) {
+    error = "state file of " + std::to_string(size) + " bytes exceeds --nats-snapshot-max-bytes";
+  } else {
+    std::ifstream in(state_file, std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const persist::StateFileContents parsed = persist::parse_state_bytes(bytes);
+    if (parsed.status != persist::LoadStatus::kOk ||
+        parsed.header.stream_name() != options_.stream) {
+      error = "state file unreadable or of another stream";
+    } else {
+      const std::uint64_t sequence = parsed.header.stream_sequence();
+      const std::string id = encoder_.origin() + "/" + std::to_string(now);
+      if (store.publish_snapshot(split_snapshot(bytes, id, sequence, now), &error)) {
+        stats_.add_snapshot_published(sequence);
+        config::log(LogLevel::info, "replication: snapshot published",
+                    {{"stream_sequence", sequence}, {"bytes", bytes.size()}});
+      }
+    }
+  }
+  if (!error.empty()) {
+    stats_.add_snapshot_failure();
+    config::log(LogLevel::warn, "replication: snapshot not published", {{"error", error}});
+  }
+  jsCtx_Destroy(js);
 }
 
 }  // namespace ic::replication

@@ -13,12 +13,17 @@
 // reconnects forever, and the thread then republishes the outbox and
 // resubscribes after the last applied sequence (catch-up).
 
+#include <nats/nats.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "metrics/replication_stats.hh"
 #include "persist/state_saver.hh"
@@ -30,6 +35,8 @@
 
 namespace ic::replication {
 
+class StateStore;
+
 struct ReplicatorOptions {
   std::string url;                                   // --nats-url: "nats://host:4222[,nats://...]"
   std::string stream;                                // --nats-stream
@@ -39,6 +46,15 @@ struct ReplicatorOptions {
   std::int64_t max_age_us = 30 * 60 * 1'000'000LL;
   // Stream records up to this sequence are in the loaded state file.
   std::uint64_t resume_after = 0;
+  // Readiness (docs/replication.md "Readiness"): called once (replication
+  // thread) when every record up to the stream's last sequence at the first
+  // contact is applied, or when NATS was not reached within startup_wait_us.
+  std::function<void()> on_caught_up;
+  std::int64_t startup_wait_us = 30 * 1'000'000LL;
+  // Snapshots (docs/replication.md "Snapshots"): at most one publication per
+  // interval (0 = never), none larger than max bytes.
+  std::int64_t snapshot_interval_us = 300 * 1'000'000LL;
+  std::uint64_t snapshot_max_bytes = std::uint64_t{256} << 20;
 };
 
 class Replicator final : public service::ChangeObserver {
@@ -63,14 +79,20 @@ class Replicator final : public service::ChangeObserver {
   // A policy document this server accepted (/policy, --policy-file). Any thread.
   void accepted_policy(std::string_view policy_json);
 
+  // The state saver's thread, after a periodic save of `state_file`:
+  // publishes it as the group's snapshot when one is due (interval passed,
+  // no newer one from another server, size within bounds, connected).
+  void publish_snapshot(const std::string& state_file);
+
   // The position a state file saved now includes (any thread).
   persist::StreamPosition position() const;
-  // One line for /readyz: connection, applied sequence, lag, buffered changes.
+  // One line for /readyz: connection, catch-up, applied sequence, lag,
+  // buffered changes.
   std::string readiness_detail() const;
 
-  // The stream's answer to one publish (NATS library thread): forget the
-  // record, or queue `body` again.
-  void settle(std::uint64_t sequence, bool ok, std::string body);
+  // The stream's answer to one published batch of records first..last (NATS
+  // library thread): forget them, or queue the records of `body` again.
+  void settle(std::uint64_t first, std::uint64_t last, bool ok, std::string_view body);
   const std::string& origin() const { return encoder_.origin(); }
 
  private:
@@ -82,7 +104,14 @@ class Replicator final : public service::ChangeObserver {
   bool subscribe();
   void publish_some();
   void receive_some();
+  void receive_round();
+  bool publish_batch(std::uint64_t first, std::uint64_t last, const std::string& body);
+  void apply_message(std::uint64_t sequence, natsMsg* msg);
   void update_stats();
+  void set_catch_up_target(std::uint64_t last_sequence, std::uint64_t messages);
+  void check_caught_up();
+  void keep_policy(std::uint64_t sequence, const state_pb::ReplicationRecord& record);
+  bool snapshot_due(StateStore& store, std::int64_t now_us, std::uint64_t sequence);
 
   ReplicatorOptions options_;
   std::string subject_;
@@ -95,6 +124,13 @@ class Replicator final : public service::ChangeObserver {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> need_setup_{true};
   std::atomic<bool> connected_{false};
+  // Catch-up (replication thread only, but for the published stats).
+  bool target_known_ = false;
+  std::uint64_t target_ = 0;
+  bool caught_up_ = false;
+  std::chrono::steady_clock::time_point started_at_{};
+  std::int64_t last_snapshot_us_ = 0;                  // state saver's thread only
+  std::vector<state_pb::ReplicationRecord> received_;  // replication thread: one message's
   std::thread thread_;
 };
 

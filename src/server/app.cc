@@ -153,15 +153,31 @@ void App::build_shards() {
 }
 
 // --state-file: restore the index before any listener is up (so /readyz only
-// says ready with it loaded). Policy: --policy-file wins; otherwise the saved
-// document (the last one pushed to /policy) comes back.
+// says ready with it loaded); with --nats-url, a snapshot another server
+// published when the file gives nothing of this stream, and the group's kept
+// policy (docs/replication.md "Restart"). Policy: --policy-file wins;
+// otherwise the newest of the saved and the kept one comes back.
 void App::load_state() {
-  if (config.state_file.empty()) {
-    start_replication({});
-    return;
+  ic::persist::LoadOutcome got;
+  if (!config.state_file.empty()) got = load_state_file();
+  if (!config.nats_url.empty()) load_from_stream(got);
+  start_replication(got);
+  if (config.state_file.empty()) return;
+  ic::persist::StateSaver::Options options;
+  if (replicator) {
+    options.stream_position = [this] { return replicator->position(); };
+    options.on_saved = [this] { replicator->publish_snapshot(config.state_file); };
   }
+  options.path = config.state_file;
+  options.interval_us = config.state_save_interval_us;
+  options.server_version = IC_SERVER_VERSION;
+  state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
+                                                          registry.persist());
+}
+
+ic::persist::LoadOutcome App::load_state_file() {
   registry.persist().set_enabled();
-  const ic::persist::LoadOutcome got =
+  ic::persist::LoadOutcome got =
       ic::persist::load_state(config.state_file, shard_pointers(shards), clock.wall_us());
   const std::string_view result = ic::persist::load_status_name(got.status);
   registry.persist().record_load(static_cast<int>(got.status), got.entries);
@@ -176,34 +192,81 @@ void App::load_state() {
                      {"entries", got.entries},
                      {"written_by", got.server_version},
                      {"age_s", (clock.wall_us() - got.created_at_us) / 1'000'000}});
+    install_saved_policy(got.policy_json, "saved");
   }
-  if (got.status == ic::persist::LoadStatus::kOk && !policy_file && !got.policy_json.empty()) {
-    ic::config::PolicyParseResult parsed = ic::config::parse_policy_json(got.policy_json);
-    if (parsed.ok()) {
-      for (auto& shard : shards) shard->set_policies(parsed.set);
+  return got;
+}
+
+// A policy document from a state file, a snapshot or the group's kept one;
+// --policy-file wins over all of them.
+void App::install_saved_policy(const std::string& json, std::string_view source) {
+  if (policy_file || json.empty()) return;
+  ic::config::PolicyParseResult parsed = ic::config::parse_policy_json(json);
+  if (!parsed.ok()) {
+    ic::config::log(LogLevel::warn, "policy rejected: using the current one",
+                    {{"source", std::string(source)}, {"error", parsed.error}});
+    return;
+  }
+  for (auto& shard : shards) shard->set_policies(parsed.set);
+}
+
+// Before the reactors start, bounded (docs/replication.md "Restart").
+void App::load_from_stream(ic::persist::LoadOutcome& got) {
+  const bool have_position =
+      got.status == ic::persist::LoadStatus::kOk && got.stream_name == config.nats_stream;
+  ic::replication::Bootstrap fetched = ic::replication::fetch_bootstrap(
+      config.nats_url, config.nats_stream, !have_position, std::chrono::seconds(5));
+  if (!fetched.reached) {
+    ic::config::log(LogLevel::warn, "replication: no snapshot or kept policy fetched",
+                    {{"error", fetched.error}});
+    return;
+  }
+  if (fetched.manifest) {
+    ic::persist::LoadOutcome snap = ic::persist::load_state_contents(
+        ic::persist::parse_state_bytes(std::move(fetched.state_file)), shard_pointers(shards),
+        clock.wall_us());
+    if (snap.status == ic::persist::LoadStatus::kOk && snap.stream_name == config.nats_stream) {
+      ic::config::log(LogLevel::info, "replication: snapshot loaded",
+                      {{"snapshot", fetched.manifest->snapshot_id()},
+                       {"entries", snap.entries},
+                       {"stream_sequence", snap.stream_sequence}});
+      registry.replication().set_snapshot_loaded(snap.stream_sequence);
+      install_saved_policy(snap.policy_json, "snapshot");
+      got = std::move(snap);
     } else {
-      ic::config::log(LogLevel::warn, "saved policy rejected: using defaults",
-                      {{"error", parsed.error}});
+      ic::config::log(LogLevel::warn, "replication: snapshot not loaded",
+                      {{"result", std::string(ic::persist::load_status_name(snap.status))},
+                       {"error", snap.error}});
     }
+  } else if (!have_position && !fetched.error.empty()) {
+    ic::config::log(LogLevel::warn, "replication: snapshot not read", {{"error", fetched.error}});
   }
-  start_replication(got);
-  ic::persist::StateSaver::Options options;
-  if (replicator) options.stream_position = [this] { return replicator->position(); };
-  options.path = config.state_file;
-  options.interval_us = config.state_save_interval_us;
-  options.server_version = IC_SERVER_VERSION;
-  state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
-                                                          registry.persist());
+  const std::uint64_t position =
+      got.status == ic::persist::LoadStatus::kOk && got.stream_name == config.nats_stream
+          ? got.stream_sequence
+          : 0;
+  if (fetched.policy && fetched.policy->stream_sequence() > position) {
+    ic::config::log(LogLevel::info, "replication: kept policy installed",
+                    {{"stream_sequence", fetched.policy->stream_sequence()}});
+    install_saved_policy(fetched.policy->policy_json(), "kept");
+  }
 }
 
 // --nats-url (docs/replication.md): resume the stream after the loaded state
-// file's position when it names this stream, else from its start.
+// file's (or snapshot's) position when it names this stream, else from its start.
 void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   if (config.nats_url.empty()) return;
-  ic::replication::ReplicatorOptions options{.url = config.nats_url,
-                                             .stream = config.nats_stream,
-                                             .buffer_bytes = config.nats_buffer_bytes,
-                                             .max_age_us = config.index_ttl_us};
+  ic::replication::ReplicatorOptions options;
+  options.url = config.nats_url;
+  options.stream = config.nats_stream;
+  options.buffer_bytes = config.nats_buffer_bytes;
+  options.max_age_us = config.index_ttl_us;
+  // /readyz waits for the catch-up (docs/replication.md "Readiness").
+  readiness.set_catching_up(true);
+  options.on_caught_up = [this] { readiness.set_catching_up(false); };
+  options.startup_wait_us = config.nats_startup_wait_us;
+  options.snapshot_interval_us = config.nats_snapshot_interval_us;
+  options.snapshot_max_bytes = config.nats_snapshot_max_bytes;
   if (loaded.status == ic::persist::LoadStatus::kOk && loaded.stream_name == config.nats_stream) {
     options.resume_after = loaded.stream_sequence;
   }

@@ -36,6 +36,7 @@
 #include "net/tls_reload.hh"
 #include "persist/state_saver.hh"
 #include "prompt_text/models.hh"
+#include "replication/bootstrap.hh"
 #include "replication/replicator.hh"
 #include "runtime/runtime.hh"
 #include "service/event_fanout.hh"
@@ -75,6 +76,9 @@ struct App {
   void build_shards();
   void load_state();
   void start_replication(const ic::persist::LoadOutcome& loaded);
+  ic::persist::LoadOutcome load_state_file();
+  void load_from_stream(ic::persist::LoadOutcome& got);
+  void install_saved_policy(const std::string& json, std::string_view source);
   void save_final_state();
   std::string add_listeners();
   void install_collectors();

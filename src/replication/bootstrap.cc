@@ -1,0 +1,46 @@
+#include "replication/bootstrap.hh"
+
+#include <nats/nats.h>
+
+#include "replication/state_store.hh"
+
+namespace ic::replication {
+
+Bootstrap fetch_bootstrap(const std::string& url, const std::string& stream, bool want_snapshot,
+                          std::chrono::milliseconds timeout) {
+  Bootstrap out;
+  natsOptions* options = nullptr;
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  natsOptions_Create(&options);
+  natsOptions_SetURL(options, url.c_str());
+  natsOptions_SetName(options, "inferencecache-server bootstrap");
+  natsOptions_SetTimeout(options, static_cast<int64_t>(timeout.count()));
+  natsOptions_SetAllowReconnect(options, false);
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = static_cast<int64_t>(timeout.count());
+  natsStatus s = natsConnection_Connect(&conn, options);
+  if (s == NATS_OK) s = natsConnection_JetStream(&js, conn, &jo);
+  if (s != NATS_OK) {
+    out.error = std::string("NATS not reached: ") + natsStatus_GetText(s);
+  } else {
+    StateStore store(js, stream);
+    std::string error;
+    out.policy = store.policy(&error);
+    out.reached = error.empty();
+    if (want_snapshot && out.reached) {
+      state_pb::SnapshotManifest manifest;
+      if (store.fetch_snapshot(&manifest, &out.state_file, &error)) {
+        out.manifest = std::move(manifest);
+      }
+    }
+    out.error = error;
+  }
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+  natsOptions_Destroy(options);
+  return out;
+}
+
+}  // namespace ic::replication

@@ -1,0 +1,73 @@
+#include "nats_admin.hh"
+
+#include <nats/nats.h>
+
+#include <stdexcept>
+
+namespace ic::itest {
+namespace {
+
+// One connection and JetStream context for one call.
+struct Js {
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  explicit Js(const std::string& url) {
+    if (natsConnection_ConnectTo(&conn, url.c_str()) != NATS_OK ||
+        natsConnection_JetStream(&js, conn, nullptr) != NATS_OK) {
+      throw std::runtime_error("NATS not reached at " + url);
+    }
+  }
+  ~Js() {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(conn);
+  }
+};
+
+}  // namespace
+
+void create_changes_stream(const std::string& url, const std::string& name,
+                           std::chrono::milliseconds max_age) {
+  Js c(url);
+  const std::string subject = name + ".changes";
+  const char* subjects[] = {subject.c_str()};
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  cfg.Name = name.c_str();
+  cfg.Subjects = subjects;
+  cfg.SubjectsLen = 1;
+  cfg.Storage = js_FileStorage;
+  cfg.MaxAge = static_cast<int64_t>(max_age.count()) * 1'000'000;
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_AddStream(&info, c.js, &cfg, nullptr, &code);
+  jsStreamInfo_Destroy(info);
+  if (s != NATS_OK) {
+    throw std::runtime_error("stream " + name + " not created: " + natsStatus_GetText(s) +
+                             " (JetStream error " + std::to_string(int{code}) + ")");
+  }
+}
+
+namespace {
+
+// One field of the stream's state; -1 when it cannot be read.
+template <typename Field>
+std::int64_t stream_state(const std::string& url, const std::string& name, Field field) {
+  Js c(url);
+  jsStreamInfo* info = nullptr;
+  if (js_GetStreamInfo(&info, c.js, name.c_str(), nullptr, nullptr) != NATS_OK) return -1;
+  const auto n = static_cast<std::int64_t>(field(info->State));
+  jsStreamInfo_Destroy(info);
+  return n;
+}
+
+}  // namespace
+
+std::int64_t stream_messages(const std::string& url, const std::string& name) {
+  return stream_state(url, name, [](const jsStreamState& s) { return s.Msgs; });
+}
+
+std::int64_t stream_last_sequence(const std::string& url, const std::string& name) {
+  return stream_state(url, name, [](const jsStreamState& s) { return s.LastSeq; });
+}
+
+}  // namespace ic::itest
