@@ -216,7 +216,8 @@ REPLICATED = os.path.join(K8S, "replicated")
 def check_replicated_variant():
     """deploy/kubernetes/replicated (docs/replication.md): the base with its Deployment replaced
     by a StatefulSet of 3 replicas whose server passes the base's flags plus --nats-url (naming
-    the NATS Service of nats.yaml) and a --state-file on a volume per pod."""
+    the NATS Service of nats.yaml), a --state-file on a volume per pod, and a liveness probe
+    that stays up while a pod catches up with the stream."""
     kust = load_yaml_docs(os.path.join(REPLICATED, "kustomization.yaml"))[0]
     files = sorted(f for f in os.listdir(REPLICATED) if f.endswith(".yaml") and f != "kustomization.yaml")
     require(sorted(kust["resources"]) == sorted(["../"] + files), "replicated resources %s" % kust["resources"])
@@ -242,6 +243,11 @@ def check_replicated_variant():
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
     claims = {t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]}
     require(mounts.get(state_dir) in claims, "--state-file is not on a volume per pod")
+    # The gRPC health check is NOT_SERVING while a pod catches up with the stream: liveness
+    # must not use it, or a long catch-up is killed by its own probe.
+    live = c["livenessProbe"].get("httpGet", {})
+    require(live.get("path") == "/healthz", "replicated liveness must be GET /healthz: %s"
+            % c["livenessProbe"])
     js = docs["StatefulSet/nats"]
     require("--jetstream" in pod_spec(js)["containers"][0]["args"], "NATS without JetStream")
 
