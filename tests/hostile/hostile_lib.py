@@ -426,7 +426,7 @@ def measure_window(client, message, calls, until=None, seconds=30):
 
 
 def latency_kept(server, attack_on, attack_off, attacks=None, pairs=20, calls=300,
-                 min_attacks=3, factor=2.0, allow_s=0.0005):
+                 min_attacks=3, factor=2.0):
     """Acceptance 2 of docs/hostile-peers.md: a normal client's LookupRoute
     p99 under attack stays within `factor` x its quiet p99, measured on one
     normal connection in `pairs` pairs of windows, quiet then attacked, the
@@ -435,14 +435,15 @@ def latency_kept(server, attack_on, attack_off, attacks=None, pairs=20, calls=30
     Noise is handled by pairing: a loaded machine flips between regimes (its
     p99 0.3 ms one moment, 8 ms the next, whichever server runs), so each
     attacked window is compared with the quiet window just before it, and the
-    median pair must pass: attacked <= max(factor x quiet, quiet + allow_s).
-    `allow_s` (0.5 ms) is the one tolerance, for a box with idle CPU: there
-    the quiet p99 is ~0.3 ms and a rapid-reset or PING-flood loop still adds
-    0.2-0.35 ms to it (1.6-2.6x) although no server turn takes more than
-    ~0.1 ms of CPU (docs/hostile-peers.md "Fair turns"). With `attacks` (a
-    count of completed attacks) an attacked window lasts until at least
-    `min_attacks` attacks completed in it, so a starved attacker cannot make
-    the check pass. Returns the median quiet and attacked p99 (s)."""
+    median pair must pass: attacked <= factor x quiet. The attacker runs at
+    SCHED_IDLE (Attacker): with it at nice 19 a rapid-reset or PING-flood loop
+    still added 0.2-0.35 ms to a 0.3 ms quiet p99 on a box with idle CPU,
+    although no server turn takes more than ~0.1 ms of CPU (docs/hostile-peers.md
+    "Fair turns"): that was the attacker's own CPU next to the normal client on
+    the same two cores. With `attacks` (a count of completed attacks) an
+    attacked window lasts until at least `min_attacks` attacks completed in it,
+    so a starved attacker cannot make the check pass. Returns the median quiet
+    and attacked p99 (s)."""
     client = GrpcClient(server.grpc_port)
     message = lookup_request("normal")
     measure_window(client, message, 100)  # warm-up
@@ -461,7 +462,7 @@ def latency_kept(server, attack_on, attack_off, attacks=None, pairs=20, calls=30
     finally:
         client.close()
     ratios = [a / q for q, a in zip(quiet, attacked)]
-    margins = [a - max(factor * q, q + allow_s) for q, a in zip(quiet, attacked)]
+    margins = [a - factor * q for q, a in zip(quiet, attacked)]
     q, a, r = median(quiet), median(attacked), median(ratios)
     print("normal client LookupRoute p99 (ms), quiet/attacked pairs: %s; medians %.3f / %.3f, "
           "median ratio %.2f (load %.1f)" % (
@@ -471,14 +472,13 @@ def latency_kept(server, attack_on, attack_off, attacks=None, pairs=20, calls=30
         print("sanitizer build: latency printed, not asserted")
         return q, a
     assert median(margins) <= 0, (
-        "attacked p99 over max(%.1fx, +%.1f ms) of quiet in most pairs (median ratio %.2f)" % (
-            factor, allow_s * 1e3, r))
+        "attacked p99 over %.1fx of quiet in most pairs (median ratio %.2f)" % (factor, r))
     return q, a
 
 
 class Attacker:
     """Runs `attack(port)` in a loop in another process while switched on;
-    the latency check toggles it. The process runs at nice 19: on this
+    the latency check toggles it. The process runs at SCHED_IDLE: on this
     machine it shares the two cores with the server and the normal client,
     and a real attacker's CPU is not the server's to protect (its requests
     are). `count` is the number of attacks completed."""
@@ -494,7 +494,14 @@ class Attacker:
         self.proc.start()
 
     def _run(self, port, attack):
-        os.nice(19)
+        # SCHED_IDLE: the attacker runs on CPU time nobody else wants, so on
+        # this shared 2-core box it stands for a peer on another machine and
+        # does not take the normal client's CPU (what is measured is the
+        # server's turns, not the test host's scheduler). Fallback nice 19.
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError):
+            os.nice(19)
         while not self.done.is_set():
             if not self.active.wait(0.005):
                 continue
