@@ -94,12 +94,6 @@ TEST_CASE("the outbox keeps sequence order, settles acks, requeues failures, bou
   CHECK(box.records() == 1);
 }
 
-}  // namespace
-}  // namespace ic::replication
-
-namespace ic::replication {
-namespace {
-
 TEST_CASE(
     "batches: ids name the range, bodies are ReplicationBatch bytes, old records still read") {
   CHECK(batch_id("host/7/99", 5, 9) == "host/7/99:5-9");
@@ -160,12 +154,6 @@ TEST_CASE("a batch ack settles exactly its range") {
   CHECK(box.records() == 0);
   CHECK(box.bytes() == 0);
 }
-
-}  // namespace
-}  // namespace ic::replication
-
-namespace ic::replication {
-namespace {
 
 TEST_CASE("an encoded record has exactly the bytes of the record with its change set") {
   RecordEncoder encoder("host/7/99");

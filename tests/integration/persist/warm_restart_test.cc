@@ -26,7 +26,6 @@
 #include "support/temp_dir.hh"
 
 namespace pb = inferencecache::v1alpha1;
-using ic::itest::deadline_in;
 using ic::itest::report_cache_state;
 using namespace std::chrono_literals;
 
@@ -51,15 +50,11 @@ struct Served {
     const grpc::Status st = report_cache_state(*stub, updates, &ack);
     REQUIRE_MESSAGE(st.ok(), st.error_message());
   }
-  // The answer without lookup_latency_us (the only field time may change).
+  // The answer as comparable text (itest::lookup_text); a failed call fails the test.
   std::string lookup(const pb::LookupRouteRequest& r) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(10s));
-    pb::LookupRouteResponse out;
-    const grpc::Status st = stub->LookupRoute(&ctx, r, &out);
-    REQUIRE_MESSAGE(st.ok(), st.error_message());
-    out.set_lookup_latency_us(0);
-    return out.ShortDebugString();
+    std::string text = ic::itest::lookup_text(*stub, r);
+    REQUIRE_MESSAGE(text.rfind("error: ", 0) != 0, text);
+    return text;
   }
   std::string metrics() {
     return ic::itest::http_request(server.http_port(), "GET", "/metrics").body;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -88,16 +89,8 @@ struct Served {
     const grpc::Status st = stub->PublishEvent(&ctx, ev, &ack);
     REQUIRE_MESSAGE(st.ok(), st.error_message());
   }
-  // The answer without lookup_latency_us (the only field time may change).
-  std::string lookup(const pb::LookupRouteRequest& r) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(10s));
-    pb::LookupRouteResponse out;
-    const grpc::Status st = stub->LookupRoute(&ctx, r, &out);
-    if (!st.ok()) return "error: " + st.error_message();
-    out.set_lookup_latency_us(0);
-    return out.ShortDebugString();
-  }
+  // The answer as comparable text (itest::lookup_text).
+  std::string lookup(const pb::LookupRouteRequest& r) { return ic::itest::lookup_text(*stub, r); }
   std::string metrics() {
     return ic::itest::http_request(server.http_port(), "GET", "/metrics").body;
   }
@@ -118,6 +111,11 @@ inline std::vector<pb::CacheStateUpdate> workload(int first, int count, std::int
 }
 inline std::vector<pb::LookupRouteRequest> probes(int tenants) {
   return ic::test::two_replica_probes(tenants);
+}
+
+// Stops every server (SIGTERM); each must exit 0.
+inline void stop_all(std::initializer_list<Served*> servers) {
+  for (Served* s : servers) CHECK(s->server.stop() == 0);
 }
 
 inline std::vector<std::string> answers(Served& s, int tenants) {

@@ -68,9 +68,7 @@ TEST_CASE("ingest, events and a policy through one server: the other two answer 
   CHECK(readyz == "ok\nreplication: connected, stream INFERENCECACHE applied through " +
                       std::to_string(last + 2) +
                       ", lag 0 records, 0 changes to publish, 0 dropped");
-  CHECK(a.server.stop() == 0);
-  CHECK(b.server.stop() == 0);
-  CHECK(c.server.stop() == 0);
+  stop_all({&a, &b, &c});
 }
 
 TEST_CASE("a server killed with -9 mid-ingest and restarted converges") {
@@ -102,9 +100,7 @@ TEST_CASE("a server killed with -9 mid-ingest and restarted converges") {
   CHECK(same_answers(a, *b, kTenants));
   CHECK(same_answers(a, c, kTenants));
   CHECK(answers(*b, kTenants)[kTenants - 1].find("PREFIX_MATCH") != std::string::npos);
-  CHECK(a.server.stop() == 0);
-  CHECK(b->server.stop() == 0);
-  CHECK(c.server.stop() == 0);
+  stop_all({&a, b.get(), &c});
 }
 
 TEST_CASE("NATS stopped: serving and ingest go on locally, visible; restarted: all converge") {
@@ -137,9 +133,7 @@ TEST_CASE("NATS stopped: serving and ingest go on locally, visible; restarted: a
   CHECK(after[1] != local_a[0]);
   CHECK(a.metric("inferencecache_replication_dropped_total") == 0);
   CHECK(a.metric("inferencecache_replication_connected") == 1);
-  CHECK(a.server.stop() == 0);
-  CHECK(b.server.stop() == 0);
-  CHECK(c.server.stop() == 0);
+  stop_all({&a, &b, &c});
 }
 
 std::string slurp(const std::string& path) {

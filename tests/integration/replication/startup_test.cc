@@ -73,9 +73,7 @@ TEST_CASE("ready only once the stream is applied up to its last record at the fi
   CHECK(c.metric("inferencecache_replication_catch_up_target_sequence") == last);
   CHECK(answers(c, kTenants) == want);
   CHECK(c.server.log().find("replication: caught up") != std::string::npos);
-  CHECK(a.server.stop() == 0);
-  CHECK(b.server.stop() == 0);
-  CHECK(c.server.stop() == 0);
+  stop_all({&a, &b, &c});
 }
 
 TEST_CASE("NATS never reached within --nats-startup-wait: ready from local state, said so") {
@@ -118,8 +116,7 @@ TEST_CASE("the policy outlives the stream's age window: a fresh server still app
   CHECK(has_match(got[1]));
   CHECK(b.server.log().find("replication: kept policy installed") != std::string::npos);
   CHECK(same_answers(a, b, 2));
-  CHECK(a.server.stop() == 0);
-  CHECK(b.server.stop() == 0);
+  stop_all({&a, &b});
 }
 
 TEST_CASE("a server with an empty state directory loads the snapshot another server published") {
@@ -147,8 +144,7 @@ TEST_CASE("a server with an empty state directory loads the snapshot another ser
   CHECK(c.server.log().find("replication: snapshot loaded") != std::string::npos);
   CHECK(c.metric("inferencecache_replication_snapshots_published_total") == 0);
   CHECK(a.metric("inferencecache_replication_snapshot_failures_total") == 0);
-  CHECK(a.server.stop() == 0);
-  CHECK(c.server.stop() == 0);
+  stop_all({&a, &c});
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,12 @@ grpc::Status report_cache_state(
     inferencecache::v1alpha1::InferenceCache::Stub& stub,
     const std::vector<inferencecache::v1alpha1::CacheStateUpdate>& updates,
     inferencecache::v1alpha1::Ack* ack);
+
+// LookupRoute of `request` with a 10 s deadline, as comparable text: the
+// response's ShortDebugString without lookup_latency_us (the only field time
+// may change), or "error: <message>" when the call fails.
+std::string lookup_text(inferencecache::v1alpha1::InferenceCache::Stub& stub,
+                        const inferencecache::v1alpha1::LookupRouteRequest& request);
 
 // A real server and a connected grpc++ InferenceCache stub to it.
 struct GrpcServed {
