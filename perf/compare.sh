@@ -110,7 +110,9 @@ fi
 if [ "$do_build" = 1 ]; then
   [ -d "$build_dir" ] || meson setup "$build_dir" >/dev/null
   targets=(perf/baseline/ic-baseline-server perf/baseline/ic-perf-preload src/inferencecache-server)
-  if ninja -C "$build_dir" -t targets all 2>/dev/null | grep -q '^tools/bench/inferencecache-bench:'; then
+  # grep reads all of ninja's output (no -q): under pipefail an early exit
+  # would SIGPIPE ninja and make the test false, dropping the bench runs.
+  if ninja -C "$build_dir" -t targets all 2>/dev/null | grep -c '^tools/bench/inferencecache-bench:' >/dev/null; then
     targets+=(tools/bench/inferencecache-bench)
   fi
   ninja -C "$build_dir" -j2 "${targets[@]}" >&2
