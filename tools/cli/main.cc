@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "cli/chain_input.hh"
 #include "common/channel.hh"
@@ -119,6 +120,23 @@ void set_deadline(grpc::ClientContext& context, const Global& g) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(g.timeout_ms));
 }
 
+// One unary call `rpc` with --timeout-ms; nullopt once rpc_failed has said why it failed.
+template <typename Stub, typename Request, typename Response>
+std::optional<Response> call_unary(const char* method, const Global& g, Stub& stub,
+                                   grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&,
+                                                             Response*),
+                                   const Request& request) {
+  grpc::ClientContext context;
+  set_deadline(context, g);
+  Response response;
+  const grpc::Status status = (stub.*rpc)(&context, request, &response);
+  if (!status.ok()) {
+    rpc_failed(method, status);
+    return std::nullopt;
+  }
+  return response;
+}
+
 int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   v1::LookupRouteRequest request;
   request.set_tenant_id(a.tenant);
@@ -135,11 +153,10 @@ int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   request.set_prefix_token_count(a.prefix.prefix_tokens);
   for (auto t : a.token_ids) request.add_token_ids(t);
   request.set_prompt_text(a.prompt);
-  grpc::ClientContext context;
-  set_deadline(context, g);
-  v1::LookupRouteResponse response;
-  const auto status = stub.LookupRoute(&context, request, &response);
-  if (!status.ok()) return rpc_failed("LookupRoute", status);
+  const auto answer =
+      call_unary("LookupRoute", g, stub, &v1::InferenceCache::Stub::LookupRoute, request);
+  if (!answer) return 1;
+  const v1::LookupRouteResponse& response = *answer;
   if (g.json) {
     std::cout << to_json(response);
     return 0;
@@ -239,23 +256,19 @@ int do_event(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
     hash = block_hash_bytes(a.prefix.block_ids[0]);
   }
   event.set_prefix_hash(hash);
-  grpc::ClientContext context;
-  set_deadline(context, g);
-  v1::Ack ack;
-  const auto status = stub.PublishEvent(&context, event, &ack);
-  if (!status.ok()) return rpc_failed("PublishEvent", status);
-  return print_ack(ack, g);
+  const auto ack =
+      call_unary("PublishEvent", g, stub, &v1::InferenceCache::Stub::PublishEvent, event);
+  return ack ? print_ack(*ack, g) : 1;
 }
 
 int do_state(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   v1::GetCacheStateRequest request;
   request.set_tenant_id(a.tenant);
   request.set_model_id(a.model);
-  grpc::ClientContext context;
-  set_deadline(context, g);
-  v1::GetCacheStateResponse response;
-  const auto status = stub.GetCacheState(&context, request, &response);
-  if (!status.ok()) return rpc_failed("GetCacheState", status);
+  const auto answer =
+      call_unary("GetCacheState", g, stub, &v1::InferenceCache::Stub::GetCacheState, request);
+  if (!answer) return 1;
+  const v1::GetCacheStateResponse& response = *answer;
   if (g.json) {
     std::cout << to_json(response);
     return 0;
@@ -280,11 +293,10 @@ int do_health(const std::shared_ptr<grpc::Channel>& channel, const Global& g, co
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(a.service);
-  grpc::ClientContext context;
-  set_deadline(context, g);
-  grpc::health::v1::HealthCheckResponse response;
-  const auto status = stub->Check(&context, request, &response);
-  if (!status.ok()) return rpc_failed("Health/Check", status);
+  const auto answer =
+      call_unary("Health/Check", g, *stub, &grpc::health::v1::Health::Stub::Check, request);
+  if (!answer) return 1;
+  const grpc::health::v1::HealthCheckResponse& response = *answer;
   const bool serving = response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
   if (g.json) {
     std::cout << to_json(response);
