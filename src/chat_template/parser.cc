@@ -66,8 +66,7 @@ StmtPtr Parser::statement() {
   if (keyword == "generation") {  // transformers' assistant-mask marker: renders its body
     expect_block_end();
     std::string stopped;
-    Body inner = body({"endgeneration"}, &stopped);
-    expect_block_end();
+    Body inner = block({"endgeneration"}, &stopped);
     s->kind = Stmt::kIf;
     s->branches.emplace_back(make(Expr::kLiteral, tok.line), std::move(inner));
     s->branches.back().first->literal = Value(true);
@@ -76,76 +75,55 @@ StmtPtr Parser::statement() {
   fail("unsupported statement '" + keyword + "'");
 }
 
-StmtPtr Parser::if_stmt(int line) {
+StmtPtr Parser::make_stmt(Stmt::Kind kind, int line) {
   auto s = std::make_unique<Stmt>();
-  s->kind = Stmt::kIf;
+  s->kind = kind;
   s->line = line;
+  return s;
+}
+
+StmtPtr Parser::if_stmt(int line) {
+  StmtPtr s = make_stmt(Stmt::kIf, line);
   ExprPtr cond = expression();
   expect_block_end();
   for (;;) {
     std::string stopped;
-    Body b = body({"elif", "else", "endif"}, &stopped);
+    Body b = block({"elif", "else", "endif"}, &stopped);
     s->branches.emplace_back(std::move(cond), std::move(b));
-    if (stopped == "elif") {
-      cond = expression();
-      expect_block_end();
-      continue;
+    if (stopped != "elif") {
+      if (stopped == "else") s->else_body = block({"endif"}, &stopped);
+      return s;
     }
+    cond = expression();
     expect_block_end();
-    if (stopped == "else") {
-      s->else_body = body({"endif"}, &stopped);
-      expect_block_end();
-    }
-    return s;
   }
 }
 
 StmtPtr Parser::for_stmt(int line) {
-  auto s = std::make_unique<Stmt>();
-  s->kind = Stmt::kFor;
-  s->line = line;
-  s->targets.push_back(expect_name());
-  while (is_op(",")) {
-    take();
+  StmtPtr s = make_stmt(Stmt::kFor, line);
+  do {
     s->targets.push_back(expect_name());
-  }
-  if (!is_name("in")) fail("expected 'in'");
-  take();
+  } while (accept_op(","));
+  if (!accept_name("in")) fail("expected 'in'");
   s->expr = or_expr();  // no conditional expression: "if" starts the loop filter
-  if (is_name("if")) {
-    take();
-    s->cond = expression();
-  }
+  if (accept_name("if")) s->cond = expression();
   if (is_name("recursive")) fail("recursive loops are not supported");
   expect_block_end();
   std::string stopped;
-  s->body = body({"else", "endfor"}, &stopped);
-  expect_block_end();
-  if (stopped == "else") {
-    s->else_body = body({"endfor"}, &stopped);
-    expect_block_end();
-  }
+  s->body = block({"else", "endfor"}, &stopped);
+  if (stopped == "else") s->else_body = block({"endfor"}, &stopped);
   return s;
 }
 
 StmtPtr Parser::set_stmt(int line) {
-  auto s = std::make_unique<Stmt>();
-  s->kind = Stmt::kSet;
-  s->line = line;
+  StmtPtr s = make_stmt(Stmt::kSet, line);
   s->targets.push_back(expect_name());
-  if (is_op(".")) {
-    take();
-    s->attr = expect_name();
-  }
-  while (s->attr.empty() && is_op(",")) {
-    take();
-    s->targets.push_back(expect_name());
-  }
+  if (accept_op(".")) s->attr = expect_name();
+  while (s->attr.empty() && accept_op(",")) s->targets.push_back(expect_name());
   if (peek().type == Token::kBlockEnd && s->targets.size() == 1 && s->attr.empty()) {
     take();  // {% set name %}…{% endset %}
     std::string stopped;
-    s->body = body({"endset"}, &stopped);
-    expect_block_end();
+    s->body = block({"endset"}, &stopped);
     return s;
   }
   expect_op("=");
@@ -155,26 +133,19 @@ StmtPtr Parser::set_stmt(int line) {
 }
 
 StmtPtr Parser::macro_stmt(int line) {
-  auto s = std::make_unique<Stmt>();
-  s->kind = Stmt::kMacro;
-  s->line = line;
+  StmtPtr s = make_stmt(Stmt::kMacro, line);
   s->name = expect_name();
   expect_op("(");
   while (!is_op(")")) {
     std::string param = expect_name();
-    ExprPtr def;
-    if (is_op("=")) {
-      take();
-      def = expression();
-    }
+    ExprPtr def = accept_op("=") ? expression() : nullptr;
     s->params.emplace_back(std::move(param), std::move(def));
     if (!is_op(")")) expect_op(",");
   }
   take();
   expect_block_end();
   std::string stopped;
-  s->body = body({"endmacro"}, &stopped);
-  expect_block_end();
+  s->body = block({"endmacro"}, &stopped);
   return s;
 }
 

@@ -2,6 +2,8 @@
 // not, comparisons and `in`, + -, ~, * / // %, **, unary minus, then postfix
 // (.attr, [index], [slice], call) and filters / tests.
 
+#include <algorithm>
+
 #include "chat_template/builtins.hh"
 #include "chat_template/parser_impl.hh"
 
@@ -14,38 +16,31 @@ ExprPtr Parser::expression() {
     auto c = make(Expr::kCond, line);
     c->args.push_back(or_expr());
     c->args.push_back(std::move(e));
-    if (is_name("else")) {
-      take();
-      c->args.push_back(expression());
-    } else {
-      c->args.push_back(nullptr);
-    }
+    c->args.push_back(accept_name("else") ? expression() : nullptr);
     e = std::move(c);
   }
   return e;
 }
 
-ExprPtr Parser::or_expr() {
-  ExprPtr e = and_expr();
-  while (is_name("or")) {
-    auto b = make(Expr::kOr, take().line);
-    b->args.push_back(std::move(e));
-    b->args.push_back(and_expr());
-    e = std::move(b);
+ExprPtr Parser::combine(Expr::Kind kind, int line, std::string op, ExprPtr lhs, ExprPtr rhs) {
+  auto b = make(kind, line, std::move(op));
+  b->args.push_back(std::move(lhs));
+  b->args.push_back(std::move(rhs));
+  return b;
+}
+
+ExprPtr Parser::logical_level(Expr::Kind kind, std::string_view word, ExprPtr (Parser::*next)()) {
+  ExprPtr e = (this->*next)();
+  while (is_name(word)) {
+    const int line = take().line;
+    e = combine(kind, line, {}, std::move(e), (this->*next)());
   }
   return e;
 }
 
-ExprPtr Parser::and_expr() {
-  ExprPtr e = not_expr();
-  while (is_name("and")) {
-    auto b = make(Expr::kAnd, take().line);
-    b->args.push_back(std::move(e));
-    b->args.push_back(not_expr());
-    e = std::move(b);
-  }
-  return e;
-}
+ExprPtr Parser::or_expr() { return logical_level(Expr::kOr, "or", &Parser::and_expr); }
+
+ExprPtr Parser::and_expr() { return logical_level(Expr::kAnd, "and", &Parser::not_expr); }
 
 ExprPtr Parser::not_expr() {
   if (is_name("not")) {
@@ -75,56 +70,30 @@ ExprPtr Parser::compare() {
     } else {
       return e;
     }
-    auto b = make(Expr::kBinary, peek().line, op);
-    b->args.push_back(std::move(e));
-    b->args.push_back(math1());
-    e = std::move(b);
+    const int line = peek().line;
+    e = combine(Expr::kBinary, line, std::move(op), std::move(e), math1());
   }
 }
 
-ExprPtr Parser::math1() {
-  ExprPtr e = concat();
-  while (is_op("+") || is_op("-")) {
-    auto b = make(Expr::kBinary, peek().line, take().value);
-    b->args.push_back(std::move(e));
-    b->args.push_back(concat());
-    e = std::move(b);
+ExprPtr Parser::binary_level(ExprPtr (Parser::*next)(),
+                             std::initializer_list<std::string_view> ops) {
+  ExprPtr e = (this->*next)();
+  for (;;) {
+    const bool more =
+        std::any_of(ops.begin(), ops.end(), [&](std::string_view op) { return is_op(op); });
+    if (!more) return e;
+    const Token& op = take();
+    e = combine(Expr::kBinary, op.line, op.value, std::move(e), (this->*next)());
   }
-  return e;
 }
 
-ExprPtr Parser::concat() {
-  ExprPtr e = math2();
-  while (is_op("~")) {
-    auto b = make(Expr::kBinary, take().line, "~");
-    b->args.push_back(std::move(e));
-    b->args.push_back(math2());
-    e = std::move(b);
-  }
-  return e;
-}
+ExprPtr Parser::math1() { return binary_level(&Parser::concat, {"+", "-"}); }
 
-ExprPtr Parser::math2() {
-  ExprPtr e = power();
-  while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-    auto b = make(Expr::kBinary, peek().line, take().value);
-    b->args.push_back(std::move(e));
-    b->args.push_back(power());
-    e = std::move(b);
-  }
-  return e;
-}
+ExprPtr Parser::concat() { return binary_level(&Parser::math2, {"~"}); }
 
-ExprPtr Parser::power() {
-  ExprPtr e = unary();
-  while (is_op("**")) {
-    auto b = make(Expr::kBinary, take().line, "**");
-    b->args.push_back(std::move(e));
-    b->args.push_back(unary());
-    e = std::move(b);
-  }
-  return e;
-}
+ExprPtr Parser::math2() { return binary_level(&Parser::power, {"*", "/", "//", "%"}); }
+
+ExprPtr Parser::power() { return binary_level(&Parser::unary, {"**"}); }
 
 ExprPtr Parser::unary() {
   if (is_op("-") || is_op("+")) {

@@ -28,6 +28,17 @@ class Parser {
   bool is_name(std::string_view n, std::size_t k = 0) const {
     return peek(k).type == Token::kName && peek(k).value == n;
   }
+  // Takes the next token when it is the operator `op` / the name `n`.
+  bool accept_op(std::string_view op) {
+    if (!is_op(op)) return false;
+    take();
+    return true;
+  }
+  bool accept_name(std::string_view n) {
+    if (!is_name(n)) return false;
+    take();
+    return true;
+  }
   [[noreturn]] void fail(const std::string& what) const {
     throw SyntaxError("line " + std::to_string(peek().line) + ": " + what);
   }
@@ -48,7 +59,14 @@ class Parser {
     take();
     expect_block_end();
   }
+  // body() and the `%}` that closes the tag it stopped at.
+  Body block(std::initializer_list<std::string_view> stops, std::string* stopped) {
+    Body b = body(stops, stopped);
+    expect_block_end();
+    return b;
+  }
 
+  StmtPtr make_stmt(Stmt::Kind kind, int line);
   StmtPtr statement();
   StmtPtr if_stmt(int line);
   StmtPtr for_stmt(int line);
@@ -64,6 +82,12 @@ class Parser {
   ExprPtr concat();
   ExprPtr math2();
   ExprPtr power();
+  // `next (word next)*` for "or" / "and", as nodes of `kind`.
+  ExprPtr logical_level(Expr::Kind kind, std::string_view word, ExprPtr (Parser::*next)());
+  // One left-associative level: `next (op next)*` for the operators `ops`.
+  ExprPtr binary_level(ExprPtr (Parser::*next)(), std::initializer_list<std::string_view> ops);
+  // A node of `kind` with the operands `lhs` and `rhs`.
+  ExprPtr combine(Expr::Kind kind, int line, std::string op, ExprPtr lhs, ExprPtr rhs);
   ExprPtr unary();
   ExprPtr primary();
   ExprPtr postfix(ExprPtr e);

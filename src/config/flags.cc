@@ -146,85 +146,62 @@ struct RawFlags {
 };
 
 void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
-  app.add_option("--grpc-bind-address", c.grpc_bind_address, "gRPC listener [host]:port")
-      ->capture_default_str();
+  app.add_option("--grpc-bind-address", c.grpc_bind_address, "gRPC listener [host]:port");
   app.add_option("--http-bind-address", c.http_bind_address,
-                 "public HTTP listener (/healthz, /readyz, /metrics)")
-      ->capture_default_str();
+                 "public HTTP listener (/healthz, /readyz, /metrics)");
   app.add_option("--snapshot-bind-address", c.snapshot_bind_address,
-                 "control HTTP listener (/snapshot, /policy)")
-      ->capture_default_str();
+                 "control HTTP listener (/snapshot, /policy)");
   app.add_option("--tls-cert-file", c.tls_cert_file, "PEM certificate for gRPC TLS (with key)");
   app.add_option("--tls-key-file", c.tls_key_file, "PEM private key for gRPC TLS (with cert)");
-  app.add_option("--engine-block-size", raw.engine_block_size, "tokens per KV block")
-      ->capture_default_str();
+  app.add_option("--engine-block-size", raw.engine_block_size, "tokens per KV block");
   app.add_option("--tokenizer-models-dir", c.tokenizer_models_dir,
                  "tokenizer models for prompt_text (empty: prompt_text fails open)");
-  app.add_option("--log-format", raw.log_format, "json|text")->capture_default_str();
-  app.add_option("--log-level", raw.log_level, "debug|info|warn|error")->capture_default_str();
+  app.add_option("--log-format", raw.log_format, "json|text");
+  app.add_option("--log-level", raw.log_level, "debug|info|warn|error");
   app.add_flag("--insecure-disable-auth", c.insecure_disable_auth,
                "serve /snapshot and /policy without a bearer token");
-  app.add_option("--threads", raw.threads, "reactor threads (0: one per CPU)")
-      ->capture_default_str();
-  app.add_option("--pin-threads", raw.pin_threads, "pin each reactor thread to a CPU (true|false)")
-      ->capture_default_str();
-  app.add_option("--max-message-bytes", raw.max_message_bytes, "largest gRPC message, bytes")
-      ->capture_default_str();
+  app.add_option("--threads", raw.threads, "reactor threads (0: one per CPU)");
+  app.add_option("--pin-threads", raw.pin_threads, "pin each reactor thread to a CPU (true|false)");
+  app.add_option("--max-message-bytes", raw.max_message_bytes, "largest gRPC message, bytes");
   app.add_option("--max-concurrent-streams", raw.max_concurrent_streams,
-                 "HTTP/2 concurrent streams per connection")
-      ->capture_default_str();
-  app.add_option("--max-connections", raw.max_connections, "open connections per listener")
-      ->capture_default_str();
-  app.add_option("--idle-timeout", raw.idle_timeout, "close a connection idle this long (0: never)")
-      ->capture_default_str();
+                 "HTTP/2 concurrent streams per connection");
+  app.add_option("--max-connections", raw.max_connections, "open connections per listener");
+  app.add_option("--idle-timeout", raw.idle_timeout,
+                 "close a connection idle this long (0: never)");
   app.add_option("--shutdown-grace", raw.shutdown_grace,
-                 "time in-flight calls get after SIGTERM/SIGINT")
-      ->capture_default_str();
-  app.add_option("--index-ttl", raw.index_ttl, "index entry time-to-live")->capture_default_str();
+                 "time in-flight calls get after SIGTERM/SIGINT");
+  app.add_option("--index-ttl", raw.index_ttl, "index entry time-to-live");
   app.add_option("--index-max-entries", raw.index_max_entries,
-                 "global cap on (key, replica) entries")
-      ->capture_default_str();
-  app.add_option("--sweep-interval", raw.sweep_interval, "period of the TTL sweep")
-      ->capture_default_str();
-  app.add_option("--ranking", raw.ranking, "load-aware|reference (tenants without a policy choice)")
-      ->capture_default_str();
+                 "global cap on (key, replica) entries");
+  app.add_option("--sweep-interval", raw.sweep_interval, "period of the TTL sweep");
+  app.add_option("--ranking", raw.ranking,
+                 "load-aware|reference (tenants without a policy choice)");
   app.add_option("--load-cost-tokens", raw.load_cost_tokens,
-                 "load-aware: prefill tokens one recent hint costs")
-      ->capture_default_str();
-  app.add_option("--load-window", raw.load_window, "load-aware: hints the load remembers")
-      ->capture_default_str();
+                 "load-aware: prefill tokens one recent hint costs");
+  app.add_option("--load-window", raw.load_window, "load-aware: hints the load remembers");
   app.add_option("--pressure-load", raw.pressure_load,
-                 "load-aware: hints a replica at pressure 1.0 counts as")
-      ->capture_default_str();
+                 "load-aware: hints a replica at pressure 1.0 counts as");
   app.add_option("--saturation-pressure", raw.saturation_pressure,
-                 "load-aware: pressure at which a replica is saturated")
-      ->capture_default_str();
+                 "load-aware: pressure at which a replica is saturated");
   app.add_option("--metrics-stream-interval", raw.metrics_stream_interval,
-                 "period of StreamMetrics samples (docs/streams.md)")
-      ->capture_default_str();
+                 "period of StreamMetrics samples (docs/streams.md)");
   app.add_option("--policy-file", c.policy_file, "CachePolicy JSON loaded at start");
   app.add_option("--control-token-file", c.control_token_file,
                  "bearer token for the control listener");
   app.add_option("--state-file", c.state_file,
                  "warm restart: index state loaded at start, saved periodically and at exit");
-  app.add_option("--state-save-interval", raw.state_save_interval, "period of --state-file saves")
-      ->capture_default_str();
+  app.add_option("--state-save-interval", raw.state_save_interval, "period of --state-file saves");
   app.add_option("--nats-url", c.nats_url,
                  "replication: NATS server URL(s), comma-separated (docs/replication.md)");
-  app.add_option("--nats-stream", c.nats_stream, "replication: the JetStream stream name")
-      ->capture_default_str();
+  app.add_option("--nats-stream", c.nats_stream, "replication: the JetStream stream name");
   app.add_option("--nats-buffer-bytes", raw.nats_buffer_bytes,
-                 "replication: changes buffered while NATS is slow or away")
-      ->capture_default_str();
+                 "replication: changes buffered while NATS is slow or away");
   app.add_option("--nats-startup-wait", raw.nats_startup_wait,
-                 "replication: /readyz waits this long for NATS at start, then serves local state")
-      ->capture_default_str();
+                 "replication: /readyz waits this long for NATS at start, then serves local state");
   app.add_option("--nats-snapshot-interval", raw.nats_snapshot_interval,
-                 "replication: period of index snapshots published to JetStream (0: never)")
-      ->capture_default_str();
+                 "replication: period of index snapshots published to JetStream (0: never)");
   app.add_option("--nats-snapshot-max-bytes", raw.nats_snapshot_max_bytes,
-                 "replication: larger snapshots are not published")
-      ->capture_default_str();
+                 "replication: larger snapshots are not published");
 }
 
 // A JetStream stream name: letters, digits, '-' and '_' (no '.', '*', '>',
@@ -379,6 +356,7 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
       "InferenceCache: tells LLM gateways which engine replica holds the KV cache "
       "for a prompt prefix.",
       std::string(kProgram)};
+  app.option_defaults()->always_capture_default();  // --help shows each default
   define_flags(app, config, raw);
   app.set_version_flag("--version", "", "print version, commit, compiler and library versions");
   const std::vector<std::string> args = normalize_args(argc, argv);

@@ -1,6 +1,7 @@
 #include "metrics/grpc_server_metrics.hh"
 
 #include <algorithm>
+#include <array>
 
 #include "metrics/exposition.hh"
 
@@ -24,17 +25,10 @@ void add(A& into, const A& from) {
 }  // namespace
 
 std::string_view to_label(RpcType type) {
-  switch (type) {
-    case RpcType::kUnary:
-      return "unary";
-    case RpcType::kClientStream:
-      return "client_stream";
-    case RpcType::kServerStream:
-      return "server_stream";
-    case RpcType::kBidiStream:
-      return "bidi_stream";
-  }
-  return "unary";
+  constexpr std::array<std::string_view, 4> kLabels = {"unary", "client_stream", "server_stream",
+                                                       "bidi_stream"};
+  static_assert(kLabels.size() == static_cast<std::size_t>(RpcType::kBidiStream) + 1);
+  return kLabels[static_cast<std::size_t>(type)];
 }
 
 std::string_view rpc_code_label(std::size_t code) {

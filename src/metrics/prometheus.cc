@@ -237,59 +237,57 @@ namespace {
 // Only with --nats-url (docs/replication.md "Metrics").
 void render_replication(Writer& w, const ReplicationFigures& r) {
   if (!r.enabled) return;
-  w.family("replication_connected", "gauge",
-           "1 while connected to NATS with the replication stream subscribed.");
-  w.sample("replication_connected", {}, r.connected ? 1 : 0);
-  w.family("replication_last_applied_sequence", "gauge",
-           "Stream sequence up to which every record is applied on every core.");
-  w.sample("replication_last_applied_sequence", {}, static_cast<double>(r.last_applied_sequence));
-  w.family("replication_lag_records", "gauge",
-           "Stream records not yet applied here (last known; frozen while disconnected).");
-  w.sample("replication_lag_records", {}, static_cast<double>(r.lag_records));
-  w.family("replication_pending_bytes", "gauge",
-           "Accepted changes buffered for publishing (queued or awaiting the stream's ack).");
-  w.sample("replication_pending_bytes", {}, r.pending_bytes);
-  w.family("replication_pending_records", "gauge", "Records behind replication_pending_bytes.");
-  w.sample("replication_pending_records", {}, r.pending_records);
-  w.family("replication_published_total", "counter",
-           "Records the stream acknowledged (a republished duplicate counts again).");
-  w.sample("replication_published_total", {}, static_cast<double>(r.published));
-  w.family("replication_publish_failures_total", "counter",
-           "Publish attempts that failed or timed out; each is retried.");
-  w.sample("replication_publish_failures_total", {}, static_cast<double>(r.publish_failures));
-  w.family("replication_dropped_total", "counter",
+  w.single("replication_connected", "gauge",
+           "1 while connected to NATS with the replication stream subscribed.",
+           r.connected ? 1 : 0);
+  w.single("replication_last_applied_sequence", "gauge",
+           "Stream sequence up to which every record is applied on every core.",
+           static_cast<double>(r.last_applied_sequence));
+  w.single("replication_lag_records", "gauge",
+           "Stream records not yet applied here (last known; frozen while disconnected).",
+           static_cast<double>(r.lag_records));
+  w.single("replication_pending_bytes", "gauge",
+           "Accepted changes buffered for publishing (queued or awaiting the stream's ack).",
+           r.pending_bytes);
+  w.single("replication_pending_records", "gauge", "Records behind replication_pending_bytes.",
+           r.pending_records);
+  w.single("replication_published_total", "counter",
+           "Records the stream acknowledged (a republished duplicate counts again).",
+           static_cast<double>(r.published));
+  w.single("replication_publish_failures_total", "counter",
+           "Publish attempts that failed or timed out; each is retried.",
+           static_cast<double>(r.publish_failures));
+  w.single("replication_dropped_total", "counter",
            "Accepted changes not buffered for publishing (--nats-buffer-bytes full): applied "
-           "here only, other servers miss them.");
-  w.sample("replication_dropped_total", {}, static_cast<double>(r.dropped));
-  w.family("replication_applied_total", "counter", "Stream records applied here.");
-  w.sample("replication_applied_total", {}, static_cast<double>(r.applied));
-  w.family("replication_skipped_total", "counter",
-           "Stream records not applied: unparsable or of an unknown format version.");
-  w.sample("replication_skipped_total", {}, static_cast<double>(r.skipped));
-  w.family("replication_resubscribes_total", "counter",
-           "Times the stream was subscribed again (reconnect, consumer loss).");
-  w.sample("replication_resubscribes_total", {}, static_cast<double>(r.reconnects));
-  w.family("replication_catch_up_target_sequence", "gauge",
-           "The stream's last sequence when this server first reached it; /readyz waits for it.");
-  w.sample("replication_catch_up_target_sequence", {}, static_cast<double>(r.catch_up_target));
-  w.family("replication_caught_up", "gauge",
+           "here only, other servers miss them.",
+           static_cast<double>(r.dropped));
+  w.single("replication_applied_total", "counter", "Stream records applied here.",
+           static_cast<double>(r.applied));
+  w.single("replication_skipped_total", "counter",
+           "Stream records not applied: unparsable or of an unknown format version.",
+           static_cast<double>(r.skipped));
+  w.single("replication_resubscribes_total", "counter",
+           "Times the stream was subscribed again (reconnect, consumer loss).",
+           static_cast<double>(r.reconnects));
+  w.single("replication_catch_up_target_sequence", "gauge",
+           "The stream's last sequence when this server first reached it; /readyz waits for it.",
+           static_cast<double>(r.catch_up_target));
+  w.single("replication_caught_up", "gauge",
            "1 once every record up to the catch-up target is applied (or NATS was not reached "
-           "within --nats-startup-wait).");
-  w.sample("replication_caught_up", {}, r.caught_up ? 1 : 0);
-  w.family("replication_snapshots_published_total", "counter",
-           "Index snapshots this server published to JetStream.");
-  w.sample("replication_snapshots_published_total", {}, static_cast<double>(r.snapshots_published));
-  w.family("replication_snapshot_failures_total", "counter",
+           "within --nats-startup-wait).",
+           r.caught_up ? 1 : 0);
+  w.single("replication_snapshots_published_total", "counter",
+           "Index snapshots this server published to JetStream.",
+           static_cast<double>(r.snapshots_published));
+  w.single("replication_snapshot_failures_total", "counter",
            "Snapshots due but not published (JetStream error, or larger than "
-           "--nats-snapshot-max-bytes).");
-  w.sample("replication_snapshot_failures_total", {}, static_cast<double>(r.snapshot_failures));
-  w.family("replication_snapshot_published_sequence", "gauge",
-           "Stream sequence covered by the last snapshot this server published.");
-  w.sample("replication_snapshot_published_sequence", {},
+           "--nats-snapshot-max-bytes).",
+           static_cast<double>(r.snapshot_failures));
+  w.single("replication_snapshot_published_sequence", "gauge",
+           "Stream sequence covered by the last snapshot this server published.",
            static_cast<double>(r.snapshot_published_sequence));
-  w.family("replication_snapshot_loaded_sequence", "gauge",
-           "Stream sequence covered by the snapshot loaded at start (0: none).");
-  w.sample("replication_snapshot_loaded_sequence", {},
+  w.single("replication_snapshot_loaded_sequence", "gauge",
+           "Stream sequence covered by the snapshot loaded at start (0: none).",
            static_cast<double>(r.snapshot_loaded_sequence));
 }
 

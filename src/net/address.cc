@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <string>
 
 namespace ic::net {
 
@@ -15,6 +16,21 @@ std::optional<std::uint16_t> parse_port(std::string_view text) {
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc{} || ptr != end || value > 65535) return std::nullopt;
   return static_cast<std::uint16_t>(value);
+}
+
+// The socket address of the numeric `literal` of `family` (AF_INET or
+// AF_INET6) and `port`; nullopt when inet_pton rejects the literal.
+std::optional<Address> ip_address(int family, const std::string& literal, std::uint16_t port) {
+  Address addr;
+  auto* sin = reinterpret_cast<sockaddr_in*>(&addr.storage);
+  auto* sin6 = reinterpret_cast<sockaddr_in6*>(&addr.storage);
+  const bool v6 = family == AF_INET6;
+  void* ip = v6 ? static_cast<void*>(&sin6->sin6_addr) : static_cast<void*>(&sin->sin_addr);
+  if (inet_pton(family, literal.c_str(), ip) != 1) return std::nullopt;
+  addr.storage.ss_family = static_cast<sa_family_t>(family);
+  (v6 ? sin6->sin6_port : sin->sin_port) = htons(port);
+  addr.length = v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  return addr;
 }
 
 }  // namespace
@@ -30,40 +46,22 @@ std::optional<Address> parse_address(std::string_view text, std::string* error) 
   const auto port = parse_port(text.substr(colon + 1));
   if (!port) return fail("port must be a number in [0, 65535]");
 
-  Address addr;
   if (host.empty()) {
-    addr.any_host = true;
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&addr.storage);
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_addr = in6addr_any;
-    sin6->sin6_port = htons(*port);
-    addr.length = sizeof(sockaddr_in6);
-    return addr;
+    std::optional<Address> any = ip_address(AF_INET6, "::", *port);  // in6addr_any
+    any->any_host = true;
+    return any;
   }
   if (host.front() == '[') {
     if (host.size() < 3 || host.back() != ']') return fail("IPv6 host must look like [::1]");
-    const std::string literal(host.substr(1, host.size() - 2));
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&addr.storage);
-    if (inet_pton(AF_INET6, literal.c_str(), &sin6->sin6_addr) != 1) {
-      return fail("not an IPv6 address");
-    }
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(*port);
-    addr.length = sizeof(sockaddr_in6);
-    return addr;
+    auto addr = ip_address(AF_INET6, std::string(host.substr(1, host.size() - 2)), *port);
+    return addr ? addr : fail("not an IPv6 address");
   }
   if (host.find(':') != std::string_view::npos) {
     return fail("IPv6 host must be in brackets, e.g. [::1]:9090");
   }
   const std::string literal = host == "localhost" ? "127.0.0.1" : std::string(host);
-  auto* sin = reinterpret_cast<sockaddr_in*>(&addr.storage);
-  if (inet_pton(AF_INET, literal.c_str(), &sin->sin_addr) != 1) {
-    return fail("host must be an IP address, \"localhost\" or empty");
-  }
-  sin->sin_family = AF_INET;
-  sin->sin_port = htons(*port);
-  addr.length = sizeof(sockaddr_in);
-  return addr;
+  auto addr = ip_address(AF_INET, literal, *port);
+  return addr ? addr : fail("host must be an IP address, \"localhost\" or empty");
 }
 
 std::string format_address(const sockaddr* addr, socklen_t length) {

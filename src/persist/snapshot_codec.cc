@@ -16,16 +16,24 @@ bool same_group(const pb::CacheStateUpdate& u, const index::EntryView& v) {
          u.tenant_id() == v.tenant && u.model_id() == v.model && u.hash_scheme() == v.hash_scheme;
 }
 
+// The scope every saved record carries: tenant, model, replica and a wall-clock
+// time (µs). `Message` is a CacheStateUpdate or a CacheEvent; `View` an
+// EntryView or a StatsView.
+template <class Message, class View>
+void set_scope(Message& m, const View& v, std::int64_t timestamp_us) {
+  m.set_tenant_id(v.tenant.data(), v.tenant.size());
+  m.set_model_id(v.model.data(), v.model.size());
+  m.set_replica_id(v.replica.data(), v.replica.size());
+  m.set_timestamp_us(timestamp_us);
+}
+
 }  // namespace
 
 void ChunkBuilder::add_entry(const index::EntryView& v) {
   if (current_ == nullptr || !same_group(*current_, v)) {
     current_ = chunk_.add_updates();
-    current_->set_tenant_id(v.tenant.data(), v.tenant.size());
-    current_->set_model_id(v.model.data(), v.model.size());
+    set_scope(*current_, v, v.last_seen_us);
     current_->set_hash_scheme(v.hash_scheme.data(), v.hash_scheme.size());
-    current_->set_replica_id(v.replica.data(), v.replica.size());
-    current_->set_timestamp_us(v.last_seen_us);
   }
   pb::PrefixEntry* p = current_->add_prefixes();
   p->set_prefix_hash(v.prefix_hash.data(), v.prefix_hash.size());
@@ -38,10 +46,7 @@ void ChunkBuilder::add_entry(const index::EntryView& v) {
 void ChunkBuilder::add_stats(const index::StatsView& v) {
   current_ = nullptr;  // a stats update never takes entries
   pb::CacheStateUpdate* u = chunk_.add_updates();
-  u->set_tenant_id(v.tenant.data(), v.tenant.size());
-  u->set_model_id(v.model.data(), v.model.size());
-  u->set_replica_id(v.replica.data(), v.replica.size());
-  u->set_timestamp_us(v.stats_reported_us);
+  set_scope(*u, v, v.stats_reported_us);
   pb::ReplicaStats* s = u->mutable_stats();
   s->set_replica_id(v.replica.data(), v.replica.size());
   s->set_cache_memory_bytes(v.cache_memory_bytes);
@@ -52,10 +57,7 @@ void ChunkBuilder::add_stats(const index::StatsView& v) {
   if (v.last_seen_us != v.stats_reported_us) {
     pb::CacheEvent* e = chunk_.add_liveness();
     e->set_type(pb::CacheEvent::REPLICA_UPDATED);
-    e->set_tenant_id(v.tenant.data(), v.tenant.size());
-    e->set_model_id(v.model.data(), v.model.size());
-    e->set_replica_id(v.replica.data(), v.replica.size());
-    e->set_timestamp_us(v.last_seen_us);
+    set_scope(*e, v, v.last_seen_us);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -73,21 +74,10 @@ StateFileContents parse_records(StateFileContents c, std::size_t end) {
 }  // namespace
 
 std::string_view load_status_name(LoadStatus status) {
-  switch (status) {
-    case LoadStatus::kOk:
-      return "ok";
-    case LoadStatus::kMissing:
-      return "missing";
-    case LoadStatus::kUnreadable:
-      return "unreadable";
-    case LoadStatus::kWrongVersion:
-      return "wrong_version";
-    case LoadStatus::kTruncated:
-      return "truncated";
-    case LoadStatus::kCorrupt:
-      return "corrupt";
-  }
-  return "corrupt";
+  constexpr std::array<std::string_view, 6> kNames = {
+      "ok", "missing", "unreadable", "wrong_version", "truncated", "corrupt"};
+  static_assert(kNames.size() == static_cast<std::size_t>(LoadStatus::kCorrupt) + 1);
+  return kNames[static_cast<std::size_t>(status)];
 }
 
 StateFileContents read_state_file(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "metrics/label_value.hh"
 #include "rpc/typed.hh"
 #include "service/inference_cache.hh"
 
@@ -37,18 +38,10 @@ std::size_t parse_labels(std::string_view text, std::size_t pos,
     }
     const std::string key(text.substr(pos, eq - pos));
     std::string value;
-    std::size_t i = eq + 2;
-    for (; i < text.size() && text[i] != '"'; ++i) {
-      if (text[i] == '\\' && i + 1 < text.size()) {
-        ++i;
-        value += text[i] == 'n' ? '\n' : text[i];
-      } else {
-        value += text[i];
-      }
-    }
-    if (i >= text.size()) return std::string_view::npos;
+    const std::size_t close = metrics::read_label_value(text, eq + 2, value);
+    if (close == std::string_view::npos) return std::string_view::npos;
     out[key] = std::move(value);
-    pos = i + 1;
+    pos = close + 1;
     if (pos < text.size() && text[pos] == ',') ++pos;
   }
   return pos < text.size() ? pos + 1 : std::string_view::npos;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "cli/chain_input.hh"
 #include "common/channel.hh"
@@ -119,31 +120,67 @@ void set_deadline(grpc::ClientContext& context, const Global& g) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(g.timeout_ms));
 }
 
-int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
-  v1::LookupRouteRequest request;
-  request.set_tenant_id(a.tenant);
-  request.set_model_id(a.model);
-  request.set_hash_scheme(a.scheme);
-  request.set_adapter_id(a.adapter);
-  if (a.ttft_ms > 0) request.mutable_slo()->set_ttft_ms(a.ttft_ms);
-  if (!a.prefix.block_ids.empty() || !a.prefix.block_hashes.empty()) {
-    const auto chain = chain_of(a.prefix);
-    for (const auto& h : chain.hashes) request.add_block_hashes(h);
-    for (auto t : chain.tokens) request.add_block_token_counts(t);
-  }
-  request.set_prefix_hash(prefix_bytes(a.prefix));
-  request.set_prefix_token_count(a.prefix.prefix_tokens);
-  for (auto t : a.token_ids) request.add_token_ids(t);
-  request.set_prompt_text(a.prompt);
+// One unary call `rpc` with --timeout-ms; nullopt once rpc_failed has said why it failed.
+template <typename Stub, typename Request, typename Response>
+std::optional<Response> call_unary(const char* method, const Global& g, Stub& stub,
+                                   grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&,
+                                                             Response*),
+                                   const Request& request) {
   grpc::ClientContext context;
   set_deadline(context, g);
-  v1::LookupRouteResponse response;
-  const auto status = stub.LookupRoute(&context, request, &response);
-  if (!status.ok()) return rpc_failed("LookupRoute", status);
-  if (g.json) {
-    std::cout << to_json(response);
-    return 0;
+  Response response;
+  const grpc::Status status = (stub.*rpc)(&context, request, &response);
+  if (!status.ok()) {
+    rpc_failed(method, status);
+    return std::nullopt;
   }
+  return response;
+}
+
+// The scope lookup and report share: tenant, model, hash scheme and adapter.
+template <typename Message>
+void set_scope(Message& m, const Args& a) {
+  m.set_tenant_id(a.tenant);
+  m.set_model_id(a.model);
+  m.set_hash_scheme(a.scheme);
+  m.set_adapter_id(a.adapter);
+}
+
+// Adds the chain given by --block-ids / --block-hashes to `m` (a LookupRouteRequest or a
+// PrefixEntry); returns its tokens.
+template <typename Message>
+std::int32_t add_chain(Message& m, const PrefixFlags& p) {
+  const auto chain = chain_of(p);
+  std::int32_t total = 0;
+  for (const auto& h : chain.hashes) m.add_block_hashes(h);
+  for (auto t : chain.tokens) {
+    m.add_block_token_counts(t);
+    total += t;
+  }
+  return total;
+}
+
+// Prints a call's answer: the proto3 JSON mapping with --json, else `human(answer)`.
+template <typename Response, typename Human>
+void print_answer(const Global& g, const Response& answer, Human human) {
+  if (g.json) {
+    std::cout << to_json(answer);
+  } else {
+    human(answer);
+  }
+}
+
+// call_unary, then print_answer; exit status 1 when the call failed, else 0.
+template <typename Stub, typename Rpc, typename Request, typename Human>
+int call_and_print(const char* method, const Global& g, Stub& stub, Rpc rpc, const Request& request,
+                   Human human) {
+  const auto response = call_unary(method, g, stub, rpc, request);
+  if (!response) return 1;
+  print_answer(g, *response, human);
+  return 0;
+}
+
+void print_route(const v1::LookupRouteResponse& response) {
   std::printf("reason: %s  (server lookup latency %lld us)\n", response.reason_code().c_str(),
               static_cast<long long>(response.lookup_latency_us()));
   if (response.replica_scores_size() == 0) {
@@ -158,42 +195,40 @@ int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   if (response.token_ids_size() > 0) {
     std::printf("token ids: %d\n", response.token_ids_size());
   }
-  return 0;
+}
+
+int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
+  v1::LookupRouteRequest request;
+  set_scope(request, a);
+  if (a.ttft_ms > 0) request.mutable_slo()->set_ttft_ms(a.ttft_ms);
+  if (!a.prefix.block_ids.empty() || !a.prefix.block_hashes.empty()) add_chain(request, a.prefix);
+  request.set_prefix_hash(prefix_bytes(a.prefix));
+  request.set_prefix_token_count(a.prefix.prefix_tokens);
+  for (auto t : a.token_ids) request.add_token_ids(t);
+  request.set_prompt_text(a.prompt);
+  return call_and_print("LookupRoute", g, stub, &v1::InferenceCache::Stub::LookupRoute, request,
+                        print_route);
 }
 
 // Prints an Ack (human or JSON); exit status 0 when accepted, 1 otherwise.
 int print_ack(const v1::Ack& ack, const Global& g) {
-  if (g.json) {
-    std::cout << to_json(ack);
-  } else {
-    std::printf("accepted: %s%s%s\n", ack.accepted() ? "yes" : "no",
-                ack.reason_code().empty() ? "" : "  reason: ", ack.reason_code().c_str());
-  }
+  print_answer(g, ack, [](const v1::Ack& a) {
+    std::printf("accepted: %s%s%s\n", a.accepted() ? "yes" : "no",
+                a.reason_code().empty() ? "" : "  reason: ", a.reason_code().c_str());
+  });
   return ack.accepted() ? 0 : 1;
 }
 
 int do_report(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   v1::CacheStateUpdate update;
   update.set_replica_id(a.replica);
-  update.set_tenant_id(a.tenant);
-  update.set_model_id(a.model);
-  update.set_hash_scheme(a.scheme);
-  update.set_adapter_id(a.adapter);
+  set_scope(update, a);
   const bool has_chain = !a.prefix.block_ids.empty() || !a.prefix.block_hashes.empty();
   const std::string exact = prefix_bytes(a.prefix);
   if (has_chain || !exact.empty()) {
     auto* entry = update.add_prefixes();
     entry->set_tier(static_cast<v1::CacheTier>(a.tier));
-    if (has_chain) {
-      const auto chain = chain_of(a.prefix);
-      std::int32_t total = 0;
-      for (const auto& h : chain.hashes) entry->add_block_hashes(h);
-      for (auto t : chain.tokens) {
-        entry->add_block_token_counts(t);
-        total += t;
-      }
-      entry->set_token_count(total);
-    }
+    if (has_chain) entry->set_token_count(add_chain(*entry, a.prefix));
     if (!exact.empty()) {
       entry->set_prefix_hash(exact);
       entry->set_token_count(a.prefix.prefix_tokens);
@@ -239,27 +274,12 @@ int do_event(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
     hash = block_hash_bytes(a.prefix.block_ids[0]);
   }
   event.set_prefix_hash(hash);
-  grpc::ClientContext context;
-  set_deadline(context, g);
-  v1::Ack ack;
-  const auto status = stub.PublishEvent(&context, event, &ack);
-  if (!status.ok()) return rpc_failed("PublishEvent", status);
-  return print_ack(ack, g);
+  const auto ack =
+      call_unary("PublishEvent", g, stub, &v1::InferenceCache::Stub::PublishEvent, event);
+  return ack ? print_ack(*ack, g) : 1;
 }
 
-int do_state(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
-  v1::GetCacheStateRequest request;
-  request.set_tenant_id(a.tenant);
-  request.set_model_id(a.model);
-  grpc::ClientContext context;
-  set_deadline(context, g);
-  v1::GetCacheStateResponse response;
-  const auto status = stub.GetCacheState(&context, request, &response);
-  if (!status.ok()) return rpc_failed("GetCacheState", status);
-  if (g.json) {
-    std::cout << to_json(response);
-    return 0;
-  }
+void print_state(const v1::GetCacheStateResponse& response) {
   std::printf("prefixes: %lld (hot %lld)\n",
               static_cast<long long>(response.summary().total_prefixes()),
               static_cast<long long>(response.summary().hot_prefixes()));
@@ -273,27 +293,28 @@ int do_state(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
                 static_cast<long long>(r.t2_hit_tokens()),
                 static_cast<long long>(r.t2_query_tokens()));
   }
-  return 0;
+}
+
+int do_state(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
+  v1::GetCacheStateRequest request;
+  request.set_tenant_id(a.tenant);
+  request.set_model_id(a.model);
+  return call_and_print("GetCacheState", g, stub, &v1::InferenceCache::Stub::GetCacheState, request,
+                        print_state);
 }
 
 int do_health(const std::shared_ptr<grpc::Channel>& channel, const Global& g, const Args& a) {
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(a.service);
-  grpc::ClientContext context;
-  set_deadline(context, g);
-  grpc::health::v1::HealthCheckResponse response;
-  const auto status = stub->Check(&context, request, &response);
-  if (!status.ok()) return rpc_failed("Health/Check", status);
-  const bool serving = response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
-  if (g.json) {
-    std::cout << to_json(response);
-  } else {
-    std::printf(
-        "%s\n",
-        grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status()).c_str());
-  }
-  return serving ? 0 : 1;
+  const auto response =
+      call_unary("Health/Check", g, *stub, &grpc::health::v1::Health::Stub::Check, request);
+  if (!response) return 1;
+  using Health = grpc::health::v1::HealthCheckResponse;
+  print_answer(g, *response, [](const Health& h) {
+    std::printf("%s\n", Health::ServingStatus_Name(h.status()).c_str());
+  });
+  return response->status() == Health::SERVING ? 0 : 1;
 }
 
 }  // namespace

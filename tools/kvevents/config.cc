@@ -37,39 +37,31 @@ std::int64_t duration_flag(const char* flag, const std::string& text, std::int64
 }
 
 void define_identity(CLI::App& app, AdapterConfig& c) {
-  app.add_option("--engine-endpoint", c.engine_endpoint, "engine ZMQ PUB endpoint (rank 0)")
-      ->capture_default_str();
+  app.add_option("--engine-endpoint", c.engine_endpoint, "engine ZMQ PUB endpoint (rank 0)");
   app.add_option("--replay-endpoint", c.replay_endpoint,
                  "engine ZMQ ROUTER replay endpoint (rank 0); empty: no replay");
-  app.add_option("--topic", c.topic, "subscription prefix; empty: all")->capture_default_str();
+  app.add_option("--topic", c.topic, "subscription prefix; empty: all");
   app.add_option("--dp-size", c.dp_size, "data-parallel ranks; rank r on the ports + r")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  app.add_option("--server", c.sender.server, "InferenceCache gRPC address host:port")
-      ->capture_default_str();
+  app.add_option("--server", c.sender.server, "InferenceCache gRPC address host:port");
   app.add_option("--replica-id", c.replica_id, "replica id stamped on every update (required)");
   app.add_option("--model-id", c.identity.model_id, "model id stamped on every update (required)");
   app.add_option("--tenant-id", c.identity.tenant_id, "tenant of every update");
-  app.add_option("--hash-scheme", c.identity.hash_scheme, "vllm or sglang")->capture_default_str();
+  app.add_option("--hash-scheme", c.identity.hash_scheme, "vllm or sglang");
 }
 
 void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
-  app.add_option("--window", raw.window, "add-batching flush window")->capture_default_str();
+  app.add_option("--window", raw.window, "add-batching flush window");
   app.add_option("--engine-metrics-url", c.engine_metrics_url,
-                 "engine /metrics scraped for ReplicaStats; empty: no stats")
-      ->capture_default_str();
-  app.add_option("--stats-interval", raw.stats_interval, "scrape and stats update period")
-      ->capture_default_str();
+                 "engine /metrics scraped for ReplicaStats; empty: no stats");
+  app.add_option("--stats-interval", raw.stats_interval, "scrape and stats update period");
   app.add_option("--engine-cache-size-bytes", c.stats.engine_cache_size_bytes,
                  "cache_memory_bytes = usage x this")
-      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-concurrency-ceiling", c.stats.max_concurrency_ceiling,
                  "pressure = (running + waiting) / this")
-      ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--cache-tier", raw.cache_tier, "usage gauge: auto, kv, gpu or cpu")
-      ->capture_default_str();
+  app.add_option("--cache-tier", raw.cache_tier, "usage gauge: auto, kv, gpu or cpu");
   app.add_option("--engine-model-name", c.stats.engine_model_name,
                  "only metric series with this model_name label");
   app.add_flag("--ignore-block-removed", c.state.ignore_block_removed,
@@ -78,26 +70,20 @@ void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
                  "id=name,... (an unmapped non-nil lora_id is dropped)");
   app.add_option("--engine-block-size", c.state.engine_block_size,
                  "the server's --engine-block-size (a mismatch is logged and counted)")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--max-tracked-blocks", c.state.max_blocks,
                  "blocks tracked per replica before a resync")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 30));
   app.add_option("--max-queued-entries", c.sender.max_queued_entries,
                  "entries queued for the server before pushes wait")
-      ->capture_default_str()
       ->check(CLI::Range(16, 1 << 26));
-  app.add_option("--replay-timeout", raw.replay_timeout, "replay silence before a resync")
-      ->capture_default_str();
+  app.add_option("--replay-timeout", raw.replay_timeout, "replay silence before a resync");
   app.add_option("--refresh-interval", raw.refresh_interval,
-                 "re-report every tracked block this often, below the server's TTL; 0: never")
-      ->capture_default_str();
+                 "re-report every tracked block this often, below the server's TTL; 0: never");
   app.add_option("--http-bind-address", c.http_bind_address,
-                 "/metrics and /healthz listener [host]:port; empty: off")
-      ->capture_default_str();
-  app.add_option("--log-format", raw.log_format, "json or text")->capture_default_str();
-  app.add_option("--log-level", raw.log_level, "debug, info, warn or error")->capture_default_str();
+                 "/metrics and /healthz listener [host]:port; empty: off");
+  app.add_option("--log-format", raw.log_format, "json or text");
+  app.add_option("--log-level", raw.log_level, "debug, info, warn or error");
 }
 
 void validate(AdapterConfig& c, const RawFlags& raw) {
@@ -165,6 +151,7 @@ ConfigOutcome parse_config(int argc, const char* const* argv) {
   RawFlags raw;
   CLI::App app{"inferencecache-kvevents: feeds InferenceCache from vLLM / SGLang KV events",
                kProgram};
+  app.option_defaults()->always_capture_default();  // --help shows each default
   app.set_version_flag("--version", kVersion);
   define_identity(app, c);
   define_tuning(app, c, raw);

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <initializer_list>
 
+#include "metrics/label_value.hh"
+
 namespace ic::tools::kvevents {
 namespace {
 
@@ -25,18 +27,10 @@ std::optional<std::string_view> parse_labels(std::string_view s, Sample& out) {
     if (eq == std::string_view::npos || eq + 1 >= s.size() || s[eq + 1] != '"') return std::nullopt;
     std::string key(trim(s.substr(i, eq - i)));
     std::string value;
-    std::size_t j = eq + 2;
-    for (; j < s.size() && s[j] != '"'; ++j) {
-      if (s[j] == '\\' && j + 1 < s.size()) {
-        ++j;
-        value += s[j] == 'n' ? '\n' : s[j];
-      } else {
-        value += s[j];
-      }
-    }
-    if (j >= s.size()) return std::nullopt;
+    const std::size_t close = metrics::read_label_value(s, eq + 2, value);
+    if (close == std::string_view::npos) return std::nullopt;
     out.labels.emplace_back(std::move(key), std::move(value));
-    i = j + 1;
+    i = close + 1;
   }
   return std::nullopt;
 }

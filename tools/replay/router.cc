@@ -1,21 +1,15 @@
 #include "replay/router.hh"
 
+#include <array>
 #include <charconv>
 
 namespace ic::tools::replay {
 
 std::string_view policy_name(Policy policy) {
-  switch (policy) {
-    case Policy::kRoundRobin:
-      return "round-robin";
-    case Policy::kLeastLoaded:
-      return "least-loaded";
-    case Policy::kInferenceCache:
-      return "inferencecache";
-    case Policy::kCostRouter:
-      return "cost-router";
-  }
-  return "unknown";
+  constexpr std::array<std::string_view, 4> kNames = {"round-robin", "least-loaded",
+                                                      "inferencecache", "cost-router"};
+  static_assert(kNames.size() == static_cast<std::size_t>(Policy::kCostRouter) + 1);
+  return kNames[static_cast<std::size_t>(policy)];
 }
 
 std::string_view gateway_name(Gateway gateway) {

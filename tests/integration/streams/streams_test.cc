@@ -260,16 +260,11 @@ TEST_CASE("StreamMetrics: /metrics samples as Metric messages, filtered by names
 TEST_CASE("Health/Watch: SERVING, then NOT_SERVING when SIGTERM starts the drain") {
   Served s;
   auto stub = health::Health::NewStub(s.channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(deadline_in(30s));
-  auto reader = stub->Watch(&ctx, health::HealthCheckRequest());
-  health::HealthCheckResponse r;
-  REQUIRE(reader->Read(&r));
-  CHECK(r.status() == health::HealthCheckResponse::SERVING);
+  ic::itest::HealthWatch watch(*stub);
+  CHECK(watch.next() == health::HealthCheckResponse::SERVING);
   s.server.signal(SIGTERM);
-  REQUIRE(reader->Read(&r));
-  CHECK(r.status() == health::HealthCheckResponse::NOT_SERVING);
-  CHECK_FALSE(reader->Read(&r));  // nothing more: the status changes once
-  CHECK(reader->Finish().ok());
+  CHECK(watch.next() == health::HealthCheckResponse::NOT_SERVING);
+  CHECK_FALSE(watch.next());  // nothing more: the status changes once
+  CHECK(watch.reader->Finish().ok());
   CHECK(s.server.wait_exit(20s) == 0);
 }

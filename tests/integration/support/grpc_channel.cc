@@ -33,10 +33,9 @@ grpc::Status report_cache_state(
 
 std::string lookup_text(inferencecache::v1alpha1::InferenceCache::Stub& stub,
                         const inferencecache::v1alpha1::LookupRouteRequest& request) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(deadline_in(std::chrono::seconds(10)));
   inferencecache::v1alpha1::LookupRouteResponse out;
-  const grpc::Status st = stub.LookupRoute(&ctx, request, &out);
+  const grpc::Status st =
+      call_unary(stub, &inferencecache::v1alpha1::InferenceCache::Stub::LookupRoute, request, &out);
   if (!st.ok()) return "error: " + st.error_message();
   out.set_lookup_latency_us(0);
   return out.ShortDebugString();

@@ -1,17 +1,19 @@
 #pragma once
 // grpc++ (Debian libgrpc++-dev) as a real third-party client of the server:
-// an insecure (h2c) channel to 127.0.0.1, a deadline helper, and the
-// ReportCacheState client stream several tests send.
+// an insecure (h2c) channel to 127.0.0.1, a deadline helper, one unary call,
+// the ReportCacheState client stream several tests send and a Health/Watch.
 
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "support/server_process.hh"
 
@@ -29,6 +31,17 @@ inline std::chrono::system_clock::time_point deadline_in(std::chrono::millisecon
   return std::chrono::system_clock::now() + timeout;
 }
 
+// The unary `rpc` of `stub` (e.g. &InferenceCache::Stub::GetCacheState) with a
+// 10 s deadline; returns the call's status and fills *response.
+template <class Stub, class Request, class Response>
+grpc::Status call_unary(Stub& stub,
+                        grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&, Response*),
+                        const Request& request, Response* response) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline_in(std::chrono::seconds(10)));
+  return (stub.*rpc)(&ctx, request, response);
+}
+
 // Streams `updates` through ReportCacheState with a 10 s deadline and
 // half-closes; returns the call's status and fills *ack. A refused write
 // stops the stream (the status then says why).
@@ -42,6 +55,26 @@ grpc::Status report_cache_state(
 // may change), or "error: <message>" when the call fails.
 std::string lookup_text(inferencecache::v1alpha1::InferenceCache::Stub& stub,
                         const inferencecache::v1alpha1::LookupRouteRequest& request);
+
+// Health/Watch of the server as a whole (service ""), with a 30 s deadline:
+// the server sends the current status at once, then each change
+// (grpc/grpc doc/health-checking.md).
+struct HealthWatch {
+  using Status = grpc::health::v1::HealthCheckResponse::ServingStatus;
+  explicit HealthWatch(grpc::health::v1::Health::Stub& stub) {
+    ctx.set_deadline(deadline_in(std::chrono::seconds(30)));
+    reader = stub.Watch(&ctx, grpc::health::v1::HealthCheckRequest());
+  }
+  // The next status sent; nullopt once the stream has ended.
+  std::optional<Status> next() {
+    grpc::health::v1::HealthCheckResponse response;
+    if (!reader->Read(&response)) return std::nullopt;
+    return response.status();
+  }
+
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReader<grpc::health::v1::HealthCheckResponse>> reader;
+};
 
 // A real server and a connected grpc++ InferenceCache stub to it.
 struct GrpcServed {

@@ -23,7 +23,9 @@
 
 namespace pb = inferencecache::v1alpha1;
 namespace health = grpc::health::v1;
+using ic::itest::call_unary;
 using ic::itest::deadline_in;
+using Stub = pb::InferenceCache::Stub;
 using ic::itest::numbered;
 using namespace std::chrono_literals;
 
@@ -55,11 +57,8 @@ pb::CacheStateUpdate probe_update(int i) {
 TEST_CASE("LookupRoute on a cold index answers NO_HINT with no replica scores") {
   Served s;
   SUBCASE("a gateway request: adapter_id echoed, no token_ids") {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(5s));
     pb::LookupRouteResponse resp;
-    grpc::Status st = s.stub->LookupRoute(&ctx, gateway_request(), &resp);
-    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    REQUIRE(call_unary(*s.stub, &Stub::LookupRoute, gateway_request(), &resp).ok());
     CHECK(resp.reason_code() == "NO_HINT");
     CHECK(resp.replica_scores_size() == 0);
     CHECK(resp.lookup_latency_us() >= 0);
@@ -67,20 +66,16 @@ TEST_CASE("LookupRoute on a cold index answers NO_HINT with no replica scores") 
     CHECK(resp.adapter_id() == "lora-7");
   }
   SUBCASE("an empty request") {
-    grpc::ClientContext ctx;
     pb::LookupRouteResponse resp;
-    grpc::Status st = s.stub->LookupRoute(&ctx, pb::LookupRouteRequest(), &resp);
-    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    REQUIRE(call_unary(*s.stub, &Stub::LookupRoute, pb::LookupRouteRequest(), &resp).ok());
     CHECK(resp.reason_code() == "NO_HINT");
     CHECK(resp.replica_scores_size() == 0);
   }
   SUBCASE("the reserved tenant: NO_HINT with latency 0 (docs/lookup.md step 1)") {
     pb::LookupRouteRequest req = gateway_request();
     req.set_tenant_id(kProbeTenant);
-    grpc::ClientContext ctx;
     pb::LookupRouteResponse resp;
-    grpc::Status st = s.stub->LookupRoute(&ctx, req, &resp);
-    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    REQUIRE(call_unary(*s.stub, &Stub::LookupRoute, req, &resp).ok());
     CHECK(resp.reason_code() == "NO_HINT");
     CHECK(resp.replica_scores_size() == 0);
     CHECK(resp.lookup_latency_us() == 0);
@@ -114,10 +109,8 @@ TEST_CASE("PublishEvent acks every decodable event") {
     ev.set_model_id("llama-3-8b");
     ev.set_tenant_id(kProbeTenant);
     ev.set_prefix_hash(std::string(8, '\x11'));
-    grpc::ClientContext ctx;
     pb::Ack ack;
-    grpc::Status st = s.stub->PublishEvent(&ctx, ev, &ack);
-    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    REQUIRE(call_unary(*s.stub, &Stub::PublishEvent, ev, &ack).ok());
     CHECK(ack.accepted());
   }
   CHECK(s.stop() == 0);
@@ -128,10 +121,8 @@ TEST_CASE("GetCacheState on a cold index is empty") {
   pb::GetCacheStateRequest req;
   req.set_model_id("llama-3-8b");
   req.set_tenant_id("team-a");
-  grpc::ClientContext ctx;
   pb::GetCacheStateResponse resp;
-  grpc::Status st = s.stub->GetCacheState(&ctx, req, &resp);
-  REQUIRE(st.error_code() == grpc::StatusCode::OK);
+  REQUIRE(call_unary(*s.stub, &Stub::GetCacheState, req, &resp).ok());
   CHECK(resp.replicas_size() == 0);
   CHECK(resp.summary().total_prefixes() == 0);
   CHECK(resp.summary().hot_prefixes() == 0);
@@ -145,29 +136,18 @@ TEST_CASE("RenderTemplate and LookupPDRoute answer the contract defaults") {
     req.set_template_ref("chat-v1");
     (*req.mutable_variables())["name"] = "world";
     req.set_tenant_id("team-a");
-    grpc::ClientContext ctx;
     pb::RenderTemplateResponse resp;
-    grpc::Status st = s.stub->RenderTemplate(&ctx, req, &resp);
-    REQUIRE(st.error_code() == grpc::StatusCode::OK);
-    CHECK(resp.reason_code() == "OK");
-    CHECK(resp.rendered_prompt().empty());
-    CHECK(resp.stable_prefix_hash().empty());
-    CHECK(resp.tenant_namespace().empty());
-    CHECK(resp.template_revision().empty());
+    REQUIRE(call_unary(*s.stub, &Stub::RenderTemplate, req, &resp).ok());
+    CHECK(resp.ShortDebugString() == R"(reason_code: "OK")");  // every other field empty
   }
   {
     pb::LookupPDRouteRequest req;
     req.set_model_id("llama-3-8b");
     req.set_tenant_id("team-a");
     req.set_prefix_hash("abc");
-    grpc::ClientContext ctx;
     pb::LookupPDRouteResponse resp;
-    grpc::Status st = s.stub->LookupPDRoute(&ctx, req, &resp);
-    REQUIRE(st.error_code() == grpc::StatusCode::OK);
-    CHECK(resp.reason_code() == "NO_HINT");
-    CHECK(resp.prefill_replica_id().empty());
-    CHECK(resp.decode_replica_id().empty());
-    CHECK(resp.transport_hint().empty());
+    REQUIRE(call_unary(*s.stub, &Stub::LookupPDRoute, req, &resp).ok());
+    CHECK(resp.ShortDebugString() == R"(reason_code: "NO_HINT")");
   }
   CHECK(s.stop() == 0);
 }
@@ -179,30 +159,24 @@ TEST_CASE("grpc.health.v1.Health: SERVING for the server and the service, NOT_FO
     CAPTURE(service);
     health::HealthCheckRequest req;
     req.set_service(service);
-    grpc::ClientContext ctx;
     health::HealthCheckResponse resp;
-    grpc::Status st = stub->Check(&ctx, req, &resp);
-    REQUIRE(st.error_code() == grpc::StatusCode::OK);
+    REQUIRE(call_unary(*stub, &health::Health::Stub::Check, req, &resp).ok());
     CHECK(resp.status() == health::HealthCheckResponse::SERVING);
   }
   {
     // grpc/grpc doc/health-checking.md: an unknown service is NOT_FOUND.
     health::HealthCheckRequest req;
     req.set_service("no.such.Service");
-    grpc::ClientContext ctx;
     health::HealthCheckResponse resp;
-    CHECK(stub->Check(&ctx, req, &resp).error_code() == grpc::StatusCode::NOT_FOUND);
+    CHECK(call_unary(*stub, &health::Health::Stub::Check, req, &resp).error_code() ==
+          grpc::StatusCode::NOT_FOUND);
   }
   {
     // Watch sends the current status first and keeps the stream open.
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_in(5s));
-    auto reader = stub->Watch(&ctx, health::HealthCheckRequest());
-    health::HealthCheckResponse resp;
-    REQUIRE(reader->Read(&resp));
-    CHECK(resp.status() == health::HealthCheckResponse::SERVING);
-    ctx.TryCancel();
-    CHECK(reader->Finish().error_code() == grpc::StatusCode::CANCELLED);
+    ic::itest::HealthWatch watch(*stub);
+    CHECK(watch.next() == health::HealthCheckResponse::SERVING);
+    watch.ctx.TryCancel();
+    CHECK(watch.reader->Finish().error_code() == grpc::StatusCode::CANCELLED);
   }
   stub.reset();
   CHECK(s.stop() == 0);
@@ -230,12 +204,17 @@ void check_reflection(const std::shared_ptr<grpc::Channel>& channel) {
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline_in(5s));
   auto stream = stub->ServerReflectionInfo(&ctx);
+  // One request on the stream and the server's answer to it.
+  const auto ask = [&stream](const Request& request) {
+    REQUIRE(stream->Write(request));
+    Response answer;
+    REQUIRE(stream->Read(&answer));
+    return answer;
+  };
 
   Request list;
   list.set_list_services("*");
-  REQUIRE(stream->Write(list));
-  Response resp;
-  REQUIRE(stream->Read(&resp));
+  const Response resp = ask(list);
   REQUIRE(resp.has_list_services_response());
   std::set<std::string> names;
   for (const auto& svc : resp.list_services_response().service()) names.insert(svc.name());
@@ -246,9 +225,7 @@ void check_reflection(const std::shared_ptr<grpc::Channel>& channel) {
 
   Request symbol;
   symbol.set_file_containing_symbol(kServiceName);
-  REQUIRE(stream->Write(symbol));
-  Response file;
-  REQUIRE(stream->Read(&file));
+  const Response file = ask(symbol);
   REQUIRE(file.has_file_descriptor_response());
   bool found = false;
   for (const auto& bytes : file.file_descriptor_response().file_descriptor_proto()) {
@@ -269,9 +246,7 @@ void check_reflection(const std::shared_ptr<grpc::Channel>& channel) {
 
   Request unknown;
   unknown.set_file_containing_symbol("no.such.Symbol");
-  REQUIRE(stream->Write(unknown));
-  Response err;
-  REQUIRE(stream->Read(&err));
+  const Response err = ask(unknown);
   REQUIRE(err.has_error_response());
   CHECK(err.error_response().error_code() == static_cast<int>(grpc::StatusCode::NOT_FOUND));
 
