@@ -54,11 +54,6 @@ class Parser {
     if (peek().type != Token::kBlockEnd) fail("expected '%}'");
     take();
   }
-  void expect_end_tag(std::string_view name) {
-    if (!is_name(name)) fail("expected '" + std::string(name) + "'");
-    take();
-    expect_block_end();
-  }
   // body() and the `%}` that closes the tag it stopped at.
   Body block(std::initializer_list<std::string_view> stops, std::string* stopped) {
     Body b = body(stops, stopped);
