@@ -91,7 +91,7 @@ Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
       stats_(stats),
       encoder_(unique_origin()),
       outbox_(options_.buffer_bytes),
-      applier_(router) {
+      applier_(router, encoder_.origin()) {
   applier_.resume_after(options_.resume_after);
   stats_.set_enabled();
   stats_.set_applied_sequence(options_.resume_after);
@@ -99,21 +99,20 @@ Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
 
 Replicator::~Replicator() { stop(); }
 
-void Replicator::accepted(pb::CacheStateUpdate& update) {
+// An update or event: stamped with the acceptance time when it has none,
+// encoded, offered.
+template <typename Change>
+std::uint64_t Replicator::accept(Change& change) {
   const std::int64_t now = router_.clock().wall_us();
-  if (update.timestamp_us() == 0) update.set_timestamp_us(now);
+  if (change.timestamp_us() == 0) change.set_timestamp_us(now);
   std::uint64_t sequence = 0;
-  std::string body = encoder_.encode(update, now, &sequence);
-  offer(sequence, std::move(body));
+  std::string body = encoder_.encode(change, now, &sequence);
+  return offer(sequence, std::move(body)) ? sequence : 0;
 }
 
-void Replicator::accepted(pb::CacheEvent& event) {
-  const std::int64_t now = router_.clock().wall_us();
-  if (event.timestamp_us() == 0) event.set_timestamp_us(now);
-  std::uint64_t sequence = 0;
-  std::string body = encoder_.encode(event, now, &sequence);
-  offer(sequence, std::move(body));
-}
+std::uint64_t Replicator::accepted(pb::CacheStateUpdate& update) { return accept(update); }
+
+std::uint64_t Replicator::accepted(pb::CacheEvent& event) { return accept(event); }
 
 void Replicator::accepted_policy(std::string_view policy_json) {
   std::uint64_t sequence = 0;
@@ -121,8 +120,10 @@ void Replicator::accepted_policy(std::string_view policy_json) {
   offer(sequence, std::move(body));
 }
 
-void Replicator::offer(std::uint64_t sequence, std::string body) {
-  if (!outbox_.offer(sequence, std::move(body))) stats_.add_dropped();
+bool Replicator::offer(std::uint64_t sequence, std::string body) {
+  if (outbox_.offer(sequence, std::move(body))) return true;
+  stats_.add_dropped();
+  return false;
 }
 
 void Replicator::settle(std::uint64_t first, std::uint64_t last, bool ok, std::string_view body) {
