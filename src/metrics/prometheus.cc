@@ -266,6 +266,10 @@ void render_replication(Writer& w, const ReplicationFigures& r) {
   w.family("replication_skipped_total", "counter",
            "Stream records not applied: unparsable or of an unknown format version.");
   w.sample("replication_skipped_total", {}, static_cast<double>(r.skipped));
+  w.family("replication_echoes_skipped_total", "counter",
+           "This server's own stream records not applied again: their early apply already "
+           "stood in stream order.");
+  w.sample("replication_echoes_skipped_total", {}, static_cast<double>(r.echoes_skipped));
   w.family("replication_resubscribes_total", "counter",
            "Times the stream was subscribed again (reconnect, consumer loss).");
   w.sample("replication_resubscribes_total", {}, static_cast<double>(r.reconnects));

@@ -233,6 +233,7 @@ void Replicator::run() {
 void Replicator::update_stats() {
   stats_.set_connected(connected_.load());
   stats_.set_applied_sequence(applier_.applied_through());
+  stats_.set_echoes_skipped(applier_.echoes_skipped());
   stats_.set_pending(static_cast<std::int64_t>(outbox_.bytes()),
                      static_cast<std::int64_t>(outbox_.records()));
 }
