@@ -44,21 +44,31 @@ void Applier::skip(std::uint64_t sequence) {
   if (queued_ == 0) dispatched_.store(sequence, std::memory_order_release);
 }
 
+void Applier::queue(unsigned core, std::uint64_t sequence, Item&& item) {
+  Batch& b = pending_[core];
+  b.ops.push_back(std::move(item));
+  b.last = sequence;
+  ++queued_;
+}
+
 void Applier::add(std::uint64_t sequence, state_pb::ReplicationRecord&& record) {
   const std::uint64_t own = record.origin() == origin_ ? record.origin_sequence() : 0;
   if (record.has_update()) {
-    Batch& b = pending_[router_.owner(record.update().tenant_id())];
-    b.ops.push_back(Item{std::move(*record.mutable_update()), own});
-    b.last = sequence;
-    ++queued_;
+    const unsigned core = router_.owner(record.update().tenant_id());
+    queue(core, sequence, Item{std::move(*record.mutable_update()), own});
   } else if (record.has_event()) {
-    Batch& b = pending_[router_.owner(record.event().tenant_id())];
-    b.ops.push_back(Item{std::move(*record.mutable_event()), own});
-    b.last = sequence;
-    ++queued_;
+    const unsigned core = router_.owner(record.event().tenant_id());
+    queue(core, sequence, Item{std::move(*record.mutable_event()), own});
   } else if (record.has_policy_json()) {
     add_policy(sequence, record.policy_json());
   }
+  added_.store(sequence, std::memory_order_release);
+}
+
+void Applier::add(std::uint64_t sequence, OwnChange&& change) {
+  const unsigned core = router_.owner(change.tenant_id);
+  const std::uint64_t own = change.sequence;
+  queue(core, sequence, Item{std::move(change), own});
   added_.store(sequence, std::memory_order_release);
 }
 
@@ -85,20 +95,37 @@ void Applier::run(unsigned core, Batch& batch) {
   index::Shard& shard = router_.shard(core);
   std::uint64_t skipped = 0;
   for (Item& item : batch.ops) {
-    if (!passes(core, item)) {
-      ++skipped;
-      continue;
-    }
-    const std::int64_t now = router_.clock().wall_us();
-    if (auto* update = std::get_if<pb::CacheStateUpdate>(&item.op)) {
-      router_.hand_off_cap(service::wire::ingest(shard, *update, now).cap_handoff);
-    } else if (auto* event = std::get_if<pb::CacheEvent>(&item.op)) {
-      service::wire::apply_event(shard, *event, now);
+    if (passes(core, item)) {
+      apply(shard, item);
     } else {
-      shard.set_policies(std::get<std::shared_ptr<const config::PolicySet>>(item.op));
+      ++skipped;
     }
   }
   if (skipped > 0) echoes_skipped_.fetch_add(skipped, std::memory_order_relaxed);
+}
+
+void Applier::apply(index::Shard& shard, Item& item) {
+  if (auto* own = std::get_if<OwnChange>(&item.op)) {
+    // An echo applied again: parsed now (this build wrote it; a failure
+    // would be a corrupted stream, and the record is passed over).
+    if (own->event) {
+      pb::CacheEvent event;
+      if (!event.ParseFromString(own->bytes)) return;
+      item.op = std::move(event);
+    } else {
+      pb::CacheStateUpdate update;
+      if (!update.ParseFromString(own->bytes)) return;
+      item.op = std::move(update);
+    }
+  }
+  const std::int64_t now = router_.clock().wall_us();
+  if (auto* update = std::get_if<pb::CacheStateUpdate>(&item.op)) {
+    router_.hand_off_cap(service::wire::ingest(shard, *update, now).cap_handoff);
+  } else if (auto* event = std::get_if<pb::CacheEvent>(&item.op)) {
+    service::wire::apply_event(shard, *event, now);
+  } else {
+    shard.set_policies(std::get<std::shared_ptr<const config::PolicySet>>(item.op));
+  }
 }
 
 bool Applier::passes(unsigned core, const Item& item) {
@@ -108,6 +135,9 @@ bool Applier::passes(unsigned core, const Item& item) {
   }
   if (const auto* event = std::get_if<pb::CacheEvent>(&item.op)) {
     return filter.stream_record(event->tenant_id(), item.own_sequence);
+  }
+  if (const auto* own = std::get_if<OwnChange>(&item.op)) {
+    return filter.stream_record(own->tenant_id, item.own_sequence);
   }
   filter.stream_all();
   return true;

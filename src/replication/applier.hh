@@ -29,6 +29,7 @@
 #include "config/policy.hh"
 #include "inferencecache/state/v1/state.pb.h"
 #include "replication/echo_filter.hh"
+#include "replication/record.hh"
 #include "runtime/task.hh"
 #include "service/sharded_index.hh"
 
@@ -59,6 +60,9 @@ class Applier {
   // Replication thread: queues record `sequence` (> every earlier one) for
   // its owner core, or every core for a policy; it runs after flush().
   void add(std::uint64_t sequence, state_pb::ReplicationRecord&& record);
+  // The same for this server's own update or event, parsed on its core only
+  // when the core's echo filter applies it again.
+  void add(std::uint64_t sequence, OwnChange&& change);
   // Replication thread: record `sequence` is not applied (unknown format,
   // unparsable); the stream moves past it.
   void skip(std::uint64_t sequence);
@@ -85,8 +89,8 @@ class Applier {
 
  private:
   // One record for one core.
-  using Op =
-      std::variant<pb::CacheStateUpdate, pb::CacheEvent, std::shared_ptr<const config::PolicySet>>;
+  using Op = std::variant<pb::CacheStateUpdate, pb::CacheEvent,
+                          std::shared_ptr<const config::PolicySet>, OwnChange>;
   struct Item {
     Op op;
     std::uint64_t own_sequence = 0;  // origin_sequence when this server is the origin
@@ -102,6 +106,8 @@ class Applier {
   void add_policy(std::uint64_t sequence, const std::string& json);
   void run(unsigned core, Batch& batch);
   bool passes(unsigned core, const Item& item);
+  void apply(index::Shard& shard, Item& item);
+  void queue(unsigned core, std::uint64_t sequence, Item&& item);
 
   service::ShardedIndex& router_;
   const std::string origin_;

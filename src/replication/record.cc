@@ -138,3 +138,139 @@ bool decode_message(std::string_view body, std::vector<state_pb::ReplicationReco
 }
 
 }  // namespace ic::replication
+
+namespace ic::replication {
+namespace {
+
+// A protobuf wire-format reader over one message's bytes (top-level fields
+// only; https://protobuf.dev/programming-guides/encoding/).
+class WireReader {
+ public:
+  explicit WireReader(std::string_view bytes) : at_(bytes.data()), end_(at_ + bytes.size()) {}
+  bool done() const { return at_ == end_; }
+  bool varint(std::uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && at_ < end_; shift += 7) {
+      const auto byte = static_cast<std::uint8_t>(*at_++);
+      *v |= std::uint64_t{byte & 0x7Fu} << shift;
+      if (byte < 0x80) return true;
+    }
+    return false;
+  }
+  // The next field: its number, and its value (varint) or bytes
+  // (length-delimited); fixed-width fields are passed over.
+  bool field(int* number, std::uint64_t* value, std::string_view* bytes) {
+    std::uint64_t tag = 0;
+    if (!varint(&tag)) return false;
+    *number = static_cast<int>(tag >> 3);
+    switch (tag & 7) {
+      case 0:
+        return varint(value);
+      case 1:
+        return skip(8);
+      case 5:
+        return skip(4);
+      case 2: {
+        std::uint64_t n = 0;
+        if (!varint(&n) || n > static_cast<std::uint64_t>(end_ - at_)) return false;
+        *bytes = std::string_view(at_, n);
+        at_ += n;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+ private:
+  bool skip(std::ptrdiff_t n) {
+    if (end_ - at_ < n) return false;
+    at_ += n;
+    return true;
+  }
+  const char* at_;
+  const char* end_;
+};
+
+// The length-delimited field `number` of `message` (the last one, as a
+// parser keeps); false when the message is malformed.
+bool string_field(std::string_view message, int number, std::string_view* out) {
+  WireReader r(message);
+  while (!r.done()) {
+    int n = 0;
+    std::uint64_t value = 0;
+    std::string_view bytes;
+    if (!r.field(&n, &value, &bytes)) return false;
+    if (n == number) *out = bytes;
+  }
+  return true;
+}
+
+// One record of a batch: `origin`'s update or event unparsed, else parsed
+// as decode() does. False: not applied (counted as skipped).
+bool read_record(std::string_view bytes, std::string_view origin, std::vector<Received>* out) {
+  WireReader r(bytes);
+  std::uint64_t version = 0, sequence = 0;
+  std::string_view from, change;
+  int change_field = 0;
+  while (!r.done()) {
+    int n = 0;
+    std::uint64_t value = 0;
+    std::string_view field;
+    if (!r.field(&n, &value, &field)) return false;
+    if (n == 1) version = value;
+    if (n == 2) from = field;
+    if (n == 3) sequence = value;
+    if (n >= 5 && n <= 7) {
+      change_field = n;
+      change = field;
+    }
+  }
+  const bool update = change_field == state_pb::ReplicationRecord::kUpdateFieldNumber;
+  const bool event = change_field == state_pb::ReplicationRecord::kEventFieldNumber;
+  const int tenant_field = update ? int{pb::CacheStateUpdate::kTenantIdFieldNumber}
+                                  : int{pb::CacheEvent::kTenantIdFieldNumber};
+  std::string_view tenant;
+  if (version == kRecordFormatVersion && from == origin && (update || event) &&
+      string_field(change, tenant_field, &tenant)) {
+    out->emplace_back(OwnChange{sequence, event, std::string(tenant), std::string(change)});
+    return true;
+  }
+  state_pb::ReplicationRecord record;
+  if (decode(bytes, &record) != DecodeStatus::kOk) return false;
+  out->emplace_back(std::move(record));
+  return true;
+}
+
+}  // namespace
+
+bool decode_received(std::string_view body, std::string_view origin, std::vector<Received>* records,
+                     std::uint64_t* skipped) {
+  records->clear();
+  // A batch: field 1 = kBatchFormatVersion, then the records (field 2).
+  WireReader r(body);
+  std::uint64_t version = 0;
+  std::vector<std::string_view> parts;
+  bool batch = true;
+  while (batch && !r.done()) {
+    int n = 0;
+    std::uint64_t value = 0;
+    std::string_view bytes;
+    batch = r.field(&n, &value, &bytes);
+    if (n == 1) version = value;
+    if (n == 2) parts.push_back(bytes);
+  }
+  if (!batch || version != kBatchFormatVersion) {
+    // A single record (format 1), or garbage: the parsing decoder decides.
+    std::vector<state_pb::ReplicationRecord> parsed;
+    if (!decode_message(body, &parsed, skipped)) return false;
+    for (auto& p : parsed) records->emplace_back(std::move(p));
+    return true;
+  }
+  for (std::string_view part : parts) {
+    if (!read_record(part, origin, records)) ++*skipped;
+  }
+  return true;
+}
+
+}  // namespace ic::replication

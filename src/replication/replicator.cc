@@ -462,13 +462,18 @@ void Replicator::apply_message(std::uint64_t sequence, natsMsg* msg) {
   const std::string_view body(natsMsg_GetData(msg),
                               static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
   std::uint64_t skipped = 0;
-  if (!decode_message(body, &received_, &skipped)) skipped = 1;
+  if (!decode_received(body, encoder_.origin(), &received_, &skipped)) skipped = 1;
   stats_.add_skipped(skipped);
   if (received_.empty()) {
     applier_.skip(sequence);
     return;
   }
-  for (state_pb::ReplicationRecord& record : received_) {
+  for (Received& received : received_) {
+    if (auto* own = std::get_if<OwnChange>(&received)) {
+      applier_.add(sequence, std::move(*own));
+      continue;
+    }
+    auto& record = std::get<state_pb::ReplicationRecord>(received);
     if (record.has_policy_json()) keep_policy(sequence, record);
     applier_.add(sequence, std::move(record));
   }

@@ -136,8 +136,8 @@ class Replicator final : public service::ChangeObserver {
   std::uint64_t target_ = 0;
   bool caught_up_ = false;
   std::chrono::steady_clock::time_point started_at_{};
-  std::int64_t last_snapshot_us_ = 0;                  // state saver's thread only
-  std::vector<state_pb::ReplicationRecord> received_;  // replication thread: one message's
+  std::int64_t last_snapshot_us_ = 0;  // state saver's thread only
+  std::vector<Received> received_;     // replication thread: one message's records
   std::thread thread_;
 };
 
