@@ -3,7 +3,7 @@
 //   lag:        10,000 ingests (4 blocks of 64 tokens) through server A, one
 //               ReportCacheState stream each; per ingest, the time from A's Ack until B and C both
 //               answer PREFIX_MATCH for it (polling LookupRoute): p50/p99/max.
-//   throughput: 40,000 updates on 4 concurrent streams into one server, on
+//   throughput: 200,000 updates on 4 concurrent streams into one server, on
 //               fresh servers per phase: without replication; with NATS and
 //               that server alone; with NATS and three servers. Wall rate
 //               (until the last Ack, and until every server applied all),
@@ -44,7 +44,7 @@ namespace {
 
 constexpr int kLagIngests = 10'000;
 constexpr int kStreams = 4;
-constexpr int kUpdatesPerStream = 10'000;
+constexpr int kUpdatesPerStream = 50'000;
 
 struct Node {
   ic::itest::ServerProcess server;
@@ -195,7 +195,7 @@ struct Phase {
 };
 
 // Fresh NATS and `servers` servers (0: one server without replication);
-// 40,000 updates into the first; every server's CPU per update.
+// 200,000 updates into the first; every server's CPU per update.
 Phase throughput(const std::string& dir, int servers) {
   Phase out;
   const std::string store = dir + "/" + std::to_string(servers);

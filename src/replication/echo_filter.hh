@@ -27,9 +27,12 @@
 // it after later stream records would put it out of order.
 //
 // One instance per core, used only on that core. Bounded: at most
-// kMaxWaiting records waiting for their echo and kMaxEarlyEchoes early
-// echoes; over a bound the set is forgotten, which is always safe (a
-// forgotten record's echo is applied, as without this filter).
+// kMaxWaiting records waiting for their echo (~64 bytes each: 16 MiB) and
+// kMaxEarlyEchoes early echoes; over a bound the set is forgotten, which is
+// always safe (a forgotten record's echo is applied, as without this
+// filter). 2^18 covers the echoes a loaded origin is behind at 100,000
+// changes/s (perf/replication_lag); more wait only while NATS is slow or
+// away, when re-applying their echoes later costs nothing that matters.
 
 #include <cstddef>
 #include <cstdint>
@@ -44,7 +47,7 @@ namespace ic::replication {
 class EchoFilter {
  public:
   // Bounds (records); over one the set is cleared (see above).
-  static constexpr std::size_t kMaxWaiting = std::size_t{1} << 16;
+  static constexpr std::size_t kMaxWaiting = std::size_t{1} << 18;
   static constexpr std::size_t kMaxEarlyEchoes = 4096;
 
   // Own record `sequence` (its origin_sequence, > 0) of `tenant` is about to
