@@ -157,15 +157,26 @@ TEST_CASE("a batch ack settles exactly its range") {
   CHECK(box.bytes() == 0);
 }
 
-TEST_CASE("an encoded record has exactly the bytes of the record with its change set") {
-  RecordEncoder encoder("host/7/99");
+// An update of tenant team-a with one block, an ALL_CLEARED of team-b.
+pb::CacheStateUpdate sample_update() {
   pb::CacheStateUpdate update;
   update.set_tenant_id("team-a");
   update.set_timestamp_us(123);
   update.add_prefixes()->add_block_hashes(std::string(8, 'h'));
+  return update;
+}
+
+pb::CacheEvent sample_event() {
   pb::CacheEvent event;
   event.set_type(pb::CacheEvent::ALL_CLEARED);
   event.set_tenant_id("team-b");
+  return event;
+}
+
+TEST_CASE("an encoded record has exactly the bytes of the record with its change set") {
+  RecordEncoder encoder("host/7/99");
+  const pb::CacheStateUpdate update = sample_update();
+  const pb::CacheEvent event = sample_event();
   std::uint64_t s1 = 0, s2 = 0;
   const std::string got_update = encoder.encode(update, 1000, &s1);
   const std::string got_event = encoder.encode(event, 2000, &s2);
@@ -184,13 +195,8 @@ TEST_CASE("an encoded record has exactly the bytes of the record with its change
 
 TEST_CASE("decode_received: own updates and events unparsed, the rest parsed, in order") {
   RecordEncoder mine("host/7/99"), other("host/8/5");
-  pb::CacheStateUpdate update;
-  update.set_tenant_id("team-a");
-  update.set_timestamp_us(123);
-  update.add_prefixes()->add_block_hashes(std::string(8, 'h'));
-  pb::CacheEvent event;
-  event.set_type(pb::CacheEvent::ALL_CLEARED);
-  event.set_tenant_id("team-b");
+  const pb::CacheStateUpdate update = sample_update();
+  const pb::CacheEvent event = sample_event();
   std::uint64_t s = 0;
   std::string body = batch_header();
   append_to_batch(&body, mine.encode(update, 1000, &s));                     // 1
