@@ -28,11 +28,14 @@
 //
 // One instance per core, used only on that core. Bounded: at most
 // kMaxWaiting records waiting for their echo (~64 bytes each: 16 MiB) and
-// kMaxEarlyEchoes early echoes; over a bound the set is forgotten, which is
-// always safe (a forgotten record's echo is applied, as without this
-// filter). 2^18 covers the echoes a loaded origin is behind at 100,000
-// changes/s (perf/replication_lag); more wait only while NATS is slow or
-// away, when re-applying their echoes later costs nothing that matters.
+// kMaxEarlyEchoes early echoes; over a bound the set is forgotten. A
+// forgotten waiting record is safe (its echo is applied, as without this
+// filter); a forgotten early echo matters only if its early apply is later
+// still than kMaxEarlyEchoes other early echoes (the set fills with the
+// echoes of shed early applies, which never come). 2^18 covers the
+// echoes a loaded origin is behind at 100,000 changes/s
+// (perf/replication_lag); more wait only while NATS is slow or away, when
+// re-applying their echoes later costs nothing that matters.
 
 #include <cstddef>
 #include <cstdint>
