@@ -25,30 +25,53 @@ void put_varint(std::string* out, std::uint64_t v) {
   out->push_back(static_cast<char>(v));
 }
 
-// The record's fields 1-4, then `change` as length-delimited field `field`:
-// the bytes SerializeAsString() gives with the change set, without copying
-// the change into the record first (fields serialize in number order).
-std::string with_change(const state_pb::ReplicationRecord& head, int field,
-                        const google::protobuf::MessageLite& change) {
-  std::string out = head.SerializeAsString();
-  out.push_back(static_cast<char>(field << 3 | 2));
-  put_varint(&out, change.ByteSizeLong());
-  change.AppendToString(&out);
-  return out;
+void put_tag(std::string* out, int field, int wire_type) {
+  put_varint(out, static_cast<std::uint64_t>(field) << 3 | static_cast<std::uint64_t>(wire_type));
 }
 
 }  // namespace
 
+RecordEncoder::RecordEncoder(std::string origin) : origin_(std::move(origin)) {
+  state_pb::ReplicationRecord head;
+  head.set_format_version(kRecordFormatVersion);
+  head.set_origin(origin_);
+  head_ = head.SerializeAsString();
+}
+
+// The record's fields 1-4, then `change` as length-delimited field `field`:
+// the bytes SerializeAsString() gives with the change set (fields serialize
+// in number order, zero scalars left out), written straight into one string
+// on the accepting reactor: no record message, one size pass over the change.
+std::string RecordEncoder::with_change(int field, const google::protobuf::MessageLite& change,
+                                       std::int64_t now_wall_us, std::uint64_t* sequence) {
+  *sequence = next_.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t size = change.ByteSizeLong();
+  std::string out;
+  out.reserve(head_.size() + 32 + size);
+  out.append(head_);
+  put_tag(&out, state_pb::ReplicationRecord::kOriginSequenceFieldNumber, 0);
+  put_varint(&out, *sequence);
+  if (now_wall_us != 0) {
+    put_tag(&out, state_pb::ReplicationRecord::kAcceptedAtUsFieldNumber, 0);
+    put_varint(&out, static_cast<std::uint64_t>(now_wall_us));
+  }
+  put_tag(&out, field, 2);
+  put_varint(&out, size);
+  const std::size_t at = out.size();
+  out.resize(at + size);
+  change.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out.data() + at));
+  return out;
+}
+
 std::string RecordEncoder::encode(const pb::CacheStateUpdate& update, std::int64_t now_wall_us,
                                   std::uint64_t* sequence) {
-  return with_change(start(now_wall_us, sequence), state_pb::ReplicationRecord::kUpdateFieldNumber,
-                     update);
+  return with_change(state_pb::ReplicationRecord::kUpdateFieldNumber, update, now_wall_us,
+                     sequence);
 }
 
 std::string RecordEncoder::encode(const pb::CacheEvent& event, std::int64_t now_wall_us,
                                   std::uint64_t* sequence) {
-  return with_change(start(now_wall_us, sequence), state_pb::ReplicationRecord::kEventFieldNumber,
-                     event);
+  return with_change(state_pb::ReplicationRecord::kEventFieldNumber, event, now_wall_us, sequence);
 }
 
 std::string RecordEncoder::encode_policy(std::string_view policy_json, std::int64_t now_wall_us,

@@ -27,7 +27,7 @@ class RecordEncoder {
  public:
   // `origin`: unique per server process (host, pid and start time), so a
   // restarted server's sequence 1 is never taken for a duplicate.
-  explicit RecordEncoder(std::string origin) : origin_(std::move(origin)) {}
+  explicit RecordEncoder(std::string origin);
   const std::string& origin() const { return origin_; }
 
   // Serialized records; `*sequence` receives the record's origin_sequence.
@@ -40,7 +40,10 @@ class RecordEncoder {
 
  private:
   state_pb::ReplicationRecord start(std::int64_t now_wall_us, std::uint64_t* sequence);
+  std::string with_change(int field, const google::protobuf::MessageLite& change,
+                          std::int64_t now_wall_us, std::uint64_t* sequence);
   std::string origin_;
+  std::string head_;  // fields 1-2 (format_version, origin) serialized: the same in every record
   std::atomic<std::uint64_t> next_{1};
 };
 

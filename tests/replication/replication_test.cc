@@ -191,6 +191,13 @@ TEST_CASE("an encoded record has exactly the bytes of the record with its change
   want.set_accepted_at_us(2000);
   *want.mutable_event() = event;
   CHECK(got_event == want.SerializeAsString());
+  // A zero time is left out, as the message's own serialization does.
+  std::uint64_t s3 = 0;
+  const std::string got_zero = encoder.encode(update, 0, &s3);
+  want.set_origin_sequence(3);
+  want.set_accepted_at_us(0);
+  *want.mutable_update() = update;
+  CHECK(got_zero == want.SerializeAsString());
 }
 
 TEST_CASE("decode_received: own updates and events unparsed, the rest parsed, in order") {
