@@ -3,16 +3,20 @@
 //   lag:        10,000 ingests (4 blocks of 64 tokens) through server A, one
 //               ReportCacheState stream each; per ingest, the time from A's Ack until B and C both
 //               answer PREFIX_MATCH for it (polling LookupRoute): p50/p99/max.
-//   throughput: 40,000 updates on 4 concurrent streams into one server, on
+//   throughput: 200,000 updates on 4 concurrent streams into one server, on
 //               fresh servers per phase: without replication; with NATS and
 //               that server alone; with NATS and three servers. Wall rate
 //               (until the last Ack, and until every server applied all),
-//               and each server's CPU time per update (getrusage of the
-//               reaped child): on cores of its own a server's rate is the
-//               inverse, so "on vs off" per server is the CPU ratio.
+//               and each server's CPU time per update over the phase (from
+//               the first update sent until every server applied the last:
+//               the run time of all its threads, /proc/<pid>/task/*/schedstat,
+//               so start-up and shutdown are left out): on cores of its own
+//               a server's rate is the inverse, so "on vs off" per server is
+//               the CPU ratio.
 // Run: IC_SERVER_BINARY=build/src/inferencecache-server
-//      IC_NATS_SERVER=/usr/sbin/nats-server build/perf/replication_lag
-#include <sys/resource.h>
+//      IC_NATS_SERVER=/usr/sbin/nats-server build/perf/replication_lag [--throughput-only]
+// (--throughput-only leaves out the lag phase: for before/after runs of two
+// server builds alternated through IC_SERVER_BINARY.)
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,7 +44,7 @@ namespace {
 
 constexpr int kLagIngests = 10'000;
 constexpr int kStreams = 4;
-constexpr int kUpdatesPerStream = 10'000;
+constexpr int kUpdatesPerStream = 50'000;
 
 struct Node {
   ic::itest::ServerProcess server;
@@ -158,20 +162,17 @@ std::string loadavg() {
   return one + " " + five + " " + fifteen;
 }
 
-// CPU seconds of this process's reaped children (servers and nats-server):
-// the difference around one server's stop is that server's CPU time.
-double children_cpu_s() {
-  rusage ru{};
-  ::getrusage(RUSAGE_CHILDREN, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-// Stops `node` and returns its CPU µs per update of the phase.
-double cpu_us_per_update(Node& node) {
-  const double before = children_cpu_s();
-  node.server.stop();
-  return (children_cpu_s() - before) * 1e6 / (kStreams * kUpdatesPerStream);
+// CPU ns `node`'s threads have run so far (the first field of each thread's
+// schedstat, ns on the CPU; no thread of a server ends mid-phase).
+double cpu_ns(Node& node) {
+  double ns = 0;
+  const std::string tasks = "/proc/" + std::to_string(node.server.pid()) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream in(task.path() / "schedstat");
+    double run = 0;
+    if (in >> run) ns += run;
+  }
+  return ns;
 }
 
 // Waits until `node` applied `target` changes (stream sequences count
@@ -190,10 +191,11 @@ struct Phase {
   double applied_rate = 0;    // updates/s until every server applied all (replication on)
   double cpu_origin_us = 0;   // CPU µs per update of the server that took the ingest
   double cpu_replica_us = 0;  // ... of a server that only applies the stream (B)
+  double echoes_skipped = 0;  // the origin's own records not applied twice (-1: not counted)
 };
 
 // Fresh NATS and `servers` servers (0: one server without replication);
-// 40,000 updates into the first; every server's CPU per update.
+// 200,000 updates into the first; every server's CPU per update.
 Phase throughput(const std::string& dir, int servers) {
   Phase out;
   const std::string store = dir + "/" + std::to_string(servers);
@@ -203,6 +205,8 @@ Phase throughput(const std::string& dir, int servers) {
   for (int i = 0; i < std::max(servers, 1); ++i) {
     nodes.push_back(std::make_unique<Node>(servers == 0 ? std::string() : nats.url()));
   }
+  std::vector<double> cpu_before;
+  for (auto& n : nodes) cpu_before.push_back(cpu_ns(*n));
   const auto t0 = Clock::now();
   out.rate = ingest(*nodes[0], "u-");
   if (servers > 0) {
@@ -214,20 +218,25 @@ Phase throughput(const std::string& dir, int servers) {
     if (const double d = nodes[0]->metric("inferencecache_replication_dropped_total"); d != 0) {
       std::fprintf(stderr, "dropped on the origin: %.0f\n", d);
     }
+    out.echoes_skipped = nodes[0]->metric("inferencecache_replication_echoes_skipped_total");
   }
-  out.cpu_origin_us = cpu_us_per_update(*nodes[0]);
-  if (servers > 1) out.cpu_replica_us = cpu_us_per_update(*nodes[1]);
-  for (std::size_t i = 2; i < nodes.size(); ++i) nodes[i]->server.stop();
+  auto per_update_us = [&](std::size_t i) {
+    return (cpu_ns(*nodes[i]) - cpu_before[i]) / 1e3 / (kStreams * kUpdatesPerStream);
+  };
+  out.cpu_origin_us = per_update_us(0);
+  if (servers > 1) out.cpu_replica_us = per_update_us(1);
+  for (auto& n : nodes) n->server.stop();
   return out;
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool lag_phase = !(argc > 1 && std::string(argv[1]) == "--throughput-only");
   std::printf("load average at start: %s\n", loadavg().c_str());
   char tmpl[] = "/tmp/ic-repl-perf-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
-  {
+  if (lag_phase) {
     ic::itest::NatsProcess nats(dir);
     Node a(nats.url()), b(nats.url()), c(nats.url());
     lag(a, b, c);
@@ -255,6 +264,8 @@ int main() {
               on3.cpu_origin_us, 100 * off.cpu_origin_us / on3.cpu_origin_us);
   std::printf("    on, 3 servers: a replica (B)        %7.2f  rate %3.0f %% of off\n",
               on3.cpu_replica_us, 100 * off.cpu_origin_us / on3.cpu_replica_us);
+  std::printf("  echoes skipped by the origin (of %d): 1 server %.0f, 3 servers %.0f\n",
+              kStreams * kUpdatesPerStream, on1.echoes_skipped, on3.echoes_skipped);
   std::filesystem::remove_all(dir);
   std::printf("load average at end: %s\n", loadavg().c_str());
   return 0;

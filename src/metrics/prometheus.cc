@@ -266,6 +266,10 @@ void render_replication(Writer& w, const ReplicationFigures& r) {
   w.single("replication_skipped_total", "counter",
            "Stream records not applied: unparsable or of an unknown format version.",
            static_cast<double>(r.skipped));
+  w.single("replication_echoes_skipped_total", "counter",
+           "This server's own stream records not applied again: their early apply already "
+           "stood in stream order.",
+           static_cast<double>(r.echoes_skipped));
   w.single("replication_resubscribes_total", "counter",
            "Times the stream was subscribed again (reconnect, consumer loss).",
            static_cast<double>(r.reconnects));

@@ -22,6 +22,7 @@ struct ReplicationFigures {
   std::uint64_t dropped = 0;           // changes not buffered (buffer full): applied locally only
   std::uint64_t applied = 0;           // stream records applied
   std::uint64_t skipped = 0;           // stream records not applied (unknown format, unparsable)
+  std::uint64_t echoes_skipped = 0;    // own records whose early apply stood in stream order
   std::uint64_t reconnects = 0;        // (re)subscriptions after the first
   // Readiness (docs/replication.md "Readiness"): the stream's last sequence
   // when this server first reached it (0 until then), and whether every
@@ -58,6 +59,10 @@ class ReplicationStats {
   void add_skipped(std::uint64_t records = 1) {
     skipped_.fetch_add(records, std::memory_order_relaxed);
   }
+  // The applier's running count (docs/replication.md "Applying the stream").
+  void set_echoes_skipped(std::uint64_t records) {
+    echoes_skipped_.store(records, std::memory_order_relaxed);
+  }
   void add_reconnect() { reconnects_.fetch_add(1, std::memory_order_relaxed); }
   void set_catch_up_target(std::uint64_t seq) {
     catch_up_target_.store(seq, std::memory_order_relaxed);
@@ -85,6 +90,7 @@ class ReplicationStats {
         .dropped = dropped_.load(std::memory_order_relaxed),
         .applied = applied_.load(std::memory_order_relaxed),
         .skipped = skipped_.load(std::memory_order_relaxed),
+        .echoes_skipped = echoes_skipped_.load(std::memory_order_relaxed),
         .reconnects = reconnects_.load(std::memory_order_relaxed),
         .catch_up_target = catch_up_target_.load(std::memory_order_relaxed),
         .caught_up = caught_up_.load(std::memory_order_relaxed),
@@ -107,6 +113,7 @@ class ReplicationStats {
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> applied_{0};
   std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> echoes_skipped_{0};
   std::atomic<std::uint64_t> reconnects_{0};
   std::atomic<std::uint64_t> catch_up_target_{0};
   std::atomic<bool> caught_up_{false};

@@ -17,13 +17,15 @@ bool post_to_core(service::ShardedIndex& router, unsigned core, runtime::Task ta
   return router.cores().try_push(core, task);
 }
 
-Applier::Applier(service::ShardedIndex& router, std::int64_t max_in_flight)
+Applier::Applier(service::ShardedIndex& router, std::string origin, std::int64_t max_in_flight)
     : router_(router),
+      origin_(std::move(origin)),
       max_in_flight_(max_in_flight),
       cores_(router.cores().cores()),
       pending_(cores_),
       posted_(new std::atomic<std::uint64_t>[cores_]),
-      done_(new std::atomic<std::uint64_t>[cores_]) {
+      done_(new std::atomic<std::uint64_t>[cores_]),
+      filters_(cores_) {
   for (unsigned c = 0; c < cores_; ++c) {
     posted_[c].store(0);
     done_[c].store(0);
@@ -42,20 +44,31 @@ void Applier::skip(std::uint64_t sequence) {
   if (queued_ == 0) dispatched_.store(sequence, std::memory_order_release);
 }
 
+void Applier::queue(unsigned core, std::uint64_t sequence, Item&& item) {
+  Batch& b = pending_[core];
+  b.ops.push_back(std::move(item));
+  b.last = sequence;
+  ++queued_;
+}
+
 void Applier::add(std::uint64_t sequence, state_pb::ReplicationRecord&& record) {
+  const std::uint64_t own = record.origin() == origin_ ? record.origin_sequence() : 0;
   if (record.has_update()) {
-    Batch& b = pending_[router_.owner(record.update().tenant_id())];
-    b.ops.emplace_back(std::move(*record.mutable_update()));
-    b.last = sequence;
-    ++queued_;
+    const unsigned core = router_.owner(record.update().tenant_id());
+    queue(core, sequence, Item{std::move(*record.mutable_update()), own});
   } else if (record.has_event()) {
-    Batch& b = pending_[router_.owner(record.event().tenant_id())];
-    b.ops.emplace_back(std::move(*record.mutable_event()));
-    b.last = sequence;
-    ++queued_;
+    const unsigned core = router_.owner(record.event().tenant_id());
+    queue(core, sequence, Item{std::move(*record.mutable_event()), own});
   } else if (record.has_policy_json()) {
     add_policy(sequence, record.policy_json());
   }
+  added_.store(sequence, std::memory_order_release);
+}
+
+void Applier::add(std::uint64_t sequence, OwnChange&& change) {
+  const unsigned core = router_.owner(change.tenant_id);
+  const std::uint64_t own = change.sequence;
+  queue(core, sequence, Item{std::move(change), own});
   added_.store(sequence, std::memory_order_release);
 }
 
@@ -70,25 +83,64 @@ void Applier::add_policy(std::uint64_t sequence, const std::string& json) {
   }
   std::shared_ptr<const config::PolicySet> set = std::move(parsed.set);
   for (Batch& b : pending_) {
-    b.ops.emplace_back(set);
+    b.ops.push_back(Item{set});
     b.last = sequence;
   }
   ++queued_;
 }
 
-// On the owner core: the batch's records in stream order.
+// On the owner core: the batch's records in stream order, each through the
+// core's echo filter.
 void Applier::run(unsigned core, Batch& batch) {
   index::Shard& shard = router_.shard(core);
-  for (Op& op : batch.ops) {
-    const std::int64_t now = router_.clock().wall_us();
-    if (auto* update = std::get_if<pb::CacheStateUpdate>(&op)) {
-      router_.hand_off_cap(service::wire::ingest(shard, *update, now).cap_handoff);
-    } else if (auto* event = std::get_if<pb::CacheEvent>(&op)) {
-      service::wire::apply_event(shard, *event, now);
+  std::uint64_t skipped = 0;
+  for (Item& item : batch.ops) {
+    if (passes(core, item)) {
+      apply(shard, item);
     } else {
-      shard.set_policies(std::get<std::shared_ptr<const config::PolicySet>>(op));
+      ++skipped;
     }
   }
+  if (skipped > 0) echoes_skipped_.fetch_add(skipped, std::memory_order_relaxed);
+}
+
+void Applier::apply(index::Shard& shard, Item& item) {
+  if (auto* own = std::get_if<OwnChange>(&item.op)) {
+    // An echo applied again: parsed now (this build wrote it; a failure
+    // would be a corrupted stream, and the record is passed over).
+    if (own->event) {
+      pb::CacheEvent event;
+      if (!event.ParseFromString(own->bytes)) return;
+      item.op = std::move(event);
+    } else {
+      pb::CacheStateUpdate update;
+      if (!update.ParseFromString(own->bytes)) return;
+      item.op = std::move(update);
+    }
+  }
+  const std::int64_t now = router_.clock().wall_us();
+  if (auto* update = std::get_if<pb::CacheStateUpdate>(&item.op)) {
+    router_.hand_off_cap(service::wire::ingest(shard, *update, now).cap_handoff);
+  } else if (auto* event = std::get_if<pb::CacheEvent>(&item.op)) {
+    service::wire::apply_event(shard, *event, now);
+  } else {
+    shard.set_policies(std::get<std::shared_ptr<const config::PolicySet>>(item.op));
+  }
+}
+
+bool Applier::passes(unsigned core, const Item& item) {
+  EchoFilter& filter = filters_[core].filter;
+  if (const auto* update = std::get_if<pb::CacheStateUpdate>(&item.op)) {
+    return filter.stream_record(update->tenant_id(), item.own_sequence);
+  }
+  if (const auto* event = std::get_if<pb::CacheEvent>(&item.op)) {
+    return filter.stream_record(event->tenant_id(), item.own_sequence);
+  }
+  if (const auto* own = std::get_if<OwnChange>(&item.op)) {
+    return filter.stream_record(own->tenant_id, item.own_sequence);
+  }
+  filter.stream_all();
+  return true;
 }
 
 bool Applier::flush(const std::atomic<bool>& stopping) {

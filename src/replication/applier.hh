@@ -9,6 +9,10 @@
 // from a non-reactor thread costs a lock and an eventfd write, and wakes the
 // core. Per-core FIFO keeps each tenant's records in stream order.
 //
+// This server's own records pass the core's EchoFilter: an echo whose early
+// apply already stands in stream order is skipped (docs/replication.md
+// "Applying the stream", the echo rule).
+//
 // Bounded: at most `max_in_flight` records are posted and not yet run (plus
 // one round); the replication thread waits (it is not a reactor) and the
 // NATS library holds the rest, within its own pending limits.
@@ -17,11 +21,15 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include "config/policy.hh"
 #include "inferencecache/state/v1/state.pb.h"
+#include "replication/echo_filter.hh"
+#include "replication/record.hh"
 #include "runtime/task.hh"
 #include "service/sharded_index.hh"
 
@@ -36,8 +44,9 @@ bool post_to_core(service::ShardedIndex& router, unsigned core, runtime::Task ta
 
 class Applier {
  public:
-  // `router` (its shards and clock) outlives the applier.
-  explicit Applier(service::ShardedIndex& router, std::int64_t max_in_flight = 4096);
+  // `router` (its shards and clock) outlives the applier. `origin`: this
+  // server's (RecordEncoder::origin), whose records are its echoes.
+  Applier(service::ShardedIndex& router, std::string origin, std::int64_t max_in_flight = 4096);
   ~Applier();  // drain()s
   Applier(const Applier&) = delete;
   Applier& operator=(const Applier&) = delete;
@@ -51,6 +60,9 @@ class Applier {
   // Replication thread: queues record `sequence` (> every earlier one) for
   // its owner core, or every core for a policy; it runs after flush().
   void add(std::uint64_t sequence, state_pb::ReplicationRecord&& record);
+  // The same for this server's own update or event, parsed on its core only
+  // when the core's echo filter applies it again.
+  void add(std::uint64_t sequence, OwnChange&& change);
   // Replication thread: record `sequence` is not applied (unknown format,
   // unparsable); the stream moves past it.
   void skip(std::uint64_t sequence);
@@ -67,18 +79,38 @@ class Applier {
   // Waits until every posted record ran; false after `timeout`.
   bool drain(std::chrono::milliseconds timeout);
 
+  // On `core`: this server's change `sequence` of `tenant_id` is about to be
+  // applied early; false = don't (EchoFilter::early_apply).
+  bool early_apply(unsigned core, std::string_view tenant_id, std::uint64_t sequence) {
+    return filters_[core].filter.early_apply(tenant_id, sequence);
+  }
+  // Echoes skipped so far (any thread).
+  std::uint64_t echoes_skipped() const { return echoes_skipped_.load(std::memory_order_relaxed); }
+
  private:
   // One record for one core.
-  using Op =
-      std::variant<pb::CacheStateUpdate, pb::CacheEvent, std::shared_ptr<const config::PolicySet>>;
+  using Op = std::variant<pb::CacheStateUpdate, pb::CacheEvent,
+                          std::shared_ptr<const config::PolicySet>, OwnChange>;
+  struct Item {
+    Op op;
+    std::uint64_t own_sequence = 0;  // origin_sequence when this server is the origin
+  };
   struct Batch {
-    std::vector<Op> ops;
+    std::vector<Item> ops;
     std::uint64_t last = 0;  // stream sequence of the last op
+  };
+  // One core's filter, on a cache line of its own (each core writes its own).
+  struct alignas(64) CoreFilter {
+    EchoFilter filter;
   };
   void add_policy(std::uint64_t sequence, const std::string& json);
   void run(unsigned core, Batch& batch);
+  bool passes(unsigned core, const Item& item);
+  void apply(index::Shard& shard, Item& item);
+  void queue(unsigned core, std::uint64_t sequence, Item&& item);
 
   service::ShardedIndex& router_;
+  const std::string origin_;
   const std::int64_t max_in_flight_;
   const unsigned cores_;
   std::vector<Batch> pending_;  // per core, replication thread only
@@ -88,6 +120,8 @@ class Applier {
   std::unique_ptr<std::atomic<std::uint64_t>[]> posted_;  // per core: last posted
   std::unique_ptr<std::atomic<std::uint64_t>[]> done_;    // per core: last run
   std::atomic<std::int64_t> in_flight_{0};
+  std::vector<CoreFilter> filters_;  // per core, used on that core only
+  std::atomic<std::uint64_t> echoes_skipped_{0};
 };
 
 }  // namespace ic::replication

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "inferencecache/state/v1/state.pb.h"
@@ -26,7 +27,7 @@ class RecordEncoder {
  public:
   // `origin`: unique per server process (host, pid and start time), so a
   // restarted server's sequence 1 is never taken for a duplicate.
-  explicit RecordEncoder(std::string origin) : origin_(std::move(origin)) {}
+  explicit RecordEncoder(std::string origin);
   const std::string& origin() const { return origin_; }
 
   // Serialized records; `*sequence` receives the record's origin_sequence.
@@ -39,7 +40,10 @@ class RecordEncoder {
 
  private:
   state_pb::ReplicationRecord start(std::int64_t now_wall_us, std::uint64_t* sequence);
+  std::string with_change(int field, const google::protobuf::MessageLite& change,
+                          std::int64_t now_wall_us, std::uint64_t* sequence);
   std::string origin_;
+  std::string head_;  // fields 1-2 (format_version, origin) serialized: the same in every record
   std::atomic<std::uint64_t> next_{1};
 };
 
@@ -70,6 +74,25 @@ void append_to_batch(std::string* batch, std::string_view record);
 // *skipped; false (nothing) when the body is neither.
 bool decode_message(std::string_view body, std::vector<state_pb::ReplicationRecord>* records,
                     std::uint64_t* skipped);
+
+// This server's own record of an update or event, left unparsed (its echo:
+// docs/replication.md "Applying the stream"). Most echoes are skipped, so
+// the change is parsed only when its owner core applies it again.
+struct OwnChange {
+  std::uint64_t sequence = 0;  // origin_sequence
+  bool event = false;          // a CacheEvent, else a CacheStateUpdate
+  std::string tenant_id;
+  std::string bytes;  // the serialized change
+};
+
+// One record of a stream message: another server's (or a policy) parsed,
+// or one of `origin`'s updates and events unparsed.
+using Received = std::variant<state_pb::ReplicationRecord, OwnChange>;
+
+// decode_message() that leaves `origin`'s updates and events unparsed:
+// the same records in the same order, the same refusals and *skipped count.
+bool decode_received(std::string_view body, std::string_view origin, std::vector<Received>* records,
+                     std::uint64_t* skipped);
 
 enum class DecodeStatus : std::uint8_t {
   kOk,

@@ -91,7 +91,7 @@ Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
       stats_(stats),
       encoder_(unique_origin()),
       outbox_(options_.buffer_bytes),
-      applier_(router) {
+      applier_(router, encoder_.origin()) {
   applier_.resume_after(options_.resume_after);
   stats_.set_enabled();
   stats_.set_applied_sequence(options_.resume_after);
@@ -99,21 +99,20 @@ Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
 
 Replicator::~Replicator() { stop(); }
 
-void Replicator::accepted(pb::CacheStateUpdate& update) {
+// An update or event: stamped with the acceptance time when it has none,
+// encoded, offered.
+template <typename Change>
+std::uint64_t Replicator::accept(Change& change) {
   const std::int64_t now = router_.clock().wall_us();
-  if (update.timestamp_us() == 0) update.set_timestamp_us(now);
+  if (change.timestamp_us() == 0) change.set_timestamp_us(now);
   std::uint64_t sequence = 0;
-  std::string body = encoder_.encode(update, now, &sequence);
-  offer(sequence, std::move(body));
+  std::string body = encoder_.encode(change, now, &sequence);
+  return offer(sequence, std::move(body)) ? sequence : 0;
 }
 
-void Replicator::accepted(pb::CacheEvent& event) {
-  const std::int64_t now = router_.clock().wall_us();
-  if (event.timestamp_us() == 0) event.set_timestamp_us(now);
-  std::uint64_t sequence = 0;
-  std::string body = encoder_.encode(event, now, &sequence);
-  offer(sequence, std::move(body));
-}
+std::uint64_t Replicator::accepted(pb::CacheStateUpdate& update) { return accept(update); }
+
+std::uint64_t Replicator::accepted(pb::CacheEvent& event) { return accept(event); }
 
 void Replicator::accepted_policy(std::string_view policy_json) {
   std::uint64_t sequence = 0;
@@ -121,8 +120,10 @@ void Replicator::accepted_policy(std::string_view policy_json) {
   offer(sequence, std::move(body));
 }
 
-void Replicator::offer(std::uint64_t sequence, std::string body) {
-  if (!outbox_.offer(sequence, std::move(body))) stats_.add_dropped();
+bool Replicator::offer(std::uint64_t sequence, std::string body) {
+  if (outbox_.offer(sequence, std::move(body))) return true;
+  stats_.add_dropped();
+  return false;
 }
 
 void Replicator::settle(std::uint64_t first, std::uint64_t last, bool ok, std::string_view body) {
@@ -232,6 +233,7 @@ void Replicator::run() {
 void Replicator::update_stats() {
   stats_.set_connected(connected_.load());
   stats_.set_applied_sequence(applier_.applied_through());
+  stats_.set_echoes_skipped(applier_.echoes_skipped());
   stats_.set_pending(static_cast<std::int64_t>(outbox_.bytes()),
                      static_cast<std::int64_t>(outbox_.records()));
 }
@@ -460,13 +462,18 @@ void Replicator::apply_message(std::uint64_t sequence, natsMsg* msg) {
   const std::string_view body(natsMsg_GetData(msg),
                               static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
   std::uint64_t skipped = 0;
-  if (!decode_message(body, &received_, &skipped)) skipped = 1;
+  if (!decode_received(body, encoder_.origin(), &received_, &skipped)) skipped = 1;
   stats_.add_skipped(skipped);
   if (received_.empty()) {
     applier_.skip(sequence);
     return;
   }
-  for (state_pb::ReplicationRecord& record : received_) {
+  for (Received& received : received_) {
+    if (auto* own = std::get_if<OwnChange>(&received)) {
+      applier_.add(sequence, std::move(*own));
+      continue;
+    }
+    auto& record = std::get<state_pb::ReplicationRecord>(received);
     if (record.has_policy_json()) keep_policy(sequence, record);
     applier_.add(sequence, std::move(record));
   }

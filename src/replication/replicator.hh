@@ -73,9 +73,14 @@ class Replicator final : public service::ChangeObserver {
   // runtime stops.
   void stop();
 
-  // ChangeObserver (reactor threads): stamp, encode, offer to the outbox.
-  void accepted(pb::CacheStateUpdate& update) override;
-  void accepted(pb::CacheEvent& event) override;
+  // ChangeObserver (reactor threads): stamp, encode, offer to the outbox;
+  // the record's origin_sequence, 0 when the outbox dropped it.
+  std::uint64_t accepted(pb::CacheStateUpdate& update) override;
+  std::uint64_t accepted(pb::CacheEvent& event) override;
+  // ChangeObserver (owner core): the core's echo filter decides.
+  bool early_apply(unsigned core, std::string_view tenant_id, std::uint64_t sequence) override {
+    return applier_.early_apply(core, tenant_id, sequence);
+  }
   // A policy document this server accepted (/policy, --policy-file). Any thread.
   void accepted_policy(std::string_view policy_json);
 
@@ -97,7 +102,9 @@ class Replicator final : public service::ChangeObserver {
 
  private:
   struct Nats;
-  void offer(std::uint64_t sequence, std::string body);
+  template <typename Change>
+  std::uint64_t accept(Change& change);
+  bool offer(std::uint64_t sequence, std::string body);
   void run();
   bool set_up();
   bool ensure_stream();
@@ -129,8 +136,8 @@ class Replicator final : public service::ChangeObserver {
   std::uint64_t target_ = 0;
   bool caught_up_ = false;
   std::chrono::steady_clock::time_point started_at_{};
-  std::int64_t last_snapshot_us_ = 0;                  // state saver's thread only
-  std::vector<state_pb::ReplicationRecord> received_;  // replication thread: one message's
+  std::int64_t last_snapshot_us_ = 0;  // state saver's thread only
+  std::vector<Received> received_;     // replication thread: one message's records
   std::thread thread_;
 };
 

@@ -87,17 +87,22 @@ bool StateStore::publish(const std::string& subject, const std::string& body,
   return false;
 }
 
-std::optional<state_pb::DurablePolicy> StateStore::policy(std::string* error) {
+template <typename Message>
+std::optional<Message> StateStore::last_parsed(const std::string& subject, std::string* error) {
   natsMsg* msg = nullptr;
-  if (!last(policy_subject_, &msg, error)) return std::nullopt;
-  state_pb::DurablePolicy kept;
-  const bool ok = parse_body(msg, &kept);
+  if (!last(subject, &msg, error)) return std::nullopt;
+  Message parsed;
+  const bool ok = parse_body(msg, &parsed);
   natsMsg_Destroy(msg);
   if (!ok) {
-    *error = policy_subject_ + ": unparsable";
+    *error = subject + ": unparsable";
     return std::nullopt;
   }
-  return kept;
+  return parsed;
+}
+
+std::optional<state_pb::DurablePolicy> StateStore::policy(std::string* error) {
+  return last_parsed<state_pb::DurablePolicy>(policy_subject_, error);
 }
 
 bool StateStore::keep_policy(const state_pb::DurablePolicy& policy, std::string* error) {
@@ -125,16 +130,7 @@ bool StateStore::keep_policy(const state_pb::DurablePolicy& policy, std::string*
 }
 
 std::optional<state_pb::SnapshotManifest> StateStore::manifest(std::string* error) {
-  natsMsg* msg = nullptr;
-  if (!last(manifest_subject_, &msg, error)) return std::nullopt;
-  state_pb::SnapshotManifest m;
-  const bool ok = parse_body(msg, &m);
-  natsMsg_Destroy(msg);
-  if (!ok) {
-    *error = manifest_subject_ + ": unparsable";
-    return std::nullopt;
-  }
-  return m;
+  return last_parsed<state_pb::SnapshotManifest>(manifest_subject_, error);
 }
 
 bool StateStore::fetch_snapshot(state_pb::SnapshotManifest* manifest_out, std::string* state_file,

@@ -55,6 +55,10 @@ class StateStore {
 
  private:
   bool last(const std::string& subject, natsMsg** msg, std::string* error);
+  // The last message on `subject` parsed as a `Message` (nullopt: none, or
+  // *error: unreadable or unparsable).
+  template <typename Message>
+  std::optional<Message> last_parsed(const std::string& subject, std::string* error);
   bool publish(const std::string& subject, const std::string& body, std::uint64_t expect_last,
                std::string* error);
   std::string chunk_subject(std::uint32_t i) const;

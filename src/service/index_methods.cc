@@ -114,10 +114,10 @@ class ReportHandler final : public rpc::CallHandler {
   void on_message(std::span<const std::byte> message) override {
     pb::CacheStateUpdate update;
     if (!rpc::parse_request(message, update, call_)) return;
-    index_.observe(update);
+    const std::uint64_t sequence = index_.observe(update);
     const unsigned owner = index_.owner(update.tenant_id());
     const bool remote = owner != index_.cores().current_core();
-    const bool refused = index_.ingest(owner, std::move(update)).has_value();
+    const bool refused = index_.ingest(owner, std::move(update), sequence).has_value();
     if (!remote) return;
     metrics::local().add_cross_core_post(!refused);
     if (refused) {
@@ -162,11 +162,11 @@ void finish_routed(ShardedIndex& index, rpc::CallHandle& call, unsigned owner,
 }
 
 void publish(ShardedIndex& index, rpc::CallHandle call, pb::CacheEvent&& event) {
-  index.observe(event);
+  const std::uint64_t sequence = index.observe(event);
   metrics::local().add_event(metrics::event_type_from_wire(event.type()));
   const unsigned owner = index.owner(event.tenant_id());
-  auto refused =
-      index.apply_event(owner, std::move(event), [call]() mutable { call.reply(accepted()); });
+  auto refused = index.apply_event(
+      owner, std::move(event), [call]() mutable { call.reply(accepted()); }, sequence);
   finish_routed(index, call, owner, refused);
 }
 

@@ -21,10 +21,12 @@ unsigned ShardedIndex::owner(std::string_view tenant_id) const {
 }
 
 std::optional<pb::CacheStateUpdate> ShardedIndex::ingest(unsigned core,
-                                                         pb::CacheStateUpdate&& update) {
+                                                         pb::CacheStateUpdate&& update,
+                                                         std::uint64_t sequence) {
   return runtime::try_submit_to(
       cores_, core, std::move(update),
-      [this, core](pb::CacheStateUpdate& u) {
+      [this, core, sequence](pb::CacheStateUpdate& u) {
+        if (!early_apply(core, u.tenant_id(), sequence)) return;
         const auto result = wire::ingest(*shards_[core], u, clock_.wall_us());
         metrics::local().add_ingest(result.entries_upserted);
         hand_off_cap(result.cap_handoff);

@@ -51,28 +51,38 @@ class ShardedIndex {
   // and event; nullptr = none. Set before the reactors start.
   void set_observer(ChangeObserver* observer) { observer_ = observer; }
   // Hands an accepted change to the observer, if any (may stamp it).
+  // Returns its replication sequence for ingest()/apply_event(); 0 = none.
   template <typename Change>
-  void observe(Change& change) const {
-    if (observer_ != nullptr) observer_->accepted(change);
+  std::uint64_t observe(Change& change) const {
+    return observer_ != nullptr ? observer_->accepted(change) : 0;
+  }
+  // On `core`: whether the change `sequence` (observe()'s) of `tenant_id`
+  // is applied now (ChangeObserver::early_apply; always for 0).
+  bool early_apply(unsigned core, std::string_view tenant_id, std::uint64_t sequence) const {
+    return sequence == 0 || observer_ == nullptr ||
+           observer_->early_apply(core, tenant_id, sequence);
   }
 
   // Every call below takes `core` = owner(tenant_id of its request), which
   // the caller computes once (it also decides the caller's shed answer).
 
   // Ingests one ReportCacheState message on the owner and pays the global
-  // cap's debt it left (hand_off_cap). Returns the update back when the
-  // owner's mailbox is full.
-  std::optional<pb::CacheStateUpdate> ingest(unsigned core, pb::CacheStateUpdate&& update);
+  // cap's debt it left (hand_off_cap). `sequence`: observe()'s answer
+  // (early_apply). Returns the update back when the owner's mailbox is full.
+  std::optional<pb::CacheStateUpdate> ingest(unsigned core, pb::CacheStateUpdate&& update,
+                                             std::uint64_t sequence = 0);
 
   // Runs `reply()` here once every call this core made to `core` before it
   // ran there (mailboxes are FIFO per core pair); never shed.
   template <typename Reply>
   void barrier(unsigned core, Reply reply);
 
-  // PublishEvent on the owner; `reply()` here once applied. Returns the
-  // event back when the owner's mailbox is full.
+  // PublishEvent on the owner; `reply()` here once applied. `sequence`:
+  // observe()'s answer (early_apply). Returns the event back when the
+  // owner's mailbox is full.
   template <typename Reply>
-  std::optional<pb::CacheEvent> apply_event(unsigned core, pb::CacheEvent&& event, Reply reply);
+  std::optional<pb::CacheEvent> apply_event(unsigned core, pb::CacheEvent&& event, Reply reply,
+                                            std::uint64_t sequence = 0);
 
   // GetCacheState on the owner; `reply(GetCacheStateResponse&&)` here.
   // Returns the request back when the owner's mailbox is full.
@@ -105,11 +115,13 @@ void ShardedIndex::barrier(unsigned core, Reply reply) {
 
 template <typename Reply>
 std::optional<pb::CacheEvent> ShardedIndex::apply_event(unsigned core, pb::CacheEvent&& event,
-                                                        Reply reply) {
+                                                        Reply reply, std::uint64_t sequence) {
   return runtime::try_submit_to(
       cores_, core, std::move(event),
-      [shard = shards_[core], clock = &clock_](pb::CacheEvent& e) {
-        wire::apply_event(*shard, e, clock->wall_us());
+      [this, core, sequence](pb::CacheEvent& e) {
+        if (early_apply(core, e.tenant_id(), sequence)) {
+          wire::apply_event(*shards_[core], e, clock_.wall_us());
+        }
       },
       std::move(reply));
 }

@@ -1,10 +1,12 @@
 // The replication record codec and the bounded outbox (src/replication):
-// exact record fields, message ids, unknown versions skipped; the outbox's
-// byte bound, sequence order, acks and retries.
+// exact record fields, message ids, unknown versions skipped, own records
+// left unparsed; the outbox's byte bound, sequence order, acks and retries.
 
 #include <doctest/doctest.h>
 
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "replication/outbox.hh"
 #include "replication/record.hh"
@@ -155,15 +157,26 @@ TEST_CASE("a batch ack settles exactly its range") {
   CHECK(box.bytes() == 0);
 }
 
-TEST_CASE("an encoded record has exactly the bytes of the record with its change set") {
-  RecordEncoder encoder("host/7/99");
+// An update of tenant team-a with one block, an ALL_CLEARED of team-b.
+pb::CacheStateUpdate sample_update() {
   pb::CacheStateUpdate update;
   update.set_tenant_id("team-a");
   update.set_timestamp_us(123);
   update.add_prefixes()->add_block_hashes(std::string(8, 'h'));
+  return update;
+}
+
+pb::CacheEvent sample_event() {
   pb::CacheEvent event;
   event.set_type(pb::CacheEvent::ALL_CLEARED);
   event.set_tenant_id("team-b");
+  return event;
+}
+
+TEST_CASE("an encoded record has exactly the bytes of the record with its change set") {
+  RecordEncoder encoder("host/7/99");
+  const pb::CacheStateUpdate update = sample_update();
+  const pb::CacheEvent event = sample_event();
   std::uint64_t s1 = 0, s2 = 0;
   const std::string got_update = encoder.encode(update, 1000, &s1);
   const std::string got_event = encoder.encode(event, 2000, &s2);
@@ -178,6 +191,63 @@ TEST_CASE("an encoded record has exactly the bytes of the record with its change
   want.set_accepted_at_us(2000);
   *want.mutable_event() = event;
   CHECK(got_event == want.SerializeAsString());
+  // A zero time is left out, as the message's own serialization does.
+  std::uint64_t s3 = 0;
+  const std::string got_zero = encoder.encode(update, 0, &s3);
+  want.set_origin_sequence(3);
+  want.set_accepted_at_us(0);
+  *want.mutable_update() = update;
+  CHECK(got_zero == want.SerializeAsString());
+}
+
+TEST_CASE("decode_received: own updates and events unparsed, the rest parsed, in order") {
+  RecordEncoder mine("host/7/99"), other("host/8/5");
+  const pb::CacheStateUpdate update = sample_update();
+  const pb::CacheEvent event = sample_event();
+  std::uint64_t s = 0;
+  std::string body = batch_header();
+  append_to_batch(&body, mine.encode(update, 1000, &s));                     // 1
+  append_to_batch(&body, other.encode(update, 1000, &s));                    // 1 of another origin
+  append_to_batch(&body, mine.encode(event, 2000, &s));                      // 2
+  append_to_batch(&body, mine.encode_policy(R"({"version":1})", 3000, &s));  // 3
+  state_pb::ReplicationRecord future;
+  future.set_format_version(9);
+  future.set_origin("host/7/99");
+  append_to_batch(&body, future.SerializeAsString());
+  append_to_batch(&body, "\xff\xff");  // not a record
+
+  std::vector<Received> got;
+  std::uint64_t skipped = 0;
+  REQUIRE(decode_received(body, "host/7/99", &got, &skipped));
+  CHECK(skipped == 2);
+  REQUIRE(got.size() == 4);
+  const auto* own_update = std::get_if<OwnChange>(&got[0]);
+  REQUIRE(own_update != nullptr);
+  CHECK(own_update->sequence == 1);
+  CHECK_FALSE(own_update->event);
+  CHECK(own_update->tenant_id == "team-a");
+  CHECK(own_update->bytes == update.SerializeAsString());  // byte for byte
+  const auto* foreign = std::get_if<state_pb::ReplicationRecord>(&got[1]);
+  REQUIRE(foreign != nullptr);
+  CHECK(foreign->origin() == "host/8/5");
+  CHECK(foreign->update().SerializeAsString() == update.SerializeAsString());
+  const auto* own_event = std::get_if<OwnChange>(&got[2]);
+  REQUIRE(own_event != nullptr);
+  CHECK(own_event->sequence == 2);
+  CHECK(own_event->event);
+  CHECK(own_event->tenant_id == "team-b");
+  CHECK(own_event->bytes == event.SerializeAsString());
+  const auto* policy = std::get_if<state_pb::ReplicationRecord>(&got[3]);
+  REQUIRE(policy != nullptr);
+  CHECK(policy->policy_json() == R"({"version":1})");
+
+  // A single record (format 1) is parsed whoever wrote it; garbage is refused.
+  skipped = 0;
+  REQUIRE(decode_received(mine.encode(update, 4000, &s), "host/7/99", &got, &skipped));
+  REQUIRE(got.size() == 1);
+  CHECK(std::get<state_pb::ReplicationRecord>(got[0]).origin_sequence() == 4);
+  CHECK_FALSE(decode_received("\xff\xff\xff", "host/7/99", &got, &skipped));
+  CHECK(skipped == 0);
 }
 
 }  // namespace
