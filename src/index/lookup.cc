@@ -219,12 +219,15 @@ void Shard::Impl::start_chain_run(const LookupState& st) {
 }
 
 // Extends every candidate's run block by block; cands[0, active) still run.
+// Per entry only what the entry decides (oldest, coldest); a run's length is
+// set when it ends and its tokens after the walk.
 void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std::int64_t ttl) {
   std::size_t active = cands.size();
   const std::uint32_t dtm = domain == kNone ? kNone : domains[domain].tm;
   std::uint64_t h_next =
       active > 0 && chain_hashes.size() > 1 ? group_hash(dtm, chain_hashes[1]) : 0;
-  for (std::size_t i = 1; i < chain_hashes.size() && active > 0; ++i) {
+  std::size_t i = 1;
+  for (; i < chain_hashes.size() && active > 0; ++i) {
     // Hash and prefetch block i+1's slot while block i is matched.
     const std::uint64_t h = h_next;
     if (i + 1 < chain_hashes.size()) {
@@ -240,8 +243,6 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
       for (std::size_t c = next; c < active; ++c) {
         if (cands[c].replica != er.replica) continue;
         ChainCand& cc = cands[c];
-        ++cc.run;
-        cc.matched += chain_counts[i];
         cc.oldest = std::min(cc.oldest, er.last_seen);
         cc.coldest = std::max(cc.coldest, er.tier);
         // Keep continuing replicas in front; usually c == next already
@@ -252,8 +253,20 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
         break;
       }
     }
+    // The others' runs end before block i.
+    for (std::size_t c = next; c < active; ++c) cands[c].run = static_cast<std::uint32_t>(i);
     active = next;
   }
+  for (std::size_t c = 0; c < active; ++c) cands[c].run = static_cast<std::uint32_t>(i);
+  set_run_tokens();
+}
+
+// matched = the request's tokens over each candidate's run (summed once per
+// lookup, not once per entry).
+void Shard::Impl::set_run_tokens() {
+  run_tokens.assign(1, 0);
+  for (const std::int32_t c : chain_counts) run_tokens.push_back(run_tokens.back() + c);
+  for (ChainCand& cc : cands) cc.matched = run_tokens[cc.run];
 }
 
 void Shard::Impl::score_chain_runs(const LookupState& st) {
