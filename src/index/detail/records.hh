@@ -202,6 +202,9 @@ struct Records {
   std::vector<std::string> drained_models;  // report 0 once
   // mutable: collect_snapshot() makes stale `newest` values exact again.
   mutable std::unordered_map<std::uint64_t, TenantReplicaRec> tenant_replicas;
+  // The row tenant_replica_* used last (records.cc), nullptr = none.
+  TenantReplicaRec* tenant_replica_last = nullptr;
+  std::uint64_t tenant_replica_last_id = 0;
 
   std::int64_t entry_total = 0;
   std::int64_t key_total = 0;
