@@ -8,6 +8,8 @@
 //            GroupTable maps a group to its first key, so a lookup is one probe
 //            plus a short chain walk, and PREFIX_EVICTED (no scheme) is one probe.
 //   Entry  = (key, replica): 32 bytes in a slab, linked from its key.
+//   Bytes per entry at one replica per key: 32 + 32 + 10.7-16 for the group
+//   slot (docs/index.md "Layout and memory").
 //   Scope  = (tenant, model, scheme): replicas serving it with entry counts,
 //            kept sorted by replica name (AFFINITY_HINT picks by index).
 // All ids are dense uint32 (Interner / Slab indexes).
