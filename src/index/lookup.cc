@@ -160,12 +160,16 @@ bool Shard::Impl::resolve_input(LookupState& st) {
 
 void Shard::Impl::find_scope_of(LookupState& st) const {
   const LookupQuery& q = st.q;
+  // Each name is hashed once (the hot path: this was seven string probes).
   st.tenant = tenants.find(q.tenant_id);
-  st.tm = find_tm(st.tenant, models.find(q.model_id));
-  st.scope = find_scope(st.tm, schemes.find(q.hash_scheme));
+  const std::uint32_t model = models.find(q.model_id);
+  const std::uint32_t scheme = schemes.find(q.hash_scheme);
+  st.tm = find_tm(st.tenant, model);
+  st.scope = find_scope(st.tm, scheme);
   st.serving = st.scope == kNone ? 0 : scopes[st.scope].members.size();
-  st.domain =
-      st.scope == kNone ? kNone : find_domain(q.tenant_id, q.model_id, q.hash_scheme, q.adapter_id);
+  st.domain = st.scope == kNone
+                  ? kNone
+                  : find_domain(DomainKey{st.tenant, model, scheme, adapters.find(q.adapter_id)});
   st.slo_tight = q.slo_ttft_ms > 0 && q.slo_ttft_ms < cfg.slo_tight_ttft_ms;
 }
 

@@ -60,8 +60,11 @@ std::uint32_t Shard::Impl::find_scope(std::uint32_t tm, std::uint32_t scheme) co
 
 std::uint32_t Shard::Impl::find_domain(std::string_view tenant, std::string_view model,
                                        std::string_view scheme, std::string_view adapter) const {
-  const DomainKey k{tenants.find(tenant), models.find(model), schemes.find(scheme),
-                    adapters.find(adapter)};
+  return find_domain(DomainKey{tenants.find(tenant), models.find(model), schemes.find(scheme),
+                               adapters.find(adapter)});
+}
+
+std::uint32_t Shard::Impl::find_domain(const DomainKey& k) const {
   if (k.tenant == kNone || k.model == kNone || k.scheme == kNone || k.adapter == kNone)
     return kNone;
   auto it = domain_ids.find(k);
