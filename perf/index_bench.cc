@@ -7,7 +7,12 @@
 //
 // Run: ninja -C <build> perf/index_bench, then
 //   <build>/perf/index_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-//   (the floor ratios alone: --benchmark_filter='ChainLookup64x8$|ExactLookup|Floor|Ingest16')
+//   (the floor ratios alone:
+//   --benchmark_filter='ChainLookup64x8(_Index)?(_Cold)?$|ExactLookup|Floor|Ingest16')
+// Each lookup and ingest is measured twice: through the service edge (the
+// protobuf messages translated per call, as the server does) and the index
+// alone (its own value types, translated beforehand), which is the figure the
+// floors describe.
 
 #include <benchmark/benchmark.h>
 
@@ -61,18 +66,40 @@ World& small_world() {
   return w;
 }
 
-// Runs `reqs` in turn (one request: cache-hot, as a repeated prompt; all probe
-// chains: each call reads records the previous calls did not).
-void run_lookups(benchmark::State& state, World& w,
-                 const std::vector<pb::LookupRouteRequest>& reqs) {
+// The answer to `req` (the checks after each lookup benchmark).
+pb::LookupRouteResponse answer(World& w, const pb::LookupRouteRequest& req) {
   pb::LookupRouteResponse out;
   LookupContext ctx;
   ctx.clock = &w.clock;
+  ic::service::wire::lookup_route(*w.shard, req, ctx, &out);
+  return out;
+}
+
+// Runs `reqs` in turn (one request: cache-hot, as a repeated prompt; all probe
+// chains: each call reads records the previous calls did not). `wire`: each
+// call goes through the service edge (request views in, response message
+// out), as LookupRoute does; else the index alone (Shard::lookup on the
+// queries translated beforehand), the figure its floor compares with.
+void run_lookups(benchmark::State& state, World& w, const std::vector<pb::LookupRouteRequest>& reqs,
+                 bool wire) {
+  pb::LookupRouteResponse out;
+  LookupResult result;
+  LookupContext ctx;
+  ctx.clock = &w.clock;
+  std::vector<std::vector<std::string_view>> hashes(reqs.size());
+  std::vector<LookupQuery> queries;
+  for (std::size_t r = 0; r < reqs.size(); ++r)
+    queries.push_back(ic::service::wire::to_query(reqs[r], hashes[r]));
   std::size_t i = 0;
   const std::uint64_t allocs = g_allocs.load(std::memory_order_relaxed);
   for (auto _ : state) {
-    ic::service::wire::lookup_route(*w.shard, reqs[i], ctx, &out);
-    benchmark::DoNotOptimize(out);
+    if (wire) {
+      ic::service::wire::lookup_route(*w.shard, reqs[i], ctx, &out);
+      benchmark::DoNotOptimize(out);
+    } else {
+      w.shard->lookup(queries[i], ctx, &result);
+      benchmark::DoNotOptimize(result);
+    }
     if (++i == reqs.size()) i = 0;
   }
   state.counters["allocs_per_lookup"] =
@@ -81,14 +108,11 @@ void run_lookups(benchmark::State& state, World& w,
   state.counters["entries"] = static_cast<double>(w.shard->entry_count());
 }
 
-void chain_lookup(benchmark::State& state, World& w, std::size_t chains) {
+void chain_lookup(benchmark::State& state, World& w, std::size_t chains, bool wire = true) {
   std::vector<pb::LookupRouteRequest> reqs;
   for (std::size_t c = 0; c < chains; ++c) reqs.push_back(chain_request(w, c));
-  run_lookups(state, w, reqs);
-  pb::LookupRouteResponse out;
-  LookupContext ctx;
-  ctx.clock = &w.clock;
-  ic::service::wire::lookup_route(*w.shard, reqs.back(), ctx, &out);
+  run_lookups(state, w, reqs, wire);
+  const pb::LookupRouteResponse out = answer(w, reqs.back());
   if (out.reason_code() != "PREFIX_MATCH" || out.replica_scores_size() != 8)
     state.SkipWithError("probe did not match 8 replicas");
 }
@@ -99,63 +123,106 @@ void BM_ChainLookup64x8_Cold(benchmark::State& state) {
   chain_lookup(state, world(), world().probes.size());
 }
 BENCHMARK(BM_ChainLookup64x8_Cold);
+// The index alone (Shard::lookup, no protobuf on either side).
+void BM_ChainLookup64x8_Index(benchmark::State& state) { chain_lookup(state, world(), 1, false); }
+BENCHMARK(BM_ChainLookup64x8_Index);
+void BM_ChainLookup64x8_Index_Cold(benchmark::State& state) {
+  chain_lookup(state, world(), world().probes.size(), false);
+}
+BENCHMARK(BM_ChainLookup64x8_Index_Cold);
 // The same probe on a 10,000-entry index: the difference is cache misses.
 void BM_ChainLookup64x8_SmallIndex(benchmark::State& state) {
   chain_lookup(state, small_world(), 1);
 }
 BENCHMARK(BM_ChainLookup64x8_SmallIndex);
 
-void exact_lookup(benchmark::State& state, std::size_t chains) {
+void exact_lookup(benchmark::State& state, std::size_t chains, bool wire = true) {
   World& w = world();
   std::vector<pb::LookupRouteRequest> reqs;
   for (std::size_t c = 0; c < chains; ++c) reqs.push_back(exact_request(w, c));
-  run_lookups(state, w, reqs);
-  pb::LookupRouteResponse out;
-  LookupContext ctx;
-  ctx.clock = &w.clock;
-  ic::service::wire::lookup_route(*w.shard, reqs.back(), ctx, &out);
+  run_lookups(state, w, reqs, wire);
   // All 8 hold it: dp = 0 → routing floor → AFFINITY_HINT (the full pipeline).
-  if (out.reason_code().empty()) state.SkipWithError("no answer");
+  if (answer(w, reqs.back()).reason_code().empty()) state.SkipWithError("no answer");
 }
 void BM_ExactLookup(benchmark::State& state) { exact_lookup(state, 1); }
 BENCHMARK(BM_ExactLookup);
 void BM_ExactLookup_Cold(benchmark::State& state) { exact_lookup(state, world().probes.size()); }
 BENCHMARK(BM_ExactLookup_Cold);
+void BM_ExactLookup_Index(benchmark::State& state) { exact_lookup(state, 1, false); }
+BENCHMARK(BM_ExactLookup_Index);
+void BM_ExactLookup_Index_Cold(benchmark::State& state) {
+  exact_lookup(state, world().probes.size(), false);
+}
+BENCHMARK(BM_ExactLookup_Index_Cold);
+
+// 4096 updates of new 16-block chains from 8 replicas, as messages and as the
+// index's value types (views into the messages, translated beforehand).
+struct IngestBatch {
+  std::vector<pb::CacheStateUpdate> messages;
+  std::vector<ic::service::wire::UpdateBuffers> buffers;
+  std::vector<Update> values;
+  std::mt19937_64 rng{7};
+
+  IngestBatch() {
+    for (int i = 0; i < 4096; ++i) {
+      std::vector<std::uint64_t> blocks(16);
+      for (auto& b : blocks) b = rng();
+      messages.push_back(chain_update("tenant-a", name("replica-", i % 8), blocks, kNow + i));
+    }
+    translate();
+  }
+  // New block hashes for every update (the index has the old ones now).
+  void renew() {
+    for (auto& u : messages) {
+      for (auto& h : *u.mutable_prefixes(0)->mutable_block_hashes())
+        h = ic::test::block_hash(rng());
+    }
+    translate();
+  }
+  void translate() {
+    buffers.resize(messages.size());
+    values.clear();
+    for (std::size_t i = 0; i < messages.size(); ++i)
+      values.push_back(ic::service::wire::to_update(messages[i], buffers[i]));
+  }
+};
 
 // Ingest of new 16-block chains (16 new (key, replica) entries per update).
-void BM_Ingest16BlockChains(benchmark::State& state) {
+// `wire`: each update goes through the service edge (message → value types),
+// as ReportCacheState does; else the index alone (Shard::ingest).
+void ingest_chains(benchmark::State& state, bool wire) {
   IndexConfig cfg;
   cfg.max_entries = state.range(0);
   Shard shard(cfg, nullptr);
-  std::mt19937_64 rng(7);
-  std::vector<pb::CacheStateUpdate> batch;
-  for (int i = 0; i < 4096; ++i) {
-    std::vector<std::uint64_t> blocks(16);
-    for (auto& b : blocks) b = rng();
-    batch.push_back(chain_update("tenant-a", name("replica-", i % 8), blocks, kNow + i));
-  }
+  IngestBatch batch;
   std::size_t i = 0;
   std::int64_t blocks = 0;
   for (auto _ : state) {
-    if (i == batch.size()) {
+    if (i == batch.messages.size()) {
       state.PauseTiming();
-      for (auto& u : batch) {
-        for (auto& h : *u.mutable_prefixes(0)->mutable_block_hashes())
-          h = ic::test::block_hash(rng());
-      }
+      batch.renew();
       i = 0;
       state.ResumeTiming();
     }
-    ic::service::wire::ingest(shard, batch[i++], kNow);
+    if (wire) {
+      ic::service::wire::ingest(shard, batch.messages[i], kNow);
+    } else {
+      shard.ingest(batch.values[i], kNow);
+    }
+    ++i;
     blocks += 16;
   }
   state.SetItemsProcessed(blocks);
   state.counters["entries"] = static_cast<double>(shard.entry_count());
 }
+void BM_Ingest16BlockChains(benchmark::State& state) { ingest_chains(state, true); }
+void BM_Ingest16BlockChains_Index(benchmark::State& state) { ingest_chains(state, false); }
 // Uncapped growth to ~1M entries, and steady state at a 100,000-entry cap
 // (every new block entry evicts one).
 BENCHMARK(BM_Ingest16BlockChains)->Arg(100'000'000)->Iterations(62'500);
 BENCHMARK(BM_Ingest16BlockChains)->Arg(100'000)->Iterations(62'500);
+BENCHMARK(BM_Ingest16BlockChains_Index)->Arg(100'000'000)->Iterations(62'500);
+BENCHMARK(BM_Ingest16BlockChains_Index)->Arg(100'000)->Iterations(62'500);
 
 // Re-report of chains already in the index (refresh last_seen/tier).
 void BM_IngestRefresh16(benchmark::State& state) {
@@ -320,15 +387,11 @@ class FloorReporter : public benchmark::ConsoleReporter {
   void print_ratios() const {
     std::printf("\nfloor ratios (medians, CPU time):\n");
     lookup_ratio("chain lookup 64x8", "BM_ChainLookup64x8", kChainProbes);
+    lookup_ratio("  index alone", "BM_ChainLookup64x8_Index", kChainProbes);
     lookup_ratio("exact lookup", "BM_ExactLookup", kExactProbes);
-    const double ingest = median(rate_, "BM_Ingest16BlockChains/100000000/iterations:62500");
-    const double floor = median(rate_, "BM_WriteFloor16");
-    if (ingest > 0 && floor > 0) {
-      std::printf(
-          "  ingest (uncapped)  %7.2f M block entries/s, write floor %7.2f M/s: %.2fx "
-          "(target >= 0.5)\n",
-          ingest / 1e6, floor / 1e6, ingest / floor);
-    }
+    lookup_ratio("  index alone", "BM_ExactLookup_Index", kExactProbes);
+    ingest_ratio("ingest (uncapped)", "BM_Ingest16BlockChains/100000000/iterations:62500");
+    ingest_ratio("  index alone", "BM_Ingest16BlockChains_Index/100000000/iterations:62500");
   }
 
  private:
@@ -339,6 +402,15 @@ class FloorReporter : public benchmark::ConsoleReporter {
     std::vector<double> v = it->second;
     std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
     return v[v.size() / 2];
+  }
+  // `name`'s block entries/s against the write floor's.
+  void ingest_ratio(const char* what, const std::string& name) const {
+    const double ingest = median(rate_, name);
+    const double floor = median(rate_, "BM_WriteFloor16");
+    if (ingest > 0 && floor > 0) {
+      std::printf("  %-18s %7.2f M block entries/s, write floor %7.2f M/s: %.2fx (target >= 0.5)\n",
+                  what, ingest / 1e6, floor / 1e6, ingest / floor);
+    }
   }
   // `name` (one request, hot) against the hot floor, name_Cold (a different
   // probe chain per call) against the cold floor.

@@ -90,8 +90,16 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
     upsert(domain, p.prefix_hash, p.token_count, seen, tier, replica, r);
     return;
   }
+  // The blocks' group slots are independent random reads: each upsert starts
+  // the read kPrefetchAhead blocks on, so the misses overlap.
+  constexpr std::size_t kPrefetchAhead = 8;
+  const std::uint32_t tm = domains[domain].tm;
+  const std::size_t n = p.block_hashes.size();
+  for (std::size_t j = 0; j < std::min(n, kPrefetchAhead); ++j)
+    groups.prefetch(group_hash(tm, p.block_hashes[j]));
   std::int64_t sum = 0;
-  for (std::size_t j = 0; j < p.block_hashes.size(); ++j) {
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j + kPrefetchAhead < n) groups.prefetch(group_hash(tm, p.block_hashes[j + kPrefetchAhead]));
     sum += p.block_token_counts[j];
     upsert(domain, p.block_hashes[j], saturate32(sum), seen, tier, replica, r);
   }

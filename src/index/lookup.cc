@@ -160,12 +160,16 @@ bool Shard::Impl::resolve_input(LookupState& st) {
 
 void Shard::Impl::find_scope_of(LookupState& st) const {
   const LookupQuery& q = st.q;
+  // Each name is hashed once (the hot path: this was seven string probes).
   st.tenant = tenants.find(q.tenant_id);
-  st.tm = find_tm(st.tenant, models.find(q.model_id));
-  st.scope = find_scope(st.tm, schemes.find(q.hash_scheme));
+  const std::uint32_t model = models.find(q.model_id);
+  const std::uint32_t scheme = schemes.find(q.hash_scheme);
+  st.tm = find_tm(st.tenant, model);
+  st.scope = find_scope(st.tm, scheme);
   st.serving = st.scope == kNone ? 0 : scopes[st.scope].members.size();
-  st.domain =
-      st.scope == kNone ? kNone : find_domain(q.tenant_id, q.model_id, q.hash_scheme, q.adapter_id);
+  st.domain = st.scope == kNone
+                  ? kNone
+                  : find_domain(DomainKey{st.tenant, model, scheme, adapters.find(q.adapter_id)});
   st.slo_tight = q.slo_ttft_ms > 0 && q.slo_ttft_ms < cfg.slo_tight_ttft_ms;
 }
 
@@ -219,12 +223,15 @@ void Shard::Impl::start_chain_run(const LookupState& st) {
 }
 
 // Extends every candidate's run block by block; cands[0, active) still run.
+// Per entry only what the entry decides (oldest, coldest); a run's length is
+// set when it ends and its tokens after the walk.
 void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std::int64_t ttl) {
   std::size_t active = cands.size();
   const std::uint32_t dtm = domain == kNone ? kNone : domains[domain].tm;
   std::uint64_t h_next =
       active > 0 && chain_hashes.size() > 1 ? group_hash(dtm, chain_hashes[1]) : 0;
-  for (std::size_t i = 1; i < chain_hashes.size() && active > 0; ++i) {
+  std::size_t i = 1;
+  for (; i < chain_hashes.size() && active > 0; ++i) {
     // Hash and prefetch block i+1's slot while block i is matched.
     const std::uint64_t h = h_next;
     if (i + 1 < chain_hashes.size()) {
@@ -240,8 +247,6 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
       for (std::size_t c = next; c < active; ++c) {
         if (cands[c].replica != er.replica) continue;
         ChainCand& cc = cands[c];
-        ++cc.run;
-        cc.matched += chain_counts[i];
         cc.oldest = std::min(cc.oldest, er.last_seen);
         cc.coldest = std::max(cc.coldest, er.tier);
         // Keep continuing replicas in front; usually c == next already
@@ -252,8 +257,20 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
         break;
       }
     }
+    // The others' runs end before block i.
+    for (std::size_t c = next; c < active; ++c) cands[c].run = static_cast<std::uint32_t>(i);
     active = next;
   }
+  for (std::size_t c = 0; c < active; ++c) cands[c].run = static_cast<std::uint32_t>(i);
+  set_run_tokens();
+}
+
+// matched = the request's tokens over each candidate's run (summed once per
+// lookup, not once per entry).
+void Shard::Impl::set_run_tokens() {
+  run_tokens.assign(1, 0);
+  for (const std::int32_t c : chain_counts) run_tokens.push_back(run_tokens.back() + c);
+  for (ChainCand& cc : cands) cc.matched = run_tokens[cc.run];
 }
 
 void Shard::Impl::score_chain_runs(const LookupState& st) {

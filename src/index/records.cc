@@ -60,8 +60,11 @@ std::uint32_t Shard::Impl::find_scope(std::uint32_t tm, std::uint32_t scheme) co
 
 std::uint32_t Shard::Impl::find_domain(std::string_view tenant, std::string_view model,
                                        std::string_view scheme, std::string_view adapter) const {
-  const DomainKey k{tenants.find(tenant), models.find(model), schemes.find(scheme),
-                    adapters.find(adapter)};
+  return find_domain(DomainKey{tenants.find(tenant), models.find(model), schemes.find(scheme),
+                               adapters.find(adapter)});
+}
+
+std::uint32_t Shard::Impl::find_domain(const DomainKey& k) const {
   if (k.tenant == kNone || k.model == kNone || k.scheme == kNone || k.adapter == kNone)
     return kNone;
   auto it = domain_ids.find(k);
@@ -328,28 +331,42 @@ void Shard::Impl::scope_sub(std::uint32_t scope, std::uint32_t replica) {
   }
 }
 
+TenantReplicaRec* Shard::Impl::find_tenant_replica(std::uint64_t id) {
+  // One ingest adds its entries under one (tenant, replica): remember the
+  // last row found (map elements stay put until erased).
+  if (tenant_replica_last != nullptr && tenant_replica_last_id == id) return tenant_replica_last;
+  const auto it = tenant_replicas.find(id);
+  if (it == tenant_replicas.end()) return nullptr;
+  tenant_replica_last_id = id;
+  return tenant_replica_last = &it->second;
+}
+
 void Shard::Impl::tenant_replica_add(std::uint32_t tenant, std::uint32_t replica,
                                      std::int64_t seen) {
-  TenantReplicaRec& r = tenant_replicas[(std::uint64_t{tenant} << 32) | replica];
-  ++r.entries;
-  r.moved(INT64_MIN, seen);
+  const std::uint64_t id = (std::uint64_t{tenant} << 32) | replica;
+  TenantReplicaRec* r = find_tenant_replica(id);
+  if (r == nullptr) r = &tenant_replicas[id];
+  ++r->entries;
+  r->moved(INT64_MIN, seen);
 }
 
 void Shard::Impl::tenant_replica_sub(std::uint32_t tenant, std::uint32_t replica,
                                      std::int64_t seen) {
-  auto it = tenant_replicas.find((std::uint64_t{tenant} << 32) | replica);
-  if (it == tenant_replicas.end()) return;
-  if (--it->second.entries <= 0) {
-    tenant_replicas.erase(it);
+  const std::uint64_t id = (std::uint64_t{tenant} << 32) | replica;
+  TenantReplicaRec* r = find_tenant_replica(id);
+  if (r == nullptr) return;
+  if (--r->entries <= 0) {
+    tenant_replica_last = nullptr;
+    tenant_replicas.erase(id);
   } else {
-    it->second.moved(seen, INT64_MIN);
+    r->moved(seen, INT64_MIN);
   }
 }
 
 void Shard::Impl::tenant_replica_seen(std::uint32_t tenant, std::uint32_t replica,
                                       std::int64_t from, std::int64_t to) {
-  auto it = tenant_replicas.find((std::uint64_t{tenant} << 32) | replica);
-  if (it != tenant_replicas.end()) it->second.moved(from, to);
+  TenantReplicaRec* r = find_tenant_replica((std::uint64_t{tenant} << 32) | replica);
+  if (r != nullptr) r->moved(from, to);
 }
 
 void Shard::Impl::refresh_stale_newest() const {

@@ -66,6 +66,7 @@ struct Scored {
 
 struct LookupScratch {
   std::vector<ChainCand> cands;
+  std::vector<std::int64_t> run_tokens;  // [j] = Σ chain_counts[0, j)
   std::vector<Scored> scored;
   // The chain resolved at step 5: the query's block hashes, or token_chain.
   std::span<const std::string_view> chain_hashes;

@@ -8,6 +8,8 @@
 //            GroupTable maps a group to its first key, so a lookup is one probe
 //            plus a short chain walk, and PREFIX_EVICTED (no scheme) is one probe.
 //   Entry  = (key, replica): 32 bytes in a slab, linked from its key.
+//   Bytes per entry at one replica per key: 32 + 32 + 10.7-16 for the group
+//   slot (docs/index.md "Layout and memory").
 //   Scope  = (tenant, model, scheme): replicas serving it with entry counts,
 //            kept sorted by replica name (AFFINITY_HINT picks by index).
 // All ids are dense uint32 (Interner / Slab indexes).
@@ -202,6 +204,9 @@ struct Records {
   std::vector<std::string> drained_models;  // report 0 once
   // mutable: collect_snapshot() makes stale `newest` values exact again.
   mutable std::unordered_map<std::uint64_t, TenantReplicaRec> tenant_replicas;
+  // The row tenant_replica_* used last (records.cc), nullptr = none.
+  TenantReplicaRec* tenant_replica_last = nullptr;
+  std::uint64_t tenant_replica_last_id = 0;
 
   std::int64_t entry_total = 0;
   std::int64_t key_total = 0;

@@ -75,6 +75,8 @@ struct Shard::Impl : detail::Records,
 
   std::uint32_t find_domain(std::string_view tenant, std::string_view model,
                             std::string_view scheme, std::string_view adapter) const;
+  // The same with the names' ids (kNone: an unknown name, no domain).
+  std::uint32_t find_domain(const detail::DomainKey& k) const;
   std::uint32_t find_tm(std::uint32_t tenant, std::uint32_t model) const;
   std::uint32_t find_scope(std::uint32_t tm, std::uint32_t scheme) const;
 
@@ -93,6 +95,8 @@ struct Shard::Impl : detail::Records,
   void maybe_remove_tm(std::uint32_t tm);
   void scope_add(std::uint32_t scope, std::uint32_t replica);
   void scope_sub(std::uint32_t scope, std::uint32_t replica);
+  // The (tenant << 32 | replica) row of tenant_replicas, or nullptr.
+  detail::TenantReplicaRec* find_tenant_replica(std::uint64_t id);
   void tenant_replica_add(std::uint32_t tenant, std::uint32_t replica, std::int64_t seen);
   void tenant_replica_sub(std::uint32_t tenant, std::uint32_t replica, std::int64_t seen);
   // An existing entry's last_seen changed from `from` to `to`.
@@ -221,6 +225,7 @@ struct Shard::Impl : detail::Records,
   void match_chain(detail::LookupState& st);
   void start_chain_run(const detail::LookupState& st);
   void extend_chain_runs(std::uint32_t domain, std::int64_t now, std::int64_t ttl);
+  void set_run_tokens();
   void score_chain_runs(const detail::LookupState& st);
   // Step 7 for one key, then TENANT_HOT on a miss.
   void match_exact(detail::LookupState& st);
