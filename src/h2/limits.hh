@@ -2,6 +2,7 @@
 // Hostile-peer limits for one HTTP/2 server connection (docs/architecture.md rule 9).
 // All are on by default.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -78,5 +79,30 @@ constexpr std::string_view to_label(LimitHit hit) {
       "hpack_expansion", "rejected_headers", "flood"};
   return kLabels[static_cast<std::size_t>(hit)];
 }
+
+// A token bucket of the hostile-peer limits (rapid resets, PING/SETTINGS
+// floods): `burst` tokens, refilled at `rate_per_s` by the connection
+// watchdog's samples. Spending from an empty bucket marks it flooded.
+struct TokenBucket {
+  TokenBucket(double burst_tokens, double rate)
+      : tokens(burst_tokens), burst(burst_tokens), rate_per_s(rate) {}
+
+  // Spends one token; false (and `flooded`) when none is left.
+  bool take() {
+    if (tokens >= 1.0) {
+      tokens -= 1.0;
+      return true;
+    }
+    flooded = true;
+    return false;
+  }
+  // Adds `seconds` × rate_per_s tokens, up to `burst`.
+  void refill(double seconds) { tokens = std::min(burst, tokens + seconds * rate_per_s); }
+
+  double tokens;
+  double burst;
+  double rate_per_s;
+  bool flooded = false;
+};
 
 }  // namespace ic::h2

@@ -19,32 +19,12 @@ void ServerSession::calm_down(LimitHit hit) {
   nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
-bool ServerSession::take_control_token() {
-  if (control_tokens_ >= 1.0) {
-    control_tokens_ -= 1.0;
-    return true;
-  }
-  control_flood_ = true;
-  return false;
-}
-
-bool ServerSession::take_reset_token() {
-  if (reset_tokens_ >= 1.0) {
-    reset_tokens_ -= 1.0;
-    return true;
-  }
-  reset_flood_ = true;
-  return false;
-}
-
 void ServerSession::refill_tokens(std::int64_t now_us) {
   // The watchdog's sample is also the buckets' clock.
   if (last_refill_us_ >= 0) {
     const double seconds = static_cast<double>(now_us - last_refill_us_) * 1e-6;
-    control_tokens_ = std::min<double>(
-        limits_.control_frame_burst, control_tokens_ + seconds * limits_.control_frame_rate_per_s);
-    reset_tokens_ = std::min<double>(static_cast<double>(limits_.reset_burst),
-                                     reset_tokens_ + seconds * limits_.reset_rate_per_s);
+    control_tokens_.refill(seconds);
+    reset_tokens_.refill(seconds);
   }
   last_refill_us_ = now_us;
 }

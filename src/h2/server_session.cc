@@ -139,14 +139,14 @@ struct ServerSession::Callbacks {
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     auto& s = self(user);
     if ((frame->hd.type == NGHTTP2_PING || frame->hd.type == NGHTTP2_SETTINGS) &&
-        (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0 && !s.take_control_token()) {
+        (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0 && !s.control_tokens_.take()) {
       return NGHTTP2_ERR_CALLBACK_FAILURE;  // flood: ended in on_data
     }
     if (frame->hd.type == NGHTTP2_RST_STREAM) {
       // Rapid reset: a stream reset before we answered it cost us its
       // request for nothing. Stopped here, before nghttp2 parses further.
       const Stream* st = s.find(frame->hd.stream_id);
-      if (st != nullptr && !st->responded && !s.take_reset_token()) {
+      if (st != nullptr && !st->responded && !s.reset_tokens_.take()) {
         return NGHTTP2_ERR_CALLBACK_FAILURE;
       }
       return 0;
@@ -284,8 +284,10 @@ ServerSession::ServerSession(net::Connection& connection, const Limits& limits,
                              const ApplicationFactory& make_app)
     : conn_(connection),
       limits_(limits),
-      control_tokens_(static_cast<double>(limits.control_frame_burst)),
-      reset_tokens_(static_cast<double>(limits.reset_burst)) {
+      control_tokens_(static_cast<double>(limits.control_frame_burst),
+                      static_cast<double>(limits.control_frame_rate_per_s)),
+      reset_tokens_(static_cast<double>(limits.reset_burst),
+                    static_cast<double>(limits.reset_rate_per_s)) {
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   nghttp2_option_set_stream_reset_rate_limit(option, limits_.reset_burst, limits_.reset_rate_per_s);

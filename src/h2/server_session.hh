@@ -202,10 +202,6 @@ class ServerSession final : public net::Session {
   // Counts a decoded header field of the current block; false once the
   // block is an HPACK bomb (docs/hostile-peers.md "Costly peers").
   bool count_decoded(std::size_t field_bytes);
-  // Spends one PING/SETTINGS token; false (and control_flood_) when empty.
-  bool take_control_token();
-  // Spends one rapid-reset token; false (and reset_flood_) when empty.
-  bool take_reset_token();
   // Refills the PING/SETTINGS and rapid-reset buckets at a watchdog sample.
   void refill_tokens(std::int64_t now_us);
   // Asks the connection for a flush unless an entry point is running (its
@@ -239,15 +235,15 @@ class ServerSession final : public net::Session {
   std::int64_t window_wait_since_ = -1;    // first sample of a window-blocked answer
   bool calm_ = false;                      // our GOAWAY ENHANCE_YOUR_CALM is queued
   bool bomb_ = false;                      // on_header stopped an HPACK bomb
-  bool control_flood_ = false;             // on_frame_recv stopped a PING/SETTINGS flood
-  bool reset_flood_ = false;               // on_frame_recv stopped a rapid reset
-  double control_tokens_ = 0;              // PING/SETTINGS bucket (Limits::control_frame_*)
-  double reset_tokens_ = 0;                // rapid-reset bucket (Limits::reset_*)
-  std::int64_t last_refill_us_ = -1;       // watchdog sample that last refilled it
-  bool in_nghttp2_ = false;                // guards against re-entry (rule 3)
-  int entry_depth_ = 0;                    // net::Session entry points running
-  bool paused_ = false;                    // reading paused (output_full_ or input held)
-  bool output_full_ = false;               // output over its cap, not yet drained to half
+  // PING/SETTINGS (Limits::control_frame_*) and rapid-reset (Limits::reset_*)
+  // buckets; flooded: on_frame_recv stopped that flood.
+  TokenBucket control_tokens_;
+  TokenBucket reset_tokens_;
+  std::int64_t last_refill_us_ = -1;  // watchdog sample that last refilled them
+  bool in_nghttp2_ = false;           // guards against re-entry (rule 3)
+  int entry_depth_ = 0;               // net::Session entry points running
+  bool paused_ = false;               // reading paused (output_full_ or input held)
+  bool output_full_ = false;          // output over its cap, not yet drained to half
   bool shutting_down_ = false;
   bool closed_ = false;
   // Last member: built after the session is complete, destroyed first.

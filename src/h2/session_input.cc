@@ -56,7 +56,8 @@ void ServerSession::fail_input() {
   // own limits, which stopped parsing inside a callback, get ENHANCE_YOUR_CALM.
   if (bomb_) {
     calm_down(LimitHit::kHpackExpansion);
-  } else if (control_flood_ || reset_flood_ || recv_error_ == NGHTTP2_ERR_FLOODED ||
+  } else if (control_tokens_.flooded || reset_tokens_.flooded ||
+             recv_error_ == NGHTTP2_ERR_FLOODED ||
              recv_error_ == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
     calm_down(LimitHit::kFlood);
   }

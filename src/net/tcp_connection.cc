@@ -171,8 +171,11 @@ bool TcpConnection::send_inline() {
   last_active_us_ = core_.reactor().now_us();
   if (n > 0) stall_since_us_ = last_active_us_;
   inflight_off_ += static_cast<std::size_t>(n);
-  // The queue shrank: let the protocol produce what it held back.
-  flush_wanted_ = true;
+  // The queue shrank. Only a protocol that paused its reading on it has
+  // something held back (turn_end flushes it again in this turn); any other
+  // has produced all it had, and asking for a flush would cost every call
+  // one more loop turn and io_uring_enter before the reactor sleeps.
+  if (user_paused_) flush_wanted_ = true;
   if (inflight_off_ < out_inflight_.size()) return true;
   out_inflight_.clear();
   inflight_off_ = 0;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "rpc/call.hh"
+#include "rpc/message_pool.hh"
 
 namespace ic::rpc {
 
@@ -22,31 +23,41 @@ bool parse_request(std::span<const std::byte> bytes, Request& out, CallHandle& c
 
 // One request message then half-close; `fn(CallHandle, Request&&)` runs at
 // half-close and answers through the handle (now or later). A second message
-// or none at all is INTERNAL (as grpc-java/grpc-go servers answer).
+// or none at all is INTERNAL (as grpc-java/grpc-go servers answer). The
+// request message comes from this core's MessagePool and goes back to it
+// with the handler: parsing reuses the previous calls' storage.
 template <typename Request, typename Fn>
 class SingleRequestHandler final : public CallHandler {
  public:
-  SingleRequestHandler(CallHandle call, Fn fn) : call_(std::move(call)), fn_(std::move(fn)) {}
+  SingleRequestHandler(CallHandle call, Fn fn)
+      : call_(std::move(call)), fn_(std::move(fn)), request_(message_pool<Request>().take()) {}
+  ~SingleRequestHandler() override {
+    message_pool<Request>().give(std::move(request_), wire_bytes_);
+  }
+  SingleRequestHandler(const SingleRequestHandler&) = delete;
+  SingleRequestHandler& operator=(const SingleRequestHandler&) = delete;
 
   void on_message(std::span<const std::byte> message) override {
     if (have_) {
       call_.finish({StatusCode::kInternal, "more than one request message for a unary request"});
       return;
     }
-    have_ = parse_request(message, request_, call_);
+    wire_bytes_ = message.size();
+    have_ = parse_request(message, *request_, call_);
   }
   void on_half_close() override {
     if (!have_) {
       call_.finish({StatusCode::kInternal, "no request message before half-close"});
       return;
     }
-    fn_(call_, std::move(request_));
+    fn_(call_, std::move(*request_));
   }
 
  private:
   CallHandle call_;
   Fn fn_;
-  Request request_;
+  std::unique_ptr<Request> request_;
+  std::size_t wire_bytes_ = 0;  // of the parsed message: decides whether it is pooled
   bool have_ = false;
 };
 

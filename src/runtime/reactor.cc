@@ -84,6 +84,9 @@ void Reactor::Impl::init_ring() {
     rc = io_uring_queue_init_params(kRingEntries, &ring, &params);
     if (rc == 0) {
       ring_flags = flags;
+      // Timeout updates (5.11) and CQE_SKIP_SUCCESS (5.17) predate
+      // DEFER_TASKRUN (6.1).
+      single_timeout = (flags & IORING_SETUP_DEFER_TASKRUN) != 0;
       break;
     }
     if (rc != -EINVAL) break;  // ENOMEM, EPERM...: no flag choice helps
@@ -188,6 +191,11 @@ void Reactor::Impl::dispatch(std::uint64_t user_data, std::int32_t res, std::uin
     if (ring_ready) arm_event_read();
     return;
   }
+  if (user_data == kTimeoutUpdateUserData ||
+      (user_data >= kTimeoutBase && user_data <= kTimeoutBase + kTimeoutSeqMask)) {
+    on_timeout_cqe(user_data, res);
+    return;
+  }
   if (user_data >= kWakeSentBase && user_data < kWakeSentBase + runtime.cores()) {
     // Our MSG_RING failed (its CQE only comes on failure): the target's flag
     // says a wake is in flight, so no later post would wake it; the eventfd does.
@@ -252,10 +260,9 @@ void Reactor::Impl::wait(bool more_work) {
     io_uring_submit_and_get_events(&ring);
     return;
   }
-  io_uring_cqe* cqe = nullptr;
   const auto next = timers.next_deadline();
   if (!next) {
-    io_uring_submit_and_wait_timeout(&ring, &cqe, 1, nullptr, nullptr);
+    io_uring_submit_and_wait(&ring, 1);
     return;
   }
   const std::int64_t delay = *next - clock_us(CLOCK_MONOTONIC);
@@ -263,10 +270,52 @@ void Reactor::Impl::wait(bool more_work) {
     io_uring_submit_and_get_events(&ring);
     return;
   }
+  if (single_timeout) {
+    // One io_uring_enter per sleep, which also submits this turn's SQEs.
+    // (liburing 2.3's submit_and_wait_timeout submits in one enter and waits
+    // in a second: two per wake-up at moderate load.)
+    arm_sleep_timeout(*next);
+    io_uring_submit_and_wait(&ring, 1);
+    return;
+  }
   __kernel_timespec ts{};
   ts.tv_sec = delay / 1'000'000;
   ts.tv_nsec = (delay % 1'000'000) * 1000;
+  io_uring_cqe* cqe = nullptr;
   io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
+}
+
+void Reactor::Impl::arm_sleep_timeout(std::int64_t deadline_us) {
+  // An armed timeout that fires no later than needed stays: waking at it
+  // early costs one empty turn, re-arming on every sleep costs a timeout
+  // SQE and CQE per wake-up. The kernel reads `ts` during the submit.
+  if (timeout_at != 0 && timeout_at <= deadline_us) return;
+  __kernel_timespec ts{};
+  ts.tv_sec = deadline_us / 1'000'000;
+  ts.tv_nsec = (deadline_us % 1'000'000) * 1000;
+  io_uring_sqe* sqe = get_sqe();
+  const std::uint64_t armed = kTimeoutBase + (timeout_seq & kTimeoutSeqMask);
+  if (timeout_at != 0) {
+    io_uring_prep_timeout_update(sqe, &ts, armed, IORING_TIMEOUT_ABS);
+    io_uring_sqe_set_data64(sqe, kTimeoutUpdateUserData);
+    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+  } else {
+    ++timeout_seq;
+    io_uring_prep_timeout(sqe, &ts, 0, IORING_TIMEOUT_ABS);
+    io_uring_sqe_set_data64(sqe, kTimeoutBase + (timeout_seq & kTimeoutSeqMask));
+  }
+  timeout_at = deadline_us;
+}
+
+void Reactor::Impl::on_timeout_cqe(std::uint64_t user_data, std::int32_t res) {
+  if (user_data == kTimeoutUpdateUserData) {
+    // -ENOENT: it fired meanwhile and its own CQE says so. Anything else:
+    // it still runs at its old deadline; the next sleep arms a new one (the
+    // old one's CQE is then stale and ignored).
+    if (res != -ENOENT) timeout_at = 0;
+    return;
+  }
+  if (user_data == kTimeoutBase + (timeout_seq & kTimeoutSeqMask)) timeout_at = 0;
 }
 
 bool Reactor::Impl::ready_to_sleep() {

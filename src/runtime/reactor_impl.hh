@@ -25,9 +25,16 @@ namespace ic::runtime {
 inline constexpr std::uint64_t kUntrackedUserData = 0;
 inline constexpr std::uint64_t kWakeUserData = 1;   // IORING_OP_MSG_RING from a peer core
 inline constexpr std::uint64_t kEventUserData = 2;  // eventfd read (external posts, stop)
+// Moving the sleep timeout earlier (IORING_OP_TIMEOUT_REMOVE with
+// IORING_TIMEOUT_UPDATE); its CQE only comes on failure.
+inline constexpr std::uint64_t kTimeoutUpdateUserData = 3;
 // A MSG_RING we sent to core (user_data - kWakeSentBase); its CQE only comes
 // on failure (IOSQE_CQE_SKIP_SUCCESS).
 inline constexpr std::uint64_t kWakeSentBase = 1024;
+// The sleep timeout armed (kTimeoutBase + sequence number & kTimeoutSeqMask);
+// above every kWakeSentBase + core.
+inline constexpr std::uint64_t kTimeoutBase = 1u << 24;
+inline constexpr std::uint64_t kTimeoutSeqMask = (1u << 24) - 1;
 
 struct Reactor::Impl {
   Impl(Runtime& rt, unsigned core_index);
@@ -50,6 +57,11 @@ struct Reactor::Impl {
   bool run_deferred();
   void send_wakeups();
   void wait(bool more_work);
+  // Makes the armed sleep timeout fire by `deadline_us` (CLOCK_MONOTONIC):
+  // arms one, or moves the armed one earlier; a later one is left as is.
+  void arm_sleep_timeout(std::int64_t deadline_us);
+  // The CQE of the sleep timeout or of its update.
+  void on_timeout_cqe(std::uint64_t user_data, std::int32_t res);
   void dispatch(std::uint64_t user_data, std::int32_t res, std::uint32_t flags);
   void arm_event_read();
   io_uring_sqe* get_sqe();
@@ -73,6 +85,13 @@ struct Reactor::Impl {
 
   std::int64_t now_us = 0;
   std::int64_t wall_us = 0;
+
+  // The one io_uring timeout that bounds a sleep while timers are pending
+  // (DEFER_TASKRUN rings): armed once and moved only when an earlier timer
+  // comes, so a wake-up does not also submit and reap a timeout.
+  bool single_timeout = false;
+  std::int64_t timeout_at = 0;  // its deadline, 0 when none is armed
+  std::uint64_t timeout_seq = 0;
 
   std::vector<Task> deferred;
   std::vector<Task> running;

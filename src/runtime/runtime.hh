@@ -112,8 +112,8 @@ class Reactor final : public Timers {
   // Wall clock in µs since the Unix epoch (CLOCK_REALTIME), read once per turn.
   std::int64_t wall_us() const;
   // Runs `task` once after `delay_us` (≥ 0) µs. A min-heap of deadlines; the
-  // loop sleeps in io_uring_submit_and_wait_timeout (an io_uring timeout) until
-  // the earliest. Timers with equal deadlines fire in the order added.
+  // loop sleeps in one io_uring_enter that also submits an io_uring timeout
+  // for the earliest. Timers with equal deadlines fire in the order added.
   TimerId add_timer(std::int64_t delay_us, Task task) override;
   // Cancels a pending timer; no-op if it already fired.
   void cancel_timer(TimerId id) override;

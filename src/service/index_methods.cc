@@ -59,6 +59,21 @@ std::optional<TimerId> arm_guard(runtime::Timers& timers, index::Clock& clock,
                           });
 }
 
+// The tenant's owner is this core: look up and answer now, into this core's
+// reusable response message (to_response clears it; Clear keeps the replica
+// score elements and their strings for the next call).
+void answer_here(index::Shard& shard, const index::LookupContext& ctx, rpc::CallHandle& call,
+                 const pb::LookupRouteRequest& request) {
+  // Token ids echoed for prompt_text are the one field that grows with the
+  // request: a large echo is not kept.
+  constexpr int kMaxKeptTokenIds = 4096;
+  thread_local pb::LookupRouteResponse response;
+  wire::lookup_route(shard, request, ctx, &response);
+  record(request.model_id(), response);
+  call.reply(response);
+  if (response.token_ids_size() > kMaxKeptTokenIds) response = pb::LookupRouteResponse();
+}
+
 void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle call,
             pb::LookupRouteRequest&& request) {
   index::Clock& clock = index.clock();
@@ -76,14 +91,14 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle
         resolve_prompt_text(prompt != nullptr ? *prompt : kNone, policy, clock, ctx, request);
   }
   const unsigned owner = index.owner(request.tenant_id());
-  std::optional<TimerId> guard;
-  std::optional<rpc::CallHandle> for_shed;  // the reply takes `call` along
-  if (owner != here) {
-    guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
-    for_shed = call;
+  if (owner == here) {
+    answer_here(index.shard(here), ctx, call, request);
+    return;
   }
-  // The runtime's verb straight to the owner's shard: inline when it is this
-  // core, else there and the answer back here (runtime/submit.hh).
+  std::optional<TimerId> guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
+  rpc::CallHandle for_shed = call;  // the reply takes `call` along
+  // The runtime's verb straight to the owner's shard: there, and the answer
+  // back here (runtime/submit.hh).
   auto refused = runtime::try_submit_to(
       cores, owner, std::move(request),
       [shard = &index.shard(owner), ctx](pb::LookupRouteRequest& r) {
@@ -96,11 +111,10 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle
         if (guard) cores.timers().cancel_timer(*guard);
         call.reply(response);
       });
-  if (owner == here) return;
   metrics::local().add_cross_core_post(!refused);
   if (!refused) return;
   if (guard) cores.timers().cancel_timer(*guard);
-  answer_without_index(*for_shed, refused->model_id(), index::reason::kNoHint,
+  answer_without_index(for_shed, refused->model_id(), index::reason::kNoHint,
                        clock.monotonic_us() - ctx.start_mono_us);
 }
 
