@@ -86,17 +86,19 @@ StmtPtr Parser::if_stmt(int line) {
   StmtPtr s = make_stmt(Stmt::kIf, line);
   ExprPtr cond = expression();
   expect_block_end();
+  std::string stopped;
   for (;;) {
-    std::string stopped;
-    Body b = block({"elif", "else", "endif"}, &stopped);
+    // An elif tag carries its condition before the `%}`, so only the last
+    // branch's stop tag is closed here.
+    Body b = body({"elif", "else", "endif"}, &stopped);
     s->branches.emplace_back(std::move(cond), std::move(b));
-    if (stopped != "elif") {
-      if (stopped == "else") s->else_body = block({"endif"}, &stopped);
-      return s;
-    }
+    if (stopped != "elif") break;
     cond = expression();
     expect_block_end();
   }
+  expect_block_end();
+  if (stopped == "else") s->else_body = block({"endif"}, &stopped);
+  return s;
 }
 
 StmtPtr Parser::for_stmt(int line) {

@@ -38,6 +38,7 @@ cases = [
  ("output of values", "{{ none }}|{{ true }}|{{ 1.5 }}|{{ 2.0 }}|{{ xs }}|{{ d }}|{{ undefined_var }}|{{ 'q' ~ none }}"),
  ("dict methods", "{% for k, v in d.items() %}{{ k }}={{ v | length if v is iterable else v }};{% endfor %}{{ d.get('zz', 'miss') }}{{ d.keys() | list }}"),
  ("comments and dash", "a {# c #} b\n{#- c2 -#}\n c {{- n -}} d"),
+ ("if, elif with a condition, else", "{% for m in messages %}{%- if m.role == 'user' %}U{%- elif m.role == 'assistant' and n > 3 %}A{% elif m.role %}[{{ m.role }}]{% else %}?{% endif %};{% endfor %}|{% if n < 0 %}neg{% elif n == 7 %}seven{% endif %}|{% if false %}x{% elif false %}y{% endif %}."),
  ("selectattr and map", "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='role') | join(',') }}|{{ messages | rejectattr('role', 'eq', 'user') | list | length }}"),
 ]
 out = []
