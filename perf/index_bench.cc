@@ -136,8 +136,8 @@ void BM_ChainLookup64x8_SmallIndex(benchmark::State& state) {
   chain_lookup(state, small_world(), 1);
 }
 BENCHMARK(BM_ChainLookup64x8_SmallIndex);
-// 8 blocks all 8 replicas hold: the shape of perf/compare.sh's hot request,
-// through the service edge and the index alone.
+// 8 blocks all 8 replicas hold: a chain as long as perf/compare.sh's hot request (which
+// 2 replicas hold there), through the service edge and the index alone.
 void BM_ChainLookup8x8(benchmark::State& state) { chain_lookup(state, world(), 1, true, 8); }
 BENCHMARK(BM_ChainLookup8x8);
 void BM_ChainLookup8x8_Index(benchmark::State& state) { chain_lookup(state, world(), 1, false, 8); }
