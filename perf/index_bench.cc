@@ -108,9 +108,10 @@ void run_lookups(benchmark::State& state, World& w, const std::vector<pb::Lookup
   state.counters["entries"] = static_cast<double>(w.shard->entry_count());
 }
 
-void chain_lookup(benchmark::State& state, World& w, std::size_t chains, bool wire = true) {
+void chain_lookup(benchmark::State& state, World& w, std::size_t chains, bool wire = true,
+                  std::size_t blocks = 64) {
   std::vector<pb::LookupRouteRequest> reqs;
-  for (std::size_t c = 0; c < chains; ++c) reqs.push_back(chain_request(w, c));
+  for (std::size_t c = 0; c < chains; ++c) reqs.push_back(chain_request(w, c, blocks));
   run_lookups(state, w, reqs, wire);
   const pb::LookupRouteResponse out = answer(w, reqs.back());
   if (out.reason_code() != "PREFIX_MATCH" || out.replica_scores_size() != 8)
@@ -135,6 +136,12 @@ void BM_ChainLookup64x8_SmallIndex(benchmark::State& state) {
   chain_lookup(state, small_world(), 1);
 }
 BENCHMARK(BM_ChainLookup64x8_SmallIndex);
+// 8 blocks all 8 replicas hold: a chain as long as perf/compare.sh's hot request (which
+// 2 replicas hold there), through the service edge and the index alone.
+void BM_ChainLookup8x8(benchmark::State& state) { chain_lookup(state, world(), 1, true, 8); }
+BENCHMARK(BM_ChainLookup8x8);
+void BM_ChainLookup8x8_Index(benchmark::State& state) { chain_lookup(state, world(), 1, false, 8); }
+BENCHMARK(BM_ChainLookup8x8_Index);
 
 void exact_lookup(benchmark::State& state, std::size_t chains, bool wire = true) {
   World& w = world();

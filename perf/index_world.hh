@@ -82,12 +82,14 @@ inline pb::LookupRouteRequest lookup_request() {
   return req;
 }
 
-// The chain request of probe chain `c`, and the exact request of its block 16
-// (held by all 8 replicas with 272 cumulative tokens).
-inline pb::LookupRouteRequest chain_request(const World& w, std::size_t c) {
+// The chain request of the first `blocks` blocks of probe chain `c` (all 64
+// by default; the first 36 are held by all 8 replicas), and the exact request
+// of its block 16 (held by all 8 replicas with 272 cumulative tokens).
+inline pb::LookupRouteRequest chain_request(const World& w, std::size_t c,
+                                            std::size_t blocks = 64) {
   pb::LookupRouteRequest req = lookup_request();
-  for (std::uint64_t b : w.probes[c]) {
-    req.add_block_hashes(ic::test::block_hash(b));
+  for (std::size_t i = 0; i < blocks && i < w.probes[c].size(); ++i) {
+    req.add_block_hashes(ic::test::block_hash(w.probes[c][i]));
     req.add_block_token_counts(16);
   }
   return req;

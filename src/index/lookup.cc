@@ -42,7 +42,8 @@ void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupR
   }
   // Step 0: the clock.
   Clock& clock = ctx.clock != nullptr ? *ctx.clock : fallback_clock();
-  const config::CachePolicy& pol = policies->policy_for(q.tenant_id);
+  const bool cached = names_cached(q);
+  const config::CachePolicy& pol = cached ? *name_cache.policy : policies->policy_for(q.tenant_id);
   LookupState st(q, ctx, *out, clock, pol);
   st.start = ctx.start_mono_us >= 0 ? ctx.start_mono_us : clock.monotonic_us();
   st.now = clock.wall_us();
@@ -73,7 +74,8 @@ void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupR
   if (st.below_min && !pol.affinity_routing) return finish(st, reason::kNoHint, true);
   // Step 7: the index lookup.
   scored.clear();
-  find_scope_of(st);
+  find_scope_of(st, cached);
+  if (!cached) remember_names(st);
   if (q.tenant_id.empty() || q.model_id.empty() || q.hash_scheme.empty()) {
     st.outcome = Outcome::kNoneFinal;
   } else if (st.chain) {
@@ -158,8 +160,34 @@ bool Shard::Impl::resolve_input(LookupState& st) {
 // The ids of the query's names, the pressure factor of a replica, the
 // reference score of a holder and the reason code of a miss.
 
-void Shard::Impl::find_scope_of(LookupState& st) const {
+bool Shard::Impl::names_cached(const LookupQuery& q) const {
+  const NameCache& c = name_cache;
+  if (c.domain >= domains.size() || c.policy == nullptr) return false;
+  // A live domain holds references to its four ids, so names equal to the
+  // query's are the ids the interners would find.
+  const DomainRec& dr = domains[c.domain];
+  return dr.tm != kNone && dr.k == c.k && tenants.name(c.k.tenant) == q.tenant_id &&
+         models.name(c.k.model) == q.model_id && schemes.name(c.k.scheme) == q.hash_scheme &&
+         adapters.name(c.k.adapter) == q.adapter_id;
+}
+
+void Shard::Impl::remember_names(const LookupState& st) {
+  if (st.domain == kNone) return;
+  name_cache = NameCache{st.domain, domains[st.domain].k, &st.pol};
+}
+
+void Shard::Impl::find_scope_of(LookupState& st, bool cached) const {
   const LookupQuery& q = st.q;
+  st.slo_tight = q.slo_ttft_ms > 0 && q.slo_ttft_ms < cfg.slo_tight_ttft_ms;
+  if (cached) {
+    const DomainRec& dr = domains[name_cache.domain];
+    st.tenant = dr.k.tenant;
+    st.tm = dr.tm;
+    st.scope = dr.scope;
+    st.domain = name_cache.domain;
+    st.serving = scopes[st.scope].members.size();
+    return;
+  }
   // Each name is hashed once (the hot path: this was seven string probes).
   st.tenant = tenants.find(q.tenant_id);
   const std::uint32_t model = models.find(q.model_id);
@@ -170,7 +198,6 @@ void Shard::Impl::find_scope_of(LookupState& st) const {
   st.domain = st.scope == kNone
                   ? kNone
                   : find_domain(DomainKey{st.tenant, model, scheme, adapters.find(q.adapter_id)});
-  st.slo_tight = q.slo_ttft_ms > 0 && q.slo_ttft_ms < cfg.slo_tight_ttft_ms;
 }
 
 // pressure_factor = clamp(1 − w × pressure, 0, 1), from stats younger than the TTL.

@@ -44,6 +44,7 @@ Shard::~Shard() = default;
 void Shard::set_policies(std::shared_ptr<const config::PolicySet> policies) {
   Impl& s = *impl_;
   s.policies = policies ? std::move(policies) : config::PolicySet::defaults();
+  s.name_cache = NameCache{};  // its policy pointer points into the old set
   // The controller re-pushes the same snapshot every 30 s: keep the victim
   // orders unless an eviction algorithm or a quota actually changed.
   bool order_changed = false;

@@ -611,3 +611,33 @@ TEST_CASE("token_ids resolve through the fingerprint with the engine block size"
   h2.ingest(chain_update("t", "m", "vllm", "r1", kNow, blocks));
   CHECK(h2.lookup(req).reason_code() == reason::kNoHint);
 }
+
+TEST_CASE("repeated names: the next lookup sees a new policy, a removed domain and reused ids") {
+  Harness h;
+  h.ingest(exact_update("t", "m", "vllm", "r1", kNow, {{7, 100}}));
+  h.ingest(exact_update("t", "m", "vllm", "r2", kNow, {{8, 100}}));
+  const auto req = exact_req("t", "m", "vllm", 7, 100);
+  // t = 2, m = 1: dp 0.5; the second lookup takes the remembered names.
+  for (int i = 0; i < 2; ++i) {
+    const auto r = h.lookup(req);
+    CHECK(r.reason_code() == reason::kPrefixMatch);
+    check_scores(r, {{"r1", 50, 100, 1, T::CACHE_TIER_T1}});
+  }
+  // A new policy set applies to the next lookup of the same names.
+  h.policy(R"({"version":7,"policies":[{"namespace":"t","minimumMatchedTokens":101,)"
+           R"("affinityRouting":false}]})");
+  auto r = h.lookup(req);
+  CHECK(r.reason_code() == reason::kNoHint);
+  check_scores(r, {});
+  h.policy(R"({"version":7,"policies":[{"namespace":"other","affinityRouting":false}]})");
+  check_scores(h.lookup(req), {{"r1", 50, 100, 1, T::CACHE_TIER_T1}});
+  // The domain goes; another tenant's names take its slot and the same ids.
+  CHECK(h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "r1") == 1);
+  CHECK(h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "r2") == 1);
+  h.ingest(exact_update("u", "m", "vllm", "r3", kNow, {{7, 100}}));
+  r = h.lookup(req);
+  CHECK(r.reason_code() == reason::kUnknownTenant);
+  check_scores(r, {});
+  check_scores(h.lookup(exact_req("u", "m", "vllm", 7, 100)),
+               {{"r3", 100, 100, 1, T::CACHE_TIER_T1}});
+}

@@ -21,6 +21,17 @@ namespace ic::index {
 
 namespace detail {
 
+// The names of the last lookup that found its domain, by their ids, and the
+// tenant's policy (lookup.cc): a repeated (tenant, model, scheme, adapter)
+// skips the four name hashes, the three id probes and the policy probe.
+// Valid while the domain slot still holds `k` (a removed domain's slot is
+// reset) and set_policies() has not run since (it clears `policy`).
+struct NameCache {
+  std::uint32_t domain = kNone;
+  DomainKey k{};
+  const config::CachePolicy* policy = nullptr;
+};
+
 // Change reporting (changes.cc): the installed sink, if any.
 struct ChangeReports {
   ChangeSink* sink = nullptr;
@@ -41,6 +52,7 @@ struct Shard::Impl : detail::Records,
   std::unique_ptr<IndexGlobals> own_globals;
   IndexGlobals* globals;
   std::shared_ptr<const config::PolicySet> policies;
+  detail::NameCache name_cache;
 
   // ===== key / record plumbing (records.cc) =====
   // Seeded hash of (tenant-model id, prefix hash bytes) for the GroupTable;
@@ -215,8 +227,12 @@ struct Shard::Impl : detail::Records,
   bool resolve_input(detail::LookupState& st);
   // token_ids → the fingerprint chain with the engine block size; false = fail open.
   bool resolve_tokens(detail::LookupState& st);
-  // What the matchers share.
-  void find_scope_of(detail::LookupState& st) const;
+  // What the matchers share. `cached`: the query's names are name_cache's.
+  void find_scope_of(detail::LookupState& st, bool cached) const;
+  // True when name_cache holds the query's four names (ids still live).
+  bool names_cached(const LookupQuery& q) const;
+  // Remembers the names of a lookup that found its domain.
+  void remember_names(const detail::LookupState& st);
   double pressure_factor(const detail::LookupState& st, std::uint32_t replica) const;
   double holder_score(const detail::LookupState& st, std::uint32_t replica, std::int64_t matched,
                       double fresh) const;
