@@ -43,9 +43,14 @@ void run_shutdown(int sig) {
           kReportCacheStatePath, BodyPlan{frame_message(ic::test::probe_update()), 0, false}));
     }
   }
+  // A barrier per connection: a complete call started after the held-open
+  // ones. The server reads a connection's frames in order, so once that
+  // call's answer is back it has opened every earlier stream, and the GOAWAY
+  // below covers them all (a fixed wait lost the race on a loaded machine).
   for (auto& f : conns) {
-    f.client->flush();
-    f.client->run_until([] { return false; }, 50ms);
+    const int32_t barrier =
+        f.client->start(kLookupRoutePath, BodyPlan{frame_message(ic::test::numbered_lookup(0))});
+    REQUIRE(f.client->wait(barrier, 10s).grpc_status() == kOk);
   }
 
   server.signal(sig);
