@@ -187,13 +187,20 @@ index::Shard* SpreadPlacement::copy_for(unsigned core, std::string_view tenant) 
 
 // ---------------------------------------------------------- the owner's side
 
+// Changes are forwarded only from the owner's own reactor: one applied off
+// the reactors (a state file or snapshot load before the start) is in the
+// owner's state that seed_copies() exports.
+bool SpreadPlacement::on_owner(unsigned core) const { return cores_.current_core() == core; }
+
 void SpreadPlacement::before_apply(unsigned core, std::string_view tenant) {
+  if (!on_owner(core)) return;
   Tenant* t = find(tenant);
   if (t != nullptr && t->owner == core) t->in_apply = true;
 }
 
 void SpreadPlacement::ingested(unsigned core, const pb::CacheStateUpdate& update,
                                std::int64_t now_wall_us) {
+  if (!on_owner(core)) return;
   Tenant* t = find(update.tenant_id());
   if (t == nullptr || t->owner != core) return;
   t->in_apply = false;
@@ -206,6 +213,7 @@ void SpreadPlacement::ingested(unsigned core, const pb::CacheStateUpdate& update
 
 void SpreadPlacement::event_applied(unsigned core, const pb::CacheEvent& event,
                                     std::int64_t now_wall_us) {
+  if (!on_owner(core)) return;
   Tenant* t = find(event.tenant_id());
   if (t == nullptr || t->owner != core) return;
   t->in_apply = false;
@@ -218,6 +226,7 @@ void SpreadPlacement::event_applied(unsigned core, const pb::CacheEvent& event,
 // A removal the owner decided (TTL, cap, quota) or applied (an event): a
 // PREFIX_EVICTED of that (key's hash, adapter, replica) on every copy.
 void SpreadPlacement::on_owner_change(unsigned owner, const index::Change& change) {
+  if (!on_owner(owner)) return;
   Tenant* t = find(change.tenant_id);
   if (t == nullptr || t->owner != owner) return;
   auto event = std::make_shared<pb::CacheEvent>();

@@ -98,6 +98,7 @@ class SpreadPlacement final : public service::Placement {
   class OwnerSink;
 
   Tenant* find(std::string_view tenant) const;
+  bool on_owner(unsigned core) const;
   void enqueue(Tenant& t, Change change);
   void schedule_flush(unsigned owner);
   void flush(unsigned owner);

@@ -323,3 +323,15 @@ TEST_CASE_FIXTURE(Spread, "LookupRoute on the copy's core answers there: no cros
   svc.run();
   CHECK(svc.single<pb::LookupRouteResponse>(other).reason_code() != "PREFIX_MATCH");
 }
+
+TEST_CASE_FIXTURE(Spread, "changes applied off the owner's reactor are left to seed_copies") {
+  // As a state file load before the reactors start: no core is current.
+  link.current = 0;
+  index.apply_ingest(1, chain(tenant, "r1", "a", 4), clock.wall);
+  CHECK(link.queued(0) + link.queued(1) == 0);
+  CHECK(placement.counters().forwarded.load() == 0);
+  CHECK(copy().entry_count() == 0);
+  placement.seed_copies();
+  CHECK(copy().entry_count() == 4);
+  CHECK(same(chain_lookup(tenant, "a", 4)).reason_code() == "PREFIX_MATCH");
+}
