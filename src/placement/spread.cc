@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <utility>
 
 #include "config/log.hh"
 #include "index/partition.hh"
@@ -21,6 +22,7 @@ struct SpreadPlacement::Change {
   std::shared_ptr<const std::vector<std::string>> reset;  // serialized state chunks
   std::int64_t wall_us = 0;                               // the owner's clock when applied
   std::uint32_t generation = 0;                           // of a reset
+  std::size_t bytes = 0;  // what it holds, for SpreadOptions::max_queued_bytes
 
   static Change of(std::shared_ptr<const pb::CacheStateUpdate> update,
                    std::shared_ptr<const pb::CacheEvent> event, std::int64_t wall_us) {
@@ -28,6 +30,8 @@ struct SpreadPlacement::Change {
     change.update = std::move(update);
     change.event = std::move(event);
     change.wall_us = wall_us;
+    change.bytes = sizeof(Change) + (change.update ? change.update->ByteSizeLong() : 0) +
+                   (change.event ? change.event->ByteSizeLong() : 0);
     return change;
   }
 };
@@ -38,8 +42,9 @@ struct SpreadPlacement::Batch {
 
 struct SpreadPlacement::Tenant {
   struct Link {
-    std::deque<Change> queued;  // owner core only, oldest first
-    bool retry_armed = false;   // owner core only
+    std::deque<Change> queued;     // owner core only, oldest first
+    std::size_t queued_bytes = 0;  // owner core only: Change::bytes of `queued`
+    bool retry_armed = false;      // owner core only
     // The generation the copy must have loaded to answer (bumped by a resync).
     std::atomic<std::uint32_t> wanted{0};
   };
@@ -249,8 +254,11 @@ void SpreadPlacement::enqueue(Tenant& t, Change change) {
   for (unsigned core : t.cores) {
     if (core == t.owner) continue;
     Tenant::Link& link = *t.links[core];
+    link.queued_bytes += change.bytes;
     link.queued.push_back(change);
-    if (link.queued.size() > options_.max_queued) resync(t, core);
+    if (link.queued.size() > options_.max_queued || link.queued_bytes > options_.max_queued_bytes) {
+      resync(t, core);
+    }
   }
 }
 
@@ -281,6 +289,7 @@ bool SpreadPlacement::flush_link(Tenant& t, unsigned core) {
                        std::make_move_iterator(link.queued.end()));
   link.queued.clear();
   const std::size_t n = batch.changes.size();
+  const std::size_t bytes = std::exchange(link.queued_bytes, 0);
   struct Send {  // the mailbox task: the batch, applied on the copy core
     SpreadPlacement* self;
     Tenant* tenant;
@@ -297,6 +306,7 @@ bool SpreadPlacement::flush_link(Tenant& t, unsigned core) {
   Batch back = std::move(std::move(task).take<Send>().batch);
   link.queued.insert(link.queued.begin(), std::make_move_iterator(back.changes.begin()),
                      std::make_move_iterator(back.changes.end()));
+  link.queued_bytes += bytes;
   link.retry_armed = true;
   cores_.timers().add_timer(options_.retry_us, [this, tenant = &t, core] {
     tenant->links[core]->retry_armed = false;
@@ -312,9 +322,13 @@ void SpreadPlacement::resync(Tenant& t, unsigned core) {
   Tenant::Link& link = *t.links[core];
   const std::uint32_t generation = link.wanted.fetch_add(1, std::memory_order_acq_rel) + 1;
   link.queued.clear();
+  link.queued_bytes = 0;  // the export is what a resync costs, whatever its size
   counters_.resyncs.fetch_add(1, std::memory_order_relaxed);
   config::log(config::LogLevel::warn, "spread tenant copy resynchronized: its core fell behind",
-              {{"tenant", t.id}, {"core", core}, {"max_queued", options_.max_queued}});
+              {{"tenant", t.id},
+               {"core", core},
+               {"max_queued", options_.max_queued},
+               {"max_queued_bytes", options_.max_queued_bytes}});
   Change reset;
   reset.reset =
       std::make_shared<const std::vector<std::string>>(export_tenant(*owners_[t.owner], t.id));

@@ -17,9 +17,10 @@
 // (tenant, copy core) wait in the owner's FIFO queue, leave it in one batch
 // per loop turn through the (owner → copy core) mailbox, and a full mailbox
 // keeps them queued and retries from a timer, in order. A queue past
-// SpreadOptions::max_queued is counted and replaced by a resync: the copy
-// stops answering (its lookups go to the owner) until a full export of the
-// tenant, taken on the owner, has been loaded into a fresh copy shard.
+// SpreadOptions::max_queued changes or max_queued_bytes is counted and
+// replaced by a resync: the copy stops answering (its lookups go to the
+// owner) until a full export of the tenant, taken on the owner, has been
+// loaded into a fresh copy shard.
 
 #include <atomic>
 #include <cstdint>
@@ -44,9 +45,10 @@ struct SpreadOptions {
   // Cores holding each tenant, its owner included: the owner and the next
   // K−1 cores in index order (wrapping). 0 or more than the cores = all.
   unsigned cores_per_tenant = 0;
-  // Changes queued for one (tenant, copy core) beyond its mailbox before the
-  // copy is resynchronized instead.
+  // Changes, and their bytes (protobuf size), queued for one (tenant, copy
+  // core) beyond its mailbox before the copy is resynchronized instead.
   std::size_t max_queued = 65536;
+  std::size_t max_queued_bytes = std::size_t{64} << 20;
   // Delay before retrying a full mailbox, µs.
   std::int64_t retry_us = 100;
 };

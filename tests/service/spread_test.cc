@@ -86,13 +86,15 @@ std::shared_ptr<const ic::config::PolicySet> policies(const std::string& json) {
 // The spread tenant is owned by core 1; its copy lives on core 0, where the
 // calls of these tests arrive (the link's current core).
 struct Spread : ic::test::TwoCoreIndex {
-  explicit Spread(ic::index::IndexConfig config = {}, std::size_t max_queued = 65536)
+  explicit Spread(ic::index::IndexConfig config = {}, std::size_t max_queued = 65536,
+                  std::size_t max_queued_bytes = std::size_t{64} << 20)
       : TwoCoreIndex(config),
         tenant(tenant_on(1)),
         placement(link, {&shard0, &shard1}, config, &globals, nullptr,
                   ic::placement::SpreadOptions{.tenants = {tenant},
                                                .cores_per_tenant = 0,
                                                .max_queued = max_queued,
+                                               .max_queued_bytes = max_queued_bytes,
                                                .retry_us = 100}) {
     index.set_placement(&placement);
   }
@@ -334,4 +336,20 @@ TEST_CASE_FIXTURE(Spread, "changes applied off the owner's reactor are left to s
   placement.seed_copies();
   CHECK(copy().entry_count() == 4);
   CHECK(same(chain_lookup(tenant, "a", 4)).reason_code() == "PREFIX_MATCH");
+}
+
+TEST_CASE("a queue past its byte bound resyncs the copy too") {
+  Spread s({}, /*max_queued=*/65536, /*max_queued_bytes=*/1024);
+  s.link.capacity[0] = 0;
+  s.ingest(chain(s.tenant, "r1", "a", 8));  // ≈ 0.2 KB queued: under the bound
+  CHECK(s.placement.counters().resyncs.load() == 0);
+  for (int i = 0; i < 8; ++i) s.ingest(chain(s.tenant, cat("r", std::to_string(i)), "b", 8));
+  CHECK(s.placement.counters().resyncs.load() >= 1);
+  CHECK(s.placement.copy_for(0, s.tenant) == nullptr);
+  s.link.capacity[0] = 1u << 20;
+  s.link.advance(100);
+  s.link.run();
+  REQUIRE(s.placement.copy_for(0, s.tenant) != nullptr);
+  CHECK(s.copy().entry_count() == s.shard1.entry_count());
+  CHECK(s.same(chain_lookup(s.tenant, "b", 8)).reason_code() == "PREFIX_MATCH");
 }
