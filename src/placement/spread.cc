@@ -9,6 +9,7 @@
 
 #include "config/log.hh"
 #include "index/partition.hh"
+#include "metrics/registry.hh"
 #include "placement/copy_export.hh"
 #include "service/index_wire.hh"
 
@@ -298,7 +299,10 @@ bool SpreadPlacement::flush_link(Tenant& t, unsigned core) {
     void operator()() { self->apply_batch(*tenant, core, batch); }
   };
   runtime::Task task(Send{this, &t, core, std::move(batch)});
-  if (cores_.try_push(core, task)) {
+  const bool sent = cores_.try_push(core, task);
+  // The owner core's cross-core post figures (/metrics) count forwards too.
+  metrics::local().add_cross_core_post(sent);
+  if (sent) {
     counters_.forwarded.fetch_add(n, std::memory_order_relaxed);
     return true;
   }
