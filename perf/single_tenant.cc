@@ -15,18 +15,32 @@
 // saturated. Divide by the transport's calls/s per core (RenderTemplate's
 // ceiling, perf/results/) for the transport cores one owner core feeds.
 //
+// BM_SpreadLookup: the same tenant spread over K cores (--spread-tenants,
+// docs/placement.md): each core answers its own callers from its read copy
+// (core 0 the owner's shard, cores 1..K−1 copies loaded as the server's
+// resync does), no mailbox. Reported: lookup CPU per call on each answering
+// core and calls/s of the K cores together.
+//
+// BM_SpreadIngest: what being the sequencer costs the owner: owner CPU per
+// ingest (a 16-block chain of the tenant) without placement, and with K−1
+// copies to forward to (the copies' own CPU is reported apart).
+//
 // Run: <build>/perf/single_tenant (reactors are not pinned: on a 2-CPU machine
 // the senders share a CPU; the CPU times stay per thread).
 
 #include <benchmark/benchmark.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "index_world.hh"
+#include "placement/copy_export.hh"
+#include "placement/spread.hh"
 #include "runtime/runtime.hh"
 #include "runtime/submit.hh"
 #include "service/sharded_index.hh"
@@ -182,6 +196,174 @@ BENCHMARK(BM_SingleTenantOwner)
     ->Args({1, 64, 1})
     ->Args({3, 64, 1})
     ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
+// Copies of tenant-a for cores 1..n (built once: loading 0.5M entries takes
+// seconds), with the copies' configuration (an unreachable cap).
+Shard& spread_copy(unsigned core) {
+  static std::vector<std::unique_ptr<Shard>> copies;
+  static std::vector<std::string> chunks = ic::placement::export_tenant(*world().shard, "tenant-a");
+  while (copies.size() < core) {
+    IndexConfig cfg;
+    cfg.max_entries = INT64_MAX / 4;
+    copies.push_back(std::make_unique<Shard>(cfg, nullptr));
+    ic::placement::load_chunks(*copies.back(), chunks);
+  }
+  return *copies[core - 1];
+}
+
+// One BM_SpreadLookup run, shared by the K answering cores.
+struct SpreadRun {
+  Runtime* runtime = nullptr;
+  std::atomic<int> left{0};
+  std::atomic<std::int64_t> cpu_ns{0};
+  std::atomic<int> wrong{0};
+  std::chrono::steady_clock::time_point start, end;
+};
+
+// Core `core`'s callers: kCallsPerSender lookups answered here, into one
+// reusable response (service/index_methods.cc answer_here).
+void answer_locally(SpreadRun* run, Shard& shard, const std::vector<pb::LookupRouteRequest>& reqs,
+                    ManualClock& clock, unsigned core) {
+  const std::int64_t cpu0 = thread_cpu_ns();
+  ic::index::LookupContext ctx;
+  ctx.clock = &clock;
+  pb::LookupRouteResponse response;
+  for (int i = 0; i < kCallsPerSender; ++i) {
+    ic::service::wire::lookup_route(shard, reqs[(core * 97 + i) % reqs.size()], ctx, &response);
+    if (response.reason_code().empty()) ++run->wrong;
+  }
+  run->cpu_ns += thread_cpu_ns() - cpu0;
+  if (--run->left == 0) {
+    run->end = std::chrono::steady_clock::now();
+    run->runtime->stop();
+  }
+}
+
+// range(0): cores answering (K); range(1): 0 = 64-block chain lookups, 1 = exact.
+void BM_SpreadLookup(benchmark::State& state) {
+  World& w = world();
+  const auto k = static_cast<unsigned>(state.range(0));
+  std::vector<pb::LookupRouteRequest> requests;
+  for (std::size_t c = 0; c < w.probes.size(); ++c) {
+    requests.push_back(state.range(1) == 0 ? chain_request(w, c) : exact_request(w, c));
+  }
+  for (unsigned core = 1; core < k; ++core) spread_copy(core);
+  double cpu_ns = 0, rate = 0;
+  for (auto _ : state) {
+    Runtime::Options options;
+    options.cores = k;
+    options.pin_threads = false;
+    Runtime runtime(options);
+    SpreadRun run;
+    run.runtime = &runtime;
+    run.left = static_cast<int>(k);
+    run.start = std::chrono::steady_clock::now();
+    runtime.start([&](unsigned core) {
+      Shard& shard = core == 0 ? *w.shard : spread_copy(core);
+      answer_locally(&run, shard, requests, w.clock, core);
+    });
+    runtime.join();
+    if (run.wrong > 0) {
+      state.SkipWithError("an answer had no reason code");
+      return;
+    }
+    const double calls = static_cast<double>(kCallsPerSender) * k;
+    const double wall_s = std::chrono::duration<double>(run.end - run.start).count();
+    state.SetIterationTime(wall_s);
+    cpu_ns += static_cast<double>(run.cpu_ns.load()) / calls;
+    rate += calls / wall_s;
+  }
+  const double runs = static_cast<double>(state.iterations());
+  state.counters["cpu_ns_per_call"] = cpu_ns / runs;
+  state.counters["ceiling_calls_s"] = k * 1e9 / (cpu_ns / runs);
+  state.counters["calls_s_here"] = rate / runs;
+}
+BENCHMARK(BM_SpreadLookup)
+    ->ArgNames({"cores", "exact"})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
+// One BM_SpreadIngest run: the owner core ingests `updates` in slices of
+// kIngestSlice per loop turn (so each turn ends with its forwards sent).
+struct IngestRun {
+  Runtime* runtime = nullptr;
+  ic::service::ShardedIndex* index = nullptr;
+  const std::vector<pb::CacheStateUpdate>* updates = nullptr;
+  unsigned owner = 0;
+  std::size_t next = 0;
+  std::int64_t cpu_ns = 0;
+};
+constexpr std::size_t kIngestSlice = 64;
+
+void ingest_slice(IngestRun* run) {
+  const std::int64_t cpu0 = thread_cpu_ns();
+  const std::size_t end = std::min(run->next + kIngestSlice, run->updates->size());
+  for (; run->next < end; ++run->next) {
+    run->index->apply_ingest(run->owner, (*run->updates)[run->next], kNow);
+  }
+  run->cpu_ns += thread_cpu_ns() - cpu0;
+  if (run->next == run->updates->size()) {
+    run->runtime->stop();
+  } else if (!run->runtime->post(run->owner, [run] { ingest_slice(run); })) {
+    run->runtime->stop();
+  }
+}
+
+// range(0): cores (the owner and range(0) − 1 copies); range(1): 1 = spread, 0 = not.
+void BM_SpreadIngest(benchmark::State& state) {
+  const auto cores = static_cast<unsigned>(state.range(0));
+  const bool spread = state.range(1) == 1;
+  std::mt19937_64 rng(7);
+  std::vector<pb::CacheStateUpdate> updates;
+  for (int i = 0; i < 20'000; ++i) {
+    std::vector<std::uint64_t> blocks(16);
+    for (auto& b : blocks) b = rng();
+    updates.push_back(chain_update("tenant-s", name("replica-", i % 8), blocks, kNow));
+  }
+  double cpu_ns = 0;
+  for (auto _ : state) {
+    Runtime::Options options;
+    options.cores = cores;
+    options.pin_threads = false;
+    Runtime runtime(options);
+    ic::index::IndexGlobals globals;
+    std::vector<std::unique_ptr<Shard>> shards;
+    std::vector<Shard*> pointers;
+    for (unsigned c = 0; c < cores; ++c) {
+      shards.push_back(std::make_unique<Shard>(IndexConfig{}, &globals));
+      pointers.push_back(shards.back().get());
+    }
+    ManualClock clock;
+    clock.wall = kNow;
+    ic::service::ShardedIndex index(runtime, pointers, clock);
+    std::unique_ptr<ic::placement::SpreadPlacement> placement;
+    if (spread) {
+      placement = std::make_unique<ic::placement::SpreadPlacement>(
+          runtime, pointers, IndexConfig{}, &globals, nullptr,
+          ic::placement::SpreadOptions{.tenants = {"tenant-s"}});
+      index.set_placement(placement.get());
+    }
+    IngestRun run{&runtime, &index, &updates, index.owner("tenant-s")};
+    runtime.start([&](unsigned core) {
+      if (core == run.owner) ingest_slice(&run);
+    });
+    runtime.join();
+    cpu_ns += static_cast<double>(run.cpu_ns) / static_cast<double>(updates.size());
+  }
+  state.counters["owner_cpu_ns_per_ingest"] = cpu_ns / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_SpreadIngest)
+    ->ArgNames({"cores", "spread"})
+    ->Args({2, 0})
+    ->Args({2, 1})
+    ->Args({3, 1})
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
 

@@ -138,6 +138,7 @@ struct RawFlags {
   std::string pressure_load = "16";
   std::string saturation_pressure = "1";
   std::string state_save_interval = "1m";
+  std::string spread_cores = "0";
   std::string nats_buffer_bytes = "67108864";
   std::string nats_startup_wait = "30s";
   std::string nats_snapshot_interval = "5m";
@@ -202,6 +203,12 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
                  "replication: period of index snapshots published to JetStream (0: never)");
   app.add_option("--nats-snapshot-max-bytes", raw.nats_snapshot_max_bytes,
                  "replication: larger snapshots are not published");
+  app.add_option("--spread-tenants", c.spread_tenants,
+                 "tenants answered by read copies on several cores, comma-separated "
+                 "(docs/placement.md)")
+      ->delimiter(',');
+  app.add_option("--spread-cores", raw.spread_cores,
+                 "cores holding each --spread-tenants tenant, its owner included (0: all)");
 }
 
 // A JetStream stream name: letters, digits, '-' and '_' (no '.', '*', '>',
@@ -281,6 +288,10 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
       parse_duration_flag("--nats-snapshot-interval", raw.nats_snapshot_interval, 0);
   c.nats_snapshot_max_bytes = parse_uint<std::uint64_t>(
       "--nats-snapshot-max-bytes", raw.nats_snapshot_max_bytes, 1u << 16, std::uint64_t{1} << 34);
+  c.spread_cores = parse_uint<unsigned>("--spread-cores", raw.spread_cores, 0, 1024);
+  for (const std::string& tenant : c.spread_tenants) {
+    if (tenant.empty()) throw FlagError{"--spread-tenants: empty tenant name"};
+  }
 }
 
 std::string one_line(std::string s) {

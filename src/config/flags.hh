@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/log.hh"
 #include "config/policy.hh"
@@ -95,6 +96,11 @@ struct ServerConfig {
   std::int64_t nats_snapshot_interval_us = 300 * 1'000'000LL;
   // A snapshot (state file) larger than this (bytes) is not published.
   std::uint64_t nats_snapshot_max_bytes = std::uint64_t{256} << 20;
+  // Tenants whose LookupRoute is answered by read copies on several cores
+  // (docs/placement.md); empty = every tenant on its owner core only.
+  std::vector<std::string> spread_tenants;
+  // Cores holding each spread tenant (its owner included); 0 = every core.
+  unsigned spread_cores = 0;
 };
 
 // Result of parsing argv: a config, or an exit code with the text to print.

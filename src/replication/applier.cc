@@ -92,11 +92,10 @@ void Applier::add_policy(std::uint64_t sequence, const std::string& json) {
 // On the owner core: the batch's records in stream order, each through the
 // core's echo filter.
 void Applier::run(unsigned core, Batch& batch) {
-  index::Shard& shard = router_.shard(core);
   std::uint64_t skipped = 0;
   for (Item& item : batch.ops) {
     if (passes(core, item)) {
-      apply(shard, item);
+      apply(core, item);
     } else {
       ++skipped;
     }
@@ -104,7 +103,7 @@ void Applier::run(unsigned core, Batch& batch) {
   if (skipped > 0) echoes_skipped_.fetch_add(skipped, std::memory_order_relaxed);
 }
 
-void Applier::apply(index::Shard& shard, Item& item) {
+void Applier::apply(unsigned core, Item& item) {
   if (auto* own = std::get_if<OwnChange>(&item.op)) {
     // An echo applied again: parsed now (this build wrote it; a failure
     // would be a corrupted stream, and the record is passed over).
@@ -120,11 +119,12 @@ void Applier::apply(index::Shard& shard, Item& item) {
   }
   const std::int64_t now = router_.clock().wall_us();
   if (auto* update = std::get_if<pb::CacheStateUpdate>(&item.op)) {
-    router_.hand_off_cap(service::wire::ingest(shard, *update, now).cap_handoff);
+    // Through the router: a placement's copies follow (docs/placement.md).
+    router_.hand_off_cap(router_.apply_ingest(core, *update, now).cap_handoff);
   } else if (auto* event = std::get_if<pb::CacheEvent>(&item.op)) {
-    service::wire::apply_event(shard, *event, now);
+    router_.apply_event_now(core, *event, now);
   } else {
-    shard.set_policies(std::get<std::shared_ptr<const config::PolicySet>>(item.op));
+    router_.set_policies(core, std::get<std::shared_ptr<const config::PolicySet>>(item.op));
   }
 }
 

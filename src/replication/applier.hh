@@ -106,7 +106,7 @@ class Applier {
   void add_policy(std::uint64_t sequence, const std::string& json);
   void run(unsigned core, Batch& batch);
   bool passes(unsigned core, const Item& item);
-  void apply(index::Shard& shard, Item& item);
+  void apply(unsigned core, Item& item);
   void queue(unsigned core, std::uint64_t sequence, Item&& item);
 
   service::ShardedIndex& router_;

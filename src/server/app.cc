@@ -146,7 +146,14 @@ void App::build_shards() {
   }
   std::vector<ic::index::Shard*> shard_ptrs;
   for (auto& shard : shards) shard_ptrs.push_back(shard.get());
-  index = std::make_unique<ic::service::ShardedIndex>(runtime, std::move(shard_ptrs), clock);
+  index = std::make_unique<ic::service::ShardedIndex>(runtime, shard_ptrs, clock);
+  if (!config.spread_tenants.empty()) {
+    placement = std::make_unique<ic::placement::SpreadPlacement>(
+        runtime, std::move(shard_ptrs), index_config(config), &index_globals, initial_policies,
+        ic::placement::SpreadOptions{.tenants = config.spread_tenants,
+                                     .cores_per_tenant = config.spread_cores});
+    index->set_placement(placement.get());
+  }
   events = std::make_unique<ic::service::EventFanout>(*index);
   grpc_servers.resize(runtime.cores());
   grpc_factories.resize(runtime.cores());
@@ -161,6 +168,8 @@ void App::load_state() {
   ic::persist::LoadOutcome got;
   if (!config.state_file.empty()) got = load_state_file();
   if (!config.nats_url.empty()) load_from_stream(got);
+  // Spread tenants' copies start as their owners' loaded state.
+  if (placement) placement->seed_copies();
   start_replication(got);
   if (config.state_file.empty()) return;
   ic::persist::StateSaver::Options options;
@@ -207,7 +216,7 @@ void App::install_saved_policy(const std::string& json, std::string_view source)
                     {{"source", std::string(source)}, {"error", parsed.error}});
     return;
   }
-  for (auto& shard : shards) shard->set_policies(parsed.set);
+  for (unsigned core = 0; core < shards.size(); ++core) index->set_policies(core, parsed.set);
 }
 
 // Before the reactors start, bounded (docs/replication.md "Restart").
@@ -312,7 +321,7 @@ std::string App::add_listeners() {
                                std::shared_ptr<const ic::config::PolicySet> policies) {
     // Core 0's install stands for the whole push: replicated once.
     if (core == 0 && replicator) replicator->accepted_policy(policies->source_json());
-    shards[core]->set_policies(std::move(policies));
+    index->set_policies(core, policies);
   };
   if (replicator) admin->readiness_detail = [this] { return replicator->readiness_detail(); };
   admin->control_token_file = config.control_token_file;

@@ -35,6 +35,7 @@
 #include "net/server.hh"
 #include "net/tls_reload.hh"
 #include "persist/state_saver.hh"
+#include "placement/spread.hh"
 #include "prompt_text/models.hh"
 #include "replication/bootstrap.hh"
 #include "replication/replicator.hh"
@@ -103,6 +104,8 @@ struct App {
   // Routes each tenant's calls to its owner core's shard (rule 8).
   ic::index::SystemClock clock;
   std::unique_ptr<ic::service::ShardedIndex> index;
+  // --spread-tenants: read copies on other cores (docs/placement.md).
+  std::unique_ptr<ic::placement::SpreadPlacement> placement;
   std::unique_ptr<ic::service::EventFanout> events;  // StreamCacheEvents
   // --tokenizer-models-dir, loaded before the reactors start; read-only after.
   ic::prompt_text::ModelSet tokenizer_models;

@@ -15,7 +15,7 @@ using ic::config::LogLevel;
 // A full mailbox retries from a timer (every ms): a policy change must not be lost.
 void App::broadcast_policies(std::shared_ptr<const ic::config::PolicySet> set) {
   ic::runtime::invoke_on_all(
-      runtime, [this, set](unsigned core) { shards[core]->set_policies(set); },
+      runtime, [this, set](unsigned core) { index->set_policies(core, set); },
       ic::runtime::Wait{.retry_us = 1000});
 }
 

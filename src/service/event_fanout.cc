@@ -58,7 +58,7 @@ class CoreHub final : public index::ChangeSink {
 
   void add(std::shared_ptr<Subscription> sub) {
     if (sub->closed.load(std::memory_order_acquire)) return;  // ended before it got here
-    if (slots_.empty()) fanout_.index_.shard(core_).set_change_sink(this);
+    if (slots_.empty()) fanout_.index_.set_change_sink(core_, this);
     slots_.push_back({std::move(sub), {}});
   }
 
@@ -69,7 +69,7 @@ class CoreHub final : public index::ChangeSink {
       slots_.pop_back();
       break;
     }
-    if (slots_.empty()) fanout_.index_.shard(core_).set_change_sink(nullptr);
+    if (slots_.empty()) fanout_.index_.set_change_sink(core_, nullptr);
   }
 
   std::size_t size() const { return slots_.size(); }

@@ -59,7 +59,7 @@ std::optional<TimerId> arm_guard(runtime::Timers& timers, index::Clock& clock,
                           });
 }
 
-// The tenant's owner is this core: look up and answer now, into this core's
+// The tenant's owner (or its read copy) is this core: look up and answer now, into this core's
 // reusable response message (to_response clears it; Clear keeps the replica
 // score elements and their strings for the next call).
 void answer_here(index::Shard& shard, const index::LookupContext& ctx, rpc::CallHandle& call,
@@ -94,6 +94,14 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle
   if (owner == here) {
     answer_here(index.shard(here), ctx, call, request);
     return;
+  }
+  // A spread tenant's read copy on this core answers without a hop
+  // (docs/placement.md); otherwise (no copy here, or resyncing) the owner.
+  if (Placement* placement = index.placement(); placement != nullptr) {
+    if (index::Shard* copy = placement->copy_for(here, request.tenant_id()); copy != nullptr) {
+      answer_here(*copy, ctx, call, request);
+      return;
+    }
   }
   std::optional<TimerId> guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
   rpc::CallHandle for_shed = call;  // the reply takes `call` along

@@ -27,11 +27,43 @@ std::optional<pb::CacheStateUpdate> ShardedIndex::ingest(unsigned core,
       cores_, core, std::move(update),
       [this, core, sequence](pb::CacheStateUpdate& u) {
         if (!early_apply(core, u.tenant_id(), sequence)) return;
-        const auto result = wire::ingest(*shards_[core], u, clock_.wall_us());
+        const auto result = apply_ingest(core, u, clock_.wall_us());
         metrics::local().add_ingest(result.entries_upserted);
         hand_off_cap(result.cap_handoff);
       },
       runtime::NoReply{});  // nothing travels back per message (see barrier)
+}
+
+index::IngestResult ShardedIndex::apply_ingest(unsigned core, const pb::CacheStateUpdate& update,
+                                               std::int64_t now_wall_us) {
+  if (placement_ == nullptr) return wire::ingest(*shards_[core], update, now_wall_us);
+  placement_->before_apply(core, update.tenant_id());
+  const index::IngestResult result = wire::ingest(*shards_[core], update, now_wall_us);
+  placement_->ingested(core, update, now_wall_us);
+  return result;
+}
+
+std::size_t ShardedIndex::apply_event_now(unsigned core, const pb::CacheEvent& event,
+                                          std::int64_t now_wall_us) {
+  if (placement_ == nullptr) return wire::apply_event(*shards_[core], event, now_wall_us);
+  placement_->before_apply(core, event.tenant_id());
+  const std::size_t removed = wire::apply_event(*shards_[core], event, now_wall_us);
+  placement_->event_applied(core, event, now_wall_us);
+  return removed;
+}
+
+void ShardedIndex::set_policies(unsigned core,
+                                const std::shared_ptr<const config::PolicySet>& set) {
+  shards_[core]->set_policies(set);
+  if (placement_ != nullptr) placement_->policies_changed(core, set);
+}
+
+void ShardedIndex::set_change_sink(unsigned core, index::ChangeSink* sink) {
+  if (placement_ != nullptr) {
+    placement_->set_change_sink(core, sink);
+  } else {
+    shards_[core]->set_change_sink(sink);
+  }
 }
 
 void ShardedIndex::hand_off_cap(int slot, unsigned hops) {

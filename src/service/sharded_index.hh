@@ -13,6 +13,10 @@
 // the owner, and it already decides locality (deadline guard, fail-open
 // answer), so a facade call would only forward (docs/architecture.md
 // "LookupRoute path").
+// An opt-in Placement (service/placement.hh, docs/placement.md) adds read
+// copies of chosen tenants on other cores: the owner stays the one writer,
+// applies every change first (apply_ingest / apply_event_now) and the
+// placement forwards it; LookupRoute asks placement()->copy_for first.
 
 #include <cstdint>
 #include <optional>
@@ -26,6 +30,7 @@
 #include "runtime/submit.hh"
 #include "service/change_observer.hh"
 #include "service/index_wire.hh"
+#include "service/placement.hh"
 
 namespace ic::service {
 
@@ -62,6 +67,23 @@ class ShardedIndex {
     return sequence == 0 || observer_ == nullptr ||
            observer_->early_apply(core, tenant_id, sequence);
   }
+
+  // The placement beyond the tenant-hash owner; nullptr (the default) =
+  // none. Set before the reactors start; it outlives this object's use.
+  void set_placement(Placement* placement) { placement_ = placement; }
+  Placement* placement() const { return placement_; }
+
+  // On owner core `core`: applies one ingest (resp. event) to its shard with
+  // wall clock `now_wall_us` and hands it to the placement, if any. Every
+  // path that changes an owner's index (RPCs, replication) goes through these.
+  index::IngestResult apply_ingest(unsigned core, const pb::CacheStateUpdate& update,
+                                   std::int64_t now_wall_us);
+  std::size_t apply_event_now(unsigned core, const pb::CacheEvent& event, std::int64_t now_wall_us);
+  // On core `core` (or before the reactors start): installs `set` in its
+  // shard and its placement copies.
+  void set_policies(unsigned core, const std::shared_ptr<const config::PolicySet>& set);
+  // On core `core`: the StreamCacheEvents sink of its shard (nullptr: none).
+  void set_change_sink(unsigned core, index::ChangeSink* sink);
 
   // Every call below takes `core` = owner(tenant_id of its request), which
   // the caller computes once (it also decides the caller's shed answer).
@@ -103,6 +125,7 @@ class ShardedIndex {
   index::Clock& clock_;
   std::vector<int> slot_core_;  // IndexGlobals slot → core, -1 when not ours
   ChangeObserver* observer_ = nullptr;
+  Placement* placement_ = nullptr;
 };
 
 // ---- implementation ----
@@ -120,7 +143,7 @@ std::optional<pb::CacheEvent> ShardedIndex::apply_event(unsigned core, pb::Cache
       cores_, core, std::move(event),
       [this, core, sequence](pb::CacheEvent& e) {
         if (early_apply(core, e.tenant_id(), sequence)) {
-          wire::apply_event(*shards_[core], e, clock_.wall_us());
+          apply_event_now(core, e, clock_.wall_us());
         }
       },
       std::move(reply));
