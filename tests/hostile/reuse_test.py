@@ -67,7 +67,7 @@ def lookup(tenant, model="m1", key=None, chain=None, adapter="", scheme="vllm", 
 
 
 def affinity_pick(seed_bytes, replicas):
-    """docs/lookup.md "AFFINITY_HINT": sorted replicas, index
+    """docs/lookup.md "Scoring", AFFINITY_HINT: sorted replicas, index
     SHA-256(seed)[:8] big-endian mod count."""
     digest = hashlib.sha256(seed_bytes).digest()
     return sorted(replicas)[int.from_bytes(digest[:8], "big") % len(replicas)]

@@ -13,8 +13,11 @@
 #include <doctest/doctest.h>
 #include <liburing.h>
 
+#include <chrono>
 #include <cstring>
+#include <latch>
 #include <string>
+#include <thread>
 
 #include "../runtime/runtime_fixture.hh"
 #include "runtime/runtime.hh"
@@ -44,22 +47,37 @@ using namespace ic::runtime::testing;
 
 TEST_SUITE("hostile") {
   TEST_CASE("a timer wakes an idle reactor whatever the submit path does with the stack") {
+    // The first sleep arms the timeout (IORING_OP_TIMEOUT).
     Runtime rt(opts(1));
     Done done;
-    int fired = 0;
+    rt.start([&](unsigned) { current_reactor().add_timer(20'000, [&] { done.set(); }); });
+    finish(rt, done);  // fails after 20 s if the reactor slept through its timer
+  }
+
+  TEST_CASE("a nearer timer moves the armed timeout whatever the submit path does") {
+    // Sleeping towards a 600 s timer, the reactor gets a 1 ms one from a
+    // post: the armed timeout is moved (IORING_TIMEOUT_UPDATE); after it
+    // fired, the next 1 ms timer arms a new one.
+    Runtime rt(opts(1));
+    Done done;
+    std::string order;
+    std::latch armed(1);
     rt.start([&](unsigned) {
-      // Two sleeps: the first arms the timeout, the second (an earlier
-      // timer added from the first's callback) moves it with TIMEOUT_UPDATE.
-      current_reactor().add_timer(200'000, [&] {
-        ++fired;
-        done.set();
-      });
-      current_reactor().add_timer(20'000, [&] {
-        ++fired;
-        current_reactor().add_timer(10'000, [&] { ++fired; });
-      });
+      current_reactor().add_timer(600'000'000, [&] { order += 'x'; });
+      armed.count_down();
     });
-    finish(rt, done);  // fails after 20 s if the reactor slept through its timers
-    CHECK(fired == 3);
+    armed.wait();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it sleep
+    REQUIRE(rt.post(0, [&] {
+      current_reactor().add_timer(1'000, [&] {
+        order += 'b';
+        current_reactor().add_timer(1'000, [&] {
+          order += 'c';
+          done.set();
+        });
+      });
+    }));
+    finish(rt, done);
+    CHECK(order == "bc");
   }
 }
