@@ -18,7 +18,7 @@ import time
 import hostile_lib as hl
 
 GRPC_OK = 0
-FLOW_CONTROL_ERROR, PROTOCOL_ERROR, NO_ERROR = 3, 1, 0
+FLOW_CONTROL_ERROR, PROTOCOL_ERROR = 3, 1  # RFC 9113 §7 error codes
 
 
 def request_frames(sid, message, end_stream=True):
