@@ -43,20 +43,20 @@ class SingleRequestHandler final : public CallHandler {
       return;
     }
     wire_bytes_ = message.size();
-    have_ = parse_request(message, *request_, call_);
+    have_ = parse_request(message, *request_.message, call_);
   }
   void on_half_close() override {
     if (!have_) {
       call_.finish({StatusCode::kInternal, "no request message before half-close"});
       return;
     }
-    fn_(call_, std::move(*request_));
+    fn_(call_, std::move(*request_.message));
   }
 
  private:
   CallHandle call_;
   Fn fn_;
-  std::unique_ptr<Request> request_;
+  typename MessagePool<Request>::Lease request_;
   std::size_t wire_bytes_ = 0;  // of the parsed message: decides whether it is pooled
   bool have_ = false;
 };

@@ -288,9 +288,10 @@ void Reactor::Impl::wait(bool more_work) {
 void Reactor::Impl::arm_sleep_timeout(std::int64_t deadline_us) {
   // An armed timeout that fires no later than needed stays: waking at it
   // early costs one empty turn, re-arming on every sleep costs a timeout
-  // SQE and CQE per wake-up. The kernel reads `ts` during the submit.
+  // SQE and CQE per wake-up. The kernel reads the timespec during the
+  // submit, after this frame is gone: it is a member (timeout_ts).
   if (timeout_at != 0 && timeout_at <= deadline_us) return;
-  __kernel_timespec ts{};
+  __kernel_timespec& ts = timeout_ts;
   ts.tv_sec = deadline_us / 1'000'000;
   ts.tv_nsec = (deadline_us % 1'000'000) * 1000;
   io_uring_sqe* sqe = get_sqe();

@@ -92,6 +92,10 @@ struct Reactor::Impl {
   bool single_timeout = false;
   std::int64_t timeout_at = 0;  // its deadline, 0 when none is armed
   std::uint64_t timeout_seq = 0;
+  // The timespec its SQE points at. The kernel copies it when the SQE is
+  // submitted (in the io_uring_enter of the sleep), after the function that
+  // prepared the SQE returned: it must outlive that frame.
+  __kernel_timespec timeout_ts{};
 
   std::vector<Task> deferred;
   std::vector<Task> running;

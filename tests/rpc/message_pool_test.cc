@@ -26,23 +26,24 @@ std::string wire(int n, char fill) {
 TEST_SUITE("rpc") {
   TEST_CASE("message pool: a recycled message comes back cleared, with its strings' storage") {
     Pool pool;
-    std::unique_ptr<FieldMask> m = pool.take();
-    REQUIRE(m != nullptr);
+    Pool::Lease m = pool.take();
+    REQUIRE(m.message != nullptr);
     const std::string first = wire(3, 'a');
-    REQUIRE(m->ParseFromString(first));
-    const FieldMask* const object = m.get();
-    const char* const storage = m->paths(2).data();
+    REQUIRE(m.message->ParseFromString(first));
+    const FieldMask* const object = m.message.get();
+    const char* const storage = m.message->paths(2).data();
     pool.give(std::move(m), first.size());
     CHECK(pool.pooled() == 1);
 
-    std::unique_ptr<FieldMask> again = pool.take();
-    CHECK(again.get() == object);
-    CHECK(again->paths_size() == 0);
+    Pool::Lease again = pool.take();
+    CHECK(again.message.get() == object);
+    CHECK(again.message->paths_size() == 0);
+    CHECK(again.absorbed == first.size());
     CHECK(pool.pooled() == 0);
     // The next parse fills the kept strings: no new allocation for them.
-    REQUIRE(again->ParseFromString(wire(3, 'x')));
-    CHECK(again->paths(2) == std::string(32, 'z'));
-    CHECK(again->paths(2).data() == storage);
+    REQUIRE(again.message->ParseFromString(wire(3, 'x')));
+    CHECK(again.message->paths(2) == std::string(32, 'z'));
+    CHECK(again.message->paths(2).data() == storage);
   }
 
   TEST_CASE("message pool: a message that parsed more than the bound is freed, not kept") {
@@ -51,13 +52,13 @@ TEST_SUITE("rpc") {
     CHECK(pool.pooled() == 0);
     pool.give(pool.take(), Pool::kMaxPooledWireBytes);
     CHECK(pool.pooled() == 1);
-    pool.give(nullptr, 0);
+    pool.give(Pool::Lease{}, 0);
     CHECK(pool.pooled() == 1);
   }
 
   TEST_CASE("message pool: at most kMaxPooled messages are kept") {
     Pool pool;
-    std::vector<std::unique_ptr<FieldMask>> taken;
+    std::vector<Pool::Lease> taken;
     for (std::size_t i = 0; i < Pool::kMaxPooled + 5; ++i) taken.push_back(pool.take());
     for (auto& m : taken) pool.give(std::move(m), 0);
     CHECK(pool.pooled() == Pool::kMaxPooled);
@@ -66,7 +67,7 @@ TEST_SUITE("rpc") {
   TEST_CASE(
       "message pool: a unary handler parses into this thread's pool and returns the message") {
     Pool& pool = ic::rpc::message_pool<FieldMask>();
-    pool.give(std::make_unique<FieldMask>(), 0);  // one for the handler to take
+    pool.give(Pool::Lease{std::make_unique<FieldMask>(), 0}, 0);  // one for the handler to take
     const std::size_t before = pool.pooled();
     REQUIRE(before >= 1);
     std::vector<std::string> seen;
