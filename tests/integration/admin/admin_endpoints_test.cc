@@ -31,7 +31,6 @@ using ic::itest::http_request;
 using ic::itest::HttpReply;
 using ic::itest::numbered;
 using ic::itest::RawConnection;
-using ic::itest::read_golden;
 using namespace std::chrono_literals;
 
 namespace {
@@ -241,7 +240,7 @@ TEST_CASE("/snapshot after a known ingest is the expected JSON document") {
   CHECK(r.status == 200);
   CHECK(r.headers.find("Content-Type: application/json\r\n") != std::string::npos);
   // The document tests/admin/snapshot_json_test renders from the same rows.
-  CHECK(r.body == read_golden(IC_SNAPSHOT_GOLDEN));
+  CHECK(r.body == ic::itest::read_golden(IC_SNAPSHOT_GOLDEN));
   CHECK(s.stop() == 0);
 }
 
