@@ -11,6 +11,8 @@ packages=(
   build-essential meson ninja-build pkg-config cmake git
   liburing-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
   libxxhash-dev libmimalloc-dev doctest-dev libbenchmark-dev
+  # gRPC's health and reflection .proto files (proto/meson.build)
+  grpc-proto
   libssl-dev nlohmann-json3-dev libcli11-dev
   # inferencecache-kvevents (engine KV-event adapter) and its test publisher
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libcpp-httplib-dev

@@ -21,11 +21,6 @@ namespace {
 
 constexpr std::string_view kProgram = "inferencecache-server";
 
-// Raised by validation; carries the one-line reason.
-struct FlagError {
-  std::string why;
-};
-
 std::string quote_value(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 template <typename T>
@@ -77,20 +72,6 @@ bool parse_bool(std::string_view flag, const std::string& text) {
   if (text == "true" || text == "1") return true;
   if (text == "false" || text == "0") return false;
   throw FlagError{std::string(flag) + ": want true or false, got " + quote_value(text)};
-}
-
-LogFormat parse_log_format(const std::string& text) {
-  if (text == "json") return LogFormat::json;
-  if (text == "text") return LogFormat::text;
-  throw FlagError{"--log-format: want json or text, got " + quote_value(text)};
-}
-
-LogLevel parse_log_level(const std::string& text) {
-  if (text == "debug") return LogLevel::debug;
-  if (text == "info") return LogLevel::info;
-  if (text == "warn") return LogLevel::warn;
-  if (text == "error") return LogLevel::error;
-  throw FlagError{"--log-level: want debug, info, warn or error, got " + quote_value(text)};
 }
 
 void require_readable(std::string_view flag, const std::string& path) {
@@ -294,18 +275,33 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   }
 }
 
-std::string one_line(std::string s) {
-  for (char& ch : s)
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
-}
-
 FlagsOutcome error_outcome(const std::string& why) {
   return FlagsOutcome{std::nullopt, 2, std::string(kProgram) + ": " + one_line(why)};
 }
 
 }  // namespace
+
+LogFormat parse_log_format(const std::string& text) {
+  if (text == "json") return LogFormat::json;
+  if (text == "text") return LogFormat::text;
+  throw FlagError{"--log-format: want json or text, got " + quote_value(text)};
+}
+
+LogLevel parse_log_level(const std::string& text) {
+  if (text == "debug") return LogLevel::debug;
+  if (text == "info") return LogLevel::info;
+  if (text == "warn") return LogLevel::warn;
+  if (text == "error") return LogLevel::error;
+  throw FlagError{"--log-level: want debug, info, warn or error, got " + quote_value(text)};
+}
+
+std::string one_line(std::string s) {
+  for (char& ch : s) {
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
 
 std::optional<std::int64_t> parse_duration_us(std::string_view text) {
   if (text == "0") return 0;

@@ -116,6 +116,23 @@ struct FlagsOutcome {
 // Unknown flags, bad values and bad combinations give exit_code 2.
 FlagsOutcome parse_flags(int argc, const char* const* argv);
 
+// A flag value or combination the command line may not have; `why` is the
+// one-line reason ("--log-level: want debug, info, warn or error, got \"x\"").
+// Thrown by the value parsers below and by the tools' own checks
+// (tools/kvevents/config.cc), each turning it into its exit-2 message.
+struct FlagError {
+  std::string why;
+};
+
+// --log-format's value: "json" or "text". Throws FlagError otherwise.
+LogFormat parse_log_format(const std::string& text);
+// --log-level's value: "debug", "info", "warn" or "error". Throws FlagError otherwise.
+LogLevel parse_log_level(const std::string& text);
+
+// `s` with its line breaks as spaces and trailing spaces dropped: a CLI11 or
+// FlagError message as the one line an error outcome prints.
+std::string one_line(std::string s);
+
 // Parses a Go time.Duration string ("300ms", "1.5s", "1h30m", "0") into µs.
 // Units ns, us, µs, ms, s, m, h; no sign; sub-µs rounds down. nullopt on error.
 std::optional<std::int64_t> parse_duration_us(std::string_view text);

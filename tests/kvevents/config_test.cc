@@ -87,6 +87,19 @@ TEST_CASE("usage errors: exit 2 with one line") {
   CHECK(v.message == "inferencecache-kvevents 0.1.0");
 }
 
+// The server's parsers (config/flags.hh): the same values, the same messages.
+TEST_CASE("--log-format and --log-level are checked as the server checks them") {
+  CHECK(parse({"--replica-id", "r", "--model-id", "m", "--log-format", "xml"}).message ==
+        "inferencecache-kvevents: --log-format: want json or text, got \"xml\"");
+  CHECK(parse({"--replica-id", "r", "--model-id", "m", "--log-level", "trace"}).message ==
+        "inferencecache-kvevents: --log-level: want debug, info, warn or error, got \"trace\"");
+  const auto o = parse(
+      {"--replica-id", "r", "--model-id", "m", "--log-format", "text", "--log-level", "warn"});
+  REQUIRE(o.config.has_value());
+  CHECK(o.config->log_format == ic::config::LogFormat::text);
+  CHECK(o.config->log_level == ic::config::LogLevel::warn);
+}
+
 TEST_CASE("DP endpoints, replica names, LoRA maps") {
   CHECK(offset_endpoint("tcp://127.0.0.1:5557", 0) == "tcp://127.0.0.1:5557");
   CHECK(offset_endpoint("tcp://127.0.0.1:5557", 3) == "tcp://127.0.0.1:5560");

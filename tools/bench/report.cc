@@ -81,37 +81,12 @@ std::string render_text(const Summary& s) {
 }
 
 nlohmann::json render_json(const Summary& s) {
-  const auto& r = s.run;
-  nlohmann::json histogram = nlohmann::json::array();
-  for (const auto& b : s.histogram) {
-    histogram.push_back({{"lower_us", b.lower_us}, {"upper_us", b.upper_us}, {"count", b.count}});
-  }
-  return {{"schema", "inferencecache-bench/v1"},
-          {"config",
-           {{"server", r.server},
-            {"rpc", r.rpc},
-            {"path", r.path},
-            {"mode", r.rate > 0 ? "open-loop" : "closed-loop"},
-            {"rate", r.rate},
-            {"connections", r.connections},
-            {"streams", r.streams},
-            {"threads", r.threads},
-            {"duration_s", r.duration_s},
-            {"source", r.source},
-            {"bad_lines", r.bad_lines}}},
-          {"interrupted", r.interrupted},
-          {"sent", s.sent},
-          {"completed", s.completed},
-          {"ok", s.ok},
-          {"not_sent", s.not_sent},
-          {"unfinished", s.unfinished},
-          {"elapsed_s", s.elapsed_s},
-          {"achieved_qps", s.achieved_qps},
-          {"ok_qps", s.ok_qps},
-          {"statuses", s.statuses},
-          {"reasons", s.reasons},
-          {"latency", to_json(s.latency)},
-          {"histogram", histogram}};
+  nlohmann::json doc = s;
+  doc["schema"] = "inferencecache-bench/v1";
+  doc["config"] = s.run;
+  doc["config"]["mode"] = s.run.rate > 0 ? "open-loop" : "closed-loop";
+  doc["interrupted"] = s.run.interrupted;
+  return doc;
 }
 
 }  // namespace ic::tools::bench

@@ -27,6 +27,10 @@ struct RunDescription {
   std::int64_t start_ns = 0;
   bool interrupted = false;
 };
+// nlohmann::json(run): the report's "config" without its computed "mode" (start_ns and
+// interrupted are not settings).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunDescription, server, rpc, path, rate, connections, streams,
+                                   threads, duration_s, source, bad_lines)
 
 // The merged results of a run.
 struct Summary {
@@ -40,6 +44,9 @@ struct Summary {
   LatencySummary latency;
   std::vector<HistogramBucket> histogram;
 };
+// nlohmann::json(summary): the report's figures; render_json adds the run.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Summary, sent, completed, ok, not_sent, unfinished, elapsed_s,
+                                   achieved_qps, ok_qps, statuses, reasons, latency, histogram)
 
 // Adds up the workers' results and computes rates, percentiles and the histogram.
 Summary merge(const RunDescription& run, std::vector<WorkerResult>& results);

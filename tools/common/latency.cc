@@ -34,11 +34,6 @@ LatencySummary summarize(std::vector<std::uint64_t>& samples_us) {
   return s;
 }
 
-nlohmann::json to_json(const LatencySummary& s) {
-  return {{"count", s.count},   {"min_us", s.min_us}, {"mean_us", s.mean_us}, {"p50_us", s.p50_us},
-          {"p90_us", s.p90_us}, {"p99_us", s.p99_us}, {"p999_us", s.p999_us}, {"max_us", s.max_us}};
-}
-
 std::vector<HistogramBucket> log2_histogram(const std::vector<std::uint64_t>& samples_us) {
   // Bucket 0 holds 0; bucket k >= 1 holds [2^(k-1), 2^k).
   std::vector<std::uint64_t> counts(65, 0);

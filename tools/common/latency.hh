@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 namespace ic::tools {
 
@@ -28,8 +28,10 @@ struct LatencySummary {
 // Sorts `samples_us` in place and summarizes them (all zero when empty).
 LatencySummary summarize(std::vector<std::uint64_t>& samples_us);
 
-// {"count":..,"min_us":..,"mean_us":..,"p50_us":..,"p90_us":..,"p99_us":..,"p999_us":..,"max_us":..}
-nlohmann::json to_json(const LatencySummary& summary);
+// nlohmann::json(summary): {"count":..,"max_us":..,"mean_us":..,"min_us":..,"p50_us":..,
+// "p90_us":..,"p999_us":..,"p99_us":..} (nlohmann::json orders keys by name).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LatencySummary, count, min_us, mean_us, p50_us, p90_us, p99_us,
+                                   p999_us, max_us)
 
 // One histogram bucket: samples with lower_us <= v < upper_us.
 struct HistogramBucket {
@@ -37,6 +39,8 @@ struct HistogramBucket {
   std::uint64_t upper_us = 0;
   std::uint64_t count = 0;
 };
+// nlohmann::json(bucket): {"count":..,"lower_us":..,"upper_us":..}.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HistogramBucket, lower_us, upper_us, count)
 
 // Power-of-two buckets [0,1), [1,2), [2,4), [4,8) µs ... covering every sample; only buckets
 // from the first to the last non-empty one are returned. `sorted` need not be sorted.

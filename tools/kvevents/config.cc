@@ -11,9 +11,7 @@ namespace {
 
 constexpr const char* kProgram = "inferencecache-kvevents";
 
-struct UsageError {
-  std::string why;
-};
+using config::FlagError;
 
 // Flags whose text needs converting after CLI11 parsed.
 struct RawFlags {
@@ -30,8 +28,8 @@ struct RawFlags {
 std::int64_t duration_flag(const char* flag, const std::string& text, std::int64_t min_us) {
   const auto v = config::parse_duration_us(text);
   if (!v || *v < min_us) {
-    throw UsageError{std::string(flag) + ": want a duration like 100ms or 10s, at least " +
-                     std::to_string(min_us / 1000) + "ms, got \"" + text + "\""};
+    throw FlagError{std::string(flag) + ": want a duration like 100ms or 10s, at least " +
+                    std::to_string(min_us / 1000) + "ms, got \"" + text + "\""};
   }
   return *v;
 }
@@ -87,17 +85,17 @@ void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
 }
 
 void validate(AdapterConfig& c, const RawFlags& raw) {
-  if (c.replica_id.empty()) throw UsageError{"--replica-id is required"};
-  if (c.identity.model_id.empty()) throw UsageError{"--model-id is required"};
+  if (c.replica_id.empty()) throw FlagError{"--replica-id is required"};
+  if (c.identity.model_id.empty()) throw FlagError{"--model-id is required"};
   std::string host;
   int port = 0;
   if (!split_host_port(c.sender.server, &host, &port)) {
-    throw UsageError{"--server: want host:port, got \"" + c.sender.server + "\""};
+    throw FlagError{"--server: want host:port, got \"" + c.sender.server + "\""};
   }
   if (c.identity.hash_scheme != "vllm" && c.identity.hash_scheme != "sglang") {
-    throw UsageError{"--hash-scheme: want vllm or sglang, got \"" + c.identity.hash_scheme + "\""};
+    throw FlagError{"--hash-scheme: want vllm or sglang, got \"" + c.identity.hash_scheme + "\""};
   }
-  if (c.engine_endpoint.empty()) throw UsageError{"--engine-endpoint must not be empty"};
+  if (c.engine_endpoint.empty()) throw FlagError{"--engine-endpoint must not be empty"};
   c.window_us = duration_flag("--window", raw.window, 1000);
   c.stats_interval_us = duration_flag("--stats-interval", raw.stats_interval, 100'000);
   c.replay_timeout_us = duration_flag("--replay-timeout", raw.replay_timeout, 10'000);
@@ -113,35 +111,16 @@ void validate(AdapterConfig& c, const RawFlags& raw) {
   } else if (raw.cache_tier == "cpu") {
     c.stats.cache_tier = CacheTierChoice::cpu;
   } else {
-    throw UsageError{"--cache-tier: want auto, kv, gpu or cpu, got \"" + raw.cache_tier + "\""};
+    throw FlagError{"--cache-tier: want auto, kv, gpu or cpu, got \"" + raw.cache_tier + "\""};
   }
   const auto names = parse_lora_names(raw.lora_adapter_names);
   if (!names) {
-    throw UsageError{"--lora-adapter-names: want id=name,id=name, got \"" + raw.lora_adapter_names +
-                     "\""};
+    throw FlagError{"--lora-adapter-names: want id=name,id=name, got \"" + raw.lora_adapter_names +
+                    "\""};
   }
   c.state.lora_names = *names;
-  if (raw.log_format != "json" && raw.log_format != "text") {
-    throw UsageError{"--log-format: want json or text, got \"" + raw.log_format + "\""};
-  }
-  c.log_format = raw.log_format == "json" ? config::LogFormat::json : config::LogFormat::text;
-  const std::map<std::string, config::LogLevel> levels = {{"debug", config::LogLevel::debug},
-                                                          {"info", config::LogLevel::info},
-                                                          {"warn", config::LogLevel::warn},
-                                                          {"error", config::LogLevel::error}};
-  const auto level = levels.find(raw.log_level);
-  if (level == levels.end()) {
-    throw UsageError{"--log-level: want debug, info, warn or error, got \"" + raw.log_level + "\""};
-  }
-  c.log_level = level->second;
-}
-
-std::string one_line(std::string s) {
-  for (char& ch : s) {
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  }
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
+  c.log_format = config::parse_log_format(raw.log_format);
+  c.log_level = config::parse_log_level(raw.log_level);
 }
 
 }  // namespace
@@ -163,9 +142,10 @@ ConfigOutcome parse_config(int argc, const char* const* argv) {
   } catch (const CLI::CallForVersion&) {
     return ConfigOutcome{std::nullopt, 0, kVersion};
   } catch (const CLI::ParseError& e) {
-    return ConfigOutcome{std::nullopt, 2, std::string(kProgram) + ": " + one_line(e.what())};
-  } catch (const UsageError& e) {
-    return ConfigOutcome{std::nullopt, 2, std::string(kProgram) + ": " + one_line(e.why)};
+    return ConfigOutcome{std::nullopt, 2,
+                         std::string(kProgram) + ": " + config::one_line(e.what())};
+  } catch (const FlagError& e) {
+    return ConfigOutcome{std::nullopt, 2, std::string(kProgram) + ": " + config::one_line(e.why)};
   }
   return ConfigOutcome{std::move(c), 0, ""};
 }

@@ -148,7 +148,7 @@ nlohmann::json render_json(const ReplayResult& result, const ReplayOptions& opti
                                 {{"max_over_mean", balance.overall},
                                  {"window_mean_max_over_mean", balance.window_mean},
                                  {"window_worst_max_over_mean", balance.window_worst}}},
-                               {"lookup_latency", to_json(summarize(samples))},
+                               {"lookup_latency", summarize(samples)},
                                {"reasons", p.reasons},
                                {"errors", p.errors},
                                {"hints_followed", p.followed_hints},

@@ -1,6 +1,6 @@
 // The @grpc/grpc-js clients of the node tests: the InferenceCache and Health
 // stubs for the server `with-server` started (IC_GRPC_TARGET), from the
-// repository's protos. Exits 77 (meson: skipped) when node_modules is
+// protos the build compiles. Exits 77 (meson: skipped) when node_modules is
 // missing: tools/install-deps.sh installs it with `npm ci`.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,11 +21,18 @@ if (!target) {
   process.exit(1);
 }
 
+// gRPC's health.proto is not in the repository: meson passes the grpc-proto
+// folder the build compiled it from (proto/meson.build).
+const grpcProtoDir = process.env.IC_GRPC_PROTO_DIR;
+if (!grpcProtoDir) {
+  console.error('IC_GRPC_PROTO_DIR is not set (run through meson test)');
+  process.exit(1);
+}
 const here = path.dirname(fileURLToPath(import.meta.url));
 const protoRoot = path.resolve(here, '../../../proto');
 const definition = protoLoader.loadSync(
   ['inferencecache/v1alpha1/inferencecache.proto', 'grpc/health/v1/health.proto'],
-  { includeDirs: [protoRoot], keepCase: true, longs: String, enums: String, defaults: true },
+  { includeDirs: [protoRoot, grpcProtoDir], keepCase: true, longs: String, enums: String, defaults: true },
 );
 const loaded = grpc.loadPackageDefinition(definition);
 export const credentials = grpc.credentials.createInsecure();
