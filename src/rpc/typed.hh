@@ -4,6 +4,7 @@
 // finishes the call with INVALID_ARGUMENT (docs/contract.md).
 
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "rpc/call.hh"
@@ -50,7 +51,14 @@ class SingleRequestHandler final : public CallHandler {
       call_.finish({StatusCode::kInternal, "no request message before half-close"});
       return;
     }
-    fn_(call_, std::move(*request_));
+    // A function that takes the handle by value gets it moved: nothing of this
+    // handler answers after half-close, and a copy would cost two atomic
+    // updates of the call's weak count.
+    if constexpr (std::is_invocable_v<Fn&, CallHandle&&, Request&&>) {
+      fn_(std::move(call_), std::move(*request_));
+    } else {
+      fn_(call_, std::move(*request_));
+    }
   }
 
  private:
