@@ -8,8 +8,10 @@
 
 #include "metrics/registry.hh"
 #include "rpc/typed.hh"
+#include "runtime/runtime.hh"
 #include "runtime/submit.hh"
 #include "service/index_wire.hh"
+#include "service/lookup_clock.hh"
 
 namespace ic::service::index_methods {
 namespace {
@@ -59,6 +61,21 @@ std::optional<TimerId> arm_guard(runtime::Timers& timers, index::Clock& clock,
                           });
 }
 
+// Where a LookupRoute call takes its wall time from (service/lookup_clock.hh).
+struct LookupTimes {
+  // The reactors whose turn readings give a call's wall time: set when the
+  // index clock is the system clock the reactors read too (a server), nullptr
+  // otherwise (tests drive a ManualClock: the index reads it as before).
+  runtime::Runtime* reactors = nullptr;
+
+  // The wall time at `start_mono_us` on core `here`, or -1: read it.
+  std::int64_t wall_at_start(unsigned here, std::int64_t start_mono_us) const {
+    if (reactors == nullptr) return -1;
+    const runtime::Reactor& r = reactors->reactor(here);
+    return wall_at(start_mono_us, r.now_us(), r.wall_us());
+  }
+};
+
 // The tenant's owner is this core: look up and answer now, into this core's
 // reusable response message (to_response clears it; Clear keeps the replica
 // score elements and their strings for the next call).
@@ -74,15 +91,17 @@ void answer_here(index::Shard& shard, const index::LookupContext& ctx, rpc::Call
   if (response.token_ids_size() > kMaxKeptTokenIds) response = pb::LookupRouteResponse();
 }
 
-void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle call,
-            pb::LookupRouteRequest&& request) {
+void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes times,
+            rpc::CallHandle call, pb::LookupRouteRequest&& request) {
   index::Clock& clock = index.clock();
-  index::LookupContext ctx;
-  ctx.clock = &clock;
-  ctx.start_mono_us = clock.monotonic_us();
-  ctx.deadline_mono_us = call.deadline_us().value_or(INT64_MAX);
   runtime::Cores& cores = index.cores();
   const unsigned here = cores.current_core();
+  index::LookupContext ctx;
+  ctx.start_mono_us = clock.monotonic_us();
+  ctx.deadline_mono_us = call.deadline_us().value_or(INT64_MAX);
+  const std::int64_t wall = times.wall_at_start(here, ctx.start_mono_us);
+  LookupClock call_clock(clock, wall);
+  ctx.clock = &call_clock;
   if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
     static const PromptTextConfig kNone;
     const config::CachePolicy& policy =
@@ -95,15 +114,19 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle
     answer_here(index.shard(here), ctx, call, request);
     return;
   }
+  ctx.clock = &clock;  // call_clock stays on this stack; the owner makes its own
   std::optional<TimerId> guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
   rpc::CallHandle for_shed = call;  // the reply takes `call` along
   // The runtime's verb straight to the owner's shard: there, and the answer
   // back here (runtime/submit.hh).
   auto refused = runtime::try_submit_to(
       cores, owner, std::move(request),
-      [shard = &index.shard(owner), ctx](pb::LookupRouteRequest& r) {
+      [shard = &index.shard(owner), ctx, wall](pb::LookupRouteRequest& r) {
+        LookupClock owner_clock(*ctx.clock, wall);
+        index::LookupContext owner_ctx = ctx;
+        owner_ctx.clock = &owner_clock;
         pb::LookupRouteResponse response;
-        wire::lookup_route(*shard, r, ctx, &response);
+        wire::lookup_route(*shard, r, owner_ctx, &response);
         record(r.model_id(), response);  // the metrics of the core doing the work
         return response;
       },
@@ -196,10 +219,13 @@ void cache_state(ShardedIndex& index, rpc::CallHandle call, pb::GetCacheStateReq
 
 rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
   ShardedIndex* i = &index;
+  LookupTimes times;
+  if (dynamic_cast<index::SystemClock*>(&index.clock()) != nullptr)
+    times.reactors = dynamic_cast<runtime::Runtime*>(&index.cores());
   return rpc::single_request_method<pb::LookupRouteRequest>(
       rpc::CallKind::kUnary,
-      [i, prompt](rpc::CallHandle call, pb::LookupRouteRequest&& request) {
-        lookup(*i, prompt, std::move(call), std::move(request));
+      [i, prompt, times](rpc::CallHandle call, pb::LookupRouteRequest&& request) {
+        lookup(*i, prompt, times, std::move(call), std::move(request));
       },
       /*handles_deadline=*/true);
 }
