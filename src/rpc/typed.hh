@@ -22,6 +22,15 @@ bool parse_request(std::span<const std::byte> bytes, Request& out, CallHandle& c
   return false;
 }
 
+// The INTERNAL statuses of a unary request with more than one message or
+// none before half-close (as grpc-java/grpc-go servers answer).
+inline Status extra_unary_message() {
+  return {StatusCode::kInternal, "more than one request message for a unary request"};
+}
+inline Status missing_unary_message() {
+  return {StatusCode::kInternal, "no request message before half-close"};
+}
+
 // One request message then half-close; `fn(CallHandle, Request&&)` runs at
 // half-close and answers through the handle (now or later). A second message
 // or none at all is INTERNAL (as grpc-java/grpc-go servers answer). The
@@ -40,7 +49,7 @@ class SingleRequestHandler final : public CallHandler {
 
   void on_message(std::span<const std::byte> message) override {
     if (have_) {
-      call_.finish({StatusCode::kInternal, "more than one request message for a unary request"});
+      call_.finish(extra_unary_message());
       return;
     }
     wire_bytes_ = message.size();
@@ -48,7 +57,7 @@ class SingleRequestHandler final : public CallHandler {
   }
   void on_half_close() override {
     if (!have_) {
-      call_.finish({StatusCode::kInternal, "no request message before half-close"});
+      call_.finish(missing_unary_message());
       return;
     }
     // A function that takes the handle by value gets it moved: nothing of this

@@ -68,27 +68,45 @@ struct LookupTimes {
   // otherwise (tests drive a ManualClock: the index reads it as before).
   runtime::Runtime* reactors = nullptr;
 
-  // The wall time at `start_mono_us` on core `here`, or -1: read it.
-  std::int64_t wall_at_start(unsigned here, std::int64_t start_mono_us) const {
-    if (reactors == nullptr) return -1;
+  // Step 0 on core `here`: the call's start (one monotonic read), its
+  // deadline, and the clock the index reads (`ctx.clock`, set by the caller
+  // to the returned LookupClock, which lives on the caller's stack).
+  LookupClock begin(index::Clock& clock, unsigned here, const rpc::CallHandle& call,
+                    index::LookupContext& ctx) const {
+    ctx.start_mono_us = clock.monotonic_us();
+    ctx.deadline_mono_us = call.deadline_us().value_or(INT64_MAX);
+    if (reactors == nullptr) return LookupClock(clock, -1);
     const runtime::Reactor& r = reactors->reactor(here);
-    return wall_at(start_mono_us, r.now_us(), r.wall_us());
+    return LookupClock(clock, wall_at(ctx.start_mono_us, r.now_us(), r.wall_us()));
   }
 };
 
 // The tenant's owner is this core: look up and answer now, into this core's
 // reusable response message (to_response clears it; Clear keeps the replica
-// score elements and their strings for the next call).
+// score elements and their strings for the next call). `Request` is the
+// message or its views (service/lookup_request_view.hh).
+template <typename Request>
 void answer_here(index::Shard& shard, const index::LookupContext& ctx, rpc::CallHandle& call,
-                 const pb::LookupRouteRequest& request) {
+                 const Request& request, std::string_view model_id) {
   // Token ids echoed for prompt_text are the one field that grows with the
   // request: a large echo is not kept.
   constexpr int kMaxKeptTokenIds = 4096;
   thread_local pb::LookupRouteResponse response;
   wire::lookup_route(shard, request, ctx, &response);
-  record(request.model_id(), response);
+  record(model_id, response);
   call.reply(response);
   if (response.token_ids_size() > kMaxKeptTokenIds) response = pb::LookupRouteResponse();
+}
+
+// A request decoded as views, for a tenant this core owns.
+void lookup_here(ShardedIndex& index, LookupTimes times, rpc::CallHandle& call,
+                 const wire::LookupRequestView& request) {
+  index::Clock& clock = index.clock();
+  const unsigned here = index.cores().current_core();
+  index::LookupContext ctx;
+  LookupClock call_clock = times.begin(clock, here, call, ctx);
+  ctx.clock = &call_clock;
+  answer_here(index.shard(here), ctx, call, request, request.model_id);
 }
 
 void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes times,
@@ -97,10 +115,7 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes tim
   runtime::Cores& cores = index.cores();
   const unsigned here = cores.current_core();
   index::LookupContext ctx;
-  ctx.start_mono_us = clock.monotonic_us();
-  ctx.deadline_mono_us = call.deadline_us().value_or(INT64_MAX);
-  const std::int64_t wall = times.wall_at_start(here, ctx.start_mono_us);
-  LookupClock call_clock(clock, wall);
+  LookupClock call_clock = times.begin(clock, here, call, ctx);
   ctx.clock = &call_clock;
   if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
     static const PromptTextConfig kNone;
@@ -111,10 +126,11 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes tim
   }
   const unsigned owner = index.owner(request.tenant_id());
   if (owner == here) {
-    answer_here(index.shard(here), ctx, call, request);
+    answer_here(index.shard(here), ctx, call, request, request.model_id());
     return;
   }
   ctx.clock = &clock;  // call_clock stays on this stack; the owner makes its own
+  const std::int64_t wall = call_clock.given_wall_us();
   std::optional<TimerId> guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
   rpc::CallHandle for_shed = call;  // the reply takes `call` along
   // The runtime's verb straight to the owner's shard: there, and the answer
@@ -140,6 +156,79 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes tim
   answer_without_index(for_shed, refused->model_id(), index::reason::kNoHint,
                        clock.monotonic_us() - ctx.start_mono_us);
 }
+
+// A LookupRoute request's bytes and their views, pooled per core
+// (rpc/message_pool.hh): a warm core allocates nothing for them.
+struct HeldLookup {
+  std::string bytes;
+  wire::LookupRequestView view;
+  void Clear() {
+    bytes.clear();
+    view.clear();
+  }
+};
+
+// LookupRoute's handler: rpc::SingleRequestHandler's contract (one message,
+// then half-close; the same errors) with a fast path. The message is kept as
+// bytes and decoded into views (service/lookup_request_view.hh); at
+// half-close a tenant this core owns is looked up from the views, with no
+// protobuf message filled. A request the views do not take, or for a tenant
+// owned elsewhere, is parsed into a pooled message and goes through lookup().
+class LookupHandler final : public rpc::CallHandler {
+ public:
+  LookupHandler(rpc::CallHandle call, ShardedIndex& index, const PromptTextConfig* prompt,
+                LookupTimes times)
+      : call_(std::move(call)), index_(index), prompt_(prompt), times_(times) {}
+  ~LookupHandler() override {
+    if (held_) rpc::message_pool<HeldLookup>().give(std::move(held_), wire_bytes_);
+    if (request_)
+      rpc::message_pool<pb::LookupRouteRequest>().give(std::move(request_), wire_bytes_);
+  }
+  LookupHandler(const LookupHandler&) = delete;
+  LookupHandler& operator=(const LookupHandler&) = delete;
+
+  void on_message(std::span<const std::byte> message) override {
+    if (have_) {
+      call_.finish(rpc::extra_unary_message());
+      return;
+    }
+    wire_bytes_ = message.size();
+    held_ = rpc::message_pool<HeldLookup>().take();
+    held_->bytes.assign(reinterpret_cast<const char*>(message.data()), message.size());
+    have_ = wire::decode(held_->bytes, held_->view) || parse(message);
+  }
+
+  void on_half_close() override {
+    if (!have_) {
+      call_.finish(rpc::missing_unary_message());
+      return;
+    }
+    if (request_ == nullptr) {
+      if (index_.owner(held_->view.tenant_id) == index_.cores().current_core()) {
+        lookup_here(index_, times_, call_, held_->view);
+        return;
+      }
+      parse(std::as_bytes(std::span(held_->bytes.data(), held_->bytes.size())));
+    }
+    lookup(index_, prompt_, times_, std::move(call_), std::move(*request_));
+  }
+
+ private:
+  // The protobuf path (failure: INVALID_ARGUMENT, as every method answers).
+  bool parse(std::span<const std::byte> message) {
+    request_ = rpc::message_pool<pb::LookupRouteRequest>().take();
+    return rpc::parse_request(message, *request_, call_);
+  }
+
+  rpc::CallHandle call_;
+  ShardedIndex& index_;
+  const PromptTextConfig* prompt_;
+  LookupTimes times_;
+  std::unique_ptr<HeldLookup> held_;
+  std::unique_ptr<pb::LookupRouteRequest> request_;  // protobuf path only
+  std::size_t wire_bytes_ = 0;  // of the message: decides whether its storage is pooled
+  bool have_ = false;
+};
 
 // ----------------------------------------------------------- ReportCacheState
 
@@ -222,12 +311,13 @@ rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
   LookupTimes times;
   if (dynamic_cast<index::SystemClock*>(&index.clock()) != nullptr)
     times.reactors = dynamic_cast<runtime::Runtime*>(&index.cores());
-  return rpc::single_request_method<pb::LookupRouteRequest>(
-      rpc::CallKind::kUnary,
-      [i, prompt, times](rpc::CallHandle call, pb::LookupRouteRequest&& request) {
-        lookup(*i, prompt, times, std::move(call), std::move(request));
-      },
-      /*handles_deadline=*/true);
+  rpc::Method m;
+  m.kind = rpc::CallKind::kUnary;
+  m.handles_deadline = true;
+  m.make = [i, prompt, times](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
+    return std::make_unique<LookupHandler>(std::move(call), *i, prompt, times);
+  };
+  return m;
 }
 
 rpc::Method report_cache_state(ShardedIndex& index) {

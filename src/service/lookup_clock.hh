@@ -25,6 +25,9 @@ class LookupClock final : public index::Clock {
 
   std::int64_t monotonic_us() override { return base_.monotonic_us(); }
   std::int64_t wall_us() override { return wall_us_ >= 0 ? wall_us_ : base_.wall_us(); }
+  // The wall time given at construction (< 0: none), e.g. for the owner
+  // core's LookupClock of a call that hops there.
+  std::int64_t given_wall_us() const { return wall_us_; }
 
  private:
   index::Clock& base_;

@@ -18,6 +18,7 @@ TEST_CASE("lookup_clock: a given wall time is served as is, monotonic reads the 
   base.wall = 1'700'000'000'000'000;
   base.mono_step_us = 7;
   LookupClock clock(base, 1'600'000'000'000'123);
+  CHECK(clock.given_wall_us() == 1'600'000'000'000'123);
   CHECK(clock.wall_us() == 1'600'000'000'000'123);
   base.wall = 42;  // not read again
   CHECK(clock.wall_us() == 1'600'000'000'000'123);
@@ -30,6 +31,7 @@ TEST_CASE("lookup_clock: no wall time given (< 0): every wall read goes to the b
   ManualClock base;
   base.wall = 1'700'000'000'000'000;
   LookupClock clock(base, -1);
+  CHECK(clock.given_wall_us() == -1);
   CHECK(clock.wall_us() == 1'700'000'000'000'000);
   base.wall += 250;
   CHECK(clock.wall_us() == 1'700'000'000'000'250);
