@@ -33,7 +33,8 @@
 # --profile DIR: instead of the table, samples each server (perf record,
 # cpu-clock) during a LookupRoute saturation run and writes the top symbols to
 # DIR/profile-<server>-<rpc>.txt, and keeps the samples as DIR/<server>-<rpc>.perf
-# (PROFILE_RPC=RenderTemplate profiles the transport ceiling instead).
+# (PROFILE_RPC=RenderTemplate profiles the transport ceiling instead;
+# PROFILE_CALLGRAPH=dwarf unwinds through libraries built without frame pointers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -391,7 +392,8 @@ profile_server() {
   [ "$name" = ic ] && port=$ic_port || port=$base_port
   [ "$rpc" = LookupRoute ] && body="$work/lookup.bin" || body="$work/render.bin"
   start_server "$name"
-  perf record -e cpu-clock -F 1999 -g -p "$server_pid" -o "$work/$name.perf" \
+  perf record -e cpu-clock -F 1999 --call-graph "${PROFILE_CALLGRAPH:-fp}" -p "$server_pid" \
+    -o "$work/$name.perf" \
     >/dev/null 2>&1 &
   local perf_pid=$!
   sleep 0.5
