@@ -382,10 +382,7 @@ std::optional<std::span<const std::byte>> MessageReader::next(std::span<const st
 
 // CallHandle: the handler's weak reference into its connection's ServerCalls.
 
-bool CallHandle::alive() const {
-  const auto s = state_.lock();
-  return s && !s->finished;
-}
+bool CallHandle::alive() const { return !state_.expired() && !call_->finished; }
 
 bool CallHandle::write(const google::protobuf::MessageLite& message) {
   const auto s = state_.lock();
@@ -426,8 +423,8 @@ void CallHandle::reply(const google::protobuf::MessageLite& message) {
 }
 
 std::optional<std::int64_t> CallHandle::deadline_us() const {
-  const auto s = state_.lock();
-  return s ? s->deadline_us : std::nullopt;
+  if (state_.expired()) return std::nullopt;
+  return call_->deadline_us;
 }
 
 unsigned CallHandle::core() const {

@@ -162,10 +162,8 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes tim
 struct HeldLookup {
   std::string bytes;
   wire::LookupRequestView view;
-  void Clear() {
-    bytes.clear();
-    view.clear();
-  }
+  // The views are left for the next decode, which clears them first.
+  void Clear() { bytes.clear(); }
 };
 
 // LookupRoute's handler: rpc::SingleRequestHandler's contract (one message,
