@@ -32,7 +32,9 @@
 # approximates dedicated cores. Use rt briefly: it starves other work.
 # --profile DIR: instead of the table, samples each server (perf record,
 # cpu-clock) during a LookupRoute saturation run and writes the top symbols to
-# DIR/profile-<server>.txt.
+# DIR/profile-<server>-<rpc>.txt, and keeps the samples as DIR/<server>-<rpc>.perf
+# (PROFILE_RPC=RenderTemplate profiles the transport ceiling instead;
+# PROFILE_CALLGRAPH=dwarf unwinds through libraries built without frame pointers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -386,21 +388,25 @@ median_of() {  # median_of SERVER TOOL RPC MODE COLUMN (mawk-safe: no asort)
 # profile_server NAME: perf record (software cpu-clock: works in VMs without
 # PMU access) of the whole server process during one saturation run.
 profile_server() {
-  local name=$1 port
+  local name=$1 port rpc=${PROFILE_RPC:-LookupRoute} body
   [ "$name" = ic ] && port=$ic_port || port=$base_port
+  [ "$rpc" = LookupRoute ] && body="$work/lookup.bin" || body="$work/render.bin"
   start_server "$name"
-  perf record -e cpu-clock -F 1999 -g -p "$server_pid" -o "$work/$name.perf" \
+  perf record -e cpu-clock -F 1999 --call-graph "${PROFILE_CALLGRAPH:-fp}" -p "$server_pid" \
+    -o "$work/$name.perf" \
     >/dev/null 2>&1 &
   local perf_pid=$!
   sleep 0.5
   "${pin_load[@]}" h2load -t "$load_threads" -c "${SAT_CLIENTS:-4}" -m "${SAT_STREAMS:-16}" \
-    -d "$work/lookup.bin" -H 'content-type: application/grpc' -H 'te: trailers' \
-    -D "$duration" "http://127.0.0.1:$port/$service/LookupRoute" >"$work/$name.h2load" 2>&1 || true
+    -d "$body" -H 'content-type: application/grpc' -H 'te: trailers' \
+    -D "$duration" "http://127.0.0.1:$port/$service/$rpc" >"$work/$name.h2load" 2>&1 || true
   kill -INT "$perf_pid" 2>/dev/null || true
   wait "$perf_pid" 2>/dev/null || true
   stop_server
+  # The samples stay next to the summary (call graphs: perf report -i ... -g).
+  cp "$work/$name.perf" "$profile_dir/$name-$rpc.perf"
   {
-    echo "# $name: perf record -e cpu-clock -F 1999 -g during h2load LookupRoute saturation"
+    echo "# $name: perf record -e cpu-clock -F 1999 -g during h2load $rpc saturation"
     echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $placement; load average $(cut -d' ' -f1-3 /proc/loadavg)"
     grep -E '^finished in|^requests:' "$work/$name.h2load" || true
     echo
@@ -412,8 +418,8 @@ profile_server() {
     perf report -i "$work/$name.perf" --stdio --no-children --sort dso,symbol -g none \
       --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' |
       sed -E 's/[[:space:]]+-[[:space:]]+-[[:space:]]*$//; s/[[:space:]]+$//' | head -45 || true
-  } >"$profile_dir/profile-$name.txt"
-  log "wrote $profile_dir/profile-$name.txt"
+  } >"$profile_dir/profile-$name-$rpc.txt"
+  log "wrote $profile_dir/profile-$name-$rpc.txt"
 }
 if [ -n "$profile_dir" ]; then
   command -v perf >/dev/null || { log "compare.sh: perf missing (apt-get install linux-perf)"; exit 1; }

@@ -40,7 +40,8 @@ enum class CallKind : std::uint8_t { kUnary, kClientStreaming, kServerStreaming,
 class CallHandle {
  public:
   CallHandle() = default;
-  explicit CallHandle(std::weak_ptr<detail::CallState> state) : state_(std::move(state)) {}
+  explicit CallHandle(const std::shared_ptr<detail::CallState>& state)
+      : state_(state), call_(state.get()) {}
 
   // True while the stream is open and the call not finished.
   bool alive() const;
@@ -71,6 +72,10 @@ class CallHandle {
 
  private:
   std::weak_ptr<detail::CallState> state_;
+  // The state itself, read without locking by the read-only accessors: on
+  // the connection's core nothing frees it between their expiry check and
+  // the read (a lock is two atomic updates of the shared count).
+  detail::CallState* call_ = nullptr;
 };
 
 // One call's request side, created per call by its Method. Called only on the

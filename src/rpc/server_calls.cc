@@ -293,10 +293,13 @@ void ServerCalls::finish_call(detail::CallState& call, const Status& status) {
   if (!call.headers_sent) {
     call.headers_sent = true;
     reject(call.id, status);
+  } else if (status.message.empty()) {  // every OK answer: nothing to encode or allocate
+    const h2::HeaderView trailers[] = {{"grpc-status", status_digits(status.code)}};
+    h2_.finish(call.id, trailers);
   } else {
     const std::string message = percent_encode_message(status.message);
-    std::vector<h2::HeaderView> trailers = {{"grpc-status", status_digits(status.code)}};
-    if (!message.empty()) trailers.push_back({"grpc-message", message});
+    const h2::HeaderView trailers[] = {{"grpc-status", status_digits(status.code)},
+                                       {"grpc-message", message}};
     h2_.finish(call.id, trailers);
   }
 }
@@ -379,10 +382,7 @@ std::optional<std::span<const std::byte>> MessageReader::next(std::span<const st
 
 // CallHandle: the handler's weak reference into its connection's ServerCalls.
 
-bool CallHandle::alive() const {
-  const auto s = state_.lock();
-  return s && !s->finished;
-}
+bool CallHandle::alive() const { return !state_.expired() && !call_->finished; }
 
 bool CallHandle::write(const google::protobuf::MessageLite& message) {
   const auto s = state_.lock();
@@ -415,12 +415,16 @@ void CallHandle::finish(const Status& status) {
 }
 
 void CallHandle::reply(const google::protobuf::MessageLite& message) {
-  if (write(message)) finish(Status::ok());
+  // One lock of the call's state for both halves (each lock is two atomic
+  // operations on the shared count, and this is every unary answer).
+  const auto s = state_.lock();
+  if (!s || s->finished) return;
+  if (s->calls->send_message(*s, message)) s->calls->finish_call(*s, Status::ok());
 }
 
 std::optional<std::int64_t> CallHandle::deadline_us() const {
-  const auto s = state_.lock();
-  return s ? s->deadline_us : std::nullopt;
+  if (state_.expired()) return std::nullopt;
+  return call_->deadline_us;
 }
 
 unsigned CallHandle::core() const {

@@ -4,6 +4,7 @@
 // finishes the call with INVALID_ARGUMENT (docs/contract.md).
 
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "rpc/call.hh"
@@ -19,6 +20,15 @@ bool parse_request(std::span<const std::byte> bytes, Request& out, CallHandle& c
   call.finish({StatusCode::kInvalidArgument, "request message does not decode as " +
                                                  std::string(Request::descriptor()->full_name())});
   return false;
+}
+
+// The INTERNAL statuses of a unary request with more than one message or
+// none before half-close (as grpc-java/grpc-go servers answer).
+inline Status extra_unary_message() {
+  return {StatusCode::kInternal, "more than one request message for a unary request"};
+}
+inline Status missing_unary_message() {
+  return {StatusCode::kInternal, "no request message before half-close"};
 }
 
 // One request message then half-close; `fn(CallHandle, Request&&)` runs at
@@ -39,7 +49,7 @@ class SingleRequestHandler final : public CallHandler {
 
   void on_message(std::span<const std::byte> message) override {
     if (have_) {
-      call_.finish({StatusCode::kInternal, "more than one request message for a unary request"});
+      call_.finish(extra_unary_message());
       return;
     }
     wire_bytes_ = message.size();
@@ -47,10 +57,17 @@ class SingleRequestHandler final : public CallHandler {
   }
   void on_half_close() override {
     if (!have_) {
-      call_.finish({StatusCode::kInternal, "no request message before half-close"});
+      call_.finish(missing_unary_message());
       return;
     }
-    fn_(call_, std::move(*request_.message));
+    // A function that takes the handle by value gets it moved: nothing of this
+    // handler answers after half-close, and a copy would cost two atomic
+    // updates of the call's weak count.
+    if constexpr (std::is_invocable_v<Fn&, CallHandle&&, Request&&>) {
+      fn_(std::move(call_), std::move(*request_.message));
+    } else {
+      fn_(call_, std::move(*request_.message));
+    }
   }
 
  private:

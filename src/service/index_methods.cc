@@ -8,8 +8,10 @@
 
 #include "metrics/registry.hh"
 #include "rpc/typed.hh"
+#include "runtime/runtime.hh"
 #include "runtime/submit.hh"
 #include "service/index_wire.hh"
+#include "service/lookup_clock.hh"
 
 namespace ic::service::index_methods {
 namespace {
@@ -59,30 +61,72 @@ std::optional<TimerId> arm_guard(runtime::Timers& timers, index::Clock& clock,
                           });
 }
 
-// The tenant's owner (or its read copy) is this core: look up and answer now, into this core's
-// reusable response message (to_response clears it; Clear keeps the replica
-// score elements and their strings for the next call).
+// Where a LookupRoute call takes its wall time from (service/lookup_clock.hh).
+struct LookupTimes {
+  // The reactors whose turn readings give a call's wall time: set when the
+  // index clock is the system clock the reactors read too (a server), nullptr
+  // otherwise (tests drive a ManualClock: the index reads it as before).
+  runtime::Runtime* reactors = nullptr;
+
+  // Step 0 on core `here`: the call's start (one monotonic read), its
+  // deadline, and the clock the index reads (`ctx.clock`, set by the caller
+  // to the returned LookupClock, which lives on the caller's stack).
+  LookupClock begin(index::Clock& clock, unsigned here, const rpc::CallHandle& call,
+                    index::LookupContext& ctx) const {
+    ctx.start_mono_us = clock.monotonic_us();
+    ctx.deadline_mono_us = call.deadline_us().value_or(INT64_MAX);
+    if (reactors == nullptr) return LookupClock(clock, -1);
+    const runtime::Reactor& r = reactors->reactor(here);
+    return LookupClock(clock, wall_at(ctx.start_mono_us, r.now_us(), r.wall_us()));
+  }
+};
+
+// This core answers the tenant (its owner, or a spread tenant's read copy):
+// look up and answer now, into this core's reusable response message
+// (to_response clears it; Clear keeps the replica score elements and their
+// strings for the next call). `Request` is the message or its views
+// (service/lookup_request_view.hh).
+template <typename Request>
 void answer_here(index::Shard& shard, const index::LookupContext& ctx, rpc::CallHandle& call,
-                 const pb::LookupRouteRequest& request) {
+                 const Request& request, std::string_view model_id) {
   // Token ids echoed for prompt_text are the one field that grows with the
   // request: a large echo is not kept.
   constexpr int kMaxKeptTokenIds = 4096;
   thread_local pb::LookupRouteResponse response;
   wire::lookup_route(shard, request, ctx, &response);
-  record(request.model_id(), response);
+  record(model_id, response);
   call.reply(response);
   if (response.token_ids_size() > kMaxKeptTokenIds) response = pb::LookupRouteResponse();
 }
 
-void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle call,
-            pb::LookupRouteRequest&& request) {
+// The shard on core `here` that answers `tenant_id`'s lookups: the tenant's
+// own when this core owns it, a spread tenant's live read copy
+// (docs/placement.md), else nullptr (the owner answers, one hop away).
+index::Shard* answering_shard(ShardedIndex& index, unsigned here, std::string_view tenant_id) {
+  if (index.owner(tenant_id) == here) return &index.shard(here);
+  Placement* placement = index.placement();
+  return placement != nullptr ? placement->copy_for(here, tenant_id) : nullptr;
+}
+
+// A request decoded as views, for a tenant `shard` (on this core) answers.
+void lookup_here(ShardedIndex& index, index::Shard& shard, LookupTimes times, rpc::CallHandle& call,
+                 const wire::LookupRequestView& request) {
   index::Clock& clock = index.clock();
+  const unsigned here = index.cores().current_core();
   index::LookupContext ctx;
-  ctx.clock = &clock;
-  ctx.start_mono_us = clock.monotonic_us();
-  ctx.deadline_mono_us = call.deadline_us().value_or(INT64_MAX);
+  LookupClock call_clock = times.begin(clock, here, call, ctx);
+  ctx.clock = &call_clock;
+  answer_here(shard, ctx, call, request, request.model_id);
+}
+
+void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes times,
+            rpc::CallHandle call, pb::LookupRouteRequest&& request) {
+  index::Clock& clock = index.clock();
   runtime::Cores& cores = index.cores();
   const unsigned here = cores.current_core();
+  index::LookupContext ctx;
+  LookupClock call_clock = times.begin(clock, here, call, ctx);
+  ctx.clock = &call_clock;
   if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
     static const PromptTextConfig kNone;
     const config::CachePolicy& policy =
@@ -90,28 +134,25 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle
     ctx.token_ids_from_prompt =
         resolve_prompt_text(prompt != nullptr ? *prompt : kNone, policy, clock, ctx, request);
   }
-  const unsigned owner = index.owner(request.tenant_id());
-  if (owner == here) {
-    answer_here(index.shard(here), ctx, call, request);
+  if (index::Shard* shard = answering_shard(index, here, request.tenant_id()); shard != nullptr) {
+    answer_here(*shard, ctx, call, request, request.model_id());
     return;
   }
-  // A spread tenant's read copy on this core answers without a hop
-  // (docs/placement.md); otherwise (no copy here, or resyncing) the owner.
-  if (Placement* placement = index.placement(); placement != nullptr) {
-    if (index::Shard* copy = placement->copy_for(here, request.tenant_id()); copy != nullptr) {
-      answer_here(*copy, ctx, call, request);
-      return;
-    }
-  }
+  const unsigned owner = index.owner(request.tenant_id());
+  ctx.clock = &clock;  // call_clock stays on this stack; the owner makes its own
+  const std::int64_t wall = call_clock.given_wall_us();
   std::optional<TimerId> guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
   rpc::CallHandle for_shed = call;  // the reply takes `call` along
   // The runtime's verb straight to the owner's shard: there, and the answer
   // back here (runtime/submit.hh).
   auto refused = runtime::try_submit_to(
       cores, owner, std::move(request),
-      [shard = &index.shard(owner), ctx](pb::LookupRouteRequest& r) {
+      [shard = &index.shard(owner), ctx, wall](pb::LookupRouteRequest& r) {
+        LookupClock owner_clock(*ctx.clock, wall);
+        index::LookupContext owner_ctx = ctx;
+        owner_ctx.clock = &owner_clock;
         pb::LookupRouteResponse response;
-        wire::lookup_route(*shard, r, ctx, &response);
+        wire::lookup_route(*shard, r, owner_ctx, &response);
         record(r.model_id(), response);  // the metrics of the core doing the work
         return response;
       },
@@ -125,6 +166,79 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, rpc::CallHandle
   answer_without_index(for_shed, refused->model_id(), index::reason::kNoHint,
                        clock.monotonic_us() - ctx.start_mono_us);
 }
+
+// A LookupRoute request's bytes and their views, pooled per core
+// (rpc/message_pool.hh): a warm core allocates nothing for them.
+struct HeldLookup {
+  std::string bytes;
+  wire::LookupRequestView view;
+  // The views are left for the next decode, which clears them first.
+  void Clear() { bytes.clear(); }
+};
+
+// LookupRoute's handler: rpc::SingleRequestHandler's contract (one message,
+// then half-close; the same errors) with a fast path. The message is kept as
+// bytes and decoded into views (service/lookup_request_view.hh); at
+// half-close a tenant this core owns is looked up from the views, with no
+// protobuf message filled. A request the views do not take, or for a tenant
+// owned elsewhere, is parsed into a pooled message and goes through lookup().
+class LookupHandler final : public rpc::CallHandler {
+ public:
+  LookupHandler(rpc::CallHandle call, ShardedIndex& index, const PromptTextConfig* prompt,
+                LookupTimes times)
+      : call_(std::move(call)), index_(index), prompt_(prompt), times_(times) {}
+  ~LookupHandler() override {
+    if (held_.message) rpc::message_pool<HeldLookup>().give(std::move(held_), wire_bytes_);
+    if (request_.message)
+      rpc::message_pool<pb::LookupRouteRequest>().give(std::move(request_), wire_bytes_);
+  }
+  LookupHandler(const LookupHandler&) = delete;
+  LookupHandler& operator=(const LookupHandler&) = delete;
+
+  void on_message(std::span<const std::byte> message) override {
+    if (have_) {
+      call_.finish(rpc::extra_unary_message());
+      return;
+    }
+    wire_bytes_ = message.size();
+    held_ = rpc::message_pool<HeldLookup>().take();
+    held_.message->bytes.assign(reinterpret_cast<const char*>(message.data()), message.size());
+    have_ = wire::decode(held_.message->bytes, held_.message->view) || parse(message);
+  }
+
+  void on_half_close() override {
+    if (!have_) {
+      call_.finish(rpc::missing_unary_message());
+      return;
+    }
+    if (request_.message == nullptr) {
+      if (index::Shard* shard =
+              answering_shard(index_, index_.cores().current_core(), held_.message->view.tenant_id);
+          shard != nullptr) {
+        lookup_here(index_, *shard, times_, call_, held_.message->view);
+        return;
+      }
+      parse(std::as_bytes(std::span(held_.message->bytes.data(), held_.message->bytes.size())));
+    }
+    lookup(index_, prompt_, times_, std::move(call_), std::move(*request_.message));
+  }
+
+ private:
+  // The protobuf path (failure: INVALID_ARGUMENT, as every method answers).
+  bool parse(std::span<const std::byte> message) {
+    request_ = rpc::message_pool<pb::LookupRouteRequest>().take();
+    return rpc::parse_request(message, *request_.message, call_);
+  }
+
+  rpc::CallHandle call_;
+  ShardedIndex& index_;
+  const PromptTextConfig* prompt_;
+  LookupTimes times_;
+  rpc::MessagePool<HeldLookup>::Lease held_;
+  rpc::MessagePool<pb::LookupRouteRequest>::Lease request_;  // protobuf path only
+  std::size_t wire_bytes_ = 0;  // of the message: decides whether its storage is pooled
+  bool have_ = false;
+};
 
 // ----------------------------------------------------------- ReportCacheState
 
@@ -204,12 +318,16 @@ void cache_state(ShardedIndex& index, rpc::CallHandle call, pb::GetCacheStateReq
 
 rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
   ShardedIndex* i = &index;
-  return rpc::single_request_method<pb::LookupRouteRequest>(
-      rpc::CallKind::kUnary,
-      [i, prompt](rpc::CallHandle call, pb::LookupRouteRequest&& request) {
-        lookup(*i, prompt, std::move(call), std::move(request));
-      },
-      /*handles_deadline=*/true);
+  LookupTimes times;
+  if (dynamic_cast<index::SystemClock*>(&index.clock()) != nullptr)
+    times.reactors = dynamic_cast<runtime::Runtime*>(&index.cores());
+  rpc::Method m;
+  m.kind = rpc::CallKind::kUnary;
+  m.handles_deadline = true;
+  m.make = [i, prompt, times](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
+    return std::make_unique<LookupHandler>(std::move(call), *i, prompt, times);
+  };
+  return m;
 }
 
 rpc::Method report_cache_state(ShardedIndex& index) {

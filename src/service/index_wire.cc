@@ -153,6 +153,13 @@ void lookup_route(index::Shard& shard, const pb::LookupRouteRequest& request,
   to_response(b.result, out);
 }
 
+void lookup_route(index::Shard& shard, const LookupRequestView& request,
+                  const index::LookupContext& ctx, pb::LookupRouteResponse* out) {
+  Buffers& b = buffers();
+  shard.lookup(to_query(request), ctx, &b.result);
+  to_response(b.result, out);
+}
+
 index::IngestResult ingest(index::Shard& shard, const pb::CacheStateUpdate& update,
                            std::int64_t now_wall_us) {
   return shard.ingest(to_update(update, buffers().update), now_wall_us);

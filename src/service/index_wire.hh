@@ -15,6 +15,7 @@
 
 #include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "service/lookup_request_view.hh"
 
 namespace ic::service::wire {
 
@@ -55,6 +56,9 @@ void to_response(const index::CacheState& state, pb::GetCacheStateResponse* out)
 
 // LookupRoute on `shard` (index::Shard::lookup).
 void lookup_route(index::Shard& shard, const pb::LookupRouteRequest& request,
+                  const index::LookupContext& ctx, pb::LookupRouteResponse* out);
+// The same for a request decoded into views (service/lookup_request_view.hh).
+void lookup_route(index::Shard& shard, const LookupRequestView& request,
                   const index::LookupContext& ctx, pb::LookupRouteResponse* out);
 // ReportCacheState of one message (index::Shard::ingest).
 index::IngestResult ingest(index::Shard& shard, const pb::CacheStateUpdate& update,

@@ -129,6 +129,50 @@ TEST_CASE_FIXTURE(Routed, "local tenant: answered inline without any post") {
   CHECK(link.posts == 0);
 }
 
+// The same state, then one LookupRoute: its response body (gRPC-framed).
+std::string lookup_body(const std::string& request_bytes) {
+  Routed r;
+  const std::string t = tenant_on(0);
+  CHECK(r.answer<pb::Ack>(r.start("ReportCacheState", update(t, "xyz"))).accepted());
+  const auto id = r.svc->client.grpc_call(method("LookupRoute"), frame(request_bytes), true);
+  r.svc->run();
+  CHECK(r.svc->client.streams[id].trailer("grpc-status") == "0");
+  CHECK(r.link.posts == 0);
+  return r.svc->client.streams[id].body;
+}
+
+TEST_CASE("local LookupRoute: the views' answer is byte for byte protobuf's") {
+  const std::string plain = lookup(tenant_on(0), "xyz").SerializeAsString();  // views
+  const std::string extended = plain + std::string("\x78\x01", 2);  // + unknown field 15: protobuf
+  const std::string body = lookup_body(plain);
+  pb::LookupRouteResponse resp;
+  REQUIRE(unframe(body).size() == 1);
+  REQUIRE(resp.ParseFromString(unframe(body)[0]));
+  CHECK(resp.reason_code() == "PREFIX_MATCH");
+  CHECK(resp.replica_scores_size() == 1);
+  CHECK(body == lookup_body(extended));
+}
+
+TEST_CASE_FIXTURE(Routed, "local LookupRoute: two messages, none, or undecodable bytes") {
+  const std::string t = tenant_on(0);
+  const std::string one = frame(lookup(t, "xyz").SerializeAsString());
+  const auto two = svc->client.grpc_call(method("LookupRoute"), one + one, true);
+  const auto none = svc->client.grpc_call(method("LookupRoute"), "", true);
+  const auto bad = svc->client.grpc_call(method("LookupRoute"),
+                                         frame("\x0a\x05"
+                                               "ab"),
+                                         true);
+  svc->run();
+  CHECK(svc->client.streams[two].grpc_status() == "13");
+  CHECK(svc->client.streams[two].grpc_message() ==
+        "more than one request message for a unary request");
+  CHECK(svc->client.streams[none].grpc_status() == "13");
+  CHECK(svc->client.streams[none].grpc_message() == "no request message before half-close");
+  CHECK(svc->client.streams[bad].grpc_status() == "3");
+  CHECK(svc->client.streams[bad].grpc_message() ==
+        "request message does not decode as inferencecache.v1alpha1.LookupRouteRequest");
+}
+
 TEST_CASE_FIXTURE(Routed, "remote GetCacheState and PublishEvent go through the owner") {
   const std::string t = tenant_on(1);
   start("ReportCacheState", update(t, "h1"));
