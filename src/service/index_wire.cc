@@ -44,6 +44,17 @@ Buffers& buffers() {
   return b;
 }
 
+// A buffer grown past this many elements by one large request is freed after
+// it, not kept: a 1 MB ReportCacheState of empty prefixes grows `prefixes` to
+// 40 MB, which a warm core would otherwise hold until it exits
+// (docs/hostile-peers.md "Reused state"). Ordinary requests stay far below.
+constexpr std::size_t kMaxKeptElements = 4096;
+
+template <typename T>
+void release_if_large(std::vector<T>& v) {
+  if (v.capacity() > kMaxKeptElements) std::vector<T>().swap(v);
+}
+
 }  // namespace
 
 index::LookupQuery to_query(const pb::LookupRouteRequest& request,
@@ -151,6 +162,7 @@ void lookup_route(index::Shard& shard, const pb::LookupRouteRequest& request,
   Buffers& b = buffers();
   shard.lookup(to_query(request, b.hashes), ctx, &b.result);
   to_response(b.result, out);
+  release_if_large(b.hashes);
 }
 
 void lookup_route(index::Shard& shard, const LookupRequestView& request,
@@ -162,7 +174,16 @@ void lookup_route(index::Shard& shard, const LookupRequestView& request,
 
 index::IngestResult ingest(index::Shard& shard, const pb::CacheStateUpdate& update,
                            std::int64_t now_wall_us) {
-  return shard.ingest(to_update(update, buffers().update), now_wall_us);
+  UpdateBuffers& b = buffers().update;
+  const index::IngestResult result = shard.ingest(to_update(update, b), now_wall_us);
+  release_if_large(b.prefixes);
+  release_if_large(b.block_hashes);
+  return result;
+}
+
+std::size_t kept_update_buffer_elements() {
+  const UpdateBuffers& b = buffers().update;
+  return b.prefixes.capacity() + b.block_hashes.capacity();
 }
 
 std::size_t apply_event(index::Shard& shard, const pb::CacheEvent& event,

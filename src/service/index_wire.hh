@@ -63,6 +63,12 @@ void lookup_route(index::Shard& shard, const LookupRequestView& request,
 // ReportCacheState of one message (index::Shard::ingest).
 index::IngestResult ingest(index::Shard& shard, const pb::CacheStateUpdate& update,
                            std::int64_t now_wall_us);
+
+// Capacity, in elements, of this thread's ingest translation buffers: what
+// the last ingest left kept. A message that needed more than 4,096 prefixes
+// or block hashes has its buffers freed after it, so this is 0 then
+// (docs/hostile-peers.md "Reused state").
+std::size_t kept_update_buffer_elements();
 // PublishEvent (index::Shard::apply_event): (key, replica) entries removed.
 std::size_t apply_event(index::Shard& shard, const pb::CacheEvent& event, std::int64_t now_wall_us);
 // GetCacheState (index::Shard::get_cache_state).

@@ -255,3 +255,27 @@ TEST_CASE("index_wire: GetCacheState query and response") {
 }
 
 }  // namespace
+
+TEST_CASE("index_wire: a large ReportCacheState's translation buffers are freed after it") {
+  ic::index::Shard shard(ic::index::IndexConfig{}, nullptr);
+  pb::CacheStateUpdate small;
+  small.set_tenant_id("t");
+  small.set_model_id("m");
+  small.set_replica_id("r");
+  small.set_hash_scheme("vllm");
+  pb::PrefixEntry* p = small.add_prefixes();
+  p->add_block_hashes("b0");
+  p->add_block_hashes("b1");
+  pb::CacheStateUpdate large = small;
+  for (int i = 0; i < 5000; ++i) large.add_prefixes()->add_block_hashes(std::to_string(i));
+
+  wire::ingest(shard, large, 1'000'000);
+  CHECK(wire::kept_update_buffer_elements() == 0);
+  // From empty buffers: one prefix (capacity 1) and two block hashes (1, then 2).
+  wire::ingest(shard, small, 1'000'001);
+  CHECK(wire::kept_update_buffer_elements() == 3);
+  wire::ingest(shard, small, 1'000'002);
+  CHECK(wire::kept_update_buffer_elements() == 3);
+  wire::ingest(shard, large, 1'000'003);
+  CHECK(wire::kept_update_buffer_elements() == 0);
+}
