@@ -1,5 +1,5 @@
 // PublishEvent (docs/index.md "Events"): PREFIX_EVICTED probes one group,
-// REPLICA_UPDATED refreshes liveness, ALL_CLEARED walks the tenant's keys;
+// REPLICA_UPDATED refreshes liveness, ALL_CLEARED walks the shard's keys;
 // PREFIX_ADDED and unknown types are acknowledged no-ops.
 
 #include "index/detail/shard_impl.hh"
@@ -12,19 +12,22 @@ std::size_t Shard::Impl::evict_prefix(const Event& ev, std::uint32_t tm, std::ui
   const std::string_view bytes = ev.prefix_hash;
   const std::uint32_t adapter = ev.adapter_id.empty() ? kNone : adapters.find(ev.adapter_id);
   if (!ev.adapter_id.empty() && adapter == kNone) return 0;
+  // The group's keys share one probe run; collect them first (removing a
+  // key's last entry removes the key and shifts the run).
+  event_keys.clear();
+  groups.for_each_in_run(group_hash(tm, bytes), [&](std::uint32_t k) {
+    const KeyRec& kr = keys[k];
+    const DomainRec& dr = domains[kr.domain];
+    if (dr.tm == tm && key_bytes_equal(kr, bytes) && (adapter == kNone || dr.k.adapter == adapter))
+      event_keys.push_back(k);
+  });
   std::size_t removed = 0;
-  std::uint32_t k = find_group(tm, group_hash(tm, bytes), bytes);
-  while (k != kNone) {
-    // Capture the next key first: removing the last entry frees `k`.
-    const std::uint32_t next = keys[k].next_in_group;
-    if (adapter == kNone || domains[keys[k].domain].k.adapter == adapter) {
-      const std::uint32_t e = find_entry(k, replica);
-      if (e != kNone) {
-        remove_entry(e);
-        ++removed;
-      }
+  for (const std::uint32_t k : event_keys) {
+    const std::uint32_t e = find_entry(k, replica);
+    if (e != kNone) {
+      remove_entry(e);
+      ++removed;
     }
-    k = next;
   }
   return removed;
 }
@@ -41,20 +44,21 @@ void Shard::Impl::refresh_replica(const Event& ev, std::uint32_t tm, std::uint32
 
 std::size_t Shard::Impl::clear_replica(const Event& ev, std::uint32_t tenant, std::uint32_t model,
                                        std::uint32_t replica) {
-  // Walk the tenant's keys (not the whole shard) for this model's entries.
+  // One pass over the shard's key slots (keys carry no per-tenant list,
+  // docs/index.md "Layout and memory"); removals free slots, never move them.
   std::size_t removed = 0;
   quiet_removals = true;  // one ALL_CLEARED report, not one per entry
-  std::uint32_t k = tenant_recs[tenant].key_head;
-  while (k != kNone) {
-    const std::uint32_t next = keys[k].tenant_next;
-    if (domains[keys[k].domain].k.model == model) {
-      const std::uint32_t e = find_entry(k, replica);
-      if (e != kNone) {
-        remove_entry(e);
-        ++removed;
-      }
+  const std::uint32_t hw = keys.high_water();
+  for (std::uint32_t k = 0; k < hw; ++k) {
+    const KeyRec& kr = keys[k];
+    if (!kr.live()) continue;
+    const DomainKey& d = domains[kr.domain].k;
+    if (d.tenant != tenant || d.model != model) continue;
+    const std::uint32_t e = find_entry(k, replica);
+    if (e != kNone) {
+      remove_entry(e);
+      ++removed;
     }
-    k = next;
   }
   quiet_removals = false;
   // tm may have been freed if it had no stats; look it up again.

@@ -33,13 +33,10 @@ std::int32_t saturate32(std::int64_t v) {
 void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int32_t tokens,
                          std::int64_t seen, std::uint8_t tier, std::uint32_t replica,
                          IngestResult& r) {
-  // One probe serves both the lookup and, for a new key, the group link.
-  const std::uint32_t tm = domains[domain].tm;
-  const std::uint64_t h = group_hash(tm, bytes);
-  const std::uint32_t head = find_group(tm, h, bytes);
-  std::uint32_t k = head;
-  while (k != kNone && keys[k].domain != domain) k = keys[k].next_in_group;
-  if (k == kNone) k = create_key(domain, bytes, h, head);
+  // One hash serves both the probe and, for a new key, its insertion.
+  const std::uint64_t h = group_hash(domains[domain].tm, bytes);
+  std::uint32_t k = find_key_hashed(domain, h, bytes);
+  if (k == kNone) k = create_key(domain, bytes, h);
   TenantRec& t = tenant_recs[domains[domain].k.tenant];
   if (t.quota_valid && seen <= t.quota_threshold) t.drop_quota_victims();
   std::uint32_t e = find_entry(k, replica);
@@ -49,7 +46,7 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int3
     tenant_replica_add(domains[domain].k.tenant, replica, seen);
     changed = true;
   }
-  EntryRec& er = entries[e];
+  EntryFields& er = entry(e);
   er.token_count = tokens;
   er.tier = tier;  // last write wins: T1 → T2 → T1
   if (changed || er.last_seen != seen) {
@@ -90,7 +87,7 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
     upsert(domain, p.prefix_hash, p.token_count, seen, tier, replica, r);
     return;
   }
-  // The blocks' group slots are independent random reads: each upsert starts
+  // The blocks' key table slots are independent random reads: each upsert starts
   // the read kPrefetchAhead blocks on, so the misses overlap.
   constexpr std::size_t kPrefetchAhead = 8;
   const std::uint32_t tm = domains[domain].tm;

@@ -242,8 +242,8 @@ void Shard::Impl::start_chain_run(const LookupState& st) {
   cands.clear();
   const std::uint32_t k0 = st.domain == kNone ? kNone : find_key(st.domain, chain_hashes[0]);
   if (k0 == kNone) return;
-  for (std::uint32_t e = keys[k0].first_entry; e != kNone; e = entries[e].next_in_key) {
-    const EntryRec& er = entries[e];
+  for (std::uint32_t e = first_entry(k0); e != kNone; e = next_entry(e)) {
+    const EntryFields& er = entry(e);
     if (st.now - er.last_seen >= st.ttl) continue;
     cands.push_back(ChainCand{er.replica, 1, chain_counts[0], er.last_seen, er.tier});
   }
@@ -265,11 +265,11 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
       h_next = group_hash(dtm, chain_hashes[i + 1]);
       groups.prefetch(h_next);
     }
-    const std::uint32_t k = find_key_hashed(domain, dtm, h, chain_hashes[i]);
+    const std::uint32_t k = find_key_hashed(domain, h, chain_hashes[i]);
     if (k == kNone) break;
     std::size_t next = 0;
-    for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
-      const EntryRec& er = entries[e];
+    for (std::uint32_t e = first_entry(k); e != kNone; e = next_entry(e)) {
+      const EntryFields& er = entry(e);
       if (now - er.last_seen >= ttl) continue;
       for (std::size_t c = next; c < active; ++c) {
         if (cands[c].replica != er.replica) continue;
@@ -353,8 +353,8 @@ void Shard::Impl::match_tenant_hot(const LookupState& st) {
 void Shard::Impl::match_exact(LookupState& st) {
   const std::uint32_t k = st.domain == kNone ? kNone : find_key(st.domain, st.exact_hash);
   if (k != kNone) {
-    for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
-      const EntryRec& er = entries[e];
+    for (std::uint32_t e = first_entry(k); e != kNone; e = next_entry(e)) {
+      const EntryFields& er = entry(e);
       const double fresh = freshness(st.now, er.last_seen, st.ttl);
       if (fresh <= 0) continue;
       const double score = holder_score(st, er.replica, er.token_count, fresh);

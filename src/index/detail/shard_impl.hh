@@ -11,6 +11,7 @@
 #include <memory>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "index/detail/eviction_state.hh"
 #include "index/detail/lookup_state.hh"
@@ -53,9 +54,10 @@ struct Shard::Impl : detail::Records,
   IndexGlobals* globals;
   std::shared_ptr<const config::PolicySet> policies;
   detail::NameCache name_cache;
+  std::vector<std::uint32_t> event_keys;  // PREFIX_EVICTED's keys (events.cc scratch)
 
   // ===== key / record plumbing (records.cc) =====
-  // Seeded hash of (tenant-model id, prefix hash bytes) for the GroupTable;
+  // Seeded hash of (tenant-model id, prefix hash bytes) for the KeyTable;
   // the 8-byte wire form (the common case) takes a multiply-xorshift mix.
   static std::uint64_t group_hash(std::uint32_t tm, std::string_view bytes) {
     constexpr std::uint64_t kGroupSeed = 0x5EED1DC0FFEEull;
@@ -67,27 +69,63 @@ struct Shard::Impl : detail::Records,
     return XXH3_64bits_withSeed(bytes.data(), bytes.size(), kGroupSeed + tm);
   }
   std::string_view key_bytes(const detail::KeyRec& k) const;
+  // The KeyTable hash of live key `k` (recomputed: the table stores no hashes).
+  std::uint64_t key_hash(std::uint32_t k) const {
+    const detail::KeyRec& kr = keys[k];
+    return group_hash(domains[kr.domain].tm, key_bytes(kr));
+  }
   // Inline: this is the innermost comparison of every probe.
   bool key_bytes_equal(const detail::KeyRec& k, std::string_view bytes) const {
-    if (k.hash_len == detail::kLongHash) return long_hashes[k.hash] == bytes;
-    if (k.hash_len != bytes.size()) return false;
+    const std::uint8_t len = k.entry.hash_len;
+    if (len == detail::kLongHash) return long_hashes[k.hash] == bytes;
+    if (len != bytes.size()) return false;
     std::uint64_t v = 0;
     if (!bytes.empty()) __builtin_memcpy(&v, bytes.data(), bytes.size() < 8 ? bytes.size() : 8);
     return v == k.hash;
   }
-  // Group head for (tm, bytes) or kNone.
-  std::uint32_t find_group(std::uint32_t tm, std::uint64_t h, std::string_view bytes) const;
   // Key of (domain, bytes) or kNone. No allocation.
   std::uint32_t find_key(std::uint32_t domain, std::string_view bytes) const;
-  // Same with the group hash precomputed (h = group_hash(tm of domain, bytes)).
-  std::uint32_t find_key_hashed(std::uint32_t domain, std::uint32_t tm, std::uint64_t h,
+  // Same with the key hash precomputed (h = group_hash(tm of domain, bytes)).
+  std::uint32_t find_key_hashed(std::uint32_t domain, std::uint64_t h,
                                 std::string_view bytes) const;
   // Entry of `replica` in key `k` or kNone.
   std::uint32_t find_entry(std::uint32_t k, std::uint32_t replica) const;
 
+  // ===== entries by handle (detail/records.hh kSpill) =====
+  detail::EntryFields& entry(std::uint32_t e) {
+    return (e & detail::kSpill) != 0 ? spills[e & ~detail::kSpill].entry : keys[e].entry;
+  }
+  const detail::EntryFields& entry(std::uint32_t e) const {
+    return (e & detail::kSpill) != 0 ? spills[e & ~detail::kSpill].entry : keys[e].entry;
+  }
+  std::uint32_t entry_key(std::uint32_t e) const {
+    return (e & detail::kSpill) != 0 ? spills[e & ~detail::kSpill].key : e;
+  }
+  // The key's entries: the inline one (if taken), then its SpillRecs.
+  std::uint32_t first_entry(std::uint32_t k) const {
+    const detail::KeyRec& kr = keys[k];
+    if (kr.entry.replica != detail::kNone) return k;
+    return kr.spill == detail::kNone ? detail::kNone : kr.spill | detail::kSpill;
+  }
+  std::uint32_t next_entry(std::uint32_t e) const {
+    const std::uint32_t s =
+        (e & detail::kSpill) != 0 ? spills[e & ~detail::kSpill].next : keys[e].spill;
+    return s == detail::kNone ? detail::kNone : s | detail::kSpill;
+  }
+  // Entry slots in handle order (sweep, export, victim scans): every key
+  // slot's inline entry, then every SpillRec. entry_slot_from(e) = the first
+  // slot at or after handle `e`; past the end when entry_slots_done().
+  std::uint32_t entry_slot_from(std::uint32_t e) const {
+    return (e & detail::kSpill) == 0 && e >= keys.high_water() ? detail::kSpill : e;
+  }
+  bool entry_slots_done(std::uint32_t e) const {
+    return (e & detail::kSpill) != 0 && (e & ~detail::kSpill) >= spills.high_water();
+  }
+  bool entry_live(std::uint32_t e) const { return entry(e).replica != detail::kNone; }
+
   std::uint32_t find_domain(std::string_view tenant, std::string_view model,
                             std::string_view scheme, std::string_view adapter) const;
-  // The same with the names' ids (kNone: an unknown name, no domain).
+  // The same with the names' ids (detail::kNone: an unknown name, no domain).
   std::uint32_t find_domain(const detail::DomainKey& k) const;
   std::uint32_t find_tm(std::uint32_t tenant, std::uint32_t model) const;
   std::uint32_t find_scope(std::uint32_t tm, std::uint32_t scheme) const;
@@ -95,13 +133,13 @@ struct Shard::Impl : detail::Records,
   std::uint32_t get_or_create_domain(std::string_view tenant, std::string_view model,
                                      std::string_view scheme, std::string_view adapter);
   std::uint32_t get_or_create_tm(std::uint32_t tenant, std::uint32_t model);
-  // New key of (domain, bytes); `h` = its group hash, `head` = the group's
-  // current head key or kNone (the caller just probed for both).
-  std::uint32_t create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
-                           std::uint32_t head);
+  // New key of (domain, bytes); `h` = its group hash (the caller just probed).
+  std::uint32_t create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h);
   std::uint32_t create_entry(std::uint32_t k, std::uint32_t replica);
 
   void remove_entry(std::uint32_t e);  // cascades to key/domain/tm/tenant
+  // Unlinks entry `e` from its key and frees its slot.
+  void free_entry(std::uint32_t e);
   void remove_key_record(std::uint32_t k);
   void remove_domain(std::uint32_t d);
   void maybe_remove_tm(std::uint32_t tm);
@@ -125,7 +163,8 @@ struct Shard::Impl : detail::Records,
   std::int64_t publish();
 
   // ===== eviction (evict.cc) =====
-  std::uint32_t order_a(const detail::EntryRec& e) const;
+  // The LFU part of entry `e`'s cap order (its access count on LFU tenants, else 0).
+  std::uint32_t order_a(std::uint32_t e) const;
   // Strict total order of docs/index.md: (a, last_seen, key bytes, names, replica).
   bool victim_full_less(const detail::VictimRec& x, const detail::VictimRec& y) const;
   bool victim_current(const detail::VictimRec& v) const;

@@ -1,0 +1,103 @@
+#pragma once
+// Flat open-addressing hash table (linear probing, backward-shift deletion)
+// from a 64-bit hash of (tenant, model, prefix hash bytes) to the keys with
+// that hash: 4 bytes per slot (the key id alone), load ≤ 3/4, no allocation
+// per probe. The caller owns the key records: it supplies equality, and the
+// hash of a stored key when slots move (erase, growth). Keys of one group
+// (same tenant, model and bytes, other schemes or adapters) hash alike and so
+// sit in one probe run.
+//
+// The slot count is not a power of two: it grows by 1.5× and a hash's home is
+// (low 32 bits × slots) >> 32 (Lemire's multiply-shift range reduction), so the
+// table stays between 1/2 and 3/4 full: 5.3-8 bytes per key.
+
+#include <cstdint>
+#include <vector>
+
+namespace ic::index::detail {
+
+class KeyTable {
+ public:
+  KeyTable() { slots_.resize(16); }
+
+  // The first key of `h`'s probe run for which eq(key) holds, or kNoKey.
+  // Every slot of the run calls eq (no tag is stored: eq compares the key).
+  template <class Eq>
+  std::uint32_t find(std::uint64_t h, Eq&& eq) const {
+    for (std::size_t i = home(h);; i = after(i)) {
+      const std::uint32_t s = slots_[i];
+      if (s == 0) return kNoKey;
+      if (eq(s - 1)) return s - 1;
+    }
+  }
+  // Calls fn(key) for every key of `h`'s probe run; fn must not change the table.
+  template <class Fn>
+  void for_each_in_run(std::uint64_t h, Fn&& fn) const {
+    for (std::size_t i = home(h); slots_[i] != 0; i = after(i)) fn(slots_[i] - 1);
+  }
+  // Hints the cache about the home slot of `h` (lookups walking a chain
+  // prefetch the next block's slot while matching the current one).
+  void prefetch(std::uint64_t h) const { __builtin_prefetch(&slots_[home(h)]); }
+  // Adds `key` (the caller checked it is absent). hash_of(k) = the hash of a
+  // stored key, for the rehash when the table grows.
+  template <class HashOf>
+  void insert(std::uint64_t h, std::uint32_t key, HashOf&& hash_of) {
+    if ((size_ + 1) * 4 > slots_.size() * 3) grow(hash_of);
+    place(h, key + 1);
+    ++size_;
+  }
+  // Removes `key`, whose hash is `h`; hash_of as for insert.
+  template <class HashOf>
+  void erase(std::uint64_t h, std::uint32_t key, HashOf&& hash_of) {
+    std::size_t hole = home(h);
+    while (slots_[hole] != key + 1) hole = after(hole);
+    // Backward shift: pull later entries of the cluster into the hole when
+    // their home position allows it, so probes never need tombstones.
+    for (std::size_t j = after(hole);; j = after(j)) {
+      const std::uint32_t s = slots_[j];
+      if (s == 0) break;
+      if (distance(home(hash_of(s - 1)), j) >= distance(hole, j)) {
+        slots_[hole] = s;
+        hole = j;
+      }
+    }
+    slots_[hole] = 0;
+    --size_;
+  }
+  std::size_t size() const { return size_; }
+  std::size_t memory_bytes() const { return slots_.capacity() * sizeof(std::uint32_t); }
+
+  static constexpr std::uint32_t kNoKey = UINT32_MAX;
+
+ private:
+  // Home slot of `h`: its low 32 bits scaled into [0, slots).
+  std::size_t home(std::uint64_t h) const {
+    return static_cast<std::size_t>(
+        (std::uint64_t{static_cast<std::uint32_t>(h)} * slots_.size()) >> 32);
+  }
+  std::size_t after(std::size_t i) const { return i + 1 == slots_.size() ? 0 : i + 1; }
+  // Slots from `from` forward to `to`, wrapping.
+  std::size_t distance(std::size_t from, std::size_t to) const {
+    return to >= from ? to - from : to + slots_.size() - from;
+  }
+  void place(std::uint64_t h, std::uint32_t key_plus1) {
+    std::size_t i = home(h);
+    while (slots_[i] != 0) i = after(i);
+    slots_[i] = key_plus1;
+  }
+  template <class HashOf>
+  void grow(HashOf& hash_of) {
+    std::vector<std::uint32_t> old;
+    old.swap(slots_);
+    slots_.assign(old.size() + old.size() / 2, 0);
+    for (const std::uint32_t s : old) {
+      if (s != 0) place(hash_of(s - 1), s);
+    }
+  }
+
+  // key id + 1; 0 = empty.
+  std::vector<std::uint32_t> slots_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace ic::index::detail
