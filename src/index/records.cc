@@ -12,11 +12,6 @@ namespace ic::index {
 
 using namespace detail;
 
-std::string_view Shard::Impl::key_bytes(const KeyRec& k) const {
-  if (k.entry.hash_len == kLongHash) return long_hashes[k.hash];
-  return {reinterpret_cast<const char*>(&k.hash), k.entry.hash_len};
-}
-
 std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes) const {
   return find_key_hashed(domain, group_hash(domains[domain].tm, bytes), bytes);
 }
@@ -180,7 +175,6 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
                                       std::uint64_t h) {
   const std::uint32_t k = keys.allocate_fresh();
   KeyRec& kr = keys[k];
-  kr.domain = domain;
   if (bytes.size() <= 8) {
     kr.entry.hash_len = static_cast<std::uint8_t>(bytes.size());
     if (!bytes.empty()) std::memcpy(&kr.hash, bytes.data(), bytes.size());
@@ -197,7 +191,10 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
     }
     kr.hash = slot;
   }
-  groups.insert(h, k, [this](std::uint32_t x) { return key_hash(x); });
+  // Not live yet (allocate_fresh left no domain): a growth re-places the
+  // others, then the new key goes in.
+  groups.insert(h, k, [this](auto&& put) { each_key_hash(put); });
+  keys[k].domain = domain;
   DomainRec& dr = domains[domain];
   ++tenant_recs[dr.k.tenant].key_count;
   ++tms[dr.tm].key_count;

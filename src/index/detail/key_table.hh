@@ -38,15 +38,27 @@ class KeyTable {
   // Hints the cache about the home slot of `h` (lookups walking a chain
   // prefetch the next block's slot while matching the current one).
   void prefetch(std::uint64_t h) const { __builtin_prefetch(&slots_[home(h)]); }
-  // Adds `key` (the caller checked it is absent). hash_of(k) = the hash of a
-  // stored key, for the rehash when the table grows.
-  template <class HashOf>
-  void insert(std::uint64_t h, std::uint32_t key, HashOf&& hash_of) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) grow(hash_of);
+  // Calls fn(key) for the first `max` keys of `h`'s probe run: the caller
+  // prefetches their records (at once, so the misses overlap) once prefetch(h)
+  // has had time to land.
+  template <class Fn>
+  void prefetch_run(std::uint64_t h, int max, Fn&& fn) const {
+    for (std::size_t i = home(h); max-- > 0 && slots_[i] != 0; i = after(i)) fn(slots_[i] - 1);
+  }
+  // Adds `key` (the caller checked it is absent). When the table is full it
+  // grows first: each_key(put) must call put(hash, key) for every stored key
+  // (in key order: the caller's records are read sequentially, not by slot).
+  template <class EachKey>
+  void insert(std::uint64_t h, std::uint32_t key, EachKey&& each_key) {
+    if ((size_ + 1) * 4 > slots_.size() * 3) {
+      slots_.assign(slots_.size() + slots_.size() / 2, 0);
+      each_key([this](std::uint64_t kh, std::uint32_t k) { place(kh, k + 1); });
+    }
     place(h, key + 1);
     ++size_;
   }
-  // Removes `key`, whose hash is `h`; hash_of as for insert.
+  // Removes `key`, whose hash is `h`; hash_of(k) = the hash of stored key k
+  // (for the keys the backward shift may move).
   template <class HashOf>
   void erase(std::uint64_t h, std::uint32_t key, HashOf&& hash_of) {
     std::size_t hole = home(h);
@@ -85,16 +97,6 @@ class KeyTable {
     while (slots_[i] != 0) i = after(i);
     slots_[i] = key_plus1;
   }
-  template <class HashOf>
-  void grow(HashOf& hash_of) {
-    std::vector<std::uint32_t> old;
-    old.swap(slots_);
-    slots_.assign(old.size() + old.size() / 2, 0);
-    for (const std::uint32_t s : old) {
-      if (s != 0) place(hash_of(s - 1), s);
-    }
-  }
-
   // key id + 1; 0 = empty.
   std::vector<std::uint32_t> slots_;
   std::size_t size_ = 0;

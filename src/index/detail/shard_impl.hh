@@ -55,6 +55,7 @@ struct Shard::Impl : detail::Records,
   std::shared_ptr<const config::PolicySet> policies;
   detail::NameCache name_cache;
   std::vector<std::uint32_t> event_keys;  // PREFIX_EVICTED's keys (events.cc scratch)
+  std::vector<std::uint64_t> chain_keys;  // key hashes of a chain (ingest.cc, lookup.cc)
 
   // ===== key / record plumbing (records.cc) =====
   // Seeded hash of (tenant-model id, prefix hash bytes) for the KeyTable;
@@ -68,11 +69,33 @@ struct Shard::Impl : detail::Records,
     }
     return XXH3_64bits_withSeed(bytes.data(), bytes.size(), kGroupSeed + tm);
   }
-  std::string_view key_bytes(const detail::KeyRec& k) const;
+  std::string_view key_bytes(const detail::KeyRec& k) const {
+    if (k.entry.hash_len == detail::kLongHash) return long_hashes[k.hash];
+    return {reinterpret_cast<const char*>(&k.hash), k.entry.hash_len};
+  }
   // The KeyTable hash of live key `k` (recomputed: the table stores no hashes).
   std::uint64_t key_hash(std::uint32_t k) const {
     const detail::KeyRec& kr = keys[k];
     return group_hash(domains[kr.domain].tm, key_bytes(kr));
+  }
+  // Calls put(key_hash(k), k) for every live key, in key order (KeyTable growth).
+  void each_key_hash(auto&& put) const {
+    const std::uint32_t hw = keys.high_water();
+    for (std::uint32_t k = 0; k < hw; ++k) {
+      if (keys[k].live()) put(key_hash(k), k);
+    }
+  }
+  // Starts the reads a probe of `h` will make: prefetch_slot() first, then,
+  // a few blocks later, prefetch_key() (the records of the first `run` keys
+  // of its probe run, both cache lines a 40-byte record may span). A chain walk (ingest,
+  // lookup) overlaps the two dependent misses of each block with other blocks.
+  void prefetch_slot(std::uint64_t h) const { groups.prefetch(h); }
+  void prefetch_key(std::uint64_t h, int run = 1) const {
+    groups.prefetch_run(h, run, [this](std::uint32_t k) {
+      const char* p = reinterpret_cast<const char*>(&keys[k]);
+      __builtin_prefetch(p);
+      __builtin_prefetch(p + sizeof(detail::KeyRec) - 1);
+    });
   }
   // Inline: this is the innermost comparison of every probe.
   bool key_bytes_equal(const detail::KeyRec& k, std::string_view bytes) const {
@@ -203,8 +226,9 @@ struct Shard::Impl : detail::Records,
   // Ingests one reported prefix into `domain` (chain blocks and/or the exact key).
   void ingest_prefix(std::uint32_t domain, const PrefixReport& p, std::int64_t seen,
                      std::uint32_t replica, IngestResult& r);
-  void upsert(std::uint32_t domain, std::string_view bytes, std::int32_t tokens, std::int64_t seen,
-              std::uint8_t tier, std::uint32_t replica, IngestResult& r);
+  // Upserts (domain, bytes) with key hash `h` = group_hash(tm of domain, bytes).
+  void upsert(std::uint32_t domain, std::string_view bytes, std::uint64_t h, std::int32_t tokens,
+              std::int64_t seen, std::uint8_t tier, std::uint32_t replica, IngestResult& r);
   void apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const ReplicaStats& s,
                    std::int64_t seen);
   // The tenant quota, then the global cap, after an ingest into `tenant`.
