@@ -92,7 +92,7 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
   // starts the slot read of block j + kSlotAhead and the key record reads of
   // block j + kKeyAhead (its slot has landed by then), so the misses overlap.
   // A new key's probe reads every key of its run: the first kRunAhead of them.
-  constexpr std::size_t kSlotAhead = 8, kKeyAhead = 4;
+  constexpr std::size_t kSlotAhead = 16, kKeyAhead = 8;
   constexpr int kRunAhead = 8;
   const std::size_t n = p.block_hashes.size();
   chain_keys.resize(n);
