@@ -15,7 +15,7 @@ std::size_t Shard::Impl::evict_prefix(const Event& ev, std::uint32_t tm, std::ui
   // The group's keys share one probe run; collect them first (removing a
   // key's last entry removes the key and shifts the run).
   event_keys.clear();
-  groups.for_each_in_run(group_hash(tm, bytes), [&](std::uint32_t k) {
+  key_table.for_each_in_run(group_hash(tm, bytes), [&](std::uint32_t k) {
     const KeyRec& kr = keys[k];
     const DomainRec& dr = domains[kr.domain];
     if (dr.tm == tm && key_bytes_equal(kr, bytes) && (adapter == kNone || dr.k.adapter == adapter))

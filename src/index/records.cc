@@ -18,7 +18,7 @@ std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes
 
 std::uint32_t Shard::Impl::find_key_hashed(std::uint32_t domain, std::uint64_t h,
                                            std::string_view bytes) const {
-  const std::uint32_t k = groups.find(h, [&](std::uint32_t x) {
+  const std::uint32_t k = key_table.find(h, [&](std::uint32_t x) {
     const KeyRec& kr = keys[x];
     return kr.domain == domain && key_bytes_equal(kr, bytes);
   });
@@ -193,7 +193,7 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
   }
   // Not live yet (allocate_fresh left no domain): a growth re-places the
   // others, then the new key goes in.
-  groups.insert(h, k, [this](auto&& put) { each_key_hash(put); });
+  key_table.insert(h, k, [this](auto&& put) { each_key_hash(put); });
   keys[k].domain = domain;
   DomainRec& dr = domains[domain];
   ++tenant_recs[dr.k.tenant].key_count;
@@ -208,7 +208,7 @@ void Shard::Impl::remove_key_record(std::uint32_t k) {
   KeyRec& kr = keys[k];
   const std::uint32_t d = kr.domain;
   DomainRec& dr = domains[d];
-  groups.erase(key_hash(k), k, [this](std::uint32_t x) { return key_hash(x); });
+  key_table.erase(key_hash(k), k, [this](std::uint32_t x) { return key_hash(x); });
   --tenant_recs[dr.k.tenant].key_count;
   --tms[dr.tm].key_count;
   --model_keys[dr.k.model];

@@ -167,7 +167,7 @@ ShardSnapshot Shard::collect_snapshot() const {
 
 std::size_t Shard::memory_bytes() const noexcept {
   const Impl& s = *impl_;
-  std::size_t b = s.keys.memory_bytes() + s.spills.memory_bytes() + s.groups.memory_bytes();
+  std::size_t b = s.keys.memory_bytes() + s.spills.memory_bytes() + s.key_table.memory_bytes();
   b += s.tenants.memory_bytes() + s.models.memory_bytes() + s.schemes.memory_bytes() +
        s.adapters.memory_bytes() + s.replicas.memory_bytes();
   b += s.domains.capacity() * sizeof(DomainRec) + s.domain_ids.size() * 48;

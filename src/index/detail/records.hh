@@ -9,8 +9,8 @@
 //            PREFIX_EVICTED (no scheme) walks one run.
 //   Entry  = (key, replica): the key's first entry inline in its 40-byte
 //            KeyRec, the others in 32-byte SpillRecs linked from the key.
-//   Bytes per entry at one replica per key: 40 + 5.3-8 for the key table
-//   slot (docs/index.md "Layout and memory").
+//   Bytes per entry at one replica per key: 40 + 6.7-10 for the key table
+//   slot and tag (docs/index.md "Layout and memory").
 //   Scope  = (tenant, model, scheme): replicas serving it with entry counts,
 //            kept sorted by replica name (AFFINITY_HINT picks by index).
 // All ids are dense uint32 (Interner / Slab indexes).
@@ -200,7 +200,7 @@ struct Records {
   Slab<SpillRec> spills;
   std::vector<std::string> long_hashes;
   std::vector<std::uint32_t> long_free;
-  KeyTable groups;
+  KeyTable key_table;
 
   std::unordered_map<DomainKey, std::uint32_t, DomainKeyHash> domain_ids;
   std::vector<DomainRec> domains;

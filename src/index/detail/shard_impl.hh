@@ -89,9 +89,9 @@ struct Shard::Impl : detail::Records,
   // a few blocks later, prefetch_key() (the records of the first `run` keys
   // of its probe run, both cache lines a 40-byte record may span). A chain walk (ingest,
   // lookup) overlaps the two dependent misses of each block with other blocks.
-  void prefetch_slot(std::uint64_t h) const { groups.prefetch(h); }
+  void prefetch_slot(std::uint64_t h) const { key_table.prefetch(h); }
   void prefetch_key(std::uint64_t h, int run = 1) const {
-    groups.prefetch_run(h, run, [this](std::uint32_t k) {
+    key_table.prefetch_run(h, run, [this](std::uint32_t k) {
       const char* p = reinterpret_cast<const char*>(&keys[k]);
       __builtin_prefetch(p);
       __builtin_prefetch(p + sizeof(detail::KeyRec) - 1);
