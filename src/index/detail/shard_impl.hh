@@ -148,7 +148,7 @@ struct Shard::Impl : detail::Records,
 
   std::uint32_t find_domain(std::string_view tenant, std::string_view model,
                             std::string_view scheme, std::string_view adapter) const;
-  // The same with the names' ids (detail::kNone: an unknown name, no domain).
+  // The same with the names' ids (kNone: an unknown name, no domain).
   std::uint32_t find_domain(const detail::DomainKey& k) const;
   std::uint32_t find_tm(std::uint32_t tenant, std::uint32_t model) const;
   std::uint32_t find_scope(std::uint32_t tm, std::uint32_t scheme) const;
