@@ -282,6 +282,75 @@ void BM_PrefixEvicted(benchmark::State& state) {
 }
 BENCHMARK(BM_PrefixEvicted);
 
+// A tenant of 1,000 keys (63 16-block chains of one replica) next to the
+// 1,000,000 entries of the others in the same shard: the cost of its
+// ALL_CLEARED and of its quota evictions should follow its own size, not the
+// shard's (a peer may send ALL_CLEARED events in a stream).
+constexpr int kSmallChains = 63;
+
+std::vector<std::uint64_t> small_chain(std::mt19937_64& rng) {
+  std::vector<std::uint64_t> blocks(16);
+  for (auto& b : blocks) b = rng();
+  return blocks;
+}
+
+// ALL_CLEARED of the small tenant's replica: 1,008 entries removed per event
+// (refilled outside the timing).
+void BM_AllClearedSmallTenant(benchmark::State& state) {
+  World w(1'000'000, 1);
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<std::uint64_t>> chains;
+  for (int c = 0; c < kSmallChains; ++c) chains.push_back(small_chain(rng));
+  auto refill = [&] {
+    for (const auto& blocks : chains)
+      ic::service::wire::ingest(*w.shard, chain_update("tenant-small", "replica-s", blocks, kNow),
+                                kNow);
+  };
+  pb::CacheEvent ev;
+  ev.set_type(pb::CacheEvent::ALL_CLEARED);
+  ev.set_tenant_id("tenant-small");
+  ev.set_model_id("llama");
+  ev.set_replica_id("replica-s");
+  std::size_t removed = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    refill();
+    state.ResumeTiming();
+    removed += ic::service::wire::apply_event(*w.shard, ev, kNow);
+  }
+  if (removed != static_cast<std::size_t>(16 * kSmallChains * state.iterations()))
+    state.SkipWithError("missed");
+  state.counters["entries"] = static_cast<double>(w.shard->entry_count());
+}
+BENCHMARK(BM_AllClearedSmallTenant)->Iterations(200)->Unit(benchmark::kMicrosecond);
+
+// The small tenant at its quota (1,000 keys): each update of a new 16-block
+// chain evicts its 16 oldest keys (the time per update, victim scans
+// included).
+void BM_QuotaEvictSmallTenant(benchmark::State& state) {
+  World w(1'000'000, 1);
+  auto parsed = ic::config::parse_policy_json(
+      R"({"version":7,"tenants":[{"tenantID":"tenant-small","maxIndexEntries":1000}]})");
+  if (!parsed.ok()) {
+    state.SkipWithError(parsed.error.c_str());
+    return;
+  }
+  w.shard->set_policies(parsed.set);
+  std::mt19937_64 rng(6);
+  std::int64_t ts = kNow;
+  auto add = [&] {
+    ic::service::wire::ingest(
+        *w.shard, chain_update("tenant-small", "replica-s", small_chain(rng), ++ts), kNow);
+  };
+  for (int c = 0; c < kSmallChains; ++c) add();
+  const std::int64_t at_quota = w.shard->entry_count();
+  for (auto _ : state) add();
+  // Every update evicted as many keys as it added.
+  if (w.shard->entry_count() != at_quota) state.SkipWithError("quota not held");
+  state.counters["entries"] = static_cast<double>(w.shard->entry_count());
+}
+BENCHMARK(BM_QuotaEvictSmallTenant)->Iterations(4096)->Unit(benchmark::kMicrosecond);
+
 // One TTL sweep slice of 4096 entry slots over the 1M-entry index, nothing
 // expiring (the common case between expiries).
 void BM_SweepSlice4096(benchmark::State& state) {
