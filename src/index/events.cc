@@ -1,5 +1,5 @@
 // PublishEvent (docs/index.md "Events"): PREFIX_EVICTED probes one group,
-// REPLICA_UPDATED refreshes liveness, ALL_CLEARED walks the shard's keys;
+// REPLICA_UPDATED refreshes liveness, ALL_CLEARED walks the tenant's keys;
 // PREFIX_ADDED and unknown types are acknowledged no-ops.
 
 #include "index/detail/shard_impl.hh"
@@ -44,21 +44,22 @@ void Shard::Impl::refresh_replica(const Event& ev, std::uint32_t tm, std::uint32
 
 std::size_t Shard::Impl::clear_replica(const Event& ev, std::uint32_t tenant, std::uint32_t model,
                                        std::uint32_t replica) {
-  // One pass over the shard's key slots (keys carry no per-tenant list,
-  // docs/index.md "Layout and memory"); removals free slots, never move them.
+  // The tenant's keys (its list, or one pass over the shard's key slots,
+  // docs/index.md "Layout and memory"), then this model's. Nothing to walk
+  // when the replica holds no entry of the tenant (a repeated ALL_CLEARED);
+  // the walk stops once it removed all the tenant's entries of the replica.
   std::size_t removed = 0;
+  const TenantReplicaRec* held = find_tenant_replica((std::uint64_t{tenant} << 32) | replica);
+  const std::int64_t held_entries = held == nullptr ? 0 : held->entries;
+  if (held_entries > 0) collect_tenant_keys(tenant);
   quiet_removals = true;  // one ALL_CLEARED report, not one per entry
-  const std::uint32_t hw = keys.high_water();
-  for (std::uint32_t k = 0; k < hw; ++k) {
-    const KeyRec& kr = keys[k];
-    if (!kr.live()) continue;
-    const DomainKey& d = domains[kr.domain].k;
-    if (d.tenant != tenant || d.model != model) continue;
+  for (std::size_t i = 0; held_entries > 0 && i < tenant_keys.size(); ++i) {
+    const std::uint32_t k = tenant_keys[i];
+    if (domains[keys[k].domain].k.model != model) continue;
     const std::uint32_t e = find_entry(k, replica);
-    if (e != kNone) {
-      remove_entry(e);
-      ++removed;
-    }
+    if (e == kNone) continue;
+    remove_entry(e);
+    if (static_cast<std::int64_t>(++removed) == held_entries) break;
   }
   quiet_removals = false;
   // tm may have been freed if it had no stats; look it up again.

@@ -220,22 +220,20 @@ bool Shard::Impl::quota_less(std::int64_t xn, std::uint32_t x, std::int64_t yn,
   return adapters.name(dx.adapter) < adapters.name(dy.adapter);
 }
 
-// One scan of the shard's key slots keeps the tenant's `batch` smallest
-// (bounded max-heap), so a tenant pinned at its quota rescans once per `batch`
-// evictions instead of on every ingest. Keys carry no per-tenant list (it would
-// cost 8 bytes per key, docs/index.md "Layout and memory").
+// One walk of the tenant's keys (its list, or one pass over the shard's key
+// slots, docs/index.md "Layout and memory") keeps its `batch` smallest
+// (bounded max-heap), so a tenant pinned at its quota walks them once per
+// `batch` evictions instead of on every ingest.
 void Shard::Impl::rebuild_quota_victims(TenantRec& t, std::uint32_t tenant, std::int64_t batch) {
   using V = TenantRec::QuotaVictim;
   auto less = [&](const V& a, const V& b) { return quota_less(a.newest, a.key, b.newest, b.key); };
   std::vector<V>& pick = t.quota_victims;
   pick.clear();
   t.quota_pos = 0;
-  const std::uint32_t hw = keys.high_water();
-  for (std::uint32_t k = 0; k < hw; ++k) {
-    const KeyRec& kr = keys[k];
-    if (!kr.live() || domains[kr.domain].k.tenant != tenant) continue;
-    keep_smallest(pick, V{key_newest(k), k, kr.entry.gen}, static_cast<std::size_t>(batch), less);
-  }
+  collect_tenant_keys(tenant);
+  for (const std::uint32_t k : tenant_keys)
+    keep_smallest(pick, V{key_newest(k), k, keys[k].entry.gen}, static_cast<std::size_t>(batch),
+                  less);
   std::sort_heap(pick.begin(), pick.end(), less);
   t.quota_threshold = pick.empty() ? INT64_MIN : pick.back().newest;
   t.quota_valid = !pick.empty();
@@ -252,8 +250,9 @@ std::uint32_t Shard::Impl::enforce_quota(std::uint32_t tenant) {
   while (t.key_count > t.quota) {
     if (!t.quota_valid || t.quota_pos >= t.quota_victims.size()) {
       // The batch: a sixteenth of the tenant's keys, and for a tenant small
-      // next to its shard up to all of them, so one scan of the shard's keys
-      // pays for at least 1/256 of its key count in evictions.
+      // next to its shard up to all of them, so one pass over the shard's
+      // keys (a tenant without a key list) pays for at least 1/256 of its key
+      // count in evictions.
       const std::int64_t over = t.key_count - t.quota;
       const std::int64_t share = std::min(t.key_count, key_total / 256);
       rebuild_quota_victims(t, tenant, std::max({over, t.key_count / 16, share}));

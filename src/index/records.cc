@@ -93,7 +93,10 @@ std::uint32_t Shard::Impl::get_or_create_tm(std::uint32_t tenant, std::uint32_t 
   models.ref(model);
   tm_ids.emplace(id, tm);
   TenantRec& t = tenant_rec(tenant);
-  if (t.tm_count++ == 0) refresh_tenant_policy(tenant);
+  if (t.tm_count++ == 0) {
+    refresh_tenant_policy(tenant);
+    t.listed = true;  // a new tenant is small: list its keys (tenant_keys.cc)
+  }
   if (model >= model_keys.size()) model_keys.resize(models.capacity(), 0);
   return tm;
 }
@@ -103,7 +106,10 @@ void Shard::Impl::maybe_remove_tm(std::uint32_t tm) {
   if (r.domain_count != 0 || !r.stats.empty()) return;
   tm_ids.erase((std::uint64_t{r.tenant} << 32) | r.model);
   TenantRec& t = tenant_recs[r.tenant];
-  if (--t.tm_count == 0) t = TenantRec{};
+  if (--t.tm_count == 0) {
+    unlist(t);
+    t = TenantRec{};
+  }
   const std::uint32_t tenant = r.tenant, model = r.model;
   r.live = false;
   r.stats.clear();
@@ -201,6 +207,7 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
   ++model_keys[dr.k.model];
   ++dr.key_count;
   ++key_total;
+  list_key(dr.k.tenant, k);
   return k;
 }
 

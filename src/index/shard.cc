@@ -178,6 +178,7 @@ std::size_t Shard::memory_bytes() const noexcept {
   b += s.replica_scratch.capacity() * sizeof(ReplicaScratch);
   for (const TmRec& tm : s.tms) b += tm.stats.capacity() * sizeof(StatsRec);
   b += s.tenant_recs.capacity() * sizeof(TenantRec) + s.tenant_replicas.size() * 48;
+  b += s.listed_ids * sizeof(std::uint32_t);
   b += s.victims.capacity() * sizeof(VictimRec) + s.group.capacity() * sizeof(VictimRec);
   b += s.long_hashes.capacity() * sizeof(std::string);
   return b;

@@ -162,6 +162,13 @@ struct TenantRec {
   std::size_t quota_pos = 0;
   std::int64_t quota_threshold = 0;
   bool quota_valid = false;
+  // The tenant's key ids while `listed` (tenant_keys.cc, docs/index.md
+  // "Layout and memory"): kept only for a tenant small next to its shard and
+  // within the shard's budget of listed ids. A removal leaves its id in place
+  // until the next compaction, so readers keep the ids of live keys of this
+  // tenant and drop duplicates (a removed id reused by the same tenant).
+  std::vector<std::uint32_t> key_list;
+  bool listed = false;
   void drop_quota_victims() {
     quota_victims.clear();
     quota_pos = 0;
@@ -222,6 +229,9 @@ struct Records {
   // The row tenant_replica_* used last (records.cc), nullptr = none.
   TenantReplicaRec* tenant_replica_last = nullptr;
   std::uint64_t tenant_replica_last_id = 0;
+
+  // The capacity of every listed tenant's key_list, in ids (their budget).
+  std::size_t listed_ids = 0;
 
   std::int64_t entry_total = 0;
   std::int64_t key_total = 0;

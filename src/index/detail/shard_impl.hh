@@ -54,8 +54,9 @@ struct Shard::Impl : detail::Records,
   IndexGlobals* globals;
   std::shared_ptr<const config::PolicySet> policies;
   detail::NameCache name_cache;
-  std::vector<std::uint32_t> event_keys;  // PREFIX_EVICTED's keys (events.cc scratch)
-  std::vector<std::uint64_t> chain_keys;  // key hashes of a chain (ingest.cc, lookup.cc)
+  std::vector<std::uint32_t> event_keys;   // PREFIX_EVICTED's keys (events.cc scratch)
+  std::vector<std::uint32_t> tenant_keys;  // ALL_CLEARED's and the quota's keys (scratch)
+  std::vector<std::uint64_t> chain_keys;   // key hashes of a chain (ingest.cc, lookup.cc)
 
   // ===== key / record plumbing (records.cc) =====
   // Seeded hash of (tenant-model id, prefix hash bytes) for the KeyTable;
@@ -176,6 +177,20 @@ struct Shard::Impl : detail::Records,
   void tenant_replica_seen(std::uint32_t tenant, std::uint32_t replica, std::int64_t from,
                            std::int64_t to);
   detail::TenantRec& tenant_rec(std::uint32_t tenant);
+  // ===== per-tenant key lists (tenant_keys.cc) =====
+  // Fills `tenant_keys` with the tenant's live key ids, ascending: from its
+  // list, else one pass over the shard's key slots (which lists the tenant
+  // again when it is small enough and the budget allows).
+  void collect_tenant_keys(std::uint32_t tenant);
+  // Notes new key `k` of `tenant` in its list (create_key).
+  void list_key(std::uint32_t tenant, std::uint32_t k);
+  // True when a tenant of `tenant_keys` keys may hold a list that grows by
+  // `more_ids` ids.
+  bool may_list(std::int64_t tenant_key_count, std::size_t more_ids) const;
+  // Frees the tenant's list (it stops being listed).
+  void unlist(detail::TenantRec& t);
+  // Keeps the list's ids of live keys of `tenant`, ascending, once each.
+  void compact_key_list(detail::TenantRec& t, std::uint32_t tenant);
   void refresh_tenant_policy(std::uint32_t tenant);
   std::int64_t ttl_of(std::uint32_t tenant) const;
   std::int64_t ttl_for_policy(const config::CachePolicy& p) const;
