@@ -1,7 +1,8 @@
 // The entry layout (docs/index.md "Layout and memory"): a key's first entry
 // inline, the others spilled; removal in any order, the inline slot reused;
 // the export's visiting order; PREFIX_EVICTED over one probe run; ALL_CLEARED
-// and the quota over the shard's key slots.
+// and the quota of a small tenant next to a large one (tenant_keys_test.cc
+// walks their key lists in detail).
 
 #include <doctest/doctest.h>
 
@@ -104,7 +105,7 @@ TEST_CASE("one probe run per group: PREFIX_EVICTED across schemes, keys of other
   }
 }
 
-TEST_CASE("ALL_CLEARED and the quota walk the shard's keys: other tenants and models untouched") {
+TEST_CASE("ALL_CLEARED and the quota of a small tenant: other tenants and models untouched") {
   Harness h;
   h.policy(R"({"version":7,"policies":[{"namespace":"small","minimumMatchedTokens":0,
     "routingFloorScore":0}],"tenants":[{"tenantID":"small","maxIndexEntries":4}]})");
