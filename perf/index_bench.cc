@@ -245,6 +245,16 @@ void BM_IngestRefresh16(benchmark::State& state) {
 }
 BENCHMARK(BM_IngestRefresh16);
 
+// An event of (tenant, llama, replica).
+pb::CacheEvent event(pb::CacheEvent::Type type, const char* tenant, const char* replica) {
+  pb::CacheEvent ev;
+  ev.set_type(type);
+  ev.set_tenant_id(tenant);
+  ev.set_model_id("llama");
+  ev.set_replica_id(replica);
+  return ev;
+}
+
 // PREFIX_EVICTED on a 1M-entry index: one probe of the (tenant, model, hash)
 // group table, no scan. Each iteration removes one existing entry.
 void BM_PrefixEvicted(benchmark::State& state) {
@@ -261,11 +271,7 @@ void BM_PrefixEvicted(benchmark::State& state) {
     }
   };
   refill();
-  pb::CacheEvent ev;
-  ev.set_type(pb::CacheEvent::PREFIX_EVICTED);
-  ev.set_tenant_id("tenant-a");
-  ev.set_model_id("llama");
-  ev.set_replica_id("replica-3");
+  pb::CacheEvent ev = event(pb::CacheEvent::PREFIX_EVICTED, "tenant-a", "replica-3");
   std::size_t i = 0;
   std::size_t removed = 0;
   for (auto _ : state) {
@@ -308,11 +314,7 @@ void BM_AllClearedSmallTenant(benchmark::State& state) {
       ic::service::wire::ingest(*w.shard, chain_update("tenant-small", "replica-s", blocks, kNow),
                                 kNow);
   };
-  pb::CacheEvent ev;
-  ev.set_type(pb::CacheEvent::ALL_CLEARED);
-  ev.set_tenant_id("tenant-small");
-  ev.set_model_id("llama");
-  ev.set_replica_id("replica-s");
+  const pb::CacheEvent ev = event(pb::CacheEvent::ALL_CLEARED, "tenant-small", "replica-s");
   std::size_t removed = 0;
   for (auto _ : state) {
     state.PauseTiming();

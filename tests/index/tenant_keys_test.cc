@@ -23,6 +23,13 @@ void add_keys(Harness& h, const std::string& tenant, const std::string& replica,
         exact_update(tenant, "m", "vllm", replica, kNow + static_cast<std::int64_t>(k), {{k, 16}}));
 }
 
+// PREFIX_EVICTED of `replica` for keys [from, to) of (tenant, m).
+void evict_keys(Harness& h, const std::string& tenant, const std::string& replica,
+                std::uint64_t from, std::uint64_t to) {
+  for (std::uint64_t k = from; k < to; ++k)
+    CHECK(h.event(pb::CacheEvent::PREFIX_EVICTED, tenant, "m", replica, hb(k)) == 1);
+}
+
 bool held(Harness& h, const std::string& tenant, std::uint64_t k) {
   return h.lookup(exact_req(tenant, "m", "vllm", k, 16)).reason_code() == "PREFIX_MATCH";
 }
@@ -41,8 +48,7 @@ TEST_CASE("a listed tenant's stale ids: keys reused by another tenant are not it
   add_keys(h, "a", "r1", 0, 20);
   add_keys(h, "a", "r2", 50, 51);
   // Ten of a's keys go; b's new keys take their ids (reused last-in first-out).
-  for (std::uint64_t k = 0; k < 10; ++k)
-    CHECK(h.event(pb::CacheEvent::PREFIX_EVICTED, "a", "m", "r1", hb(k)) == 1);
+  evict_keys(h, "a", "r1", 0, 10);
   add_keys(h, "b", "r1", 100, 110);
   CHECK(h.shard->key_count() == 21);
   CHECK(h.event(pb::CacheEvent::ALL_CLEARED, "a", "m", "r1") == 10);
@@ -61,8 +67,7 @@ TEST_CASE("a listed tenant's duplicate ids: a key removed and created again coun
   add_keys(h, "a", "r1", 0, 10);
   add_keys(h, "a", "r2", 0, 2);  // keys 0 and 1 held by two replicas
   // Keys 5..9 go and come back under the same ids, newer than the others.
-  for (std::uint64_t k = 5; k < 10; ++k)
-    CHECK(h.event(pb::CacheEvent::PREFIX_EVICTED, "a", "m", "r1", hb(k)) == 1);
+  evict_keys(h, "a", "r1", 5, 10);
   for (std::uint64_t k = 5; k < 10; ++k)
     h.ingest(exact_update("a", "m", "vllm", "r1", kNow + 1000, {{k, 16}}));
   CHECK(prefixes(h, "a") == 10);
