@@ -245,6 +245,16 @@ void BM_IngestRefresh16(benchmark::State& state) {
 }
 BENCHMARK(BM_IngestRefresh16);
 
+// An event of (tenant, llama, replica).
+pb::CacheEvent event(pb::CacheEvent::Type type, const char* tenant, const char* replica) {
+  pb::CacheEvent ev;
+  ev.set_type(type);
+  ev.set_tenant_id(tenant);
+  ev.set_model_id("llama");
+  ev.set_replica_id(replica);
+  return ev;
+}
+
 // PREFIX_EVICTED on a 1M-entry index: one probe of the (tenant, model, hash)
 // group table, no scan. Each iteration removes one existing entry.
 void BM_PrefixEvicted(benchmark::State& state) {
@@ -261,11 +271,7 @@ void BM_PrefixEvicted(benchmark::State& state) {
     }
   };
   refill();
-  pb::CacheEvent ev;
-  ev.set_type(pb::CacheEvent::PREFIX_EVICTED);
-  ev.set_tenant_id("tenant-a");
-  ev.set_model_id("llama");
-  ev.set_replica_id("replica-3");
+  pb::CacheEvent ev = event(pb::CacheEvent::PREFIX_EVICTED, "tenant-a", "replica-3");
   std::size_t i = 0;
   std::size_t removed = 0;
   for (auto _ : state) {
@@ -282,6 +288,77 @@ void BM_PrefixEvicted(benchmark::State& state) {
 }
 BENCHMARK(BM_PrefixEvicted);
 
+// A tenant of 1,000 keys (63 16-block chains of one replica) next to the
+// 1,000,000 entries of the others in the same shard: the cost of its
+// ALL_CLEARED and of its quota evictions should follow its own size, not the
+// shard's (a peer may send ALL_CLEARED events in a stream).
+constexpr int kSmallChains = 63;
+
+std::vector<std::uint64_t> small_chain(std::mt19937_64& rng) {
+  std::vector<std::uint64_t> blocks(16);
+  for (auto& b : blocks) b = rng();
+  return blocks;
+}
+
+// ALL_CLEARED of the small tenant's replica: 16 × range(0) entries removed per
+// event (refilled outside the timing). 630 chains (10,080 keys, 1 % of the
+// shard) is past a tenant's key list (docs/index.md "Layout and memory").
+void BM_AllClearedSmallTenant(benchmark::State& state) {
+  const auto tenant_chains = static_cast<int>(state.range(0));
+  World w(1'000'000, 1);
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<std::uint64_t>> chains;
+  for (int c = 0; c < tenant_chains; ++c) chains.push_back(small_chain(rng));
+  auto refill = [&] {
+    for (const auto& blocks : chains)
+      ic::service::wire::ingest(*w.shard, chain_update("tenant-small", "replica-s", blocks, kNow),
+                                kNow);
+  };
+  const pb::CacheEvent ev = event(pb::CacheEvent::ALL_CLEARED, "tenant-small", "replica-s");
+  std::size_t removed = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    refill();
+    state.ResumeTiming();
+    removed += ic::service::wire::apply_event(*w.shard, ev, kNow);
+  }
+  if (removed != static_cast<std::size_t>(16 * tenant_chains * state.iterations()))
+    state.SkipWithError("missed");
+  state.counters["entries"] = static_cast<double>(w.shard->entry_count());
+}
+BENCHMARK(BM_AllClearedSmallTenant)
+    ->Arg(kSmallChains)
+    ->Arg(630)
+    ->Iterations(200)
+    ->Unit(benchmark::kMicrosecond);
+
+// The small tenant at its quota (1,000 keys): each update of a new 16-block
+// chain evicts its 16 oldest keys (the time per update, victim scans
+// included).
+void BM_QuotaEvictSmallTenant(benchmark::State& state) {
+  World w(1'000'000, 1);
+  auto parsed = ic::config::parse_policy_json(
+      R"({"version":7,"tenants":[{"tenantID":"tenant-small","maxIndexEntries":1000}]})");
+  if (!parsed.ok()) {
+    state.SkipWithError(parsed.error.c_str());
+    return;
+  }
+  w.shard->set_policies(parsed.set);
+  std::mt19937_64 rng(6);
+  std::int64_t ts = kNow;
+  auto add = [&] {
+    ic::service::wire::ingest(
+        *w.shard, chain_update("tenant-small", "replica-s", small_chain(rng), ++ts), kNow);
+  };
+  for (int c = 0; c < kSmallChains; ++c) add();
+  const std::int64_t at_quota = w.shard->entry_count();
+  for (auto _ : state) add();
+  // Every update evicted as many keys as it added.
+  if (w.shard->entry_count() != at_quota) state.SkipWithError("quota not held");
+  state.counters["entries"] = static_cast<double>(w.shard->entry_count());
+}
+BENCHMARK(BM_QuotaEvictSmallTenant)->Iterations(4096)->Unit(benchmark::kMicrosecond);
+
 // One TTL sweep slice of 4096 entry slots over the 1M-entry index, nothing
 // expiring (the common case between expiries).
 void BM_SweepSlice4096(benchmark::State& state) {
@@ -297,17 +374,19 @@ BENCHMARK(BM_SweepSlice4096);
 
 // ---- floors: independent random probes into a table of the same shape ----
 
-// The index's record width (detail::KeyRec and detail::EntryRec: 32 bytes).
+// The index's record width: detail::SpillRec, 32 bytes (a key record, which
+// holds the key's first entry, is 40).
 struct FloorRec {
   std::uint64_t word[4];
 };
 static_assert(sizeof(FloorRec) == 32);
 // The 1,000,000-entry index's record count.
 constexpr std::size_t kFloorRecords = 1'000'000;
-// A chain lookup of 64 blocks held by 8 replicas reads at least one key and 8
-// entry records per block; an exact lookup of a key held by 8, one block's.
-constexpr int kChainProbes = 64 * (1 + 8);
-constexpr int kExactProbes = 1 + 8;
+// A chain lookup of 64 blocks held by 8 replicas reads at least one key record
+// (with its inline entry) and 7 spill records per block; an exact lookup of a
+// key held by 8, one block's (docs/index.md "Layout and memory").
+constexpr int kChainProbes = 64 * (1 + 7);
+constexpr int kExactProbes = 1 + 7;
 
 std::vector<FloorRec>& floor_table() {
   static std::vector<FloorRec> t = [] {

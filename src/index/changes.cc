@@ -9,8 +9,8 @@ namespace ic::index {
 using namespace detail;
 
 Change Shard::Impl::prefix_change(ChangeType type, std::uint32_t e) const {
-  const EntryRec& er = entries[e];
-  const KeyRec& kr = keys[er.key];
+  const EntryFields& er = entry(e);
+  const KeyRec& kr = keys[entry_key(e)];
   const DomainKey& d = domains[kr.domain].k;
   Change c;
   c.type = type;
@@ -24,7 +24,7 @@ Change Shard::Impl::prefix_change(ChangeType type, std::uint32_t e) const {
 
 void Shard::Impl::report_upsert(std::uint32_t e) {
   Change c = prefix_change(ChangeType::kPrefixAdded, e);
-  c.timestamp_us = entries[e].last_seen;
+  c.timestamp_us = entry(e).last_seen;
   sink->on_change(c);
 }
 

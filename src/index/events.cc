@@ -12,19 +12,22 @@ std::size_t Shard::Impl::evict_prefix(const Event& ev, std::uint32_t tm, std::ui
   const std::string_view bytes = ev.prefix_hash;
   const std::uint32_t adapter = ev.adapter_id.empty() ? kNone : adapters.find(ev.adapter_id);
   if (!ev.adapter_id.empty() && adapter == kNone) return 0;
+  // The group's keys share one probe run; collect them first (removing a
+  // key's last entry removes the key and shifts the run).
+  event_keys.clear();
+  key_table.for_each_in_run(group_hash(tm, bytes), [&](std::uint32_t k) {
+    const KeyRec& kr = keys[k];
+    const DomainRec& dr = domains[kr.domain];
+    if (dr.tm == tm && key_bytes_equal(kr, bytes) && (adapter == kNone || dr.k.adapter == adapter))
+      event_keys.push_back(k);
+  });
   std::size_t removed = 0;
-  std::uint32_t k = find_group(tm, group_hash(tm, bytes), bytes);
-  while (k != kNone) {
-    // Capture the next key first: removing the last entry frees `k`.
-    const std::uint32_t next = keys[k].next_in_group;
-    if (adapter == kNone || domains[keys[k].domain].k.adapter == adapter) {
-      const std::uint32_t e = find_entry(k, replica);
-      if (e != kNone) {
-        remove_entry(e);
-        ++removed;
-      }
+  for (const std::uint32_t k : event_keys) {
+    const std::uint32_t e = find_entry(k, replica);
+    if (e != kNone) {
+      remove_entry(e);
+      ++removed;
     }
-    k = next;
   }
   return removed;
 }
@@ -41,20 +44,22 @@ void Shard::Impl::refresh_replica(const Event& ev, std::uint32_t tm, std::uint32
 
 std::size_t Shard::Impl::clear_replica(const Event& ev, std::uint32_t tenant, std::uint32_t model,
                                        std::uint32_t replica) {
-  // Walk the tenant's keys (not the whole shard) for this model's entries.
+  // The tenant's keys (its list, or one pass over the shard's key slots,
+  // docs/index.md "Layout and memory"), then this model's. Nothing to walk
+  // when the replica holds no entry of the tenant (a repeated ALL_CLEARED);
+  // the walk stops once it removed all the tenant's entries of the replica.
   std::size_t removed = 0;
+  const TenantReplicaRec* held = find_tenant_replica((std::uint64_t{tenant} << 32) | replica);
+  const std::int64_t held_entries = held == nullptr ? 0 : held->entries;
+  if (held_entries > 0) collect_tenant_keys(tenant);
   quiet_removals = true;  // one ALL_CLEARED report, not one per entry
-  std::uint32_t k = tenant_recs[tenant].key_head;
-  while (k != kNone) {
-    const std::uint32_t next = keys[k].tenant_next;
-    if (domains[keys[k].domain].k.model == model) {
-      const std::uint32_t e = find_entry(k, replica);
-      if (e != kNone) {
-        remove_entry(e);
-        ++removed;
-      }
-    }
-    k = next;
+  for (std::size_t i = 0; held_entries > 0 && i < tenant_keys.size(); ++i) {
+    const std::uint32_t k = tenant_keys[i];
+    if (domains[keys[k].domain].k.model != model) continue;
+    const std::uint32_t e = find_entry(k, replica);
+    if (e == kNone) continue;
+    remove_entry(e);
+    if (static_cast<std::int64_t>(++removed) == held_entries) break;
   }
   quiet_removals = false;
   // tm may have been freed if it had no stats; look it up again.

@@ -42,30 +42,30 @@ struct HeapCmp {
 };
 }  // namespace
 
-std::uint32_t Shard::Impl::order_a(const EntryRec& e) const {
-  return tenant_recs[domains[keys[e.key].domain].k.tenant].lfu ? e.access_count : 0;
+std::uint32_t Shard::Impl::order_a(std::uint32_t e) const {
+  return tenant_recs[domains[keys[entry_key(e)].domain].k.tenant].lfu ? entry(e).access_count : 0;
 }
 
 VictimRec Shard::Impl::victim_of(std::uint32_t e) const {
-  const EntryRec& er = entries[e];
-  return VictimRec{e, er.gen, order_a(er), er.last_seen};
+  const EntryFields& er = entry(e);
+  return VictimRec{e, er.gen, order_a(e), er.last_seen};
 }
 
 bool Shard::Impl::victim_current(const VictimRec& v) const {
-  const EntryRec& er = entries[v.entry];
-  return er.live && er.gen == v.gen && er.last_seen == v.last_seen && order_a(er) == v.a;
+  const EntryFields& er = entry(v.entry);
+  return er.replica != kNone && er.gen == v.gen && er.last_seen == v.last_seen &&
+         order_a(v.entry) == v.a;
 }
 
 // Full order between two CURRENT records (both entries live).
 bool Shard::Impl::victim_full_less(const VictimRec& x, const VictimRec& y) const {
   if (x.a != y.a) return x.a < y.a;
   if (x.last_seen != y.last_seen) return x.last_seen < y.last_seen;
-  const EntryRec& ex = entries[x.entry];
-  const EntryRec& ey = entries[y.entry];
-  if (ex.key != ey.key) {
-    const KeyRec& kx = keys[ex.key];
-    const KeyRec& ky = keys[ey.key];
-    if (kx.hash_len == 8 && ky.hash_len == 8 && kx.hash != ky.hash) {
+  const std::uint32_t xk = entry_key(x.entry), yk = entry_key(y.entry);
+  if (xk != yk) {
+    const KeyRec& kx = keys[xk];
+    const KeyRec& ky = keys[yk];
+    if (kx.entry.hash_len == 8 && ky.entry.hash_len == 8 && kx.hash != ky.hash) {
       // Two 8-byte hashes (the wire form): bytewise order = big-endian value order.
       auto be = [](std::uint64_t v) {
         return std::endian::native == std::endian::little ? __builtin_bswap64(v) : v;
@@ -80,7 +80,7 @@ bool Shard::Impl::victim_full_less(const VictimRec& x, const VictimRec& y) const
     if (int c = schemes.name(dx.scheme).compare(schemes.name(dy.scheme)); c != 0) return c < 0;
     if (int c = adapters.name(dx.adapter).compare(adapters.name(dy.adapter)); c != 0) return c < 0;
   }
-  return replicas.name(ex.replica) < replicas.name(ey.replica);
+  return replicas.name(entry(x.entry).replica) < replicas.name(entry(y.entry).replica);
 }
 
 void Shard::Impl::invalidate_victims() {
@@ -133,9 +133,8 @@ void Shard::Impl::rebuild_victims() {
   std::vector<VictimRec> best;
   best.reserve(kVictimBatch);
   auto max_cmp = [](const VictimRec& x, const VictimRec& y) { return coarse_less(x, y); };
-  const std::uint32_t hw = entries.high_water();
-  for (std::uint32_t e = 0; e < hw; ++e) {
-    if (!entries[e].live) continue;
+  for (std::uint32_t e = entry_slot_from(0); !entry_slots_done(e); e = entry_slot_from(e + 1)) {
+    if (!entry_live(e)) continue;
     keep_smallest(best, victim_of(e), kVictimBatch, max_cmp);
   }
   if (best.empty()) return;
@@ -145,8 +144,8 @@ void Shard::Impl::rebuild_victims() {
     victims = std::move(best);
   } else {
     victims.clear();
-    for (std::uint32_t e = 0; e < hw; ++e) {
-      if (!entries[e].live) continue;
+    for (std::uint32_t e = entry_slot_from(0); !entry_slots_done(e); e = entry_slot_from(e + 1)) {
+      if (!entry_live(e)) continue;
       const VictimRec v = victim_of(e);
       if (coarse_le_threshold(v, threshold)) victims.push_back(v);
     }
@@ -194,15 +193,15 @@ std::uint32_t Shard::Impl::evict_cap(std::int64_t need) {
 }
 
 void Shard::Impl::evict_victim(std::uint32_t e) {
-  const bool lfu = tenant_recs[domains[keys[entries[e].key].domain].k.tenant].lfu;
+  const bool lfu = tenant_recs[domains[keys[entry_key(e)].domain].k.tenant].lfu;
   ++(lfu ? evictions.lfu_cap : evictions.lru_cap);
   remove_entry(e);
 }
 
 std::int64_t Shard::Impl::key_newest(std::uint32_t k) const {
   std::int64_t n = INT64_MIN;
-  for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key)
-    n = std::max(n, entries[e].last_seen);
+  for (std::uint32_t e = first_entry(k); e != kNone; e = next_entry(e))
+    n = std::max(n, entry(e).last_seen);
   return n;
 }
 
@@ -221,19 +220,20 @@ bool Shard::Impl::quota_less(std::int64_t xn, std::uint32_t x, std::int64_t yn,
   return adapters.name(dx.adapter) < adapters.name(dy.adapter);
 }
 
-// One scan of the tenant's keys keeps the `batch` smallest (bounded max-heap),
-// so a tenant pinned at its quota rescans once per `batch` evictions instead of
-// on every ingest.
+// One walk of the tenant's keys (its list, or one pass over the shard's key
+// slots, docs/index.md "Layout and memory") keeps its `batch` smallest
+// (bounded max-heap), so a tenant pinned at its quota walks them once per
+// `batch` evictions instead of on every ingest.
 void Shard::Impl::rebuild_quota_victims(TenantRec& t, std::uint32_t tenant, std::int64_t batch) {
-  (void)tenant;
   using V = TenantRec::QuotaVictim;
   auto less = [&](const V& a, const V& b) { return quota_less(a.newest, a.key, b.newest, b.key); };
   std::vector<V>& pick = t.quota_victims;
   pick.clear();
   t.quota_pos = 0;
-  for (std::uint32_t k = t.key_head; k != kNone; k = keys[k].tenant_next) {
-    keep_smallest(pick, V{key_newest(k), k, keys[k].gen}, static_cast<std::size_t>(batch), less);
-  }
+  collect_tenant_keys(tenant);
+  for (const std::uint32_t k : tenant_keys)
+    keep_smallest(pick, V{key_newest(k), k, keys[k].entry.gen}, static_cast<std::size_t>(batch),
+                  less);
   std::sort_heap(pick.begin(), pick.end(), less);
   t.quota_threshold = pick.empty() ? INT64_MIN : pick.back().newest;
   t.quota_valid = !pick.empty();
@@ -249,18 +249,23 @@ std::uint32_t Shard::Impl::enforce_quota(std::uint32_t tenant) {
   // its record while it has keys (the loop stops before the last one goes).
   while (t.key_count > t.quota) {
     if (!t.quota_valid || t.quota_pos >= t.quota_victims.size()) {
+      // The batch: a sixteenth of the tenant's keys, and for a tenant small
+      // next to its shard up to all of them, so one pass over the shard's
+      // keys (a tenant without a key list) pays for at least 1/256 of its key
+      // count in evictions.
       const std::int64_t over = t.key_count - t.quota;
-      rebuild_quota_victims(t, tenant, std::max<std::int64_t>(over, t.key_count / 16));
+      const std::int64_t share = std::min(t.key_count, key_total / 256);
+      rebuild_quota_victims(t, tenant, std::max({over, t.key_count / 16, share}));
       if (!t.quota_valid) break;
     }
     const TenantRec::QuotaVictim v = t.quota_victims[t.quota_pos++];
     const KeyRec& kr = keys[v.key];
-    if (!kr.live || kr.gen != v.gen || key_newest(v.key) != v.newest) continue;  // changed
+    if (!kr.live() || kr.entry.gen != v.gen || key_newest(v.key) != v.newest) continue;  // changed
     const bool last_key = t.key_count == 1;
     // Removing the key's last entry removes the key.
-    while (keys[v.key].first_entry != kNone) {
-      const std::uint32_t e = keys[v.key].first_entry;
-      const bool last = entries[e].next_in_key == kNone;
+    for (;;) {
+      const std::uint32_t e = first_entry(v.key);
+      const bool last = next_entry(e) == kNone;
       remove_entry(e);
       if (last) break;
     }

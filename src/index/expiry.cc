@@ -23,18 +23,17 @@ void Shard::Impl::expire_stats(std::int64_t now) {
 }
 
 bool Shard::Impl::sweep_slice(std::int64_t now, std::size_t budget) {
-  const std::uint32_t hw = entries.high_water();
-  std::uint32_t e = sweep_cursor;
-  for (std::size_t n = 0; n < budget && e < hw; ++n, ++e) {
-    const EntryRec& er = entries[e];
-    if (!er.live) continue;
-    const TenantRec& t = tenant_recs[domains[keys[er.key].domain].k.tenant];
+  std::uint32_t e = entry_slot_from(sweep_cursor);
+  for (std::size_t n = 0; n < budget && !entry_slots_done(e); ++n, e = entry_slot_from(e + 1)) {
+    const EntryFields& er = entry(e);
+    if (er.replica == kNone) continue;
+    const TenantRec& t = tenant_recs[domains[keys[entry_key(e)].domain].k.tenant];
     if (now - er.last_seen < t.ttl_us) continue;
     ++(t.lfu ? evictions.lfu_ttl : evictions.lru_ttl);
     remove_entry(e);
   }
   sweep_cursor = e;
-  const bool done = e >= hw;
+  const bool done = entry_slots_done(e);
   if (done) {
     sweep_cursor = 0;
     expire_stats(now);

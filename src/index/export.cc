@@ -10,12 +10,11 @@ using namespace detail;
 bool Shard::export_entries(std::uint32_t* cursor, std::size_t budget,
                            const std::function<void(const EntryView&)>& fn) const {
   const Impl& s = *impl_;
-  const std::uint32_t hw = s.entries.high_water();
-  std::uint32_t e = *cursor;
-  for (std::size_t n = 0; n < budget && e < hw; ++n, ++e) {
-    const EntryRec& er = s.entries[e];
-    if (!er.live) continue;
-    const KeyRec& k = s.keys[er.key];
+  std::uint32_t e = s.entry_slot_from(*cursor);
+  for (std::size_t n = 0; n < budget && !s.entry_slots_done(e); ++n, e = s.entry_slot_from(e + 1)) {
+    const EntryFields& er = s.entry(e);
+    if (er.replica == kNone) continue;
+    const KeyRec& k = s.keys[s.entry_key(e)];
     const DomainKey& d = s.domains[k.domain].k;
     EntryView v;
     v.tenant = s.tenants.name(d.tenant);
@@ -29,7 +28,7 @@ bool Shard::export_entries(std::uint32_t* cursor, std::size_t budget,
     v.tier = er.tier;
     fn(v);
   }
-  const bool done = e >= hw;
+  const bool done = s.entry_slots_done(e);
   *cursor = done ? 0 : e;
   return done;
 }

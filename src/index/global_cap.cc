@@ -27,7 +27,7 @@ std::uint32_t Shard::Impl::peek_victim() {
 void Shard::Impl::publish_oldest() {
   if (slot < 0) return;
   const std::uint32_t e = peek_victim();
-  globals->oldest[slot].last_seen.store(e == kNone ? INT64_MAX : entries[e].last_seen,
+  globals->oldest[slot].last_seen.store(e == kNone ? INT64_MAX : entry(e).last_seen,
                                         std::memory_order_relaxed);
 }
 
@@ -54,7 +54,7 @@ std::pair<std::int64_t, int> Shard::Impl::oldest_elsewhere() const {
 
 bool Shard::Impl::within_slack(std::uint32_t e, std::int64_t elsewhere) const {
   if (elsewhere == INT64_MAX || slot < 0) return true;
-  return entries[e].last_seen <= elsewhere + cfg.cap_slack_us;
+  return entry(e).last_seen <= elsewhere + cfg.cap_slack_us;
 }
 
 std::int64_t Shard::Impl::slack_entries() const {

@@ -30,16 +30,12 @@ std::int32_t saturate32(std::int64_t v) {
 
 }  // namespace
 
-void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int32_t tokens,
-                         std::int64_t seen, std::uint8_t tier, std::uint32_t replica,
-                         IngestResult& r) {
-  // One probe serves both the lookup and, for a new key, the group link.
-  const std::uint32_t tm = domains[domain].tm;
-  const std::uint64_t h = group_hash(tm, bytes);
-  const std::uint32_t head = find_group(tm, h, bytes);
-  std::uint32_t k = head;
-  while (k != kNone && keys[k].domain != domain) k = keys[k].next_in_group;
-  if (k == kNone) k = create_key(domain, bytes, h, head);
+void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
+                         std::int32_t tokens, std::int64_t seen, std::uint8_t tier,
+                         std::uint32_t replica, IngestResult& r) {
+  // One hash serves both the probe and, for a new key, its insertion.
+  std::uint32_t k = find_key_hashed(domain, h, bytes);
+  if (k == kNone) k = create_key(domain, bytes, h);
   TenantRec& t = tenant_recs[domains[domain].k.tenant];
   if (t.quota_valid && seen <= t.quota_threshold) t.drop_quota_victims();
   std::uint32_t e = find_entry(k, replica);
@@ -49,7 +45,7 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::int3
     tenant_replica_add(domains[domain].k.tenant, replica, seen);
     changed = true;
   }
-  EntryRec& er = entries[e];
+  EntryFields& er = entry(e);
   er.token_count = tokens;
   er.tier = tier;  // last write wins: T1 → T2 → T1
   if (changed || er.last_seen != seen) {
@@ -86,25 +82,33 @@ void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const
 void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std::int64_t seen,
                                 std::uint32_t replica, IngestResult& r) {
   const std::uint8_t tier = stored_tier(p.tier);
+  const std::uint32_t tm = domains[domain].tm;
   if (p.block_hashes.empty()) {
-    upsert(domain, p.prefix_hash, p.token_count, seen, tier, replica, r);
+    upsert(domain, p.prefix_hash, group_hash(tm, p.prefix_hash), p.token_count, seen, tier, replica,
+           r);
     return;
   }
-  // The blocks' group slots are independent random reads: each upsert starts
-  // the read kPrefetchAhead blocks on, so the misses overlap.
-  constexpr std::size_t kPrefetchAhead = 8;
-  const std::uint32_t tm = domains[domain].tm;
+  // The blocks' slots and key records are independent random reads: block j
+  // starts the slot read of block j + kSlotAhead and the key record reads of
+  // block j + kKeyAhead (its slot has landed by then), so the misses overlap.
+  // A new key's probe reads every key of its run: the first kRunAhead of them.
+  constexpr std::size_t kSlotAhead = 16, kKeyAhead = 8;
+  constexpr int kRunAhead = 8;
   const std::size_t n = p.block_hashes.size();
-  for (std::size_t j = 0; j < std::min(n, kPrefetchAhead); ++j)
-    groups.prefetch(group_hash(tm, p.block_hashes[j]));
+  chain_keys.resize(n);
+  for (std::size_t j = 0; j < n; ++j) chain_keys[j] = group_hash(tm, p.block_hashes[j]);
+  for (std::size_t j = 0; j < std::min(n, kSlotAhead); ++j) prefetch_slot(chain_keys[j]);
+  for (std::size_t j = 0; j < std::min(n, kKeyAhead); ++j) prefetch_key(chain_keys[j], kRunAhead);
   std::int64_t sum = 0;
   for (std::size_t j = 0; j < n; ++j) {
-    if (j + kPrefetchAhead < n) groups.prefetch(group_hash(tm, p.block_hashes[j + kPrefetchAhead]));
+    if (j + kSlotAhead < n) prefetch_slot(chain_keys[j + kSlotAhead]);
+    if (j + kKeyAhead < n) prefetch_key(chain_keys[j + kKeyAhead], kRunAhead);
     sum += p.block_token_counts[j];
-    upsert(domain, p.block_hashes[j], saturate32(sum), seen, tier, replica, r);
+    upsert(domain, p.block_hashes[j], chain_keys[j], saturate32(sum), seen, tier, replica, r);
   }
   if (!p.prefix_hash.empty())
-    upsert(domain, p.prefix_hash, saturate32(sum), seen, tier, replica, r);
+    upsert(domain, p.prefix_hash, group_hash(tm, p.prefix_hash), saturate32(sum), seen, tier,
+           replica, r);
 }
 
 void Shard::Impl::settle_ingest(std::uint32_t tenant, IngestResult& r) {

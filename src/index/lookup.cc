@@ -242,8 +242,8 @@ void Shard::Impl::start_chain_run(const LookupState& st) {
   cands.clear();
   const std::uint32_t k0 = st.domain == kNone ? kNone : find_key(st.domain, chain_hashes[0]);
   if (k0 == kNone) return;
-  for (std::uint32_t e = keys[k0].first_entry; e != kNone; e = entries[e].next_in_key) {
-    const EntryRec& er = entries[e];
+  for (std::uint32_t e = first_entry(k0); e != kNone; e = next_entry(e)) {
+    const EntryFields& er = entry(e);
     if (st.now - er.last_seen >= st.ttl) continue;
     cands.push_back(ChainCand{er.replica, 1, chain_counts[0], er.last_seen, er.tier});
   }
@@ -255,22 +255,28 @@ void Shard::Impl::start_chain_run(const LookupState& st) {
 void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std::int64_t ttl) {
   std::size_t active = cands.size();
   const std::uint32_t dtm = domain == kNone ? kNone : domains[domain].tm;
-  std::uint64_t h_next =
-      active > 0 && chain_hashes.size() > 1 ? group_hash(dtm, chain_hashes[1]) : 0;
-  std::size_t i = 1;
-  for (; i < chain_hashes.size() && active > 0; ++i) {
-    // Hash and prefetch block i+1's slot while block i is matched.
-    const std::uint64_t h = h_next;
-    if (i + 1 < chain_hashes.size()) {
-      h_next = group_hash(dtm, chain_hashes[i + 1]);
-      groups.prefetch(h_next);
+  // Block i+4's slot and block i+2's key record are read ahead while block i
+  // is matched (each block hashed once, as the walk reaches it: a short
+  // match hashes little more than it walks).
+  const std::size_t n = chain_hashes.size();
+  chain_keys.resize(n);
+  std::size_t hashed = 1;
+  auto hash_through = [&](std::size_t j) {
+    for (; hashed <= j && hashed < n; ++hashed) {
+      chain_keys[hashed] = group_hash(dtm, chain_hashes[hashed]);
+      prefetch_slot(chain_keys[hashed]);
     }
-    const std::uint32_t k = find_key_hashed(domain, dtm, h, chain_hashes[i]);
+  };
+  if (active > 0) hash_through(4);
+  std::size_t i = 1;
+  for (; i < n && active > 0; ++i) {
+    hash_through(i + 4);
+    if (i + 2 < n) prefetch_key(chain_keys[i + 2]);
+    const std::uint32_t k = find_key_hashed(domain, chain_keys[i], chain_hashes[i]);
     if (k == kNone) break;
     std::size_t next = 0;
-    for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
-      const EntryRec& er = entries[e];
-      if (now - er.last_seen >= ttl) continue;
+    const auto match = [&](const EntryFields& er) {
+      if (now - er.last_seen >= ttl) return;
       for (std::size_t c = next; c < active; ++c) {
         if (cands[c].replica != er.replica) continue;
         ChainCand& cc = cands[c];
@@ -281,9 +287,15 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
         // self-swap would stall on store-to-load forwarding.
         if (c != next) std::swap(cands[c], cands[next]);
         ++next;
-        break;
+        return;
       }
-    }
+    };
+    // The inline entry, then the spill list walked directly (no handles):
+    // this loop is most of a chain lookup's time.
+    const KeyRec& kr = keys[k];
+    if (kr.entry.replica != kNone) match(kr.entry);
+    for (std::uint32_t sp = kr.spill; sp != kNone && next < active; sp = spills[sp].next)
+      match(spills[sp].entry);
     // The others' runs end before block i.
     for (std::size_t c = next; c < active; ++c) cands[c].run = static_cast<std::uint32_t>(i);
     active = next;
@@ -353,8 +365,8 @@ void Shard::Impl::match_tenant_hot(const LookupState& st) {
 void Shard::Impl::match_exact(LookupState& st) {
   const std::uint32_t k = st.domain == kNone ? kNone : find_key(st.domain, st.exact_hash);
   if (k != kNone) {
-    for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
-      const EntryRec& er = entries[e];
+    for (std::uint32_t e = first_entry(k); e != kNone; e = next_entry(e)) {
+      const EntryFields& er = entry(e);
       const double fresh = freshness(st.now, er.last_seen, st.ttl);
       if (fresh <= 0) continue;
       const double score = holder_score(st, er.replica, er.token_count, fresh);

@@ -258,7 +258,7 @@ void Shard::Impl::finish(LookupState& st, std::string_view code, bool echo_adapt
 void Shard::Impl::credit_lfu(const LookupState& st) {
   for (const Scored& s : scored) {
     if (!st.chain) {
-      ++entries[s.entry].access_count;
+      ++entry(s.entry).access_count;
       on_order_change(s.entry);
       continue;
     }
@@ -266,7 +266,7 @@ void Shard::Impl::credit_lfu(const LookupState& st) {
       const std::uint32_t k = find_key(st.domain, chain_hashes[i]);
       const std::uint32_t e = k == kNone ? kNone : find_entry(k, s.replica);
       if (e == kNone) break;
-      ++entries[e].access_count;
+      ++entry(e).access_count;
       on_order_change(e);
     }
   }

@@ -12,36 +12,24 @@ namespace ic::index {
 
 using namespace detail;
 
-std::string_view Shard::Impl::key_bytes(const KeyRec& k) const {
-  if (k.hash_len == kLongHash) return long_hashes[k.hash];
-  return {reinterpret_cast<const char*>(&k.hash), k.hash_len};
-}
-
-std::uint32_t Shard::Impl::find_group(std::uint32_t tm, std::uint64_t h,
-                                      std::string_view bytes) const {
-  const std::uint32_t head = groups.find(h, [&](std::uint32_t k) {
-    const KeyRec& kr = keys[k];
-    return domains[kr.domain].tm == tm && key_bytes_equal(kr, bytes);
-  });
-  return head == GroupTable::kNoKey ? kNone : head;
-}
-
 std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes) const {
-  const std::uint32_t tm = domains[domain].tm;
-  return find_key_hashed(domain, tm, group_hash(tm, bytes), bytes);
+  return find_key_hashed(domain, group_hash(domains[domain].tm, bytes), bytes);
 }
 
-std::uint32_t Shard::Impl::find_key_hashed(std::uint32_t domain, std::uint32_t tm, std::uint64_t h,
+std::uint32_t Shard::Impl::find_key_hashed(std::uint32_t domain, std::uint64_t h,
                                            std::string_view bytes) const {
-  for (std::uint32_t k = find_group(tm, h, bytes); k != kNone; k = keys[k].next_in_group) {
-    if (keys[k].domain == domain) return k;
-  }
-  return kNone;
+  const std::uint32_t k = key_table.find(h, [&](std::uint32_t x) {
+    const KeyRec& kr = keys[x];
+    return kr.domain == domain && key_bytes_equal(kr, bytes);
+  });
+  return k == KeyTable::kNoKey ? kNone : k;
 }
 
 std::uint32_t Shard::Impl::find_entry(std::uint32_t k, std::uint32_t replica) const {
-  for (std::uint32_t e = keys[k].first_entry; e != kNone; e = entries[e].next_in_key) {
-    if (entries[e].replica == replica) return e;
+  const KeyRec& kr = keys[k];
+  if (kr.entry.replica == replica) return k;
+  for (std::uint32_t s = kr.spill; s != kNone; s = spills[s].next) {
+    if (spills[s].entry.replica == replica) return s | kSpill;
   }
   return kNone;
 }
@@ -105,7 +93,10 @@ std::uint32_t Shard::Impl::get_or_create_tm(std::uint32_t tenant, std::uint32_t 
   models.ref(model);
   tm_ids.emplace(id, tm);
   TenantRec& t = tenant_rec(tenant);
-  if (t.tm_count++ == 0) refresh_tenant_policy(tenant);
+  if (t.tm_count++ == 0) {
+    refresh_tenant_policy(tenant);
+    t.listed = true;  // a new tenant is small: list its keys (tenant_keys.cc)
+  }
   if (model >= model_keys.size()) model_keys.resize(models.capacity(), 0);
   return tm;
 }
@@ -115,7 +106,10 @@ void Shard::Impl::maybe_remove_tm(std::uint32_t tm) {
   if (r.domain_count != 0 || !r.stats.empty()) return;
   tm_ids.erase((std::uint64_t{r.tenant} << 32) | r.model);
   TenantRec& t = tenant_recs[r.tenant];
-  if (--t.tm_count == 0) t = TenantRec{};
+  if (--t.tm_count == 0) {
+    unlist(t);
+    t = TenantRec{};
+  }
   const std::uint32_t tenant = r.tenant, model = r.model;
   r.live = false;
   r.stats.clear();
@@ -183,17 +177,15 @@ void Shard::Impl::remove_domain(std::uint32_t d) {
   maybe_remove_tm(tm);
 }
 
-std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
-                                      std::uint32_t head) {
+std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes,
+                                      std::uint64_t h) {
   const std::uint32_t k = keys.allocate_fresh();
   KeyRec& kr = keys[k];
-  kr.domain = domain;
-  kr.live = true;
   if (bytes.size() <= 8) {
-    kr.hash_len = static_cast<std::uint8_t>(bytes.size());
+    kr.entry.hash_len = static_cast<std::uint8_t>(bytes.size());
     if (!bytes.empty()) std::memcpy(&kr.hash, bytes.data(), bytes.size());
   } else {
-    kr.hash_len = kLongHash;
+    kr.entry.hash_len = kLongHash;
     std::uint32_t slot;
     if (!long_free.empty()) {
       slot = long_free.back();
@@ -205,22 +197,17 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
     }
     kr.hash = slot;
   }
+  // Not live yet (allocate_fresh left no domain): a growth re-places the
+  // others, then the new key goes in.
+  key_table.insert(h, k, [this](auto&& put) { each_key_hash(put); });
+  keys[k].domain = domain;
   DomainRec& dr = domains[domain];
-  if (head == kNone) {
-    groups.insert(h, k);
-  } else {
-    kr.next_in_group = keys[head].next_in_group;
-    keys[head].next_in_group = k;
-  }
-  TenantRec& t = tenant_recs[dr.k.tenant];
-  kr.tenant_next = t.key_head;
-  if (t.key_head != kNone) keys[t.key_head].tenant_prev = k;
-  t.key_head = k;
-  ++t.key_count;
+  ++tenant_recs[dr.k.tenant].key_count;
   ++tms[dr.tm].key_count;
   ++model_keys[dr.k.model];
   ++dr.key_count;
   ++key_total;
+  list_key(dr.k.tenant, k);
   return k;
 }
 
@@ -228,50 +215,39 @@ void Shard::Impl::remove_key_record(std::uint32_t k) {
   KeyRec& kr = keys[k];
   const std::uint32_t d = kr.domain;
   DomainRec& dr = domains[d];
-  const std::string_view bytes = key_bytes(kr);
-  const std::uint64_t h = group_hash(dr.tm, bytes);
-  if (groups.is_head(h, k)) {
-    // Most keys head their group: one probe decides and unlinks.
-    if (kr.next_in_group == kNone) {
-      groups.erase(h, k);
-    } else {
-      groups.replace(h, k, kr.next_in_group);
-    }
-  } else {
-    std::uint32_t p = find_group(dr.tm, h, bytes);
-    while (keys[p].next_in_group != k) p = keys[p].next_in_group;
-    keys[p].next_in_group = kr.next_in_group;
-  }
-  TenantRec& t = tenant_recs[dr.k.tenant];
-  if (kr.tenant_prev != kNone) {
-    keys[kr.tenant_prev].tenant_next = kr.tenant_next;
-  } else {
-    t.key_head = kr.tenant_next;
-  }
-  if (kr.tenant_next != kNone) keys[kr.tenant_next].tenant_prev = kr.tenant_prev;
-  --t.key_count;
+  key_table.erase(key_hash(k), k, [this](std::uint32_t x) { return key_hash(x); });
+  --tenant_recs[dr.k.tenant].key_count;
   --tms[dr.tm].key_count;
   --model_keys[dr.k.model];
   --key_total;
-  if (kr.hash_len == kLongHash) {
+  if (kr.entry.hash_len == kLongHash) {
     long_hashes[kr.hash].clear();
     long_hashes[kr.hash].shrink_to_fit();
     long_free.push_back(static_cast<std::uint32_t>(kr.hash));
   }
-  kr.live = false;
-  ++kr.gen;
+  kr.domain = kNone;
+  ++kr.entry.gen;
   keys.free(k);
   if (--dr.key_count == 0) remove_domain(d);
 }
 
 std::uint32_t Shard::Impl::create_entry(std::uint32_t k, std::uint32_t replica) {
-  const std::uint32_t e = entries.allocate_fresh();
-  EntryRec& er = entries[e];
-  er.key = k;
-  er.replica = replica;
-  er.live = true;
-  er.next_in_key = keys[k].first_entry;
-  keys[k].first_entry = e;
+  std::uint32_t e = k;
+  if (keys[k].entry.replica != kNone) {
+    // The inline entry is taken: a SpillRec at the head of the key's list.
+    const std::uint32_t s = spills.allocate_fresh();
+    spills[s].key = k;
+    spills[s].next = keys[k].spill;
+    keys[k].spill = s;
+    e = s | kSpill;
+  }
+  EntryFields& f = entry(e);
+  const std::uint8_t hash_len = f.hash_len;
+  const std::uint16_t gen = f.gen;
+  f = EntryFields{};
+  f.replica = replica;
+  f.hash_len = hash_len;
+  f.gen = gen;
   replicas.ref(replica);
   const DomainRec& dr = domains[keys[k].domain];
   scope_add(dr.scope, replica);
@@ -280,30 +256,43 @@ std::uint32_t Shard::Impl::create_entry(std::uint32_t k, std::uint32_t replica) 
   return e;
 }
 
+void Shard::Impl::free_entry(std::uint32_t e) {
+  if ((e & kSpill) == 0) {
+    // The inline slot stays with the key (empty) for its next replica.
+    EntryFields& f = keys[e].entry;
+    f.replica = kNone;
+    ++f.gen;
+    return;
+  }
+  const std::uint32_t s = e & ~kSpill;
+  KeyRec& kr = keys[spills[s].key];
+  if (kr.spill == s) {
+    kr.spill = spills[s].next;
+  } else {
+    std::uint32_t p = kr.spill;
+    while (spills[p].next != s) p = spills[p].next;
+    spills[p].next = spills[s].next;
+  }
+  spills[s].entry.replica = kNone;
+  ++spills[s].entry.gen;
+  spills.free(s);
+}
+
 void Shard::Impl::remove_entry(std::uint32_t e) {
   if (sink != nullptr) report_removal(e);
-  EntryRec& er = entries[e];
-  const std::uint32_t k = er.key;
-  KeyRec& kr = keys[k];
-  if (kr.first_entry == e) {
-    kr.first_entry = er.next_in_key;
-  } else {
-    std::uint32_t p = kr.first_entry;
-    while (entries[p].next_in_key != e) p = entries[p].next_in_key;
-    entries[p].next_in_key = er.next_in_key;
-  }
-  const DomainRec& dr = domains[kr.domain];
+  const std::uint32_t k = entry_key(e);
+  const EntryFields& f = entry(e);
+  const std::uint32_t replica = f.replica;
+  const DomainRec& dr = domains[keys[k].domain];
   // A removal may lower a key's newest last_seen below the quota threshold.
   if (!quota_evicting) tenant_recs[dr.k.tenant].drop_quota_victims();
-  scope_sub(dr.scope, er.replica);
-  tenant_replica_sub(dr.k.tenant, er.replica, er.last_seen);
-  replicas.release(er.replica);
-  er.live = false;
-  ++er.gen;
-  entries.free(e);
+  scope_sub(dr.scope, replica);
+  tenant_replica_sub(dr.k.tenant, replica, f.last_seen);
+  replicas.release(replica);
+  free_entry(e);
   --entry_total;
   --unpublished;
-  if (kr.first_entry == kNone) remove_key_record(k);
+  if (first_entry(k) == kNone) remove_key_record(k);
 }
 
 void Shard::Impl::scope_add(std::uint32_t scope, std::uint32_t replica) {
@@ -378,11 +367,10 @@ void Shard::Impl::refresh_stale_newest() const {
   if (stale.empty()) return;
   // One pass over the entries recomputes them all (rare: only after the
   // newest entries of a (tenant, replica) went or moved back).
-  const std::uint32_t hw = entries.high_water();
-  for (std::uint32_t e = 0; e < hw; ++e) {
-    const EntryRec& er = entries[e];
-    if (!er.live) continue;
-    const std::uint32_t tenant = domains[keys[er.key].domain].k.tenant;
+  for (std::uint32_t e = entry_slot_from(0); !entry_slots_done(e); e = entry_slot_from(e + 1)) {
+    const EntryFields& er = entry(e);
+    if (er.replica == kNone) continue;
+    const std::uint32_t tenant = domains[keys[entry_key(e)].domain].k.tenant;
     const auto it = stale.find((std::uint64_t{tenant} << 32) | er.replica);
     if (it == stale.end()) continue;
     auto& [newest, count] = it->second;

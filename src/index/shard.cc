@@ -167,7 +167,7 @@ ShardSnapshot Shard::collect_snapshot() const {
 
 std::size_t Shard::memory_bytes() const noexcept {
   const Impl& s = *impl_;
-  std::size_t b = s.keys.memory_bytes() + s.entries.memory_bytes() + s.groups.memory_bytes();
+  std::size_t b = s.keys.memory_bytes() + s.spills.memory_bytes() + s.key_table.memory_bytes();
   b += s.tenants.memory_bytes() + s.models.memory_bytes() + s.schemes.memory_bytes() +
        s.adapters.memory_bytes() + s.replicas.memory_bytes();
   b += s.domains.capacity() * sizeof(DomainRec) + s.domain_ids.size() * 48;
@@ -178,6 +178,7 @@ std::size_t Shard::memory_bytes() const noexcept {
   b += s.replica_scratch.capacity() * sizeof(ReplicaScratch);
   for (const TmRec& tm : s.tms) b += tm.stats.capacity() * sizeof(StatsRec);
   b += s.tenant_recs.capacity() * sizeof(TenantRec) + s.tenant_replicas.size() * 48;
+  b += s.listed_ids * sizeof(std::uint32_t);
   b += s.victims.capacity() * sizeof(VictimRec) + s.group.capacity() * sizeof(VictimRec);
   b += s.long_hashes.capacity() * sizeof(std::string);
   return b;

@@ -4,12 +4,13 @@
 //
 // Layout (docs/index.md "Keys"):
 //   Key    = (domain, prefix hash bytes); domain = (tenant, model, scheme, adapter).
-//   Group  = keys sharing (tenant, model, hash bytes) across schemes/adapters: the
-//            GroupTable maps a group to its first key, so a lookup is one probe
-//            plus a short chain walk, and PREFIX_EVICTED (no scheme) is one probe.
-//   Entry  = (key, replica): 32 bytes in a slab, linked from its key.
-//   Bytes per entry at one replica per key: 32 + 32 + 10.7-16 for the group
-//   slot (docs/index.md "Layout and memory").
+//   Group  = keys sharing (tenant, model, hash bytes) across schemes/adapters:
+//            they hash alike, so the KeyTable holds them in one probe run and
+//            PREFIX_EVICTED (no scheme) walks one run.
+//   Entry  = (key, replica): the key's first entry inline in its 40-byte
+//            KeyRec, the others in 32-byte SpillRecs linked from the key.
+//   Bytes per entry at one replica per key: 40 + 6.7-10 for the key table
+//   slot and tag (docs/index.md "Layout and memory").
 //   Scope  = (tenant, model, scheme): replicas serving it with entry counts,
 //            kept sorted by replica name (AFFINITY_HINT picks by index).
 // All ids are dense uint32 (Interner / Slab indexes).
@@ -19,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "index/detail/group_table.hh"
 #include "index/detail/interner.hh"
+#include "index/detail/key_table.hh"
 #include "index/detail/slab.hh"
 
 namespace ic::index::detail {
@@ -39,32 +40,47 @@ inline std::uint64_t fmix64(std::uint64_t k) {
 // (coldest, reported UNSPECIFIED).
 inline constexpr std::uint8_t kTierInvalid = 0xFF;
 
-struct KeyRec {
-  std::uint64_t hash = 0;  // bytes inline (len ≤ 8, zero-padded) or long_hashes index
-  std::uint32_t domain = kNone;
-  std::uint32_t first_entry = kNone;
-  std::uint32_t next_in_group = kNone;
-  std::uint32_t tenant_prev = kNone;  // per-tenant key list (quota, ALL_CLEARED)
-  std::uint32_t tenant_next = kNone;
-  std::uint8_t hash_len = 0;  // 0..8 inline; kLongHash → long_hashes[hash]
-  bool live = false;
-  std::uint16_t gen = 0;  // bumped on free: quota victim records go stale
-};
-inline constexpr std::uint8_t kLongHash = 0xFF;
-
-struct EntryRec {
+// What the index knows of one (key, replica) entry. A key's first entry lives
+// inline in its KeyRec (most keys have one replica), the others in SpillRecs.
+// The entry is absent (free) while `replica` is kNone.
+struct EntryFields {
   std::int64_t last_seen = 0;  // producer wall µs
-  std::uint32_t key = kNone;
   std::uint32_t replica = kNone;
-  std::uint32_t next_in_key = kNone;
   std::int32_t token_count = 0;
   std::uint32_t access_count = 0;  // LFU credit
   std::uint8_t tier = 1;
-  bool live = false;
-  std::uint16_t gen = 0;  // bumped on free: victim records go stale
+  // KeyRec: the key's hash length (0..8 inline; kLongHash → long_hashes);
+  // SpillRec: unused. Here so that the key record stays 40 bytes.
+  std::uint8_t hash_len = 0;
+  // Bumped on free: stale victim records of a reused slot are told apart. In
+  // a KeyRec it counts the key's and its inline entry's frees together.
+  std::uint16_t gen = 0;
 };
-static_assert(sizeof(EntryRec) == 32);
-static_assert(sizeof(KeyRec) == 32);
+static_assert(sizeof(EntryFields) == 24);
+
+struct KeyRec {
+  std::uint64_t hash = 0;        // bytes inline (len ≤ 8, zero-padded) or long_hashes index
+  EntryFields entry;             // the inline entry (entry.replica == kNone: none)
+  std::uint32_t domain = kNone;  // kNone: a free key slot
+  std::uint32_t spill = kNone;   // the first SpillRec of the key's other entries
+  bool live() const { return domain != kNone; }
+  std::uint16_t& generation() { return entry.gen; }
+};
+inline constexpr std::uint8_t kLongHash = 0xFF;
+
+// An entry of a key whose inline entry is taken, linked from the key.
+struct SpillRec {
+  EntryFields entry;
+  std::uint32_t key = kNone;
+  std::uint32_t next = kNone;  // the key's next SpillRec
+  std::uint16_t& generation() { return entry.gen; }
+};
+static_assert(sizeof(SpillRec) == 32);
+static_assert(sizeof(KeyRec) == 40);
+
+// An entry handle: a key id (its inline entry) or kSpill | a SpillRec id.
+// Key and spill ids stay below kSpill (2^31 records of 32+ bytes are 64 GB).
+inline constexpr std::uint32_t kSpill = 0x80000000u;
 
 struct DomainKey {
   std::uint32_t tenant, model, scheme, adapter;
@@ -129,7 +145,6 @@ struct ScopeRec {
 struct TenantRec {
   std::int64_t key_count = 0;
   std::uint32_t tm_count = 0;
-  std::uint32_t key_head = kNone;
   // Cached from the PolicySet (set_policies / creation).
   std::int64_t ttl_us = 0;
   std::int64_t quota = -1;  // -1 = unbounded
@@ -147,6 +162,13 @@ struct TenantRec {
   std::size_t quota_pos = 0;
   std::int64_t quota_threshold = 0;
   bool quota_valid = false;
+  // The tenant's key ids while `listed` (tenant_keys.cc, docs/index.md
+  // "Layout and memory"): kept only for a tenant small next to its shard and
+  // within the shard's budget of listed ids. A removal leaves its id in place
+  // until the next compaction, so readers keep the ids of live keys of this
+  // tenant and drop duplicates (a removed id reused by the same tenant).
+  std::vector<std::uint32_t> key_list;
+  bool listed = false;
   void drop_quota_victims() {
     quota_victims.clear();
     quota_pos = 0;
@@ -182,10 +204,10 @@ struct Records {
 
   // --- records ---
   Slab<KeyRec> keys;
-  Slab<EntryRec> entries;
+  Slab<SpillRec> spills;
   std::vector<std::string> long_hashes;
   std::vector<std::uint32_t> long_free;
-  GroupTable groups;
+  KeyTable key_table;
 
   std::unordered_map<DomainKey, std::uint32_t, DomainKeyHash> domain_ids;
   std::vector<DomainRec> domains;
@@ -207,6 +229,9 @@ struct Records {
   // The row tenant_replica_* used last (records.cc), nullptr = none.
   TenantReplicaRec* tenant_replica_last = nullptr;
   std::uint64_t tenant_replica_last_id = 0;
+
+  // The capacity of every listed tenant's key_list, in ids (their budget).
+  std::size_t listed_ids = 0;
 
   std::int64_t entry_total = 0;
   std::int64_t key_total = 0;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "index/detail/eviction_state.hh"
 #include "index/detail/lookup_state.hh"
@@ -53,9 +54,12 @@ struct Shard::Impl : detail::Records,
   IndexGlobals* globals;
   std::shared_ptr<const config::PolicySet> policies;
   detail::NameCache name_cache;
+  std::vector<std::uint32_t> event_keys;   // PREFIX_EVICTED's keys (events.cc scratch)
+  std::vector<std::uint32_t> tenant_keys;  // ALL_CLEARED's and the quota's keys (scratch)
+  std::vector<std::uint64_t> chain_keys;   // key hashes of a chain (ingest.cc, lookup.cc)
 
   // ===== key / record plumbing (records.cc) =====
-  // Seeded hash of (tenant-model id, prefix hash bytes) for the GroupTable;
+  // Seeded hash of (tenant-model id, prefix hash bytes) for the KeyTable;
   // the 8-byte wire form (the common case) takes a multiply-xorshift mix.
   static std::uint64_t group_hash(std::uint32_t tm, std::string_view bytes) {
     constexpr std::uint64_t kGroupSeed = 0x5EED1DC0FFEEull;
@@ -66,24 +70,82 @@ struct Shard::Impl : detail::Records,
     }
     return XXH3_64bits_withSeed(bytes.data(), bytes.size(), kGroupSeed + tm);
   }
-  std::string_view key_bytes(const detail::KeyRec& k) const;
+  std::string_view key_bytes(const detail::KeyRec& k) const {
+    if (k.entry.hash_len == detail::kLongHash) return long_hashes[k.hash];
+    return {reinterpret_cast<const char*>(&k.hash), k.entry.hash_len};
+  }
+  // The KeyTable hash of live key `k` (recomputed: the table stores no hashes).
+  std::uint64_t key_hash(std::uint32_t k) const {
+    const detail::KeyRec& kr = keys[k];
+    return group_hash(domains[kr.domain].tm, key_bytes(kr));
+  }
+  // Calls put(key_hash(k), k) for every live key, in key order (KeyTable growth).
+  void each_key_hash(auto&& put) const {
+    const std::uint32_t hw = keys.high_water();
+    for (std::uint32_t k = 0; k < hw; ++k) {
+      if (keys[k].live()) put(key_hash(k), k);
+    }
+  }
+  // Starts the reads a probe of `h` will make: prefetch_slot() first, then,
+  // a few blocks later, prefetch_key() (the records of the first `run` keys
+  // of its probe run, both cache lines a 40-byte record may span). A chain walk (ingest,
+  // lookup) overlaps the two dependent misses of each block with other blocks.
+  void prefetch_slot(std::uint64_t h) const { key_table.prefetch(h); }
+  void prefetch_key(std::uint64_t h, int run = 1) const {
+    key_table.prefetch_run(h, run, [this](std::uint32_t k) {
+      const char* p = reinterpret_cast<const char*>(&keys[k]);
+      __builtin_prefetch(p);
+      __builtin_prefetch(p + sizeof(detail::KeyRec) - 1);
+    });
+  }
   // Inline: this is the innermost comparison of every probe.
   bool key_bytes_equal(const detail::KeyRec& k, std::string_view bytes) const {
-    if (k.hash_len == detail::kLongHash) return long_hashes[k.hash] == bytes;
-    if (k.hash_len != bytes.size()) return false;
+    const std::uint8_t len = k.entry.hash_len;
+    if (len == detail::kLongHash) return long_hashes[k.hash] == bytes;
+    if (len != bytes.size()) return false;
     std::uint64_t v = 0;
     if (!bytes.empty()) __builtin_memcpy(&v, bytes.data(), bytes.size() < 8 ? bytes.size() : 8);
     return v == k.hash;
   }
-  // Group head for (tm, bytes) or kNone.
-  std::uint32_t find_group(std::uint32_t tm, std::uint64_t h, std::string_view bytes) const;
   // Key of (domain, bytes) or kNone. No allocation.
   std::uint32_t find_key(std::uint32_t domain, std::string_view bytes) const;
-  // Same with the group hash precomputed (h = group_hash(tm of domain, bytes)).
-  std::uint32_t find_key_hashed(std::uint32_t domain, std::uint32_t tm, std::uint64_t h,
+  // Same with the key hash precomputed (h = group_hash(tm of domain, bytes)).
+  std::uint32_t find_key_hashed(std::uint32_t domain, std::uint64_t h,
                                 std::string_view bytes) const;
   // Entry of `replica` in key `k` or kNone.
   std::uint32_t find_entry(std::uint32_t k, std::uint32_t replica) const;
+
+  // ===== entries by handle (detail/records.hh kSpill) =====
+  detail::EntryFields& entry(std::uint32_t e) {
+    return (e & detail::kSpill) != 0 ? spills[e & ~detail::kSpill].entry : keys[e].entry;
+  }
+  const detail::EntryFields& entry(std::uint32_t e) const {
+    return (e & detail::kSpill) != 0 ? spills[e & ~detail::kSpill].entry : keys[e].entry;
+  }
+  std::uint32_t entry_key(std::uint32_t e) const {
+    return (e & detail::kSpill) != 0 ? spills[e & ~detail::kSpill].key : e;
+  }
+  // The key's entries: the inline one (if taken), then its SpillRecs.
+  std::uint32_t first_entry(std::uint32_t k) const {
+    const detail::KeyRec& kr = keys[k];
+    if (kr.entry.replica != detail::kNone) return k;
+    return kr.spill == detail::kNone ? detail::kNone : kr.spill | detail::kSpill;
+  }
+  std::uint32_t next_entry(std::uint32_t e) const {
+    const std::uint32_t s =
+        (e & detail::kSpill) != 0 ? spills[e & ~detail::kSpill].next : keys[e].spill;
+    return s == detail::kNone ? detail::kNone : s | detail::kSpill;
+  }
+  // Entry slots in handle order (sweep, export, victim scans): every key
+  // slot's inline entry, then every SpillRec. entry_slot_from(e) = the first
+  // slot at or after handle `e`; past the end when entry_slots_done().
+  std::uint32_t entry_slot_from(std::uint32_t e) const {
+    return (e & detail::kSpill) == 0 && e >= keys.high_water() ? detail::kSpill : e;
+  }
+  bool entry_slots_done(std::uint32_t e) const {
+    return (e & detail::kSpill) != 0 && (e & ~detail::kSpill) >= spills.high_water();
+  }
+  bool entry_live(std::uint32_t e) const { return entry(e).replica != detail::kNone; }
 
   std::uint32_t find_domain(std::string_view tenant, std::string_view model,
                             std::string_view scheme, std::string_view adapter) const;
@@ -95,13 +157,13 @@ struct Shard::Impl : detail::Records,
   std::uint32_t get_or_create_domain(std::string_view tenant, std::string_view model,
                                      std::string_view scheme, std::string_view adapter);
   std::uint32_t get_or_create_tm(std::uint32_t tenant, std::uint32_t model);
-  // New key of (domain, bytes); `h` = its group hash, `head` = the group's
-  // current head key or kNone (the caller just probed for both).
-  std::uint32_t create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
-                           std::uint32_t head);
+  // New key of (domain, bytes); `h` = its group hash (the caller just probed).
+  std::uint32_t create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h);
   std::uint32_t create_entry(std::uint32_t k, std::uint32_t replica);
 
   void remove_entry(std::uint32_t e);  // cascades to key/domain/tm/tenant
+  // Unlinks entry `e` from its key and frees its slot.
+  void free_entry(std::uint32_t e);
   void remove_key_record(std::uint32_t k);
   void remove_domain(std::uint32_t d);
   void maybe_remove_tm(std::uint32_t tm);
@@ -115,6 +177,20 @@ struct Shard::Impl : detail::Records,
   void tenant_replica_seen(std::uint32_t tenant, std::uint32_t replica, std::int64_t from,
                            std::int64_t to);
   detail::TenantRec& tenant_rec(std::uint32_t tenant);
+  // ===== per-tenant key lists (tenant_keys.cc) =====
+  // Fills `tenant_keys` with the tenant's live key ids, ascending: from its
+  // list, else one pass over the shard's key slots (which lists the tenant
+  // again when it is small enough and the budget allows).
+  void collect_tenant_keys(std::uint32_t tenant);
+  // Notes new key `k` of `tenant` in its list (create_key).
+  void list_key(std::uint32_t tenant, std::uint32_t k);
+  // True when a tenant of `tenant_keys` keys may hold a list that grows by
+  // `more_ids` ids.
+  bool may_list(std::int64_t tenant_key_count, std::size_t more_ids) const;
+  // Frees the tenant's list (it stops being listed).
+  void unlist(detail::TenantRec& t);
+  // Keeps the list's ids of live keys of `tenant`, ascending, once each.
+  void compact_key_list(detail::TenantRec& t, std::uint32_t tenant);
   void refresh_tenant_policy(std::uint32_t tenant);
   std::int64_t ttl_of(std::uint32_t tenant) const;
   std::int64_t ttl_for_policy(const config::CachePolicy& p) const;
@@ -125,7 +201,8 @@ struct Shard::Impl : detail::Records,
   std::int64_t publish();
 
   // ===== eviction (evict.cc) =====
-  std::uint32_t order_a(const detail::EntryRec& e) const;
+  // The LFU part of entry `e`'s cap order (its access count on LFU tenants, else 0).
+  std::uint32_t order_a(std::uint32_t e) const;
   // Strict total order of docs/index.md: (a, last_seen, key bytes, names, replica).
   bool victim_full_less(const detail::VictimRec& x, const detail::VictimRec& y) const;
   bool victim_current(const detail::VictimRec& v) const;
@@ -164,8 +241,9 @@ struct Shard::Impl : detail::Records,
   // Ingests one reported prefix into `domain` (chain blocks and/or the exact key).
   void ingest_prefix(std::uint32_t domain, const PrefixReport& p, std::int64_t seen,
                      std::uint32_t replica, IngestResult& r);
-  void upsert(std::uint32_t domain, std::string_view bytes, std::int32_t tokens, std::int64_t seen,
-              std::uint8_t tier, std::uint32_t replica, IngestResult& r);
+  // Upserts (domain, bytes) with key hash `h` = group_hash(tm of domain, bytes).
+  void upsert(std::uint32_t domain, std::string_view bytes, std::uint64_t h, std::int32_t tokens,
+              std::int64_t seen, std::uint8_t tier, std::uint32_t replica, IngestResult& r);
   void apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const ReplicaStats& s,
                    std::int64_t seen);
   // The tenant quota, then the global cap, after an ingest into `tenant`.

@@ -36,9 +36,9 @@ class Slab {
   std::uint32_t allocate_fresh() {
     const std::uint32_t i = allocate();
     T& r = records_[i];
-    const auto gen = r.gen;
+    const auto gen = r.generation();
     r = T{};
-    r.gen = gen;
+    r.generation() = gen;
     return i;
   }
   void free(std::uint32_t i) { free_.push_back(i); }

@@ -2,7 +2,9 @@
 // nobody here wrote): reason codes of docs/lookup.md end to end, and tenants
 // spread over all cores answered correctly whichever core a call arrives on.
 // Freshness-sensitive cases use producer timestamps (timestamp_us) in the
-// future (fresh = 1 exactly) or in the past (TTL), never sleeps.
+// future (fresh = 1 exactly) or in the past (TTL), never sleeps; a value that
+// decays with age is checked within the bounds the test's own clock readings
+// around the call give (check_decayed).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -118,12 +120,26 @@ pb::LookupRouteRequest exact_100() {
 }
 
 void check_score(const pb::ReplicaScore& s, const std::string& id, double score, int matched,
-                 double prob, pb::CacheTier tier, double eps = 1e-6) {
+                 double prob, pb::CacheTier tier) {
+  constexpr double eps = 1e-6;
   CHECK(s.replica_id() == id);
   CHECK(s.score() == doctest::Approx(score).epsilon(eps));
   CHECK(s.matched_tokens() == matched);
   CHECK(s.estimated_cache_hit_prob() == doctest::Approx(prob).epsilon(eps));
   CHECK(s.tier() == tier);
+}
+
+// A value that decays linearly with the age the server computes from its own
+// clock: `at_start` if the server read the clock at `start_us`, `per_s` lower
+// for every second after. The server answered between start_us and end_us
+// (the test's readings of the same clock), so the value lies in
+// [at_start − per_s × (end_us − start_us) s, at_start] however loaded the
+// machine was.
+void check_decayed(double value, double at_start, double per_s, std::int64_t start_us,
+                   std::int64_t end_us) {
+  const double elapsed_s = static_cast<double>(end_us - start_us) / 1e6;
+  CHECK(value <= at_start + 1e-9);
+  CHECK(value >= at_start - per_s * elapsed_s - 1e-9);
 }
 
 }  // namespace
@@ -160,12 +176,18 @@ TEST_CASE("reason codes through the running server") {
 
   SUBCASE("PREFIX_MATCH on a chain: depth-aware dp, floor drops the shallow replica") {
     auto r = s.lookup(chain_req("t", {1, 2, 3, 4, 5}));
+    const std::int64_t answered = wall_us();
     CHECK(r.reason_code() == "PREFIX_MATCH");
     REQUIRE(r.replica_scores_size() == 2);
     check_score(r.replica_scores(0), "r1", 32.0, 64, 1.0, pb::CACHE_TIER_T1);
-    // r3 is 15 min old by its producer clock: fresh ≈ 0.5 (the test's own runtime
-    // makes it a little lower, hence the wider tolerance).
-    check_score(r.replica_scores(1), "r3", 16.0, 64, 0.5, pb::CACHE_TIER_T1, 1e-3);
+    // r3 was 15 min old at `now` by its producer clock: fresh = 1 − age/30 min
+    // is 0.5 then and loses 1/1800 a second after; its score is 32 × fresh.
+    const pb::ReplicaScore& r3 = r.replica_scores(1);
+    CHECK(r3.replica_id() == "r3");
+    CHECK(r3.matched_tokens() == 64);
+    CHECK(r3.tier() == pb::CACHE_TIER_T1);
+    check_decayed(r3.estimated_cache_hit_prob(), 0.5, 1.0 / 1800, now, answered);
+    check_decayed(r3.score(), 16.0, 32.0 / 1800, now, answered);
     CHECK(r.lookup_latency_us() >= 0);
   }
   SUBCASE("PREFIX_MATCH on an exact hash") {
@@ -182,9 +204,17 @@ TEST_CASE("reason codes through the running server") {
     q.set_hash_scheme("vllm");
     q.set_prefix_hash(block_hash(999));
     auto r = s.lookup(q);
+    const std::int64_t answered = wall_us();
     CHECK(r.reason_code() == "TENANT_HOT");
     REQUIRE(r.replica_scores_size() == 1);
-    check_score(r.replica_scores(0), "r1", 0.5 * 0.8, 0, 0.5, pb::CACHE_TIER_UNSPECIFIED, 1e-3);
+    const pb::ReplicaScore& hot = r.replica_scores(0);
+    CHECK(hot.replica_id() == "r1");
+    CHECK(hot.matched_tokens() == 0);
+    CHECK(hot.estimated_cache_hit_prob() == 0.5);  // the hit rate, not decayed
+    CHECK(hot.tier() == pb::CACHE_TIER_UNSPECIFIED);
+    // The stats were 1 min old at `now`: score = hit_rate × (1 − age/5 min)
+    // is 0.5 × 0.8 then and loses 0.5/300 a second after.
+    check_decayed(hot.score(), 0.5 * 0.8, 0.5 / 300, now, answered);
   }
   SUBCASE("AFFINITY_HINT for a novel chain, stable across calls, adapter echoed") {
     auto q = chain_req("t", {77, 78});
