@@ -195,46 +195,49 @@ index::Shard* SpreadPlacement::copy_for(unsigned core, std::string_view tenant) 
 
 // Changes are forwarded only from the owner's own reactor: one applied off
 // the reactors (a state file or snapshot load before the start) is in the
-// owner's state that seed_copies() exports.
-bool SpreadPlacement::on_owner(unsigned core) const { return cores_.current_core() == core; }
+// owner's state that seed_copies() exports. The spread tenant `tenant` when
+// `core` is its owner and this is that core's reactor, else nullptr.
+SpreadPlacement::Tenant* SpreadPlacement::owned_here(unsigned core, std::string_view tenant) const {
+  if (cores_.current_core() != core) return nullptr;
+  Tenant* t = find(tenant);
+  return t != nullptr && t->owner == core ? t : nullptr;
+}
 
 void SpreadPlacement::before_apply(unsigned core, std::string_view tenant) {
-  if (!on_owner(core)) return;
-  Tenant* t = find(tenant);
-  if (t != nullptr && t->owner == core) t->in_apply = true;
+  if (Tenant* t = owned_here(core, tenant)) t->in_apply = true;
 }
 
-void SpreadPlacement::ingested(unsigned core, const pb::CacheStateUpdate& update,
-                               std::int64_t now_wall_us) {
-  if (!on_owner(core)) return;
-  Tenant* t = find(update.tenant_id());
-  if (t == nullptr || t->owner != core) return;
-  t->in_apply = false;
-  enqueue(*t,
-          Change::of(std::make_shared<const pb::CacheStateUpdate>(update), nullptr, now_wall_us));
-  for (Change& removal : t->removals_in_apply) enqueue(*t, std::move(removal));
-  t->removals_in_apply.clear();
-  schedule_flush(core);
+// The input the owner just applied, then the removals it caused, in that order.
+void SpreadPlacement::forward_input(Tenant& t, unsigned owner, Change input) {
+  t.in_apply = false;
+  enqueue(t, std::move(input));
+  for (Change& removal : t.removals_in_apply) enqueue(t, std::move(removal));
+  t.removals_in_apply.clear();
+  schedule_flush(owner);
 }
 
-void SpreadPlacement::event_applied(unsigned core, const pb::CacheEvent& event,
-                                    std::int64_t now_wall_us) {
-  if (!on_owner(core)) return;
-  Tenant* t = find(event.tenant_id());
-  if (t == nullptr || t->owner != core) return;
-  t->in_apply = false;
-  enqueue(*t, Change::of(nullptr, std::make_shared<const pb::CacheEvent>(event), now_wall_us));
-  for (Change& removal : t->removals_in_apply) enqueue(*t, std::move(removal));
-  t->removals_in_apply.clear();
-  schedule_flush(core);
+void SpreadPlacement::applied(unsigned core, const pb::CacheStateUpdate& update,
+                              std::int64_t now_wall_us) {
+  Tenant* t = owned_here(core, update.tenant_id());
+  if (t == nullptr) return;
+  forward_input(
+      *t, core,
+      Change::of(std::make_shared<const pb::CacheStateUpdate>(update), nullptr, now_wall_us));
+}
+
+void SpreadPlacement::applied(unsigned core, const pb::CacheEvent& event,
+                              std::int64_t now_wall_us) {
+  Tenant* t = owned_here(core, event.tenant_id());
+  if (t == nullptr) return;
+  forward_input(*t, core,
+                Change::of(nullptr, std::make_shared<const pb::CacheEvent>(event), now_wall_us));
 }
 
 // A removal the owner decided (TTL, cap, quota) or applied (an event): a
 // PREFIX_EVICTED of that (key's hash, adapter, replica) on every copy.
 void SpreadPlacement::on_owner_change(unsigned owner, const index::Change& change) {
-  if (!on_owner(owner)) return;
-  Tenant* t = find(change.tenant_id);
-  if (t == nullptr || t->owner != owner) return;
+  Tenant* t = owned_here(owner, change.tenant_id);
+  if (t == nullptr) return;
   auto event = std::make_shared<pb::CacheEvent>();
   event->set_type(pb::CacheEvent::PREFIX_EVICTED);
   event->set_tenant_id(std::string(change.tenant_id));

@@ -86,9 +86,9 @@ class SpreadPlacement final : public service::Placement {
   // service::Placement
   index::Shard* copy_for(unsigned core, std::string_view tenant) override;
   void before_apply(unsigned core, std::string_view tenant) override;
-  void ingested(unsigned core, const pb::CacheStateUpdate& update,
-                std::int64_t now_wall_us) override;
-  void event_applied(unsigned core, const pb::CacheEvent& event, std::int64_t now_wall_us) override;
+  void applied(unsigned core, const pb::CacheStateUpdate& update,
+               std::int64_t now_wall_us) override;
+  void applied(unsigned core, const pb::CacheEvent& event, std::int64_t now_wall_us) override;
   void policies_changed(unsigned core,
                         const std::shared_ptr<const config::PolicySet>& set) override;
   void set_change_sink(unsigned core, index::ChangeSink* sink) override;
@@ -100,7 +100,8 @@ class SpreadPlacement final : public service::Placement {
   class OwnerSink;
 
   Tenant* find(std::string_view tenant) const;
-  bool on_owner(unsigned core) const;
+  Tenant* owned_here(unsigned core, std::string_view tenant) const;
+  void forward_input(Tenant& t, unsigned owner, Change input);
   void enqueue(Tenant& t, Change change);
   void schedule_flush(unsigned owner);
   void flush(unsigned owner);

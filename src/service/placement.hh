@@ -32,10 +32,10 @@ class Placement {
   virtual void before_apply(unsigned core, std::string_view tenant) = 0;
   // On owner core `core`, right after it applied `update` (resp. `event`)
   // with wall clock `now_wall_us`: forwards it, then the removals it caused.
-  virtual void ingested(unsigned core, const ::inferencecache::v1alpha1::CacheStateUpdate& update,
-                        std::int64_t now_wall_us) = 0;
-  virtual void event_applied(unsigned core, const ::inferencecache::v1alpha1::CacheEvent& event,
-                             std::int64_t now_wall_us) = 0;
+  virtual void applied(unsigned core, const ::inferencecache::v1alpha1::CacheStateUpdate& update,
+                       std::int64_t now_wall_us) = 0;
+  virtual void applied(unsigned core, const ::inferencecache::v1alpha1::CacheEvent& event,
+                       std::int64_t now_wall_us) = 0;
 
   // On core `core`: a new policy set reached that core's shard.
   virtual void policies_changed(unsigned core,

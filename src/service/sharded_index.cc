@@ -34,22 +34,24 @@ std::optional<pb::CacheStateUpdate> ShardedIndex::ingest(unsigned core,
       runtime::NoReply{});  // nothing travels back per message (see barrier)
 }
 
+template <typename Change, typename Apply>
+auto ShardedIndex::apply_on_owner(unsigned core, const Change& change, std::int64_t now_wall_us,
+                                  Apply apply) {
+  if (placement_ == nullptr) return apply(*shards_[core], change, now_wall_us);
+  placement_->before_apply(core, change.tenant_id());
+  const auto result = apply(*shards_[core], change, now_wall_us);
+  placement_->applied(core, change, now_wall_us);
+  return result;
+}
+
 index::IngestResult ShardedIndex::apply_ingest(unsigned core, const pb::CacheStateUpdate& update,
                                                std::int64_t now_wall_us) {
-  if (placement_ == nullptr) return wire::ingest(*shards_[core], update, now_wall_us);
-  placement_->before_apply(core, update.tenant_id());
-  const index::IngestResult result = wire::ingest(*shards_[core], update, now_wall_us);
-  placement_->ingested(core, update, now_wall_us);
-  return result;
+  return apply_on_owner(core, update, now_wall_us, wire::ingest);
 }
 
 std::size_t ShardedIndex::apply_event_now(unsigned core, const pb::CacheEvent& event,
                                           std::int64_t now_wall_us) {
-  if (placement_ == nullptr) return wire::apply_event(*shards_[core], event, now_wall_us);
-  placement_->before_apply(core, event.tenant_id());
-  const std::size_t removed = wire::apply_event(*shards_[core], event, now_wall_us);
-  placement_->event_applied(core, event, now_wall_us);
-  return removed;
+  return apply_on_owner(core, event, now_wall_us, wire::apply_event);
 }
 
 void ShardedIndex::set_policies(unsigned core,

@@ -120,6 +120,11 @@ class ShardedIndex {
   void hand_off_cap(int slot, unsigned hops = 0);
 
  private:
+  // apply_ingest / apply_event_now: `apply(shard, change, now_wall_us)` on
+  // the owner's shard, between the placement's before_apply and applied.
+  template <typename Change, typename Apply>
+  auto apply_on_owner(unsigned core, const Change& change, std::int64_t now_wall_us, Apply apply);
+
   runtime::Cores& cores_;
   std::vector<index::Shard*> shards_;
   index::Clock& clock_;
