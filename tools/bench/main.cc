@@ -22,13 +22,7 @@ using namespace ic::tools;
 using namespace ic::tools::bench;
 
 struct Flags {
-  std::string server = "127.0.0.1:9090";
-  std::string rpc = "lookup";
-  double rate = 1000;
-  int connections = 4;
-  int streams = 16;
-  int threads = 1;
-  double duration_s = 10;
+  RunDescription run;  // the settings the report repeats; run() fills in the rest
   int drain_ms = 2000;
   int connect_timeout_ms = 3000;
   std::string trace;
@@ -41,30 +35,35 @@ struct Flags {
   bool json = false;
 };
 
-void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--server", f.server, "gRPC host:port of the InferenceCache server")
+// The settings the report repeats (RunDescription).
+void add_run_flags(CLI::App& app, RunDescription& run) {
+  app.add_option("--server", run.server, "gRPC host:port of the InferenceCache server")
       ->capture_default_str();
   add_choice(
-      app, "--rpc", f.rpc,
+      app, "--rpc", run.rpc,
       "measured call: lookup (LookupRoute) or report (ReportCacheState, one update per call)",
       {"lookup", "report"});
-  app.add_option("-r,--rate", f.rate,
+  app.add_option("-r,--rate", run.rate,
                  "target calls/s over all connections, open loop; 0 = closed loop (every stream "
                  "always busy)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("-c,--connections", f.connections, "TCP connections")
+  app.add_option("-c,--connections", run.connections, "TCP connections")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
-  app.add_option("-m,--streams", f.streams, "concurrent streams per connection")
+  app.add_option("-m,--streams", run.streams, "concurrent streams per connection")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  app.add_option("-t,--threads", f.threads, "threads (each drives a group of connections)")
+  app.add_option("-t,--threads", run.threads, "threads (each drives a group of connections)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_option("-D,--duration", f.duration_s, "measurement time (s)")
+  app.add_option("-D,--duration", run.duration_s, "measurement time (s)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+}
+
+void add_flags(CLI::App& app, Flags& f) {
+  add_run_flags(app, f.run);
   app.add_option("--drain-ms", f.drain_ms, "after the duration, wait this long for answers")
       ->capture_default_str();
   app.add_option("--connect-timeout-ms", f.connect_timeout_ms)->capture_default_str();
@@ -131,12 +130,12 @@ bool preload(const std::string& host, int port, const Flags& f, const Workload& 
 int run(const Flags& f) {
   std::string host;
   int port = 0;
-  if (!split_host_port(f.server, &host, &port)) {
-    std::cerr << "inferencecache-bench: error: --server must be host:port, got " << f.server
+  if (!split_host_port(f.run.server, &host, &port)) {
+    std::cerr << "inferencecache-bench: error: --server must be host:port, got " << f.run.server
               << "\n";
     return 2;
   }
-  const Rpc rpc = f.rpc == "lookup" ? Rpc::kLookup : Rpc::kReport;
+  const Rpc rpc = f.run.rpc == "lookup" ? Rpc::kLookup : Rpc::kReport;
   Workload workload;
   std::int64_t bad_lines = 0;
   if (!f.trace.empty()) {
@@ -164,8 +163,8 @@ int run(const Flags& f) {
     }
   }
 
-  std::vector<WorkerResult> results(static_cast<std::size_t>(f.threads));
-  std::vector<WorkerPlan> plans(static_cast<std::size_t>(f.threads));
+  std::vector<WorkerResult> results(static_cast<std::size_t>(f.run.threads));
+  std::vector<WorkerPlan> plans(static_cast<std::size_t>(f.run.threads));
   std::vector<std::vector<std::unique_ptr<H2Connection>>> groups(plans.size());
   try {
     std::string error;
@@ -173,8 +172,8 @@ int run(const Flags& f) {
       std::cerr << "inferencecache-bench: error: " << error << "\n";
       return 1;
     }
-    for (int c = 0; c < f.connections; ++c) {
-      const auto t = static_cast<std::size_t>(c % f.threads);
+    for (int c = 0; c < f.run.connections; ++c) {
+      const auto t = static_cast<std::size_t>(c % f.run.threads);
       WorkerPlan* plan = &plans[t];
       WorkerResult* result = &results[t];
       groups[t].push_back(std::make_unique<H2Connection>(
@@ -187,13 +186,13 @@ int run(const Flags& f) {
   }
   // Start a little in the future so every thread begins on the same schedule.
   const std::int64_t start = now_ns() + 20'000'000;
-  const auto duration_ns = static_cast<std::int64_t>(f.duration_s * 1e9);
+  const auto duration_ns = static_cast<std::int64_t>(f.run.duration_s * 1e9);
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < plans.size(); ++t) {
     auto& plan = plans[t];
-    const auto share = static_cast<double>(groups[t].size()) / f.connections;
-    plan.rate_per_s = f.rate * share;
-    plan.streams = f.streams;
+    const auto share = static_cast<double>(groups[t].size()) / f.run.connections;
+    plan.rate_per_s = f.run.rate * share;
+    plan.streams = f.run.streams;
     plan.start_ns = start;
     plan.end_ns = start + duration_ns;
     plan.drain_ns = static_cast<std::int64_t>(f.drain_ms) * 1'000'000;
@@ -204,10 +203,12 @@ int run(const Flags& f) {
   }
   for (auto& thread : threads) thread.join();
 
-  RunDescription run{f.server,  f.rpc,         workload.path,
-                     f.rate,    f.connections, f.streams,
-                     f.threads, f.duration_s,  f.trace.empty() ? "synthetic" : f.trace,
-                     bad_lines, start,         interrupted()};
+  RunDescription run = f.run;
+  run.path = workload.path;
+  run.source = f.trace.empty() ? "synthetic" : f.trace;
+  run.bad_lines = bad_lines;
+  run.start_ns = start;
+  run.interrupted = interrupted();
   const Summary summary = merge(run, results);
   if (f.json) {
     std::cout << render_json(summary).dump(2) << "\n";

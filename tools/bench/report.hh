@@ -12,16 +12,16 @@
 
 namespace ic::tools::bench {
 
-// The run's settings as given on the command line.
+// The run's settings as given on the command line, defaulting to the flags' defaults.
 struct RunDescription {
-  std::string server;
-  std::string rpc;
-  std::string path;
-  double rate = 0;  // 0 = closed loop
-  int connections = 0;
-  int streams = 0;
-  int threads = 0;
-  double duration_s = 0;
+  std::string server = "127.0.0.1:9090";
+  std::string rpc = "lookup";  // or "report"
+  std::string path;            // the measured method's path
+  double rate = 1000;          // calls/s; 0 = closed loop
+  int connections = 4;
+  int streams = 16;  // per connection
+  int threads = 1;
+  double duration_s = 10;
   std::string source;  // "synthetic" or the trace path
   std::int64_t bad_lines = 0;
   std::int64_t start_ns = 0;
