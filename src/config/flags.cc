@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <variant>
 #include <vector>
 
 #include "buildinfo/build_info.hh"
@@ -127,69 +128,73 @@ struct RawFlags {
   std::string metrics_stream_interval = "10s";
 };
 
+// One command-line flag: its name, where CLI11 stores what it is given, its
+// --help line. A string takes one value (a ServerConfig string, or a RawFlags
+// one converted and checked after parsing); a bool is a flag without value;
+// a vector takes a comma-separated list.
+struct FlagRow {
+  const char* name;
+  std::variant<std::string*, bool*, std::vector<std::string>*> value;
+  const char* help;
+};
+
+void add_flag_row(CLI::App& app, const FlagRow& row) {
+  if (auto* text = std::get_if<std::string*>(&row.value)) {
+    app.add_option(row.name, **text, row.help);
+  } else if (auto* flag = std::get_if<bool*>(&row.value)) {
+    app.add_flag(row.name, **flag, row.help);
+  } else {
+    app.add_option(row.name, *std::get<std::vector<std::string>*>(row.value), row.help)
+        ->delimiter(',');
+  }
+}
+
+// Every flag, in --help order (the order of definition).
 void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
-  app.add_option("--grpc-bind-address", c.grpc_bind_address, "gRPC listener [host]:port");
-  app.add_option("--http-bind-address", c.http_bind_address,
-                 "public HTTP listener (/healthz, /readyz, /metrics)");
-  app.add_option("--snapshot-bind-address", c.snapshot_bind_address,
-                 "control HTTP listener (/snapshot, /policy)");
-  app.add_option("--tls-cert-file", c.tls_cert_file, "PEM certificate for gRPC TLS (with key)");
-  app.add_option("--tls-key-file", c.tls_key_file, "PEM private key for gRPC TLS (with cert)");
-  app.add_option("--engine-block-size", raw.engine_block_size, "tokens per KV block");
-  app.add_option("--tokenizer-models-dir", c.tokenizer_models_dir,
-                 "tokenizer models for prompt_text (empty: prompt_text fails open)");
-  app.add_option("--log-format", raw.log_format, "json|text");
-  app.add_option("--log-level", raw.log_level, "debug|info|warn|error");
-  app.add_flag("--insecure-disable-auth", c.insecure_disable_auth,
-               "serve /snapshot and /policy without a bearer token");
-  app.add_option("--threads", raw.threads, "reactor threads (0: one per CPU)");
-  app.add_option("--pin-threads", raw.pin_threads, "pin each reactor thread to a CPU (true|false)");
-  app.add_option("--max-message-bytes", raw.max_message_bytes, "largest gRPC message, bytes");
-  app.add_option("--max-concurrent-streams", raw.max_concurrent_streams,
-                 "HTTP/2 concurrent streams per connection");
-  app.add_option("--max-connections", raw.max_connections, "open connections per listener");
-  app.add_option("--idle-timeout", raw.idle_timeout,
-                 "close a connection idle this long (0: never)");
-  app.add_option("--shutdown-grace", raw.shutdown_grace,
-                 "time in-flight calls get after SIGTERM/SIGINT");
-  app.add_option("--index-ttl", raw.index_ttl, "index entry time-to-live");
-  app.add_option("--index-max-entries", raw.index_max_entries,
-                 "global cap on (key, replica) entries");
-  app.add_option("--sweep-interval", raw.sweep_interval, "period of the TTL sweep");
-  app.add_option("--ranking", raw.ranking,
-                 "load-aware|reference (tenants without a policy choice)");
-  app.add_option("--load-cost-tokens", raw.load_cost_tokens,
-                 "load-aware: prefill tokens one recent hint costs");
-  app.add_option("--load-window", raw.load_window, "load-aware: hints the load remembers");
-  app.add_option("--pressure-load", raw.pressure_load,
-                 "load-aware: hints a replica at pressure 1.0 counts as");
-  app.add_option("--saturation-pressure", raw.saturation_pressure,
-                 "load-aware: pressure at which a replica is saturated");
-  app.add_option("--metrics-stream-interval", raw.metrics_stream_interval,
-                 "period of StreamMetrics samples (docs/streams.md)");
-  app.add_option("--policy-file", c.policy_file, "CachePolicy JSON loaded at start");
-  app.add_option("--control-token-file", c.control_token_file,
-                 "bearer token for the control listener");
-  app.add_option("--state-file", c.state_file,
-                 "warm restart: index state loaded at start, saved periodically and at exit");
-  app.add_option("--state-save-interval", raw.state_save_interval, "period of --state-file saves");
-  app.add_option("--nats-url", c.nats_url,
-                 "replication: NATS server URL(s), comma-separated (docs/replication.md)");
-  app.add_option("--nats-stream", c.nats_stream, "replication: the JetStream stream name");
-  app.add_option("--nats-buffer-bytes", raw.nats_buffer_bytes,
-                 "replication: changes buffered while NATS is slow or away");
-  app.add_option("--nats-startup-wait", raw.nats_startup_wait,
-                 "replication: /readyz waits this long for NATS at start, then serves local state");
-  app.add_option("--nats-snapshot-interval", raw.nats_snapshot_interval,
-                 "replication: period of index snapshots published to JetStream (0: never)");
-  app.add_option("--nats-snapshot-max-bytes", raw.nats_snapshot_max_bytes,
-                 "replication: larger snapshots are not published");
-  app.add_option("--spread-tenants", c.spread_tenants,
-                 "tenants answered by read copies on several cores, comma-separated "
-                 "(docs/placement.md)")
-      ->delimiter(',');
-  app.add_option("--spread-cores", raw.spread_cores,
-                 "cores holding each --spread-tenants tenant, its owner included (0: all)");
+  // One flag per line, however long its help.
+  // clang-format off
+  const FlagRow rows[] = {
+      {"--grpc-bind-address", &c.grpc_bind_address, "gRPC listener [host]:port"},
+      {"--http-bind-address", &c.http_bind_address, "public HTTP listener (/healthz, /readyz, /metrics)"},
+      {"--snapshot-bind-address", &c.snapshot_bind_address, "control HTTP listener (/snapshot, /policy)"},
+      {"--tls-cert-file", &c.tls_cert_file, "PEM certificate for gRPC TLS (with key)"},
+      {"--tls-key-file", &c.tls_key_file, "PEM private key for gRPC TLS (with cert)"},
+      {"--engine-block-size", &raw.engine_block_size, "tokens per KV block"},
+      {"--tokenizer-models-dir", &c.tokenizer_models_dir, "tokenizer models for prompt_text (empty: prompt_text fails open)"},
+      {"--log-format", &raw.log_format, "json|text"},
+      {"--log-level", &raw.log_level, "debug|info|warn|error"},
+      {"--insecure-disable-auth", &c.insecure_disable_auth, "serve /snapshot and /policy without a bearer token"},
+      {"--threads", &raw.threads, "reactor threads (0: one per CPU)"},
+      {"--pin-threads", &raw.pin_threads, "pin each reactor thread to a CPU (true|false)"},
+      {"--max-message-bytes", &raw.max_message_bytes, "largest gRPC message, bytes"},
+      {"--max-concurrent-streams", &raw.max_concurrent_streams, "HTTP/2 concurrent streams per connection"},
+      {"--max-connections", &raw.max_connections, "open connections per listener"},
+      {"--idle-timeout", &raw.idle_timeout, "close a connection idle this long (0: never)"},
+      {"--shutdown-grace", &raw.shutdown_grace, "time in-flight calls get after SIGTERM/SIGINT"},
+      {"--index-ttl", &raw.index_ttl, "index entry time-to-live"},
+      {"--index-max-entries", &raw.index_max_entries, "global cap on (key, replica) entries"},
+      {"--sweep-interval", &raw.sweep_interval, "period of the TTL sweep"},
+      {"--ranking", &raw.ranking, "load-aware|reference (tenants without a policy choice)"},
+      {"--load-cost-tokens", &raw.load_cost_tokens, "load-aware: prefill tokens one recent hint costs"},
+      {"--load-window", &raw.load_window, "load-aware: hints the load remembers"},
+      {"--pressure-load", &raw.pressure_load, "load-aware: hints a replica at pressure 1.0 counts as"},
+      {"--saturation-pressure", &raw.saturation_pressure, "load-aware: pressure at which a replica is saturated"},
+      {"--metrics-stream-interval", &raw.metrics_stream_interval, "period of StreamMetrics samples (docs/streams.md)"},
+      {"--policy-file", &c.policy_file, "CachePolicy JSON loaded at start"},
+      {"--control-token-file", &c.control_token_file, "bearer token for the control listener"},
+      {"--state-file", &c.state_file, "warm restart: index state loaded at start, saved periodically and at exit"},
+      {"--state-save-interval", &raw.state_save_interval, "period of --state-file saves"},
+      {"--nats-url", &c.nats_url, "replication: NATS server URL(s), comma-separated (docs/replication.md)"},
+      {"--nats-stream", &c.nats_stream, "replication: the JetStream stream name"},
+      {"--nats-buffer-bytes", &raw.nats_buffer_bytes, "replication: changes buffered while NATS is slow or away"},
+      {"--nats-startup-wait", &raw.nats_startup_wait, "replication: /readyz waits this long for NATS at start, then serves local state"},
+      {"--nats-snapshot-interval", &raw.nats_snapshot_interval, "replication: period of index snapshots published to JetStream (0: never)"},
+      {"--nats-snapshot-max-bytes", &raw.nats_snapshot_max_bytes, "replication: larger snapshots are not published"},
+      {"--spread-tenants", &c.spread_tenants, "tenants answered by read copies on several cores, comma-separated (docs/placement.md)"},
+      {"--spread-cores", &raw.spread_cores, "cores holding each --spread-tenants tenant, its owner included (0: all)"},
+  };
+  // clang-format on
+  for (const FlagRow& row : rows) add_flag_row(app, row);
 }
 
 // A JetStream stream name: letters, digits, '-' and '_' (no '.', '*', '>',

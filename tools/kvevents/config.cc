@@ -13,23 +13,29 @@ constexpr const char* kProgram = "inferencecache-kvevents";
 
 using config::FlagError;
 
+// A duration flag's text (its default until given) and its least value, µs.
+struct DurationText {
+  std::string text;
+  std::int64_t min_us;
+};
+
 // Flags whose text needs converting after CLI11 parsed.
 struct RawFlags {
-  std::string window = "100ms";
-  std::string stats_interval = "10s";
-  std::string replay_timeout = "2s";
-  std::string refresh_interval = "10m";
+  DurationText window{"100ms", 1000};
+  DurationText stats_interval{"10s", 100'000};
+  DurationText replay_timeout{"2s", 10'000};
+  DurationText refresh_interval{"10m", 1'000'000};  // "0": never
   std::string cache_tier = "auto";
   std::string lora_adapter_names;
   std::string log_format = "json";
   std::string log_level = "info";
 };
 
-std::int64_t duration_flag(const char* flag, const std::string& text, std::int64_t min_us) {
-  const auto v = config::parse_duration_us(text);
-  if (!v || *v < min_us) {
+std::int64_t duration_flag(const char* flag, const DurationText& d) {
+  const auto v = config::parse_duration_us(d.text);
+  if (!v || *v < d.min_us) {
     throw FlagError{std::string(flag) + ": want a duration like 100ms or 10s, at least " +
-                    std::to_string(min_us / 1000) + "ms, got \"" + text + "\""};
+                    std::to_string(d.min_us / 1000) + "ms, got \"" + d.text + "\""};
   }
   return *v;
 }
@@ -49,10 +55,10 @@ void define_identity(CLI::App& app, AdapterConfig& c) {
 }
 
 void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
-  app.add_option("--window", raw.window, "add-batching flush window");
+  app.add_option("--window", raw.window.text, "add-batching flush window");
   app.add_option("--engine-metrics-url", c.engine_metrics_url,
                  "engine /metrics scraped for ReplicaStats; empty: no stats");
-  app.add_option("--stats-interval", raw.stats_interval, "scrape and stats update period");
+  app.add_option("--stats-interval", raw.stats_interval.text, "scrape and stats update period");
   app.add_option("--engine-cache-size-bytes", c.stats.engine_cache_size_bytes,
                  "cache_memory_bytes = usage x this")
       ->check(CLI::NonNegativeNumber);
@@ -75,8 +81,8 @@ void define_tuning(CLI::App& app, AdapterConfig& c, RawFlags& raw) {
   app.add_option("--max-queued-entries", c.sender.max_queued_entries,
                  "entries queued for the server before pushes wait")
       ->check(CLI::Range(16, 1 << 26));
-  app.add_option("--replay-timeout", raw.replay_timeout, "replay silence before a resync");
-  app.add_option("--refresh-interval", raw.refresh_interval,
+  app.add_option("--replay-timeout", raw.replay_timeout.text, "replay silence before a resync");
+  app.add_option("--refresh-interval", raw.refresh_interval.text,
                  "re-report every tracked block this often, below the server's TTL; 0: never");
   app.add_option("--http-bind-address", c.http_bind_address,
                  "/metrics and /healthz listener [host]:port; empty: off");
@@ -96,12 +102,12 @@ void validate(AdapterConfig& c, const RawFlags& raw) {
     throw FlagError{"--hash-scheme: want vllm or sglang, got \"" + c.identity.hash_scheme + "\""};
   }
   if (c.engine_endpoint.empty()) throw FlagError{"--engine-endpoint must not be empty"};
-  c.window_us = duration_flag("--window", raw.window, 1000);
-  c.stats_interval_us = duration_flag("--stats-interval", raw.stats_interval, 100'000);
-  c.replay_timeout_us = duration_flag("--replay-timeout", raw.replay_timeout, 10'000);
-  c.refresh_us = raw.refresh_interval == "0"
+  c.window_us = duration_flag("--window", raw.window);
+  c.stats_interval_us = duration_flag("--stats-interval", raw.stats_interval);
+  c.replay_timeout_us = duration_flag("--replay-timeout", raw.replay_timeout);
+  c.refresh_us = raw.refresh_interval.text == "0"
                      ? 0
-                     : duration_flag("--refresh-interval", raw.refresh_interval, 1'000'000);
+                     : duration_flag("--refresh-interval", raw.refresh_interval);
   if (raw.cache_tier == "auto") {
     c.stats.cache_tier = CacheTierChoice::automatic;
   } else if (raw.cache_tier == "kv") {
