@@ -7,7 +7,9 @@
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 namespace ic::metrics {
 
@@ -50,20 +52,21 @@ void render_persist(Writer& w, const PersistFigures& p) {
              {{"result", kStateLoadResults[static_cast<std::size_t>(p.load_result)]}}, 1);
   }
   w.single("state_restored_entries", "gauge",
-           "(key, replica) entries restored from --state-file at startup.", p.restored_entries);
+           "(key, replica) entries restored from --state-file at startup.",
+           p.restored_entries.load());
   w.family("state_saves_total", "counter", "State file saves by result (ok, error).");
-  w.sample("state_saves_total", {{"result", "ok"}}, p.saves_ok);
-  w.sample("state_saves_total", {{"result", "error"}}, p.saves_failed);
+  w.sample("state_saves_total", {{"result", "ok"}}, p.saves_ok.load());
+  w.sample("state_saves_total", {{"result", "error"}}, p.saves_failed.load());
   w.single("state_last_save_timestamp_seconds", "gauge",
            "Unix time the last good state file was written; 0 = none yet.",
-           p.last_save_unix_seconds);
+           p.last_save_unix_seconds.load());
   w.single("state_last_save_duration_seconds", "gauge",
            "Wall time of the last good save, from the first slice to the rename.",
-           p.last_save_duration_seconds);
+           p.last_save_duration_seconds.load());
   w.single("state_last_save_bytes", "gauge", "Size of the last good state file in bytes.",
-           p.last_save_bytes);
+           p.last_save_bytes.load());
   w.single("state_last_save_entries", "gauge",
-           "(key, replica) entries in the last good state file.", p.last_save_entries);
+           "(key, replica) entries in the last good state file.", p.last_save_entries.load());
 }
 
 void render_lookups(Writer& w, const Sample& s) {
@@ -234,65 +237,54 @@ void append_label_value(std::string& out, std::string_view value) {
 
 namespace {
 
-// Only with --nats-url (docs/replication.md "Metrics").
+// Only with --nats-url (docs/replication.md "Metrics"): one unlabelled family
+// per figure. A bool renders as 1 or 0, a signed figure as an integer, an
+// unsigned one (counters, stream sequences) as a float.
 void render_replication(Writer& w, const ReplicationFigures& r) {
   if (!r.enabled) return;
-  w.single("replication_connected", "gauge",
-           "1 while connected to NATS with the replication stream subscribed.",
-           r.connected ? 1 : 0);
-  w.single("replication_last_applied_sequence", "gauge",
-           "Stream sequence up to which every record is applied on every core.",
-           static_cast<double>(r.last_applied_sequence));
-  w.single("replication_lag_records", "gauge",
-           "Stream records not yet applied here (last known; frozen while disconnected).",
-           static_cast<double>(r.lag_records));
-  w.single("replication_pending_bytes", "gauge",
-           "Accepted changes buffered for publishing (queued or awaiting the stream's ack).",
-           r.pending_bytes);
-  w.single("replication_pending_records", "gauge", "Records behind replication_pending_bytes.",
-           r.pending_records);
-  w.single("replication_published_total", "counter",
-           "Records the stream acknowledged (a republished duplicate counts again).",
-           static_cast<double>(r.published));
-  w.single("replication_publish_failures_total", "counter",
-           "Publish attempts that failed or timed out; each is retried.",
-           static_cast<double>(r.publish_failures));
-  w.single("replication_dropped_total", "counter",
-           "Accepted changes not buffered for publishing (--nats-buffer-bytes full): applied "
-           "here only, other servers miss them.",
-           static_cast<double>(r.dropped));
-  w.single("replication_applied_total", "counter", "Stream records applied here.",
-           static_cast<double>(r.applied));
-  w.single("replication_skipped_total", "counter",
-           "Stream records not applied: unparsable or of an unknown format version.",
-           static_cast<double>(r.skipped));
-  w.single("replication_echoes_skipped_total", "counter",
-           "This server's own stream records not applied again: their early apply already "
-           "stood in stream order.",
-           static_cast<double>(r.echoes_skipped));
-  w.single("replication_resubscribes_total", "counter",
-           "Times the stream was subscribed again (reconnect, consumer loss).",
-           static_cast<double>(r.reconnects));
-  w.single("replication_catch_up_target_sequence", "gauge",
-           "The stream's last sequence when this server first reached it; /readyz waits for it.",
-           static_cast<double>(r.catch_up_target));
-  w.single("replication_caught_up", "gauge",
-           "1 once every record up to the catch-up target is applied (or NATS was not reached "
-           "within --nats-startup-wait).",
-           r.caught_up ? 1 : 0);
-  w.single("replication_snapshots_published_total", "counter",
-           "Index snapshots this server published to JetStream.",
-           static_cast<double>(r.snapshots_published));
-  w.single("replication_snapshot_failures_total", "counter",
-           "Snapshots due but not published (JetStream error, or larger than "
-           "--nats-snapshot-max-bytes).",
-           static_cast<double>(r.snapshot_failures));
-  w.single("replication_snapshot_published_sequence", "gauge",
-           "Stream sequence covered by the last snapshot this server published.",
-           static_cast<double>(r.snapshot_published_sequence));
-  w.single("replication_snapshot_loaded_sequence", "gauge",
-           "Stream sequence covered by the snapshot loaded at start (0: none).",
-           static_cast<double>(r.snapshot_loaded_sequence));
+  struct Row {
+    std::string_view name, type, help;
+    std::variant<Relaxed<bool> ReplicationFigures::*, Relaxed<std::int64_t> ReplicationFigures::*,
+                 Relaxed<std::uint64_t> ReplicationFigures::*>
+        figure;
+  };
+  // One family per line, however long its help.
+  // clang-format off
+  const Row rows[] = {
+      {"replication_connected", "gauge", "1 while connected to NATS with the replication stream subscribed.", &ReplicationFigures::connected},
+      {"replication_last_applied_sequence", "gauge", "Stream sequence up to which every record is applied on every core.", &ReplicationFigures::last_applied_sequence},
+      {"replication_lag_records", "gauge", "Stream records not yet applied here (last known; frozen while disconnected).", &ReplicationFigures::lag_records},
+      {"replication_pending_bytes", "gauge", "Accepted changes buffered for publishing (queued or awaiting the stream's ack).", &ReplicationFigures::pending_bytes},
+      {"replication_pending_records", "gauge", "Records behind replication_pending_bytes.", &ReplicationFigures::pending_records},
+      {"replication_published_total", "counter", "Records the stream acknowledged (a republished duplicate counts again).", &ReplicationFigures::published},
+      {"replication_publish_failures_total", "counter", "Publish attempts that failed or timed out; each is retried.", &ReplicationFigures::publish_failures},
+      {"replication_dropped_total", "counter", "Accepted changes not buffered for publishing (--nats-buffer-bytes full): applied here only, other servers miss them.", &ReplicationFigures::dropped},
+      {"replication_applied_total", "counter", "Stream records applied here.", &ReplicationFigures::applied},
+      {"replication_skipped_total", "counter", "Stream records not applied: unparsable or of an unknown format version.", &ReplicationFigures::skipped},
+      {"replication_echoes_skipped_total", "counter", "This server's own stream records not applied again: their early apply already stood in stream order.", &ReplicationFigures::echoes_skipped},
+      {"replication_resubscribes_total", "counter", "Times the stream was subscribed again (reconnect, consumer loss).", &ReplicationFigures::reconnects},
+      {"replication_catch_up_target_sequence", "gauge", "The stream's last sequence when this server first reached it; /readyz waits for it.", &ReplicationFigures::catch_up_target},
+      {"replication_caught_up", "gauge", "1 once every record up to the catch-up target is applied (or NATS was not reached within --nats-startup-wait).", &ReplicationFigures::caught_up},
+      {"replication_snapshots_published_total", "counter", "Index snapshots this server published to JetStream.", &ReplicationFigures::snapshots_published},
+      {"replication_snapshot_failures_total", "counter", "Snapshots due but not published (JetStream error, or larger than --nats-snapshot-max-bytes).", &ReplicationFigures::snapshot_failures},
+      {"replication_snapshot_published_sequence", "gauge", "Stream sequence covered by the last snapshot this server published.", &ReplicationFigures::snapshot_published_sequence},
+      {"replication_snapshot_loaded_sequence", "gauge", "Stream sequence covered by the snapshot loaded at start (0: none).", &ReplicationFigures::snapshot_loaded_sequence},
+  };
+  // clang-format on
+  for (const Row& row : rows) {
+    std::visit(
+        [&](auto figure) {
+          const auto value = (r.*figure).load();
+          if constexpr (std::is_same_v<decltype(value), const bool>) {
+            w.single(row.name, row.type, row.help, value ? 1 : 0);
+          } else if constexpr (std::is_signed_v<decltype(value)>) {
+            w.single(row.name, row.type, row.help, value);
+          } else {
+            w.single(row.name, row.type, row.help, static_cast<double>(value));
+          }
+        },
+        row.figure);
+  }
 }
 
 }  // namespace
