@@ -1,16 +1,17 @@
 #pragma once
-// Internal to src/metrics: appends Prometheus text-format 0.0.4 lines (one
-// family header, one sample) to a string. Shared by the renderers of
-// prometheus.cc, process.cc and grpc_server_metrics.cc.
+// Writing the Prometheus text format 0.0.4: whole lines (one family header,
+// one sample) appended to a string. Header-only, so the kvevents adapter's
+// own /metrics (tools/kvevents/counters.cc) is written by the same code as
+// the server's (prometheus.cc, process.cc, grpc_server_metrics.cc) without
+// linking the metrics library. The reader is metrics/label_value.hh.
 
 #include <charconv>
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
-
-#include "metrics/prometheus.hh"
 
 namespace ic::metrics {
 
@@ -19,6 +20,37 @@ namespace ic::metrics {
 inline constexpr std::string_view kPrefix = "inferencecache_";
 
 using Label = std::pair<std::string_view, std::string_view>;
+
+// Appends `value` escaped as a Prometheus label value (without quotes).
+inline void append_label_value(std::string& out, std::string_view value) {
+  for (char ch : value) {
+    switch (ch) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += ch;
+    }
+  }
+}
+
+// Formats a double the way Prometheus parses it: shortest round-trip digits
+// in %g style ("0.0001", "1e-05", "0.200041"), "+Inf", "-Inf", "NaN".
+inline std::string format_double(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  // Shortest round-trip digits in %g style, so bucket bounds read "0.0001"
+  // like other exporters' (plain shortest would give "1e-04").
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::general);
+  return std::string(buf, static_cast<std::size_t>(end - buf));
+}
 
 // Builds one exposition; each method appends whole lines.
 class Writer {

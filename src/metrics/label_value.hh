@@ -2,7 +2,7 @@
 // Reading a quoted label value of the Prometheus text format 0.0.4, header-only so the
 // kvevents adapter (engine /metrics) and the server (StreamMetrics, its own /metrics) share
 // one reader without linking the metrics library. The writer is append_label_value
-// (metrics/prometheus.hh).
+// (metrics/exposition.hh).
 
 #include <cstddef>
 #include <string>

@@ -215,28 +215,6 @@ void render_cores(Writer& w, const Sample& s) {
   }
 }
 
-}  // namespace
-
-void append_label_value(std::string& out, std::string_view value) {
-  for (char ch : value) {
-    switch (ch) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += ch;
-    }
-  }
-}
-
-namespace {
-
 // Only with --nats-url (docs/replication.md "Metrics"): one unlabelled family
 // per figure. A bool renders as 1 or 0, a signed figure as an integer, an
 // unsigned one (counters, stream sequences) as a float.
@@ -288,16 +266,6 @@ void render_replication(Writer& w, const ReplicationFigures& r) {
 }
 
 }  // namespace
-
-std::string format_double(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  // Shortest round-trip digits in %g style, so bucket bounds read "0.0001"
-  // like other exporters' (plain shortest would give "1e-04").
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::general);
-  return std::string(buf, static_cast<std::size_t>(end - buf));
-}
 
 std::string render_prometheus(const Sample& sample, const ProcessFigures& process) {
   std::string out;

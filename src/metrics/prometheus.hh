@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "metrics/exposition.hh"  // append_label_value, format_double
 #include "metrics/sample.hh"
 
 namespace ic::metrics {
@@ -23,12 +24,5 @@ inline constexpr std::string_view kPrometheusContentType =
 // lookup call series with a zero count are omitted. Deterministic: equal
 // inputs give equal bytes.
 std::string render_prometheus(const Sample& sample, const ProcessFigures& process);
-
-// Appends `value` escaped as a Prometheus label value (without quotes).
-void append_label_value(std::string& out, std::string_view value);
-
-// Formats a double the way Prometheus parses it: shortest round-trip digits
-// in %g style ("0.0001", "1e-05", "0.200041"), "+Inf", "-Inf", "NaN".
-std::string format_double(double value);
 
 }  // namespace ic::metrics
