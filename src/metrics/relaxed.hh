@@ -20,9 +20,12 @@ class Relaxed {
     return *this;
   }
 
+  // The value now (relaxed); the conversion reads it where a T is wanted.
   T load() const { return value_.load(std::memory_order_relaxed); }
   operator T() const { return load(); }  // NOLINT(google-explicit-constructor)
+  // Replaces the value (relaxed).
   void store(T value) { value_.store(value, std::memory_order_relaxed); }
+  // Adds `n` (relaxed; integer and floating-point T only).
   void add(T n) { value_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
