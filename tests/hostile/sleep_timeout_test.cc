@@ -37,8 +37,6 @@ extern "C" int io_uring_submit_and_wait(io_uring* ring, unsigned wait_nr) {
   return real(ring, wait_nr);
 }
 
-using ic::runtime::current_reactor;
-using ic::runtime::Runtime;
 using namespace ic::runtime::testing;
 
 TEST_SUITE("hostile") {

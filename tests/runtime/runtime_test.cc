@@ -12,10 +12,6 @@
 #include <thread>
 #include <vector>
 
-using ic::runtime::current_core;
-using ic::runtime::current_reactor;
-using ic::runtime::Runtime;
-
 using namespace ic::runtime::testing;
 
 TEST_SUITE("runtime") {

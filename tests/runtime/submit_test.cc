@@ -17,9 +17,6 @@
 #include "runtime/runtime.hh"
 #include "support/runtime_fixture.hh"
 
-using ic::runtime::current_core;
-using ic::runtime::Runtime;
-
 namespace {
 
 using namespace ic::runtime::testing;

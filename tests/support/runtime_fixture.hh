@@ -17,6 +17,11 @@
 
 namespace ic::runtime::testing {
 
+// The runtime names every such test uses, with `using namespace ic::runtime::testing`.
+using ic::runtime::current_core;
+using ic::runtime::current_reactor;
+using ic::runtime::Runtime;
+
 // `cores` reactors, mailbox depth `depth` (tasks), threads not pinned: the
 // tests share 2 CPUs with the rest of the build.
 inline Runtime::Options opts(unsigned cores, std::uint32_t depth = 4096) {
