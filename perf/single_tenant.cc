@@ -64,6 +64,16 @@ World& world() {
   return w;
 }
 
+// One lookup per probe of `w`: its 64-block chain, or with `exact` the exact
+// key of one of its blocks.
+std::vector<pb::LookupRouteRequest> lookup_requests(World& w, bool exact) {
+  std::vector<pb::LookupRouteRequest> requests;
+  for (std::size_t c = 0; c < w.probes.size(); ++c) {
+    requests.push_back(exact ? exact_request(w, c) : chain_request(w, c));
+  }
+  return requests;
+}
+
 // One run: shared by the reactors; each field is written by one core.
 struct Drive {
   Runtime* runtime = nullptr;
@@ -134,16 +144,10 @@ void send(Sender* s) {
 void BM_SingleTenantOwner(benchmark::State& state) {
   World& w = world();
   const unsigned senders = static_cast<unsigned>(state.range(0));
-  std::vector<pb::LookupRouteRequest> requests;
-  for (std::size_t c = 0; c < w.probes.size(); ++c) {
-    requests.push_back(state.range(2) == 0 ? chain_request(w, c) : exact_request(w, c));
-  }
+  const std::vector<pb::LookupRouteRequest> requests = lookup_requests(w, state.range(2) == 1);
   double owner_ns = 0, sender_ns = 0, wall_rate = 0;
   for (auto _ : state) {
-    Runtime::Options options;
-    options.cores = senders + 1;
-    options.pin_threads = false;
-    Runtime runtime(options);
+    Runtime runtime(Runtime::Options{.cores = senders + 1, .pin_threads = false});
     // Only the owner's shard is read; the others stay empty.
     std::vector<std::unique_ptr<Shard>> idle;
     std::vector<Shard*> shards{w.shard.get()};
@@ -191,10 +195,7 @@ void BM_SingleTenantOwner(benchmark::State& state) {
 }
 BENCHMARK(BM_SingleTenantOwner)
     ->ArgNames({"senders", "window", "exact"})
-    ->Args({1, 64, 0})
-    ->Args({3, 64, 0})
-    ->Args({1, 64, 1})
-    ->Args({3, 64, 1})
+    ->ArgsProduct({{1, 3}, {64}, {0, 1}})
     ->UseManualTime()
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
@@ -245,17 +246,11 @@ void answer_locally(SpreadRun* run, Shard& shard, const std::vector<pb::LookupRo
 void BM_SpreadLookup(benchmark::State& state) {
   World& w = world();
   const auto k = static_cast<unsigned>(state.range(0));
-  std::vector<pb::LookupRouteRequest> requests;
-  for (std::size_t c = 0; c < w.probes.size(); ++c) {
-    requests.push_back(state.range(1) == 0 ? chain_request(w, c) : exact_request(w, c));
-  }
+  const std::vector<pb::LookupRouteRequest> requests = lookup_requests(w, state.range(1) == 1);
   for (unsigned core = 1; core < k; ++core) spread_copy(core);
   double cpu_ns = 0, rate = 0;
   for (auto _ : state) {
-    Runtime::Options options;
-    options.cores = k;
-    options.pin_threads = false;
-    Runtime runtime(options);
+    Runtime runtime(Runtime::Options{.cores = k, .pin_threads = false});
     SpreadRun run;
     run.runtime = &runtime;
     run.left = static_cast<int>(k);
@@ -282,10 +277,7 @@ void BM_SpreadLookup(benchmark::State& state) {
 }
 BENCHMARK(BM_SpreadLookup)
     ->ArgNames({"cores", "exact"})
-    ->Args({1, 0})
-    ->Args({2, 0})
-    ->Args({1, 1})
-    ->Args({2, 1})
+    ->ArgsProduct({{1, 2}, {0, 1}})
     ->UseManualTime()
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
@@ -329,10 +321,7 @@ void BM_SpreadIngest(benchmark::State& state) {
   }
   double cpu_ns = 0;
   for (auto _ : state) {
-    Runtime::Options options;
-    options.cores = cores;
-    options.pin_threads = false;
-    Runtime runtime(options);
+    Runtime runtime(Runtime::Options{.cores = cores, .pin_threads = false});
     ic::index::IndexGlobals globals;
     std::vector<std::unique_ptr<Shard>> shards;
     std::vector<Shard*> pointers;

@@ -63,10 +63,7 @@ void ping(PingPong* p) {
 // range(0) = 1: reactors pinned to CPUs 0 and 1 (the server's setup).
 void BM_CrossCoreRoundTrip(benchmark::State& state) {
   for (auto _ : state) {
-    Runtime::Options options;
-    options.cores = 2;
-    options.pin_threads = state.range(0) == 1;
-    Runtime runtime(options);
+    Runtime runtime(Runtime::Options{.cores = 2, .pin_threads = state.range(0) == 1});
     PingPong p;
     p.runtime = &runtime;
     p.verb = state.range(1) == 1;
@@ -86,10 +83,7 @@ void BM_CrossCoreRoundTrip(benchmark::State& state) {
 }
 BENCHMARK(BM_CrossCoreRoundTrip)
     ->ArgNames({"pinned", "verb"})
-    ->Args({1, 0})
-    ->Args({1, 1})
-    ->Args({0, 0})
-    ->Args({0, 1})
+    ->ArgsProduct({{1, 0}, {0, 1}})
     ->UseManualTime()
     ->Iterations(5);
 
@@ -101,10 +95,7 @@ std::uint64_t work(std::uint64_t& x) { return x = x * 6364136223846793005u + 144
 // range(0): 0 = direct call, 1 = try_submit_to to the calling core.
 void BM_LocalCall(benchmark::State& state) {
   for (auto _ : state) {
-    Runtime::Options options;
-    options.cores = 1;
-    options.pin_threads = false;
-    Runtime runtime(options);
+    Runtime runtime(Runtime::Options{.cores = 1, .pin_threads = false});
     std::int64_t elapsed_ns = 0;
     const bool verb = state.range(0) == 1;
     // Through the interface, as service/sharded_index.hh calls it.

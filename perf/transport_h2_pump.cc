@@ -97,10 +97,7 @@ void BM_GrpcUnaryServerPump(benchmark::State& state) {
 }
 BENCHMARK(BM_GrpcUnaryServerPump)
     ->ArgNames({"batch", "lookup"})
-    ->Args({1, 0})
-    ->Args({16, 0})
-    ->Args({1, 1})
-    ->Args({16, 1})
+    ->ArgsProduct({{1, 16}, {0, 1}})
     ->UseManualTime();
 
 }  // namespace

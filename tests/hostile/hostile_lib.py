@@ -532,13 +532,44 @@ class Attacker:
         while self.busy.value and time.monotonic() < end:
             time.sleep(0.001)
 
-    def kept(self, server, **kwargs):
-        """latency_kept() with this attacker."""
-        return latency_kept(server, self.on, self.off, attacks=self.completed, **kwargs)
-
     def stop(self):
         self.done.set()
         self.active.clear()
         self.proc.join(10)
         if self.proc.is_alive():
             self.proc.kill()
+
+
+def kept_under(server, attack):
+    """latency_kept() with an Attacker running `attack(port)` against the
+    server's gRPC port, stopped afterwards; returns the attacks completed."""
+    attacker = Attacker(server.grpc_port, attack)
+    try:
+        latency_kept(server, attacker.on, attacker.off, attacks=attacker.completed)
+    finally:
+        attacker.stop()
+    return attacker.count.value
+
+
+def flood(payload, read_s):
+    """An attack for Attacker: a connection that sends `payload` after the
+    preface, reads what comes back for `read_s` seconds, and closes."""
+    def attack(port):
+        s = raw_connect(port, payload)
+        read_frames(s, read_s)
+        s.close()
+    return attack
+
+
+# ---- the suites' command line ----------------------------------------------------
+
+
+def run_cases(namespace):
+    """`SCRIPT SERVER_BINARY CASE`: runs the script's case_CASE(SERVER_BINARY)
+    (`namespace` is the script's globals()) and prints "ok: CASE"."""
+    cases = {name[len("case_"):]: fn for name, fn in namespace.items() if name.startswith("case_")}
+    if len(sys.argv) != 3 or sys.argv[2] not in cases:
+        sys.exit("usage: %s SERVER_BINARY {%s}" % (os.path.basename(sys.argv[0]),
+                                                   "|".join(sorted(cases))))
+    cases[sys.argv[2]](sys.argv[1])
+    print("ok:", sys.argv[2])

@@ -11,7 +11,6 @@ attacked windows' ratios).
 """
 
 import socket
-import sys
 import threading
 import time
 
@@ -90,13 +89,9 @@ def case_hpack_bomb(binary):
             assert closed is not None and code == hl.ENHANCE_YOUR_CALM, (closed, code)
         assert srv.limit_hits("hpack_expansion") == 2
         bomb = hpack_bomb(8)
-        attacker = hl.Attacker(srv.grpc_port, lambda port: send_and_wait(port, bomb, 2))
-        try:
-            attacker.kept(srv)
-        finally:
-            attacker.stop()
-        assert attacker.count.value > 0
-        assert srv.limit_hits("hpack_expansion") >= 2 + attacker.count.value // 2
+        attacks = hl.kept_under(srv, lambda port: send_and_wait(port, bomb, 2))
+        assert attacks > 0
+        assert srv.limit_hits("hpack_expansion") >= 2 + attacks // 2
 
 
 def case_repeated_431(binary):
@@ -205,12 +200,7 @@ def case_rapid_reset(binary):
         closed, code = rapid_reset(srv.grpc_port)
         assert closed is not None and code is not None and code != 0, (closed, code)
         assert srv.limit_hits("flood") >= 1
-        attacker = hl.Attacker(srv.grpc_port, rapid_reset)
-        try:
-            attacker.kept(srv)
-        finally:
-            attacker.stop()
-        assert attacker.count.value > 0
+        assert hl.kept_under(srv, rapid_reset) > 0
 
 
 def continuation_flood(port):
@@ -223,11 +213,7 @@ def case_continuation_flood(binary):
     with hl.Server(binary) as srv:
         closed, code = continuation_flood(srv.grpc_port)
         assert closed is not None and code is not None and code != 0, (closed, code)
-        attacker = hl.Attacker(srv.grpc_port, continuation_flood)
-        try:
-            attacker.kept(srv)
-        finally:
-            attacker.stop()
+        hl.kept_under(srv, continuation_flood)
 
 
 def control_flood(port, kind, frames=1100):
@@ -242,12 +228,7 @@ def case_settings_ping_flood(binary):
         for kind in ("settings", "ping"):
             closed, code = control_flood(srv.grpc_port, kind)
             assert closed is not None and code == hl.ENHANCE_YOUR_CALM, (kind, closed, code)
-            attacker = hl.Attacker(srv.grpc_port, lambda port, k=kind: control_flood(port, k))
-            try:
-                attacker.kept(srv)
-            finally:
-                attacker.stop()
-            assert attacker.count.value > 0
+            assert hl.kept_under(srv, lambda port, k=kind: control_flood(port, k)) > 0
         assert srv.limit_hits("flood") >= 2
         # Flooders that never read are released: nothing left but the scrape.
         deadline = time.monotonic() + 15
@@ -268,17 +249,7 @@ def case_stream_limit(binary):
         assert refused == 200, refused
         # The 100 admitted streams never send their message: cut at the deadline.
         assert eof and hl.goaway_code(frames) == hl.ENHANCE_YOUR_CALM
-
-        def abuse(port):
-            c = hl.raw_connect(port, out)
-            hl.read_frames(c, 0.5)
-            c.close()
-
-        attacker = hl.Attacker(srv.grpc_port, abuse)
-        try:
-            attacker.kept(srv)
-        finally:
-            attacker.stop()
+        hl.kept_under(srv, hl.flood(out, 0.5))
 
 
 def case_slowloris(binary):
@@ -457,10 +428,5 @@ def rfc3339(us):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(us // 1_000_000))
 
 
-CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
-
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
-        sys.exit("usage: hostile_test.py SERVER_BINARY {%s}" % "|".join(sorted(CASES)))
-    CASES[sys.argv[2]](sys.argv[1])
-    print("ok:", sys.argv[2])
+    hl.run_cases(globals())

@@ -19,7 +19,6 @@ function of the request, the index and the policy alone.
 import hashlib
 import json
 import struct
-import sys
 import urllib.request
 
 import hostile_lib as hl
@@ -228,10 +227,5 @@ def case_policy_push(binary):
         client.close()
 
 
-CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
-
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
-        sys.exit("usage: reuse_test.py SERVER_BINARY {%s}" % "|".join(sorted(CASES)))
-    CASES[sys.argv[2]](sys.argv[1])
-    print("ok:", sys.argv[2])
+    hl.run_cases(globals())

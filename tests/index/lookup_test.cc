@@ -31,6 +31,48 @@ void world(Harness& h) {
 using ic::test::affinity_pick;
 using ic::test::chain_seed;
 
+// The exact lookup of r4's key 100 (128 tokens), and r4's answer to it: one
+// holder of four serving, dp 0.75.
+pb::LookupRouteRequest key100() { return exact_req("t", "m", "vllm", 100, 128); }
+const Want kR4Key100 = {"r4", 96.0, 128, 1.0, T::CACHE_TIER_T1};
+
+// The world's answer to the chain 1..4 at the default floors: r1 64 × 0.5,
+// r3 64 × fresh 0.8 × 0.5; r2, two blocks deep, below the floor.
+const std::vector<Want> kChain4 = {{"r1", 32.0, 64, 1.0, T::CACHE_TIER_T1},
+                                   {"r3", 25.6, 64, 0.8, T::CACHE_TIER_T1}};
+
+// The chain 1..4 with an SLO of `ttft_ms`.
+pb::LookupRouteRequest chain_with_ttft(std::int32_t ttft_ms) {
+  auto r = chain_req("t", "m", "vllm", {1, 2, 3, 4});
+  r.mutable_slo()->set_ttft_ms(ttft_ms);
+  return r;
+}
+
+// A lookup carrying token ids 0..`n`-1 and nothing else.
+pb::LookupRouteRequest token_ids(int n) {
+  auto r = scoped_lookup("t", "m", "vllm");
+  for (int i = 0; i < n; ++i) r.add_token_ids(i);
+  return r;
+}
+
+// Tenant t's policy that requires a chain.
+const char* kRequireChain =
+    R"({"version":7,"policies":[{"namespace":"t","strategy":{"requireChain":true}}]})";
+
+// Both forms at once: the chain 1..4 and key 100 in prefix_hash.
+pb::LookupRouteRequest chain_and_key100() {
+  auto r = chain_req("t", "m", "vllm", {1, 2, 3, 4});
+  r.set_prefix_hash(hb(100));
+  r.set_prefix_token_count(128);
+  return r;
+}
+
+// An AFFINITY_HINT answer: the one replica the pick for `seed` names among
+// the world's four, with no score.
+std::vector<Want> hint(const std::string& seed) {
+  return {{affinity_pick(seed, {"r1", "r2", "r3", "r4"}), 0, 0, 0, T::CACHE_TIER_UNSPECIFIED}};
+}
+
 struct Case {
   const char* name;
   std::function<pb::LookupRouteRequest()> req;
@@ -74,47 +116,21 @@ TEST_CASE("lookup table over one world") {
         {"r2", 80 * 0.9 * 0.25, 80, 0.9, T::CACHE_TIER_T1}},
        true},
       {"chain: SLO tight multiplies by 1 + fresh × bias",
-       [] {
-         auto r = chain_req("t", "m", "vllm", {1, 2, 3, 4});
-         r.mutable_slo()->set_ttft_ms(100);
-         return r;
-       },
+       [] { return chain_with_ttft(100); },
        nullptr,
        reason::kPrefixMatch,
        {{"r1", 64 * 0.5 * 2.0, 64, 1.0, T::CACHE_TIER_T1},
         {"r3", 64 * 0.8 * 0.5 * 1.8, 64, 0.8, T::CACHE_TIER_T1}},
        true},
-      {"chain: ttft 200 is not tight",
-       [] {
-         auto r = chain_req("t", "m", "vllm", {1, 2, 3, 4});
-         r.mutable_slo()->set_ttft_ms(200);
-         return r;
-       },
-       nullptr,
-       reason::kPrefixMatch,
-       {{"r1", 32.0, 64, 1.0, T::CACHE_TIER_T1}, {"r3", 25.6, 64, 0.8, T::CACHE_TIER_T1}},
-       true},
-      {"chain wins over prefix_hash when both are sent",
-       [] {
-         auto r = chain_req("t", "m", "vllm", {1, 2, 3, 4});
-         r.set_prefix_hash(hb(100));
-         r.set_prefix_token_count(128);
-         return r;
-       },
-       nullptr,
-       reason::kPrefixMatch,
-       {{"r1", 32.0, 64, 1.0, T::CACHE_TIER_T1}, {"r3", 25.6, 64, 0.8, T::CACHE_TIER_T1}},
-       true},
+      {"chain: ttft 200 is not tight", [] { return chain_with_ttft(200); }, nullptr,
+       reason::kPrefixMatch, kChain4, true},
+      {"chain wins over prefix_hash when both are sent", chain_and_key100, nullptr,
+       reason::kPrefixMatch, kChain4, true},
       {"chain matching disabled: prefix_hash exact path, arrays ignored",
-       [] {
-         auto r = chain_req("t", "m", "vllm", {1, 2, 3, 4});
-         r.set_prefix_hash(hb(100));
-         r.set_prefix_token_count(128);
-         return r;
-       },
+       chain_and_key100,
        R"({"version":7,"policies":[{"namespace":"t","strategy":{"enableChainMatching":false}}]})",
        reason::kPrefixMatch,
-       {{"r4", 128 * 0.75, 128, 1.0, T::CACHE_TIER_T1}},
+       {kR4Key100},
        true},
       {"chain matching disabled and only arrays: fail-open NO_HINT",
        [] {
@@ -125,10 +141,10 @@ TEST_CASE("lookup table over one world") {
        {},
        false},
       {"exact: one holder of four serving, dp 0.75",
-       [] { return exact_req("t", "m", "vllm", 100, 128); },
+       key100,
        nullptr,
        reason::kPrefixMatch,
-       {{"r4", 96.0, 128, 1.0, T::CACHE_TIER_T1}},
+       {kR4Key100},
        true},
       {"exact: block 4 key also answers an exact lookup (token_count cumulative)",
        [] { return exact_req("t", "m", "vllm", 4, 64); },
@@ -196,17 +212,10 @@ TEST_CASE("lookup table over one world") {
        [] {
          return chain_req("t", "m", "vllm", {77, 78});
        },
-       nullptr,
-       reason::kAffinityHint,
-       {{affinity_pick(chain_seed({77, 78}), {"r1", "r2", "r3", "r4"}), 0, 0, 0,
-         T::CACHE_TIER_UNSPECIFIED}},
-       true},
+       nullptr, reason::kAffinityHint, hint(chain_seed({77, 78})), true},
       {"novel exact hash: AFFINITY_HINT seeded by the raw hash bytes",
-       [] { return exact_req("t", "m", "vllm", 555, 64); },
-       nullptr,
-       reason::kAffinityHint,
-       {{affinity_pick(hb(555), {"r1", "r2", "r3", "r4"}), 0, 0, 0, T::CACHE_TIER_UNSPECIFIED}},
-       true},
+       [] { return exact_req("t", "m", "vllm", 555, 64); }, nullptr, reason::kAffinityHint,
+       hint(hb(555)), true},
       {"novel chain with affinity disabled: NO_HINT",
        [] { return chain_req("t", "m", "vllm", {77}); },
        R"({"version":7,"policies":[{"namespace":"t","affinityRouting":false}]})",
@@ -228,57 +237,43 @@ TEST_CASE("lookup table over one world") {
          r.set_adapter_id("lora-x");
          return r;
        },
-       nullptr,
-       reason::kAffinityHint,
-       {{affinity_pick(chain_seed({1, 2, 3, 4}), {"r1", "r2", "r3", "r4"}), 0, 0, 0,
-         T::CACHE_TIER_UNSPECIFIED}},
-       true},
+       nullptr, reason::kAffinityHint, hint(chain_seed({1, 2, 3, 4})), true},
       {"below routing floor → AFFINITY_HINT (floor 100 over top 32)",
        [] {
          return chain_req("t", "m", "vllm", {1, 2, 3, 4});
        },
        R"({"version":7,"policies":[{"namespace":"t","routingFloorScore":100}]})",
-       reason::kAffinityHint,
-       {{affinity_pick(chain_seed({1, 2, 3, 4}), {"r1", "r2", "r3", "r4"}), 0, 0, 0,
-         T::CACHE_TIER_UNSPECIFIED}},
-       true},
+       reason::kAffinityHint, hint(chain_seed({1, 2, 3, 4})), true},
       {"routing floor 0 disabled: tiny scores still match",
-       [] { return exact_req("t", "m", "vllm", 100, 128); },
+       key100,
        R"({"version":7,"policies":[{"namespace":"t","routingFloorScore":0}]})",
        reason::kPrefixMatch,
-       {{"r4", 96.0, 128, 1.0, T::CACHE_TIER_T1}},
+       {kR4Key100},
        true},
       {"minimumPrefixTokens, affinity disabled: NO_HINT before the index",
-       [] { return exact_req("t", "m", "vllm", 100, 128); },
+       key100,
        R"({"version":7,"policies":[{"namespace":"t","minimumPrefixTokens":129,"affinityRouting":false}]})",
        reason::kNoHint,
        {},
        true},
-      {"minimumPrefixTokens, affinity enabled: PREFIX_MATCH demoted to AFFINITY_HINT",
-       [] { return exact_req("t", "m", "vllm", 100, 128); },
+      {"minimumPrefixTokens, affinity enabled: PREFIX_MATCH demoted to AFFINITY_HINT", key100,
        R"({"version":7,"policies":[{"namespace":"t","minimumPrefixTokens":129}]})",
-       reason::kAffinityHint,
-       {{affinity_pick(hb(100), {"r1", "r2", "r3", "r4"}), 0, 0, 0, T::CACHE_TIER_UNSPECIFIED}},
-       true},
+       reason::kAffinityHint, hint(hb(100)), true},
       {"minimumPrefixTokens met exactly",
-       [] { return exact_req("t", "m", "vllm", 100, 128); },
+       key100,
        R"({"version":7,"policies":[{"namespace":"t","minimumPrefixTokens":128}]})",
        reason::kPrefixMatch,
-       {{"r4", 96.0, 128, 1.0, T::CACHE_TIER_T1}},
+       {kR4Key100},
        true},
       {"requireChain without a chain",
-       [] { return exact_req("t", "m", "vllm", 100, 128); },
-       R"({"version":7,"policies":[{"namespace":"t","strategy":{"requireChain":true}}]})",
+       key100,
+       kRequireChain,
        reason::kPolicyRequiresChain,
        {},
        false},
       {"requireChain: token_ids do not count",
-       [] {
-         auto r = scoped_lookup("t", "m", "vllm");
-         for (int i = 0; i < 32; ++i) r.add_token_ids(i);
-         return r;
-       },
-       R"({"version":7,"policies":[{"namespace":"t","strategy":{"requireChain":true}}]})",
+       [] { return token_ids(32); },
+       kRequireChain,
        reason::kPolicyRequiresChain,
        {},
        false},
@@ -288,7 +283,7 @@ TEST_CASE("lookup table over one world") {
          r.add_block_token_counts(3);
          return r;
        },
-       R"({"version":7,"policies":[{"namespace":"t","strategy":{"requireChain":true}}]})",
+       kRequireChain,
        reason::kPolicyRequiresChain,
        {},
        false},
@@ -296,10 +291,7 @@ TEST_CASE("lookup table over one world") {
        [] {
          return chain_req("t", "m", "vllm", {1, 2, 3, 4});
        },
-       R"({"version":7,"policies":[{"namespace":"t","strategy":{"requireChain":true}}]})",
-       reason::kPrefixMatch,
-       {{"r1", 32.0, 64, 1.0, T::CACHE_TIER_T1}, {"r3", 25.6, 64, 0.8, T::CACHE_TIER_T1}},
-       true},
+       kRequireChain, reason::kPrefixMatch, kChain4, true},
       {"prompt_text without a tokenizer: fail-open NO_HINT",
        [] {
          auto r = scoped_lookup("t", "m", "vllm");
@@ -311,11 +303,7 @@ TEST_CASE("lookup table over one world") {
        {},
        false},
       {"token_ids shorter than one block: NO_HINT",
-       [] {
-         auto r = scoped_lookup("t", "m", "vllm");
-         for (int i = 0; i < 15; ++i) r.add_token_ids(i);
-         return r;
-       },
+       [] { return token_ids(15); },
        nullptr,
        reason::kNoHint,
        {},
@@ -392,8 +380,7 @@ TEST_CASE("TENANT_HOT: recent stats, hit-rate floor, scope membership, pressure 
   h.policy(R"({"version":7,"policies":[{"namespace":"t","strategy":{"enableTenantHot":false}}]})");
   auto off = h.lookup(exact_req("t", "m", "vllm", 999, 64));
   CHECK(off.reason_code() == reason::kAffinityHint);
-  check_scores(off, {{affinity_pick(hb(999), {"r1", "r2", "r3", "r4"}), 0, 0, 0,
-                      T::CACHE_TIER_UNSPECIFIED}});
+  check_scores(off, hint(hb(999)));
   // Below minimumPrefixTokens a TENANT_HOT result is demoted as well.
   h.policy(R"({"version":7,"policies":[{"namespace":"t","minimumPrefixTokens":65}]})");
   CHECK(h.lookup(exact_req("t", "m", "vllm", 999, 64)).reason_code() == reason::kAffinityHint);

@@ -1,5 +1,5 @@
 #include "runtime/runtime.hh"
-#include "runtime_fixture.hh"
+#include "support/runtime_fixture.hh"
 
 #include <doctest/doctest.h>
 #include <liburing.h>
@@ -7,15 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <future>
-#include <latch>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-using ic::runtime::current_core;
-using ic::runtime::current_reactor;
-using ic::runtime::Runtime;
 
 using namespace ic::runtime::testing;
 
@@ -119,32 +114,9 @@ TEST_SUITE("runtime") {
 
   TEST_CASE("a timer added while the reactor sleeps towards a later one fires first") {
     // The reactor sleeps with one io_uring timeout armed for its earliest
-    // timer (600 s away here); a nearer timer added meanwhile moves it
-    // earlier, and one added after it fired arms a new one. Were either
-    // missed, the loop would sleep towards the 600 s timer and finish()'s
-    // bounded wait would fail the test.
-    Runtime rt(opts(1));
-    Done done;
-    std::string order;
-    std::latch armed(1);
-    rt.start([&](unsigned) {
-      current_reactor().add_timer(600'000'000, [&] { order += 'x'; });
-      armed.count_down();
-    });
-    armed.wait();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it sleep
-    const bool ok = rt.post(0, [&] {
-      current_reactor().add_timer(1'000, [&] {
-        order += 'b';
-        current_reactor().add_timer(1'000, [&] {
-          order += 'c';
-          done.set();
-        });
-      });
-    });
-    REQUIRE(ok);
-    finish(rt, done);
-    CHECK(order == "bc");
+    // timer; a nearer timer added meanwhile moves it earlier, and one added
+    // after it fired arms a new one (the scenario: runtime_fixture.hh).
+    CHECK(nearer_timers_fire_first() == "bc");
   }
 
   TEST_CASE("defer and post-to-self run after the current task, in order") {

@@ -15,10 +15,7 @@
 
 #include "runtime/map_reduce.hh"
 #include "runtime/runtime.hh"
-#include "runtime_fixture.hh"
-
-using ic::runtime::current_core;
-using ic::runtime::Runtime;
+#include "support/runtime_fixture.hh"
 
 namespace {
 

@@ -1,5 +1,6 @@
 #pragma once
-// A blocking TCP client socket to 127.0.0.1, for tests that speak raw bytes.
+// A blocking TCP client socket to 127.0.0.1, for tests that speak raw bytes,
+// and the owner that closes it.
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <utility>
 
 namespace ic::test {
 
@@ -28,5 +30,30 @@ inline int connect_loopback(std::uint16_t port, int rcvbuf_bytes = 0) {
   }
   return fd;
 }
+
+// Owns one file descriptor: closes it when destroyed or assigned over, so a
+// class holding one needs no destructor and is not copyable. get() is -1
+// when it owns none.
+class OwnedFd {
+ public:
+  OwnedFd() = default;
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  OwnedFd(OwnedFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  OwnedFd& operator=(OwnedFd&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  ~OwnedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  int get() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace ic::test

@@ -11,22 +11,17 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "support/loopback_socket.hh"
-
 namespace ic::itest {
 
-RawConnection::RawConnection(std::uint16_t port) {
-  fd_ = ic::test::connect_loopback(port);
-  if (fd_ < 0) throw std::runtime_error(std::string("connect failed: ") + std::strerror(errno));
-}
-
-RawConnection::~RawConnection() {
-  if (fd_ >= 0) ::close(fd_);
+RawConnection::RawConnection(std::uint16_t port) : fd_(ic::test::connect_loopback(port)) {
+  if (fd_.get() < 0) {
+    throw std::runtime_error(std::string("connect failed: ") + std::strerror(errno));
+  }
 }
 
 void RawConnection::send(std::string_view bytes) {
   while (!bytes.empty()) {
-    const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(std::string("send failed: ") + std::strerror(errno));
@@ -44,9 +39,9 @@ std::string RawConnection::read_until_close(int timeout_ms) {
                           deadline - std::chrono::steady_clock::now())
                           .count();
     if (left <= 0) return out;
-    pollfd p{fd_, POLLIN, 0};
+    pollfd p{fd_.get(), POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return out;
     out.append(buf, static_cast<std::size_t>(n));
@@ -57,9 +52,9 @@ bool RawConnection::closed_within(int timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   char buf[4096];
   while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd_, POLLIN, 0};
+    pollfd p{fd_.get(), POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return true;
   }
   return false;

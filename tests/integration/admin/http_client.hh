@@ -8,15 +8,15 @@
 #include <string>
 #include <string_view>
 
+#include "support/loopback_socket.hh"
+
 namespace ic::itest {
 
-// A connected socket to 127.0.0.1:`port`; closes on destruction.
+// A connected socket to 127.0.0.1:`port`; closes on destruction (not copyable).
 class RawConnection {
  public:
+  // Throws std::runtime_error when the connection fails.
   explicit RawConnection(std::uint16_t port);
-  ~RawConnection();
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
 
   // Writes all of `bytes` (throws on error).
   void send(std::string_view bytes);
@@ -26,7 +26,7 @@ class RawConnection {
   bool closed_within(int timeout_ms);
 
  private:
-  int fd_ = -1;
+  test::OwnedFd fd_;
 };
 
 struct HttpReply {

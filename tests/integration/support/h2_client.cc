@@ -39,6 +39,15 @@ test::ClientSettings client_settings() {
   return options;
 }
 
+// The connected socket to 127.0.0.1:`port`; throws std::runtime_error when the connect fails.
+test::OwnedFd connect_to(uint16_t port) {
+  test::OwnedFd fd(test::connect_loopback(port));
+  if (fd.get() < 0) {
+    throw std::runtime_error("connect " + loopback(port) + ": " + std::strerror(errno));
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::optional<std::string> H2Response::find(std::string_view name) const {
@@ -66,25 +75,11 @@ std::string H2Response::grpc_message() const {
   return s ? percent_decode(*s) : std::string();
 }
 
-H2Client::H2Client(uint16_t port) : port_(port), session_(client_settings()) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    int err = errno;
-    ::close(fd_);
-    throw std::runtime_error("connect " + loopback(port) + ": " + std::strerror(err));
-  }
+H2Client::H2Client(uint16_t port)
+    : fd_(connect_to(port)), port_(port), session_(client_settings()) {
   int one = 1;
-  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
-}
-
-H2Client::~H2Client() {
-  if (fd_ >= 0) ::close(fd_);
+  ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) | O_NONBLOCK);
 }
 
 int32_t H2Client::start(std::string_view path, const BodyPlan& body, const HeaderList& extra) {
@@ -120,11 +115,11 @@ void H2Client::reset(int32_t stream_id, uint32_t error_code) {
 bool H2Client::pump(std::chrono::milliseconds budget) {
   if (eof_) return false;
   outbuf_ += session_.take_output();
-  pollfd p{fd_, static_cast<short>(POLLIN | (outbuf_.empty() ? 0 : POLLOUT)), 0};
+  pollfd p{fd_.get(), static_cast<short>(POLLIN | (outbuf_.empty() ? 0 : POLLOUT)), 0};
   int rc = ::poll(&p, 1, static_cast<int>(budget.count()));
   if (rc < 0 && errno != EINTR) eof_ = true;
   if (rc > 0 && (p.revents & POLLOUT) && !outbuf_.empty()) {
-    ssize_t w = ::send(fd_, outbuf_.data(), outbuf_.size(), MSG_NOSIGNAL);
+    ssize_t w = ::send(fd_.get(), outbuf_.data(), outbuf_.size(), MSG_NOSIGNAL);
     if (w > 0) {
       outbuf_.erase(0, static_cast<std::size_t>(w));
     } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
@@ -133,7 +128,7 @@ bool H2Client::pump(std::chrono::milliseconds budget) {
   }
   if (rc > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
     char buf[65536];
-    ssize_t r = ::recv(fd_, buf, sizeof buf, 0);
+    ssize_t r = ::recv(fd_.get(), buf, sizeof buf, 0);
     if (r > 0) {
       session_.receive(std::string_view(buf, static_cast<std::size_t>(r)));
     } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {

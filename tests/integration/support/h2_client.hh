@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "support/h2_client_session.hh"
+#include "support/loopback_socket.hh"
 
 namespace ic::itest {
 
@@ -46,15 +47,13 @@ struct BodyPlan {
   bool end_stream = true;     // half-close after the bytes (false keeps the stream open)
 };
 
+// Not copyable: it owns the socket (closed when it goes) and the session.
 class H2Client {
  public:
   // Connects to 127.0.0.1:`port`, sends the connection preface and SETTINGS
   // (initial stream window 16 MiB, so large responses flow without help).
   // Throws std::runtime_error when the TCP connect fails.
   explicit H2Client(uint16_t port);
-  ~H2Client();
-  H2Client(const H2Client&) = delete;
-  H2Client& operator=(const H2Client&) = delete;
 
   // Opens a POST stream to `path` with gRPC request headers (content-type
   // application/grpc, te trailers) plus `extra` (which may override
@@ -98,7 +97,7 @@ class H2Client {
   // Returns false once the connection is unusable.
   bool pump(std::chrono::milliseconds budget);
 
-  int fd_ = -1;
+  test::OwnedFd fd_;
   uint16_t port_;
   test::BasicH2Client<H2Response> session_;
   std::string outbuf_;  // session output not yet written to the socket

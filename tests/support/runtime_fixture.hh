@@ -1,6 +1,7 @@
 #pragma once
-// Shared by the runtime unit tests: a Runtime's options for the test box and
-// the bounded wait that ends a test.
+// Shared by the tests that run a Runtime (tests/runtime, tests/hostile): a
+// Runtime's options for the test box, the bounded wait that ends a test, and
+// the scenarios more than one of them runs.
 
 #include <doctest/doctest.h>
 
@@ -8,11 +9,18 @@
 #include <cstdint>
 #include <future>
 #include <latch>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/runtime.hh"
 
 namespace ic::runtime::testing {
+
+// The runtime names every such test uses, with `using namespace ic::runtime::testing`.
+using ic::runtime::current_core;
+using ic::runtime::current_reactor;
+using ic::runtime::Runtime;
 
 // `cores` reactors, mailbox depth `depth` (tasks), threads not pinned: the
 // tests share 2 CPUs with the rest of the build.
@@ -71,5 +79,35 @@ struct HeldCore1 {
   Done done;
   std::vector<int> ran;  // core 1 only
 };
+
+// One reactor asleep towards a 600 s timer gets a 1 ms timer from a post: the
+// io_uring timeout armed for the earliest timer must move earlier
+// (IORING_TIMEOUT_UPDATE), and the 1 ms timer that one adds after it fired
+// must arm a new timeout. Returns the order the timers fired in, "bc" when
+// neither was missed; were one missed, the reactor would sleep towards the
+// 600 s timer and finish() would fail the test after 20 s.
+inline std::string nearer_timers_fire_first() {
+  Runtime rt(opts(1));
+  Done done;
+  std::string order;
+  std::latch armed(1);
+  rt.start([&](unsigned) {
+    current_reactor().add_timer(600'000'000, [&] { order += 'x'; });
+    armed.count_down();
+  });
+  armed.wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it sleep
+  REQUIRE(rt.post(0, [&] {
+    current_reactor().add_timer(1'000, [&] {
+      order += 'b';
+      current_reactor().add_timer(1'000, [&] {
+        order += 'c';
+        done.set();
+      });
+    });
+  }));
+  finish(rt, done);
+  return order;
+}
 
 }  // namespace ic::runtime::testing
