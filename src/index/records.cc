@@ -16,15 +16,6 @@ std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes
   return find_key_hashed(domain, group_hash(domains[domain].tm, bytes), bytes);
 }
 
-std::uint32_t Shard::Impl::find_key_hashed(std::uint32_t domain, std::uint64_t h,
-                                           std::string_view bytes) const {
-  const std::uint32_t k = key_table.find(h, [&](std::uint32_t x) {
-    const KeyRec& kr = keys[x];
-    return kr.domain == domain && key_bytes_equal(kr, bytes);
-  });
-  return k == KeyTable::kNoKey ? kNone : k;
-}
-
 std::uint32_t Shard::Impl::find_entry(std::uint32_t k, std::uint32_t replica) const {
   const KeyRec& kr = keys[k];
   if (kr.entry.replica == replica) return k;
