@@ -288,9 +288,15 @@ void Shard::Impl::remove_entry(std::uint32_t e) {
 
 void Shard::Impl::scope_add(std::uint32_t scope, std::uint32_t replica) {
   auto& m = scopes[scope].members;
-  for (ScopeMember& s : m) {
-    if (s.replica == replica) {
-      ++s.entries;
+  const std::size_t hint = scope_add_hint;
+  if (hint < m.size() && m[hint].replica == replica) {
+    ++m[hint].entries;
+    return;
+  }
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i].replica == replica) {
+      ++m[i].entries;
+      scope_add_hint = i;
       return;
     }
   }
