@@ -19,18 +19,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "index/detail/records.hh"
+
 namespace ic::perf::floors {
 
-// MurmurHash3's 64-bit finalizer, as the index's group hash uses it for an
-// 8-byte block hash (src/index/detail/records.hh fmix64).
-inline std::uint64_t fmix64(std::uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
+// The index's own mix (an 8-byte block hash is hashed as fmix64(bytes ^
+// fmix64(seed + (tenant, model) id)), src/index/detail/shard_impl.hh group_hash).
+using index::detail::fmix64;
 
 // xorshift64: the next probe position without a load (probes independent).
 inline std::uint64_t next_random(std::uint64_t& x) {
