@@ -34,9 +34,10 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::uint
                          std::int32_t tokens, std::int64_t seen, std::uint8_t tier,
                          std::uint32_t replica, IngestResult& r) {
   // One hash serves both the probe and, for a new key, its insertion.
-  std::uint32_t k = find_key_hashed(domain, h, bytes);
+  std::size_t hole = 0;
+  std::uint32_t k = find_key_hashed(domain, h, bytes, &hole);
   const bool new_key = k == kNone;
-  if (new_key) k = create_key(domain, bytes, h);
+  if (new_key) k = create_key(domain, bytes, h, hole);
   const std::uint32_t tenant = domains[domain].k.tenant;
   TenantRec& t = tenant_recs[tenant];
   if (t.quota_valid && seen <= t.quota_threshold) t.drop_quota_victims();

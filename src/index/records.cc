@@ -168,8 +168,8 @@ void Shard::Impl::remove_domain(std::uint32_t d) {
   maybe_remove_tm(tm);
 }
 
-std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes,
-                                      std::uint64_t h) {
+std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
+                                      std::size_t hole) {
   const std::uint32_t k = keys.allocate_fresh();
   KeyRec& kr = keys[k];
   if (bytes.size() <= 8) {
@@ -190,7 +190,7 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
   }
   // Not live yet (allocate_fresh left no domain): a growth re-places the
   // others, then the new key goes in.
-  key_table.insert(h, k, [this](auto&& put) { each_key_hash(put); });
+  key_table.insert_at(h, k, hole, [this](auto&& put) { each_key_hash(put); });
   keys[k].domain = domain;
   DomainRec& dr = domains[domain];
   ++tenant_recs[dr.k.tenant].key_count;

@@ -25,14 +25,18 @@ class KeyTable {
     tags_.resize(16);
   }
 
-  // The first key of `h`'s probe run for which eq(key) holds, or kNoKey.
-  // Only slots whose tag is `h`'s call eq.
+  // The first key of `h`'s probe run for which eq(key) holds, or kNoKey; then,
+  // if `hole` is set, the empty slot that ended the run goes there (where
+  // insert_at() places a key of `h`). Only slots whose tag is `h`'s call eq.
   template <class Eq>
-  std::uint32_t find(std::uint64_t h, Eq&& eq) const {
+  std::uint32_t find(std::uint64_t h, Eq&& eq, std::size_t* hole = nullptr) const {
     const std::uint8_t t = tag(h);
     for (std::size_t i = home(h);; i = after(i)) {
       const std::uint32_t s = slots_[i];
-      if (s == 0) return kNoKey;
+      if (s == 0) {
+        if (hole != nullptr) *hole = i;
+        return kNoKey;
+      }
       if (tags_[i] == t && eq(s - 1)) return s - 1;
     }
   }
@@ -69,6 +73,18 @@ class KeyTable {
   void insert(std::uint64_t h, std::uint32_t key, EachKey&& each_key) {
     if ((size_ + 1) * 4 > slots_.size() * 3) grow(each_key);
     place(h, key + 1);
+    ++size_;
+  }
+  // insert() of a key find() just missed, at the `hole` it gave, the table
+  // unchanged since: the run is not walked again (unless the table grows).
+  template <class EachKey>
+  void insert_at(std::uint64_t h, std::uint32_t key, std::size_t hole, EachKey&& each_key) {
+    if ((size_ + 1) * 4 > slots_.size() * 3) {
+      insert(h, key, each_key);
+      return;
+    }
+    slots_[hole] = key + 1;
+    tags_[hole] = tag(h);
     ++size_;
   }
   // Removes `key`, whose hash is `h`; hash_of(k) = the hash of stored key k
