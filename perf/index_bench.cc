@@ -1,9 +1,11 @@
 // Index microbenchmarks (spec targets: chain lookup ≤ 2 µs on a 1,000,000-entry
 // index, ingest ≥ 3,000,000 block entries/s on one core), and their floors: the
 // same number of independent random probes (writes for ingest) into a table of
-// the same size and record width, with no hashing, parsing or scoring. The
-// summary after the table prints each operation as a ratio to its floor
-// (medians over the repetitions).
+// the same size and record width, with no hashing, parsing or scoring, and
+// the work floors (what the contract requires per block in the most
+// favourable layout, perf/index_floors.hh). The summary after the table
+// prints each operation as a ratio to its floor, and the work floors against
+// the same floors (medians over the repetitions).
 //
 // Run: ninja -C <build> perf/index_bench, then
 //   <build>/perf/index_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -30,6 +32,7 @@
 
 #include "builders.hh"
 #include "index/shard.hh"
+#include "index_floors.hh"
 #include "index_world.hh"
 #include "service/index_wire.hh"
 
@@ -54,6 +57,7 @@ namespace {
 
 using namespace ic::index;
 using namespace ic::perf;
+using namespace ic::perf::floors;
 namespace pb = ::inferencecache::v1alpha1;
 
 World& world() {
@@ -374,37 +378,6 @@ BENCHMARK(BM_SweepSlice4096);
 
 // ---- floors: independent random probes into a table of the same shape ----
 
-// The index's record width: detail::SpillRec, 32 bytes (a key record, which
-// holds the key's first entry, is 40).
-struct FloorRec {
-  std::uint64_t word[4];
-};
-static_assert(sizeof(FloorRec) == 32);
-// The 1,000,000-entry index's record count.
-constexpr std::size_t kFloorRecords = 1'000'000;
-// A chain lookup of 64 blocks held by 8 replicas reads at least one key record
-// (with its inline entry) and 7 spill records per block; an exact lookup of a
-// key held by 8, one block's (docs/index.md "Layout and memory").
-constexpr int kChainProbes = 64 * (1 + 7);
-constexpr int kExactProbes = 1 + 7;
-
-std::vector<FloorRec>& floor_table() {
-  static std::vector<FloorRec> t = [] {
-    std::vector<FloorRec> v(kFloorRecords);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i].word[0] = i;
-    return v;
-  }();
-  return t;
-}
-
-// xorshift64: the next probe position without a load (probes independent).
-inline std::uint64_t next_random(std::uint64_t& x) {
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return x;
-}
-
 // range(0) probes per iteration. range(1) = 1: the same positions every
 // iteration (cache-hot, as the lookup benchmarks repeat one request); 0: fresh
 // positions (cache-cold, a different prompt on every call).
@@ -448,6 +421,42 @@ void BM_WriteFloor16(benchmark::State& state) {
 }
 BENCHMARK(BM_WriteFloor16);
 
+// The chain lookup's required work (perf/index_floors.hh): 64 seeded hashes,
+// 64 slot and key probes, one pass over the 400 entries of the probe chain,
+// cache-hot. No layout makes the hot chain lookup cheaper than this.
+void BM_ChainWorkFloor(benchmark::State& state) {
+  static const ChainWork work;
+  std::uint64_t blocks = 0;
+  for (auto _ : state) {
+    blocks += work.lookup();
+    benchmark::DoNotOptimize(blocks);
+  }
+  if (blocks != 400 * static_cast<std::uint64_t>(state.iterations()))
+    state.SkipWithError("the floor's chain did not match 400 entries");
+}
+BENCHMARK(BM_ChainWorkFloor);
+
+// Ingest's required work for new 16-block chains (perf/index_floors.hh): per
+// block entry a seeded hash, a probe to an empty slot, the slot and tag written
+// and the key record appended, 1,000,000 keys per run. range(0) = 1: table
+// and records sized and touched beforehand; 0: both grow from empty, as the
+// index's do in BM_Ingest16BlockChains/100000000. Items = block entries.
+void BM_IngestWorkFloor16(benchmark::State& state) {
+  const bool presized = state.range(0) == 1;
+  IngestWork work(62'500 * 16, presized);
+  std::uint64_t x = 0x2545F4914F6CDD1Dull;
+  std::int64_t blocks = 0;
+  std::vector<std::uint64_t> bytes(62'500 * 16);
+  for (auto& b : bytes) b = next_random(x);
+  for (auto _ : state) {
+    work.insert_chain(&bytes[static_cast<std::size_t>(blocks)], 3, kNow);
+    blocks += 16;
+  }
+  if (work.size() != static_cast<std::size_t>(blocks)) state.SkipWithError("keys lost");
+  state.SetItemsProcessed(blocks);
+}
+BENCHMARK(BM_IngestWorkFloor16)->Arg(1)->Arg(0)->Iterations(62'500);
+
 // The console report, plus each run's CPU time per iteration and items/s by
 // benchmark name, for the ratios printed after the table.
 class FloorReporter : public benchmark::ConsoleReporter {
@@ -476,8 +485,11 @@ class FloorReporter : public benchmark::ConsoleReporter {
     lookup_ratio("  index alone", "BM_ChainLookup64x8_Index", kChainProbes);
     lookup_ratio("exact lookup", "BM_ExactLookup", kExactProbes);
     lookup_ratio("  index alone", "BM_ExactLookup_Index", kExactProbes);
+    work_ratio();
     ingest_ratio("ingest (uncapped)", "BM_Ingest16BlockChains/100000000/iterations:62500");
     ingest_ratio("  index alone", "BM_Ingest16BlockChains_Index/100000000/iterations:62500");
+    ingest_ratio("  work floor, sized", "BM_IngestWorkFloor16/1/iterations:62500");
+    ingest_ratio("  work floor, grown", "BM_IngestWorkFloor16/0/iterations:62500");
   }
 
  private:
@@ -488,6 +500,21 @@ class FloorReporter : public benchmark::ConsoleReporter {
     std::vector<double> v = it->second;
     std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
     return v[v.size() / 2];
+  }
+  // The hot chain lookup's required work against the hot probe floor (if
+  // above 1.5x, no layout meets the target), and the index alone against it.
+  void work_ratio() const {
+    const double work = median(cpu_ns_, "BM_ChainWorkFloor");
+    char hot_name[64];
+    std::snprintf(hot_name, sizeof hot_name, "BM_ProbeFloor/%d/1", kChainProbes);
+    const double hot = median(cpu_ns_, hot_name);
+    const double op = median(cpu_ns_, "BM_ChainLookup64x8_Index");
+    if (work > 0 && hot > 0)
+      std::printf("  %-18s hot  %7.0f ns; floor, %d hot probes  %6.0f ns: %6.2fx (target <= 1.5)\n",
+                  "  work floor", work, kChainProbes, hot, work / hot);
+    if (work > 0 && op > 0)
+      std::printf("  %-18s index alone %7.0f ns against its work floor: %.2fx\n", "", op,
+                  op / work);
   }
   // `name`'s block entries/s against the write floor's.
   void ingest_ratio(const char* what, const std::string& name) const {

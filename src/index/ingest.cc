@@ -34,22 +34,26 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::uint
                          std::int32_t tokens, std::int64_t seen, std::uint8_t tier,
                          std::uint32_t replica, IngestResult& r) {
   // One hash serves both the probe and, for a new key, its insertion.
-  std::uint32_t k = find_key_hashed(domain, h, bytes);
-  if (k == kNone) k = create_key(domain, bytes, h);
-  TenantRec& t = tenant_recs[domains[domain].k.tenant];
+  std::size_t hole = 0;
+  std::uint32_t k = find_key_hashed(domain, h, bytes, &hole);
+  const bool new_key = k == kNone;
+  if (new_key) k = create_key(domain, bytes, h, hole);
+  const std::uint32_t tenant = domains[domain].k.tenant;
+  TenantRec& t = tenant_recs[tenant];
   if (t.quota_valid && seen <= t.quota_threshold) t.drop_quota_victims();
-  std::uint32_t e = find_entry(k, replica);
+  // A new key holds no entry yet (most block entries of a new chain).
+  std::uint32_t e = new_key ? kNone : find_entry(k, replica);
   bool changed = false;
   if (e == kNone) {
     e = create_entry(k, replica);
-    tenant_replica_add(domains[domain].k.tenant, replica, seen);
+    tenant_replica_add(tenant, replica, seen);
     changed = true;
   }
   EntryFields& er = entry(e);
   er.token_count = tokens;
   er.tier = tier;  // last write wins: T1 → T2 → T1
   if (changed || er.last_seen != seen) {
-    if (!changed) tenant_replica_seen(domains[domain].k.tenant, replica, er.last_seen, seen);
+    if (!changed) tenant_replica_seen(tenant, replica, er.last_seen, seen);
     er.last_seen = seen;
     on_order_change(e);
   }

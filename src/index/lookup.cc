@@ -260,32 +260,38 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
   // match hashes little more than it walks).
   const std::size_t n = chain_hashes.size();
   chain_keys.resize(n);
+  std::uint64_t* const hashes = chain_keys.data();
+  // The candidates and the spill records by raw pointer: the one-byte tier
+  // stores below may alias any memory, so the vectors' own data pointers
+  // would be reloaded for every entry.
+  ChainCand* const cd = cands.data();
+  const SpillRec* const sp_recs = spills.data();
   std::size_t hashed = 1;
   auto hash_through = [&](std::size_t j) {
     for (; hashed <= j && hashed < n; ++hashed) {
-      chain_keys[hashed] = group_hash(dtm, chain_hashes[hashed]);
-      prefetch_slot(chain_keys[hashed]);
+      hashes[hashed] = group_hash(dtm, chain_hashes[hashed]);
+      prefetch_slot(hashes[hashed]);
     }
   };
   if (active > 0) hash_through(4);
   std::size_t i = 1;
   for (; i < n && active > 0; ++i) {
     hash_through(i + 4);
-    if (i + 2 < n) prefetch_key(chain_keys[i + 2]);
-    const std::uint32_t k = find_key_hashed(domain, chain_keys[i], chain_hashes[i]);
+    if (i + 2 < n) prefetch_key(hashes[i + 2]);
+    const std::uint32_t k = find_key_hashed(domain, hashes[i], chain_hashes[i]);
     if (k == kNone) break;
     std::size_t next = 0;
     const auto match = [&](const EntryFields& er) {
       if (now - er.last_seen >= ttl) return;
       for (std::size_t c = next; c < active; ++c) {
-        if (cands[c].replica != er.replica) continue;
-        ChainCand& cc = cands[c];
+        if (cd[c].replica != er.replica) continue;
+        ChainCand& cc = cd[c];
         cc.oldest = std::min(cc.oldest, er.last_seen);
         cc.coldest = std::max(cc.coldest, er.tier);
         // Keep continuing replicas in front; usually c == next already
         // (entries of a key are listed in the same replica order), and a
         // self-swap would stall on store-to-load forwarding.
-        if (c != next) std::swap(cands[c], cands[next]);
+        if (c != next) std::swap(cd[c], cd[next]);
         ++next;
         return;
       }
@@ -294,10 +300,10 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
     // this loop is most of a chain lookup's time.
     const KeyRec& kr = keys[k];
     if (kr.entry.replica != kNone) match(kr.entry);
-    for (std::uint32_t sp = kr.spill; sp != kNone && next < active; sp = spills[sp].next)
-      match(spills[sp].entry);
+    for (std::uint32_t sp = kr.spill; sp != kNone && next < active; sp = sp_recs[sp].next)
+      match(sp_recs[sp].entry);
     // The others' runs end before block i.
-    for (std::size_t c = next; c < active; ++c) cands[c].run = static_cast<std::uint32_t>(i);
+    for (std::size_t c = next; c < active; ++c) cd[c].run = static_cast<std::uint32_t>(i);
     active = next;
   }
   for (std::size_t c = 0; c < active; ++c) cands[c].run = static_cast<std::uint32_t>(i);
@@ -307,8 +313,10 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
 // matched = the request's tokens over each candidate's run (summed once per
 // lookup, not once per entry).
 void Shard::Impl::set_run_tokens() {
-  run_tokens.assign(1, 0);
-  for (const std::int32_t c : chain_counts) run_tokens.push_back(run_tokens.back() + c);
+  run_tokens.resize(chain_counts.size() + 1);
+  std::int64_t sum = 0;
+  run_tokens[0] = 0;
+  for (std::size_t j = 0; j < chain_counts.size(); ++j) run_tokens[j + 1] = sum += chain_counts[j];
   for (ChainCand& cc : cands) cc.matched = run_tokens[cc.run];
 }
 

@@ -16,15 +16,6 @@ std::uint32_t Shard::Impl::find_key(std::uint32_t domain, std::string_view bytes
   return find_key_hashed(domain, group_hash(domains[domain].tm, bytes), bytes);
 }
 
-std::uint32_t Shard::Impl::find_key_hashed(std::uint32_t domain, std::uint64_t h,
-                                           std::string_view bytes) const {
-  const std::uint32_t k = key_table.find(h, [&](std::uint32_t x) {
-    const KeyRec& kr = keys[x];
-    return kr.domain == domain && key_bytes_equal(kr, bytes);
-  });
-  return k == KeyTable::kNoKey ? kNone : k;
-}
-
 std::uint32_t Shard::Impl::find_entry(std::uint32_t k, std::uint32_t replica) const {
   const KeyRec& kr = keys[k];
   if (kr.entry.replica == replica) return k;
@@ -177,8 +168,8 @@ void Shard::Impl::remove_domain(std::uint32_t d) {
   maybe_remove_tm(tm);
 }
 
-std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes,
-                                      std::uint64_t h) {
+std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
+                                      std::size_t hole) {
   const std::uint32_t k = keys.allocate_fresh();
   KeyRec& kr = keys[k];
   if (bytes.size() <= 8) {
@@ -199,7 +190,7 @@ std::uint32_t Shard::Impl::create_key(std::uint32_t domain, std::string_view byt
   }
   // Not live yet (allocate_fresh left no domain): a growth re-places the
   // others, then the new key goes in.
-  key_table.insert(h, k, [this](auto&& put) { each_key_hash(put); });
+  key_table.insert_at(h, k, hole, [this](auto&& put) { each_key_hash(put); });
   keys[k].domain = domain;
   DomainRec& dr = domains[domain];
   ++tenant_recs[dr.k.tenant].key_count;
@@ -297,9 +288,15 @@ void Shard::Impl::remove_entry(std::uint32_t e) {
 
 void Shard::Impl::scope_add(std::uint32_t scope, std::uint32_t replica) {
   auto& m = scopes[scope].members;
-  for (ScopeMember& s : m) {
-    if (s.replica == replica) {
-      ++s.entries;
+  const std::size_t hint = scope_add_hint;
+  if (hint < m.size() && m[hint].replica == replica) {
+    ++m[hint].entries;
+    return;
+  }
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i].replica == replica) {
+      ++m[i].entries;
+      scope_add_hint = i;
       return;
     }
   }

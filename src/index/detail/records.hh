@@ -226,6 +226,10 @@ struct Records {
   std::vector<std::string> drained_models;  // report 0 once
   // mutable: collect_snapshot() makes stale `newest` values exact again.
   mutable std::unordered_map<std::uint64_t, TenantReplicaRec> tenant_replicas;
+  // The member index scope_add() matched last (records.cc): the entries of
+  // one update join one scope as one replica. A hint only, used when that
+  // slot of the scope's members holds the replica (members are unique).
+  std::size_t scope_add_hint = 0;
   // The row tenant_replica_* used last (records.cc), nullptr = none.
   TenantReplicaRec* tenant_replica_last = nullptr;
   std::uint64_t tenant_replica_last_id = 0;

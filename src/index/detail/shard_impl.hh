@@ -109,9 +109,21 @@ struct Shard::Impl : detail::Records,
   }
   // Key of (domain, bytes) or kNone. No allocation.
   std::uint32_t find_key(std::uint32_t domain, std::string_view bytes) const;
-  // Same with the key hash precomputed (h = group_hash(tm of domain, bytes)).
-  std::uint32_t find_key_hashed(std::uint32_t domain, std::uint64_t h,
-                                std::string_view bytes) const;
+  // Same with the key hash precomputed (h = group_hash(tm of domain, bytes));
+  // on a miss the key table's empty slot for it goes to `hole` if set
+  // (create_key). Inline: every block of a chain lookup and of an ingest
+  // probes once.
+  std::uint32_t find_key_hashed(std::uint32_t domain, std::uint64_t h, std::string_view bytes,
+                                std::size_t* hole = nullptr) const {
+    const std::uint32_t k = key_table.find(
+        h,
+        [&](std::uint32_t x) {
+          const detail::KeyRec& kr = keys[x];
+          return kr.domain == domain && key_bytes_equal(kr, bytes);
+        },
+        hole);
+    return k == detail::KeyTable::kNoKey ? detail::kNone : k;
+  }
   // Entry of `replica` in key `k` or kNone.
   std::uint32_t find_entry(std::uint32_t k, std::uint32_t replica) const;
 
@@ -157,8 +169,10 @@ struct Shard::Impl : detail::Records,
   std::uint32_t get_or_create_domain(std::string_view tenant, std::string_view model,
                                      std::string_view scheme, std::string_view adapter);
   std::uint32_t get_or_create_tm(std::uint32_t tenant, std::uint32_t model);
-  // New key of (domain, bytes); `h` = its group hash (the caller just probed).
-  std::uint32_t create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h);
+  // New key of (domain, bytes); `h` = its group hash, `hole` = the slot the
+  // caller's probe (find_key_hashed) ended on, the table unchanged since.
+  std::uint32_t create_key(std::uint32_t domain, std::string_view bytes, std::uint64_t h,
+                           std::size_t hole);
   std::uint32_t create_entry(std::uint32_t k, std::uint32_t replica);
 
   void remove_entry(std::uint32_t e);  // cascades to key/domain/tm/tenant

@@ -45,6 +45,9 @@ class Slab {
 
   T& operator[](std::uint32_t i) { return records_[i]; }
   const T& operator[](std::uint32_t i) const { return records_[i]; }
+  // The records as an array (a hot loop keeps this in a register; valid until
+  // the next allocate).
+  const T* data() const { return records_.data(); }
   // Slots ever handed out: iterate [0, high_water()) and skip dead records.
   std::uint32_t high_water() const { return static_cast<std::uint32_t>(records_.size()); }
   std::size_t live() const { return records_.size() - free_.size(); }
