@@ -50,15 +50,15 @@ void answer_without_index(rpc::CallHandle& call, std::string_view model, std::st
 // owner's answer is late (a local lookup answers before any timer could).
 std::optional<TimerId> arm_guard(runtime::Timers& timers, index::Clock& clock,
                                  const index::LookupContext& ctx, rpc::CallHandle call,
-                                 std::string_view model_id) {
+                                 const std::string& model) {
   if (ctx.deadline_mono_us == INT64_MAX) return std::nullopt;
   const std::int64_t start = ctx.start_mono_us;
-  return timers.add_timer(
-      std::max<std::int64_t>(0, ctx.deadline_mono_us - start),
-      [call = std::move(call), start, &clock, model = std::string(model_id)]() mutable {
-        if (!call.alive()) return;
-        answer_without_index(call, model, index::reason::kTimeout, clock.monotonic_us() - start);
-      });
+  return timers.add_timer(std::max<std::int64_t>(0, ctx.deadline_mono_us - start),
+                          [call = std::move(call), start, &clock, model]() mutable {
+                            if (!call.alive()) return;
+                            answer_without_index(call, model, index::reason::kTimeout,
+                                                 clock.monotonic_us() - start);
+                          });
 }
 
 // Where a LookupRoute call takes its wall time from (service/lookup_clock.hh).
@@ -108,93 +108,22 @@ index::Shard* answering_shard(ShardedIndex& index, unsigned here, std::string_vi
   return placement != nullptr ? placement->copy_for(here, tenant_id) : nullptr;
 }
 
-// A LookupRoute request's bytes and their views, pooled per core
-// (rpc/message_pool.hh): a warm core allocates nothing for them.
-struct HeldLookup {
-  std::string bytes;
-  wire::LookupRequestView view;
-  // The views are left for the next decode, which clears them first.
-  void Clear() { bytes.clear(); }
-};
-
-using HeldLease = rpc::MessagePool<HeldLookup>::Lease;
-
-std::string_view model_of(const pb::LookupRouteRequest& request) { return request.model_id(); }
-std::string_view model_of(const HeldLease& held) { return held.message->view.model_id; }
-
-// The owner's half of a routed lookup, on the owner core: the answer from
-// the protobuf message, or from the views, whose lease then joins this
-// core's pool (the request came with it; only the answer travels back).
-pb::LookupRouteResponse answer_on_owner(index::Shard& shard, const index::LookupContext& ctx,
-                                        pb::LookupRouteRequest& request) {
-  pb::LookupRouteResponse response;
-  wire::lookup_route(shard, request, ctx, &response);
-  record(request.model_id(), response);  // the metrics of the core doing the work
-  return response;
-}
-pb::LookupRouteResponse answer_on_owner(index::Shard& shard, const index::LookupContext& ctx,
-                                        HeldLease& held) {
-  pb::LookupRouteResponse response;
-  wire::lookup_route(shard, held.message->view, ctx, &response);
-  record(held.message->view.model_id, response);
-  const std::size_t wire_bytes = held.message->bytes.size();
-  rpc::message_pool<HeldLookup>().give(std::move(held), wire_bytes);
-  return response;
-}
-
-// A tenant core `owner` answers: `request` (the message, or the views the
-// connection's core decoded, not parsed again) goes to the owner's shard
-// through the runtime's verb and the answer comes back here
-// (runtime/submit.hh); a full mailbox answers NO_HINT (fail open).
-template <typename Request>
-void route_to_owner(ShardedIndex& index, unsigned owner, index::LookupContext ctx,
-                    std::int64_t wall_us, rpc::CallHandle call, Request&& request) {
-  index::Clock& clock = index.clock();
-  runtime::Cores& cores = index.cores();
-  ctx.clock = &clock;  // the caller's LookupClock stays on its stack; the owner makes its own
-  std::optional<TimerId> guard = arm_guard(cores.timers(), clock, ctx, call, model_of(request));
-  rpc::CallHandle for_shed = call;  // the reply takes `call` along
-  auto refused = runtime::try_submit_to(
-      cores, owner, std::move(request),
-      [shard = &index.shard(owner), ctx, wall_us](Request& r) {
-        LookupClock owner_clock(*ctx.clock, wall_us);
-        index::LookupContext owner_ctx = ctx;
-        owner_ctx.clock = &owner_clock;
-        return answer_on_owner(*shard, owner_ctx, r);
-      },
-      [call = std::move(call), guard, &cores](pb::LookupRouteResponse&& response) mutable {
-        if (guard) cores.timers().cancel_timer(*guard);
-        call.reply(response);
-      });
-  metrics::local().add_cross_core_post(!refused);
-  if (!refused) return;
-  if (guard) cores.timers().cancel_timer(*guard);
-  answer_without_index(for_shed, model_of(*refused), index::reason::kNoHint,
-                       clock.monotonic_us() - ctx.start_mono_us);
-}
-
-// A request decoded as views, for a tenant `shard` (on this core) answers,
-// or, with `shard` nullptr, for one another core answers.
-void lookup_views(ShardedIndex& index, index::Shard* shard, LookupTimes times,
-                  rpc::CallHandle& call, HeldLease& held) {
+// A request decoded as views, for a tenant `shard` (on this core) answers.
+void lookup_here(ShardedIndex& index, index::Shard& shard, LookupTimes times, rpc::CallHandle& call,
+                 const wire::LookupRequestView& request) {
   index::Clock& clock = index.clock();
   const unsigned here = index.cores().current_core();
   index::LookupContext ctx;
   LookupClock call_clock = times.begin(clock, here, call, ctx);
   ctx.clock = &call_clock;
-  const wire::LookupRequestView& request = held.message->view;
-  if (shard != nullptr) {
-    answer_here(*shard, ctx, call, request, request.model_id);
-    return;
-  }
-  const unsigned owner = index.owner(request.tenant_id);
-  route_to_owner(index, owner, ctx, call_clock.given_wall_us(), std::move(call), std::move(held));
+  answer_here(shard, ctx, call, request, request.model_id);
 }
 
 void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes times,
             rpc::CallHandle call, pb::LookupRouteRequest&& request) {
   index::Clock& clock = index.clock();
-  const unsigned here = index.cores().current_core();
+  runtime::Cores& cores = index.cores();
+  const unsigned here = cores.current_core();
   index::LookupContext ctx;
   LookupClock call_clock = times.begin(clock, here, call, ctx);
   ctx.clock = &call_clock;
@@ -210,17 +139,49 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes tim
     return;
   }
   const unsigned owner = index.owner(request.tenant_id());
-  route_to_owner(index, owner, ctx, call_clock.given_wall_us(), std::move(call),
-                 std::move(request));
+  ctx.clock = &clock;  // call_clock stays on this stack; the owner makes its own
+  const std::int64_t wall = call_clock.given_wall_us();
+  std::optional<TimerId> guard = arm_guard(cores.timers(), clock, ctx, call, request.model_id());
+  rpc::CallHandle for_shed = call;  // the reply takes `call` along
+  // The runtime's verb straight to the owner's shard: there, and the answer
+  // back here (runtime/submit.hh).
+  auto refused = runtime::try_submit_to(
+      cores, owner, std::move(request),
+      [shard = &index.shard(owner), ctx, wall](pb::LookupRouteRequest& r) {
+        LookupClock owner_clock(*ctx.clock, wall);
+        index::LookupContext owner_ctx = ctx;
+        owner_ctx.clock = &owner_clock;
+        pb::LookupRouteResponse response;
+        wire::lookup_route(*shard, r, owner_ctx, &response);
+        record(r.model_id(), response);  // the metrics of the core doing the work
+        return response;
+      },
+      [call = std::move(call), guard, &cores](pb::LookupRouteResponse&& response) mutable {
+        if (guard) cores.timers().cancel_timer(*guard);
+        call.reply(response);
+      });
+  metrics::local().add_cross_core_post(!refused);
+  if (!refused) return;
+  if (guard) cores.timers().cancel_timer(*guard);
+  answer_without_index(for_shed, refused->model_id(), index::reason::kNoHint,
+                       clock.monotonic_us() - ctx.start_mono_us);
 }
+
+// A LookupRoute request's bytes and their views, pooled per core
+// (rpc/message_pool.hh): a warm core allocates nothing for them.
+struct HeldLookup {
+  std::string bytes;
+  wire::LookupRequestView view;
+  // The views are left for the next decode, which clears them first.
+  void Clear() { bytes.clear(); }
+};
 
 // LookupRoute's handler: rpc::SingleRequestHandler's contract (one message,
 // then half-close; the same errors) with a fast path. The message is kept as
 // bytes and decoded into views (service/lookup_request_view.hh); at
 // half-close a tenant this core owns is looked up from the views, with no
-// protobuf message filled; a tenant another core answers gets the views
-// themselves (route_to_owner). A request the views do not take is parsed into
-// a pooled message and goes through lookup().
+// protobuf message filled. A request the views do not take, or for a tenant
+// owned elsewhere, is parsed into a pooled message and goes through lookup().
 class LookupHandler final : public rpc::CallHandler {
  public:
   LookupHandler(rpc::CallHandle call, ShardedIndex& index, const PromptTextConfig* prompt,
@@ -251,10 +212,13 @@ class LookupHandler final : public rpc::CallHandler {
       return;
     }
     if (request_.message == nullptr) {
-      index::Shard* shard =
-          answering_shard(index_, index_.cores().current_core(), held_.message->view.tenant_id);
-      lookup_views(index_, shard, times_, call_, held_);
-      return;
+      if (index::Shard* shard =
+              answering_shard(index_, index_.cores().current_core(), held_.message->view.tenant_id);
+          shard != nullptr) {
+        lookup_here(index_, *shard, times_, call_, held_.message->view);
+        return;
+      }
+      parse(std::as_bytes(std::span(held_.message->bytes.data(), held_.message->bytes.size())));
     }
     lookup(index_, prompt_, times_, std::move(call_), std::move(*request_.message));
   }

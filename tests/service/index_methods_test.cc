@@ -5,7 +5,6 @@
 
 #include "index/partition.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
-#include "rpc/message_pool.hh"
 #include "service/sharded_index.hh"
 #include "service_fixture.hh"
 #include "two_core_index.hh"
@@ -300,33 +299,4 @@ TEST_CASE_FIXTURE(Routed, "reserved probe tenant answers NO_HINT and is never st
   const auto resp = answer<pb::LookupRouteResponse>(id);
   CHECK(resp.reason_code() == "NO_HINT");
   CHECK(resp.lookup_latency_us() == 0);
-}
-
-TEST_CASE_FIXTURE(Routed,
-                  "remote LookupRoute: the owner answers from the views, nothing reparsed") {
-  const std::string t = tenant_on(1);
-  start("ReportCacheState", update(t, "abc"));
-  settle();
-  // Empty this thread's pool of protobuf requests: a LookupRoute parsed with
-  // protobuf takes one and gives it back at the end of the call.
-  auto& parsed = ic::rpc::message_pool<pb::LookupRouteRequest>();
-  while (parsed.pooled() > 0) (void)parsed.take();
-  const std::string plain = lookup(t, "abc").SerializeAsString();
-  const auto id = svc->client.grpc_call(method("LookupRoute"), frame(plain), true);
-  svc->run();
-  CHECK(link.queued(1) == 1);
-  settle();
-  CHECK(parsed.pooled() == 0);
-  // The encoding the views do not take (an unknown field 15) is parsed.
-  const auto id2 =
-      svc->client.grpc_call(method("LookupRoute"), frame(plain + std::string("\x78\x01", 2)), true);
-  svc->run();
-  settle();
-  CHECK(parsed.pooled() == 1);
-  CHECK(answer<pb::LookupRouteResponse>(id2).replica_scores(0).matched_tokens() == 128);
-  const auto resp = answer<pb::LookupRouteResponse>(id);
-  CHECK(resp.reason_code() == "PREFIX_MATCH");
-  REQUIRE(resp.replica_scores_size() == 1);
-  CHECK(resp.replica_scores(0).replica_id() == "r1");
-  CHECK(resp.replica_scores(0).matched_tokens() == 128);
 }
