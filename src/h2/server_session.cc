@@ -98,7 +98,9 @@ struct ServerSession::Callbacks {
     if (!is_request_headers(frame)) return 0;
     auto& s = self(user);
     ++s.turn_streams_;
-    s.streams_.emplace(frame->hd.stream_id, s.new_stream(frame->hd.stream_id));
+    const auto [it, added] =
+        s.streams_.emplace(frame->hd.stream_id, s.new_stream(frame->hd.stream_id));
+    if (added) s.recent_[recent_slot(it->first)] = it->second.get();
     return 0;
   }
 
@@ -310,23 +312,26 @@ ServerSession::ServerSession(net::Connection& connection, const Limits& limits,
 
 ServerSession::~ServerSession() {
   closed_ = true;
-  app_.reset();      // its calls may still look their streams up
+  app_.reset();  // its calls may still look their streams up
+  recent_.fill(nullptr);
   streams_.clear();  // release header buffers before their session goes
   nghttp2_session_del(session_);
 }
 
 ServerSession::Stream* ServerSession::find(StreamId id) {
-  // nghttp2 calls back for one stream several times in a row (each header
-  // field, then the frame): remember the last hit.
-  if (last_found_ != nullptr && last_found_->id == id) return last_found_;
+  // nghttp2 calls back for one stream several times (each header field, the
+  // frames, the body source, the close): most find it in its slot.
+  Stream*& slot = recent_[recent_slot(id)];
+  if (slot != nullptr && slot->id == id) return slot;
   const auto it = streams_.find(id);
   if (it == streams_.end()) return nullptr;
-  last_found_ = it->second.get();
-  return last_found_;
+  slot = it->second.get();
+  return slot;
 }
 
 void ServerSession::erase(StreamId id) {
-  if (last_found_ != nullptr && last_found_->id == id) last_found_ = nullptr;
+  Stream*& slot = recent_[recent_slot(id)];
+  if (slot != nullptr && slot->id == id) slot = nullptr;
   const auto it = streams_.find(id);
   if (it == streams_.end()) return;
   std::unique_ptr<Stream> st = std::move(it->second);

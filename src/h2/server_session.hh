@@ -17,6 +17,7 @@
 //
 // Library doc: https://nghttp2.org/documentation/ (1.52 API: mem_recv/mem_send).
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -214,9 +215,17 @@ class ServerSession final : public net::Session {
   std::unordered_map<StreamId, std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Stream>> spare_streams_;  // finished, for reuse
   std::vector<StreamId> dirty_;
-  std::vector<StreamId> rst_after_end_;   // answered while the client still sends
-  std::vector<std::byte> out_;            // coalesced output of one flush
-  Stream* last_found_ = nullptr;          // find() cache
+  std::vector<StreamId> rst_after_end_;  // answered while the client still sends
+  std::vector<std::byte> out_;           // coalesced output of one flush
+  // find()'s cache of open streams, direct-mapped by stream id: a client's
+  // concurrent streams have consecutive odd ids, so they fall in distinct
+  // slots and nghttp2's several callbacks per stream skip the hash map. A
+  // slot holds an open stream or nullptr (erase clears it).
+  static constexpr std::size_t kRecentSlots = 64;
+  static std::size_t recent_slot(StreamId id) {
+    return (static_cast<std::uint32_t>(id) >> 1) % kRecentSlots;
+  }
+  std::array<Stream*, kRecentSlots> recent_{};
   std::vector<HeaderView> header_views_;  // reused by dispatch()
   std::vector<StreamId> dispatch_ids_;
   std::string dispatch_body_;

@@ -41,7 +41,7 @@ void ServerSession::on_close() {
   for (auto& [id, st] : streams_) {
     if (st->delivered_request) app_->on_stream_close(id, NGHTTP2_CANCEL);
   }
-  last_found_ = nullptr;
+  recent_.fill(nullptr);
   streams_.clear();
   dirty_.clear();
   held_in_.clear();

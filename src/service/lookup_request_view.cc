@@ -81,24 +81,23 @@ bool ascii(std::string_view s) {
 
 bool string_field(Reader& r, std::string_view& out) { return r.bytes(out) && ascii(out); }
 
+// A repeated int32/uint32 field: one element (wire type 0) or a packed run
+// of them (wire type 2); both append, as protobuf does.
 template <typename T>
-bool packed(Reader& r, std::vector<T>& out) {
+bool ints(Reader& r, std::uint8_t tag, std::vector<T>& out) {
+  std::uint64_t v = 0;
+  if ((tag & 7) == 0) {
+    if (!r.varint(v)) return false;
+    out.push_back(static_cast<T>(low32(v)));
+    return true;
+  }
   std::string_view run;
   if (!r.bytes(run)) return false;
   Reader values(run);
-  std::uint64_t v = 0;
   while (!values.done()) {
     if (!values.varint(v)) return false;
     out.push_back(static_cast<T>(low32(v)));
   }
-  return true;
-}
-
-template <typename T>
-bool unpacked(Reader& r, std::vector<T>& out) {
-  std::uint64_t v = 0;
-  if (!r.varint(v)) return false;
-  out.push_back(static_cast<T>(low32(v)));
   return true;
 }
 
@@ -123,35 +122,44 @@ bool slo(Reader& r, std::int32_t& ttft_ms) {
   return true;
 }
 
+// Where a UTF-8 string field of tag `tag` goes; nullptr for other tags.
+std::string_view* text_field(std::uint8_t tag, LookupRequestView& out,
+                             std::string_view& prompt_text) {
+  switch (tag) {
+    case kModelId:
+      return &out.model_id;
+    case kTenantId:
+      return &out.tenant_id;
+    case kHashScheme:
+      return &out.hash_scheme;
+    case kAdapterId:
+      return &out.adapter_id;
+    case kPromptText:
+      return &prompt_text;
+    default:
+      return nullptr;
+  }
+}
+
 // One field of the message at `r`; false: not on the fast path.
 bool field(Reader& r, LookupRequestView& out, std::string_view& prompt_text) {
-  switch (r.byte()) {
-    case kModelId:
-      return string_field(r, out.model_id);
-    case kTenantId:
-      return string_field(r, out.tenant_id);
+  const std::uint8_t tag = r.byte();
+  if (std::string_view* text = text_field(tag, out, prompt_text)) return string_field(r, *text);
+  switch (tag) {
     case kPrefixHash:
       return r.bytes(out.prefix_hash);
     case kPrefixTokenCount:
       return int32_field(r, out.prefix_token_count);
-    case kHashScheme:
-      return string_field(r, out.hash_scheme);
     case kSlo:
       return slo(r, out.slo_ttft_ms);
     case kBlockHashes:
       return r.bytes(out.block_hashes.emplace_back());
     case kBlockTokenCount:
-      return unpacked(r, out.block_token_counts);
     case kBlockTokenCounts:
-      return packed(r, out.block_token_counts);
+      return ints(r, tag, out.block_token_counts);
     case kTokenId:
-      return unpacked(r, out.token_ids);
     case kTokenIds:
-      return packed(r, out.token_ids);
-    case kPromptText:
-      return string_field(r, prompt_text);
-    case kAdapterId:
-      return string_field(r, out.adapter_id);
+      return ints(r, tag, out.token_ids);
     default:
       return false;  // unknown field, other wire type, or a tag longer than a byte
   }
@@ -179,19 +187,17 @@ bool decode(std::span<const char> bytes, LookupRequestView& out) {
 }
 
 index::LookupQuery to_query(const LookupRequestView& view) {
-  index::LookupQuery q;
-  q.tenant_id = view.tenant_id;
-  q.model_id = view.model_id;
-  q.hash_scheme = view.hash_scheme;
-  q.adapter_id = view.adapter_id;
-  q.prefix_hash = view.prefix_hash;
-  q.prefix_token_count = view.prefix_token_count;
-  q.block_hashes = view.block_hashes;
-  q.block_token_counts = view.block_token_counts;
-  q.token_ids = view.token_ids;
-  q.has_prompt_text = false;
-  q.slo_ttft_ms = view.slo_ttft_ms;
-  return q;
+  return {.tenant_id = view.tenant_id,
+          .model_id = view.model_id,
+          .hash_scheme = view.hash_scheme,
+          .adapter_id = view.adapter_id,
+          .prefix_hash = view.prefix_hash,
+          .prefix_token_count = view.prefix_token_count,
+          .block_hashes = view.block_hashes,
+          .block_token_counts = view.block_token_counts,
+          .token_ids = view.token_ids,
+          .has_prompt_text = false,
+          .slo_ttft_ms = view.slo_ttft_ms};
 }
 
 }  // namespace ic::service::wire
