@@ -58,8 +58,9 @@ class CoreMetrics {
     ++sample_.ingest_messages;
     sample_.ingest_entries += entries;
   }
-  // One PublishEvent of `type` received (applied or ignored).
-  void add_event(EventType type) { ++sample_.events[static_cast<std::size_t>(type)]; }
+  // One PublishEvent of CacheEvent.type `wire_type` received (applied or
+  // ignored); a value outside the contract counts as "UNKNOWN".
+  void add_event(int wire_type) { ++sample_.events[event_slot(wire_type)]; }
   // `keys` whole keys of `tenant_id` dropped by its quota
   // (inferencecache_tenant_evictions_total{tenant_id, reason="over_entries"}).
   void add_tenant_evictions(std::string_view tenant_id, std::uint64_t keys);

@@ -25,12 +25,14 @@ Reason reason_from_code(std::string_view code) {
   return Reason::kOther;
 }
 
-std::string_view to_label(EventType type) { return kEventLabels[static_cast<std::size_t>(type)]; }
-
-EventType event_type_from_wire(int wire_value) {
-  if (wire_value < 0 || wire_value > 4) return EventType::kUnknown;
-  return static_cast<EventType>(wire_value);
+std::size_t event_slot(int wire_value) {
+  if (wire_value < 0 || wire_value >= static_cast<int>(kEventTypeCount) - 1) {
+    return kEventTypeCount - 1;
+  }
+  return static_cast<std::size_t>(wire_value);
 }
+
+std::string_view event_label(std::size_t slot) { return kEventLabels[slot]; }
 
 std::string_view to_label(EvictionAlgorithm algorithm) {
   return algorithm == EvictionAlgorithm::kLru ? "lru" : "lfu";

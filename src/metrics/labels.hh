@@ -29,20 +29,14 @@ std::string_view to_label(Reason reason);
 // Maps a reason_code string to its enum; unknown strings give Reason::kOther.
 Reason reason_from_code(std::string_view code);
 
-// CacheEvent.Type values (docs/contract.md "Enums"); kUnknown is any other
-// wire value. Labels: "TYPE_UNSPECIFIED", "PREFIX_ADDED", ..., "UNKNOWN".
-enum class EventType : std::uint8_t {
-  kUnspecified,
-  kPrefixAdded,
-  kPrefixEvicted,
-  kReplicaUpdated,
-  kAllCleared,
-  kUnknown,
-};
+// CacheEvent.Type (docs/contract.md "Enums"), counted per wire value: slots
+// 0..4 are the contract's types in its own numbering, slot 5 any other value.
+// Labels: "TYPE_UNSPECIFIED", "PREFIX_ADDED", ..., "ALL_CLEARED", "UNKNOWN".
 inline constexpr std::size_t kEventTypeCount = 6;
-std::string_view to_label(EventType type);
-// Maps the proto enum's integer (0..4) to EventType; anything else is kUnknown.
-EventType event_type_from_wire(int wire_value);
+// The slot of a CacheEvent.type wire value: itself for 0..4, else 5.
+std::size_t event_slot(int wire_value);
+// The label of a slot (0..kEventTypeCount-1).
+std::string_view event_label(std::size_t slot);
 
 // inferencecache_index_evictions_total{algorithm}: "lru" | "lfu".
 enum class EvictionAlgorithm : std::uint8_t { kLru, kLfu };

@@ -146,7 +146,7 @@ void render_traffic(Writer& w, const Sample& s) {
            s.ingest_entries);
   w.family("events_total", "counter", "PublishEvent messages received by event type.");
   for (std::size_t t = 0; t < kEventTypeCount; ++t) {
-    w.sample("events_total", {{"type", to_label(static_cast<EventType>(t))}}, s.events[t]);
+    w.sample("events_total", {{"type", event_label(t)}}, s.events[t]);
   }
   w.family("open_connections", "gauge", "Open connections by listener.");
   for (std::size_t l = 0; l < kListenerCount; ++l) {

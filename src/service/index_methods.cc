@@ -299,7 +299,7 @@ void finish_routed(ShardedIndex& index, rpc::CallHandle& call, unsigned owner,
 
 void publish(ShardedIndex& index, rpc::CallHandle call, pb::CacheEvent&& event) {
   const std::uint64_t sequence = index.observe(event);
-  metrics::local().add_event(metrics::event_type_from_wire(event.type()));
+  metrics::local().add_event(event.type());
   const unsigned owner = index.owner(event.tenant_id());
   auto refused = index.apply_event(
       owner, std::move(event), [call]() mutable { call.reply(accepted()); }, sequence);

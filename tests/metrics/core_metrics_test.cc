@@ -15,9 +15,12 @@ TEST_CASE("reason codes map both ways") {
   CHECK(reason_from_code("OTHER") == Reason::kOther);
   CHECK(reason_from_code("prefix_match") == Reason::kOther);
   CHECK(to_label(Reason::kPolicyRequiresChain) == "POLICY_REQUIRES_CHAIN");
-  CHECK(to_label(event_type_from_wire(4)) == "ALL_CLEARED");
-  CHECK(event_type_from_wire(5) == EventType::kUnknown);
-  CHECK(event_type_from_wire(-1) == EventType::kUnknown);
+  CHECK(event_slot(4) == 4);
+  CHECK(event_label(event_slot(4)) == "ALL_CLEARED");
+  CHECK(event_label(event_slot(0)) == "TYPE_UNSPECIFIED");
+  CHECK(event_slot(5) == 5);
+  CHECK(event_slot(-1) == 5);
+  CHECK(event_label(event_slot(-1)) == "UNKNOWN");
 }
 
 TEST_CASE("record_lookup counts per reason and hint and fills latency buckets") {
@@ -86,8 +89,8 @@ TEST_CASE("merge sums counters and gauges per label set and appends core rows") 
   b.record_lookup("qwen", "UNKNOWN_MODEL", false, 5);
   a.add_ingest(5);
   b.add_ingest(7);
-  a.add_event(EventType::kPrefixEvicted);
-  b.add_event(EventType::kPrefixEvicted);
+  a.add_event(2);  // PREFIX_EVICTED
+  b.add_event(2);  // PREFIX_EVICTED
   a.add_tenant_evictions("team-a", 2);
   b.add_tenant_evictions("team-a", 3);
   a.add_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kTtl, 4);

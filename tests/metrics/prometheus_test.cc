@@ -42,7 +42,7 @@ TEST_CASE("a known registry renders byte for byte") {
   core.add_prompt_text_failure(ic::metrics::PromptTextFailure::kNoTokenizer);
   core.add_auth(AuthEndpoint::kPolicy, AuthResult::kUnauth);
   core.add_ingest(9);
-  core.add_event(EventType::kAllCleared);
+  core.add_event(4);  // CacheEvent.Type ALL_CLEARED
   core.add_peer_limit_hit(ic::h2::LimitHit::kHpackExpansion);
   core.add_peer_limit_hit(ic::h2::LimitHit::kHpackExpansion);
   core.add_peer_limit_hit(ic::h2::LimitHit::kHalfClosed);
