@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "h2/callbacks.hh"
 #include "h2/session_stream.hh"
 
 namespace ic::h2 {
@@ -265,20 +266,17 @@ struct ServerSession::Callbacks {
 
   // Built once: sessions copy the callback table at creation.
   static const nghttp2_session_callbacks* table() {
-    static nghttp2_session_callbacks* cbs = [] {
-      nghttp2_session_callbacks* c = nullptr;
-      nghttp2_session_callbacks_new(&c);
-      nghttp2_session_callbacks_set_on_begin_frame_callback(c, &on_begin_frame);
-      nghttp2_session_callbacks_set_on_begin_headers_callback(c, &on_begin_headers);
-      nghttp2_session_callbacks_set_on_header_callback2(c, &on_header);
-      nghttp2_session_callbacks_set_on_frame_recv_callback(c, &on_frame_recv);
-      nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, &on_data_chunk);
-      nghttp2_session_callbacks_set_on_stream_close_callback(c, &on_stream_close);
-      nghttp2_session_callbacks_set_on_frame_send_callback(c, &on_frame_send);
-      nghttp2_session_callbacks_set_send_data_callback(c, &send_body);
-      return c;
-    }();
-    return cbs;
+    static const CallbacksPtr callbacks = make_callbacks({
+        .on_begin_frame = &on_begin_frame,
+        .on_begin_headers = &on_begin_headers,
+        .on_header2 = &on_header,
+        .on_frame_recv = &on_frame_recv,
+        .on_data_chunk_recv = &on_data_chunk,
+        .on_stream_close = &on_stream_close,
+        .on_frame_send = &on_frame_send,
+        .send_data = &send_body,
+    });
+    return callbacks.get();
   }
 };
 

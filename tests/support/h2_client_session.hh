@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "h2/callbacks.hh"
+
 namespace ic::test {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
@@ -64,17 +66,14 @@ template <class Stream>
 class BasicH2Client {
  public:
   explicit BasicH2Client(const ClientSettings& options = {}) {
-    nghttp2_session_callbacks* cbs = nullptr;
-    nghttp2_session_callbacks_new(&cbs);
-    nghttp2_session_callbacks_set_on_header_callback(cbs, &on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, &on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &on_stream_close);
-    if (options.large_frames) {
-      nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, &on_read_length);
-    }
-    const int rv = nghttp2_session_client_new(&session_, cbs, this);
-    nghttp2_session_callbacks_del(cbs);
+    const ic::h2::CallbacksPtr callbacks = ic::h2::make_callbacks({
+        .on_header = &on_header,
+        .on_frame_recv = &on_frame_recv,
+        .on_data_chunk_recv = &on_data_chunk,
+        .on_stream_close = &on_stream_close,
+        .data_source_read_length = options.large_frames ? &on_read_length : nullptr,
+    });
+    const int rv = nghttp2_session_client_new(&session_, callbacks.get(), this);
     if (rv != 0) throw std::runtime_error("nghttp2_session_client_new failed");
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, options.settings.data(),
                             options.settings.size());
