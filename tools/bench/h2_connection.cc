@@ -13,9 +13,12 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <memory>
+#include <new>
 #include <stdexcept>
 
 #include "common/grpc_frame.hh"
+#include "h2/callbacks.hh"
 #include "rpc/status.hh"
 
 namespace ic::tools::bench {
@@ -104,46 +107,50 @@ struct H2Connection::Stream {
 };
 
 H2Connection::H2Connection(const std::string& host, int port, int timeout_ms, OnDone on_done)
-    : fd_(connect_blocking(host, port, timeout_ms)),
+    : socket_(connect_blocking(host, port, timeout_ms)),
       authority_(host + ":" + std::to_string(port)),
       on_done_(std::move(on_done)) {
-  nghttp2_session_callbacks* callbacks = nullptr;
-  nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_header_callback(
-      callbacks, reinterpret_cast<nghttp2_on_header_callback>(&H2Connection::on_header));
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &H2Connection::on_data);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &H2Connection::on_close);
-  nghttp2_session_client_new(&session_, callbacks, this);
-  nghttp2_session_callbacks_del(callbacks);
+  const h2::CallbacksPtr callbacks = h2::make_callbacks({
+      .on_header = reinterpret_cast<nghttp2_on_header_callback>(&H2Connection::on_header),
+      .on_data_chunk_recv = &H2Connection::on_data,
+      .on_stream_close = &H2Connection::on_close,
+  });
+  nghttp2_session* session = nullptr;
+  if (nghttp2_session_client_new(&session, callbacks.get(), this) != 0) throw std::bad_alloc();
+  session_.reset(session);
   // Large windows: a load generator must never be the one throttling the flow.
   const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                              {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 24}};
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 1 << 30);
+  nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_.get(), NGHTTP2_FLAG_NONE, 0, 1 << 30);
 }
 
-H2Connection::~H2Connection() {
-  // nghttp2_session_del frees its streams without callbacks: free our per-stream state here.
-  for (auto [id, stream] : open_) delete stream;
-  if (session_) nghttp2_session_del(session_);
+// nghttp2_session_del frees its streams without callbacks; open_ frees ours.
+H2Connection::~H2Connection() = default;
+
+H2Connection::Socket::~Socket() {
   if (fd_ >= 0) close(fd_);
+}
+
+void H2Connection::SessionDeleter::operator()(nghttp2_session* session) const {
+  nghttp2_session_del(session);
 }
 
 void H2Connection::start(const std::string& path, std::shared_ptr<const std::string> body,
                          std::int64_t intended_ns, std::uint64_t tag) {
-  auto* stream = new Stream;
+  auto stream = std::make_unique<Stream>();
   stream->body = std::move(body);
   stream->outcome.intended_ns = intended_ns;
   stream->outcome.tag = tag;
-  submit(path, stream);
+  submit(path, std::move(stream));
 }
 
 std::int32_t H2Connection::open_stream(const std::string& path, std::uint64_t tag) {
-  auto* stream = new Stream;
+  auto stream = std::make_unique<Stream>();
   stream->streaming = true;
   stream->outcome.intended_ns = now_ns();
   stream->outcome.tag = tag;
-  return submit(path, stream);
+  return submit(path, std::move(stream));
 }
 
 void H2Connection::write(std::int32_t stream_id, std::string_view framed) {
@@ -157,14 +164,14 @@ void H2Connection::write(std::int32_t stream_id, std::string_view framed) {
     s.offset = 0;
   }
   s.pending.append(framed);
-  nghttp2_session_resume_data(session_, stream_id);
+  nghttp2_session_resume_data(session_.get(), stream_id);
 }
 
 void H2Connection::end_writes(std::int32_t stream_id) {
   const auto it = open_.find(stream_id);
   if (it == open_.end() || !it->second->streaming) return;
   it->second->eof = true;
-  nghttp2_session_resume_data(session_, stream_id);
+  nghttp2_session_resume_data(session_.get(), stream_id);
 }
 
 std::size_t H2Connection::unsent(std::int32_t stream_id) const {
@@ -174,10 +181,11 @@ std::size_t H2Connection::unsent(std::int32_t stream_id) const {
 }
 
 std::uint32_t H2Connection::peer_max_streams() const {
-  return nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  return nghttp2_session_get_remote_settings(session_.get(),
+                                             NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
 }
 
-std::int32_t H2Connection::submit(const std::string& path, Stream* stream) {
+std::int32_t H2Connection::submit(const std::string& path, std::unique_ptr<Stream> stream) {
   auto nv = [](const char* name, const std::string& value) {
     return nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(name)),
                       reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())),
@@ -190,21 +198,20 @@ std::int32_t H2Connection::submit(const std::string& path, Stream* stream) {
                                 nv("content-type", kGrpc),    nv("te", kTrailers),
                                 nv("user-agent", user_agent_)};
   nghttp2_data_provider provider{};
-  provider.source.ptr = stream;
+  provider.source.ptr = stream.get();
   provider.read_callback = [](nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                               std::uint32_t* flags, nghttp2_data_source* src, void*) -> ssize_t {
     return static_cast<Stream*>(src->ptr)->read(buf, length, flags);
   };
-  const std::int32_t id =
-      nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &provider, stream);
+  const std::int32_t id = nghttp2_submit_request(session_.get(), nullptr, headers,
+                                                 std::size(headers), &provider, stream.get());
   if (id < 0) {
     stream->outcome.status = std::string("submit-") + nghttp2_strerror(id);
     stream->outcome.done_ns = now_ns();
     on_done_(std::move(stream->outcome));
-    delete stream;
     return -1;
   }
-  open_.emplace(id, stream);
+  open_.emplace(id, std::move(stream));
   ++active_;
   return id;
 }
@@ -233,11 +240,12 @@ int H2Connection::on_data(nghttp2_session* session, std::uint8_t, std::int32_t s
   return 0;
 }
 
-int H2Connection::on_close(nghttp2_session* session, std::int32_t stream_id,
-                           std::uint32_t error_code, void* user) {
+int H2Connection::on_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                           void* user) {
   auto* self = static_cast<H2Connection*>(user);
-  auto* stream = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, stream_id));
-  if (!stream) return 0;
+  auto node = self->open_.extract(stream_id);  // owned here until the outcome is delivered
+  if (node.empty()) return 0;                  // failed already (fail_all)
+  const std::unique_ptr<Stream> stream = std::move(node.mapped());
   auto& outcome = stream->outcome;
   outcome.done_ns = now_ns();
   if (stream->grpc_status >= 0) {
@@ -251,19 +259,17 @@ int H2Connection::on_close(nghttp2_session* session, std::int32_t stream_id,
     outcome.status = "no-grpc-status";
   }
   stream->decoder.next(&outcome.response);
-  self->open_.erase(stream_id);
   --self->active_;
   self->on_done_(std::move(outcome));
-  delete stream;
   return 0;
 }
 
 bool H2Connection::read_socket() {
   std::uint8_t buffer[64 * 1024];
   for (;;) {
-    const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+    const ssize_t n = ::read(socket_.get(), buffer, sizeof buffer);
     if (n > 0) {
-      if (nghttp2_session_mem_recv(session_, buffer, static_cast<std::size_t>(n)) < 0) {
+      if (nghttp2_session_mem_recv(session_.get(), buffer, static_cast<std::size_t>(n)) < 0) {
         return false;
       }
       continue;
@@ -282,14 +288,15 @@ bool H2Connection::write_socket() {
       // Coalesce everything nghttp2 has into one buffer, then one write per turn.
       for (;;) {
         const std::uint8_t* data = nullptr;
-        const ssize_t n = nghttp2_session_mem_send(session_, &data);
+        const ssize_t n = nghttp2_session_mem_send(session_.get(), &data);
         if (n < 0) return false;
         if (n == 0) break;
         out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
       }
       if (out_.empty()) return true;
     }
-    const ssize_t n = ::send(fd_, out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(socket_.get(), out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL);
     if (n > 0) {
       out_off_ += static_cast<std::size_t>(n);
       continue;
@@ -302,12 +309,11 @@ bool H2Connection::write_socket() {
 void H2Connection::fail_all() {
   alive_ = false;
   // Completing the streams through nghttp2 would re-enter it; finish them here instead.
-  for (auto [id, stream] : open_) {
-    nghttp2_session_set_stream_user_data(session_, id, nullptr);
+  for (auto& [id, stream] : open_) {
+    nghttp2_session_set_stream_user_data(session_.get(), id, nullptr);
     stream->outcome.done_ns = now_ns();
     stream->outcome.status = "connection-lost";
     on_done_(std::move(stream->outcome));
-    delete stream;
   }
   open_.clear();
   active_ = 0;
@@ -325,7 +331,7 @@ bool H2Connection::flush() {
 bool H2Connection::pump() {
   if (!alive_) return false;
   if (!read_socket() || !write_socket() ||
-      (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))) {
+      (!nghttp2_session_want_read(session_.get()) && !nghttp2_session_want_write(session_.get()))) {
     fail_all();
     return false;
   }

@@ -39,12 +39,13 @@ class H2Connection {
   // non-blocking and queues the HTTP/2 preface and SETTINGS. Throws std::runtime_error with
   // "cannot connect to HOST:PORT: <strerror>" when the server is not there.
   H2Connection(const std::string& host, int port, int timeout_ms, OnDone on_done);
+  // Defaulted where Stream is complete; the members own the socket, the session and the streams.
   ~H2Connection();
-  H2Connection(const H2Connection&) = delete;
-  H2Connection& operator=(const H2Connection&) = delete;
+  // nghttp2 keeps `this` as the session's user data: a connection never moves (nor copies).
+  H2Connection(H2Connection&&) = delete;
 
   // The socket, for the owner's epoll set.
-  int fd() const { return fd_; }
+  int fd() const { return socket_.get(); }
   // Streams opened and not yet closed.
   int active() const { return active_; }
   // False once the connection failed or the server sent GOAWAY and all streams closed.
@@ -84,6 +85,20 @@ class H2Connection {
 
  private:
   struct Stream;
+  // The socket descriptor, closed with the connection.
+  class Socket {
+   public:
+    explicit Socket(int fd) : fd_(fd) {}
+    ~Socket();
+    Socket(Socket&&) = delete;
+    int get() const { return fd_; }
+
+   private:
+    int fd_;
+  };
+  struct SessionDeleter {
+    void operator()(nghttp2_session* session) const;
+  };
   static int on_header(nghttp2_session*, const void* frame, const std::uint8_t* name,
                        std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
                        std::uint8_t flags, void* user);
@@ -91,19 +106,20 @@ class H2Connection {
                      const std::uint8_t* data, std::size_t len, void* user);
   static int on_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
                       void* user);
-  std::int32_t submit(const std::string& path, Stream* stream);
+  std::int32_t submit(const std::string& path, std::unique_ptr<Stream> stream);
   bool read_socket();
   bool write_socket();
   void fail_all();
 
-  int fd_ = -1;
+  Socket socket_;
   std::string authority_;
   std::string user_agent_ = "inferencecache-bench";
-  nghttp2_session* session_ = nullptr;
+  std::unique_ptr<nghttp2_session, SessionDeleter> session_;
   OnDone on_done_;
   std::string out_;  // bytes from mem_send not yet written
   std::size_t out_off_ = 0;
-  std::unordered_map<std::int32_t, Stream*> open_;  // streams opened and not closed
+  // Streams opened and not closed; nghttp2's stream user data points at them.
+  std::unordered_map<std::int32_t, std::unique_ptr<Stream>> open_;
   int active_ = 0;
   bool alive_ = true;
 };
