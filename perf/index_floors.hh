@@ -24,7 +24,7 @@
 namespace ic::perf::floors {
 
 // The index's own mix (an 8-byte block hash is hashed as fmix64(bytes ^
-// fmix64(seed + (tenant, model) id)), src/index/detail/shard_impl.hh group_hash).
+// fmix64(seed + (tenant, model) id)), src/index/detail/records.hh group_hash).
 using index::detail::fmix64;
 
 // xorshift64: the next probe position without a load (probes independent).

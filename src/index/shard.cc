@@ -7,6 +7,7 @@
 #include "index/shard.hh"
 
 #include <algorithm>
+#include <random>
 #include <unordered_map>
 
 #include "index/detail/shard_impl.hh"
@@ -15,8 +16,21 @@ namespace ic::index {
 
 using namespace detail;
 
+namespace {
+// A seed no peer can predict: std::random_device reads the kernel's random
+// source (getrandom(2) in libstdc++ on Linux).
+std::uint64_t random_key_seed() {
+  std::random_device source;
+  const std::uint64_t seed = (std::uint64_t{source()} << 32) | source();
+  return seed != 0 ? seed : 1;  // 0 means "draw one"
+}
+}  // namespace
+
 Shard::Impl::Impl(IndexConfig c, IndexGlobals* g, std::shared_ptr<const config::PolicySet> p)
-    : cfg(c), globals(g), policies(p ? std::move(p) : config::PolicySet::defaults()) {
+    : cfg(c),
+      globals(g),
+      policies(p ? std::move(p) : config::PolicySet::defaults()),
+      key_seed(c.key_seed != 0 ? c.key_seed : random_key_seed()) {
   if (globals == nullptr) {
     own_globals = std::make_unique<IndexGlobals>();
     globals = own_globals.get();

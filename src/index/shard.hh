@@ -57,6 +57,11 @@ struct IndexConfig {
   config::LoadAwareKnobs load_aware{512.0, 64.0, 16.0, 1.0};
   // Stats younger than this make a replica a load-aware candidate and its pressure count.
   std::int64_t load_stats_window_us = 5LL * 60 * 1'000'000;
+  // Seed of the key table's hash; 0 = each shard draws its own from the
+  // system's random source, so no peer can choose prefix hashes that share a
+  // probe run (docs/hostile-peers.md "Key table seed"). Tests and benchmarks
+  // may fix it.
+  std::uint64_t key_seed = 0;
 };
 
 // State shared by all shards of one server. Create once, outlive the shards.

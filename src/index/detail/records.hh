@@ -15,8 +15,11 @@
 //            kept sorted by replica name (AFFINITY_HINT picks by index).
 // All ids are dense uint32 (Interner / Slab indexes).
 
+#include <xxhash.h>
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +37,19 @@ inline std::uint64_t fmix64(std::uint64_t k) {
   k *= 0xc4ceb9fe1a85ec53ull;
   k ^= k >> 33;
   return k;
+}
+
+// The key table's hash of (tenant-model id `tm`, prefix hash bytes) under a
+// shard's secret `seed` (docs/hostile-peers.md "Key table seed"); the 8-byte
+// wire form (the common case) takes a multiply-xorshift mix. Keys of one group
+// (other schemes or adapters) hash alike.
+inline std::uint64_t group_hash(std::uint64_t seed, std::uint32_t tm, std::string_view bytes) {
+  if (bytes.size() == 8) {
+    std::uint64_t v;
+    __builtin_memcpy(&v, bytes.data(), 8);
+    return fmix64(v ^ fmix64(seed + tm));
+  }
+  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed + tm);
 }
 
 // Stored tier values: 1..3 as in CacheTier; kTierInvalid = unknown/negative

@@ -5,8 +5,6 @@
 // cap, quota and TTL state: detail/eviction_state.hh; lookup scratch and the
 // per-call state: detail/lookup_state.hh.
 
-#include <xxhash.h>
-
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -53,22 +51,18 @@ struct Shard::Impl : detail::Records,
   std::unique_ptr<IndexGlobals> own_globals;
   IndexGlobals* globals;
   std::shared_ptr<const config::PolicySet> policies;
+  // group_hash's seed: IndexConfig::key_seed, or drawn when the shard is made.
+  std::uint64_t key_seed;
   detail::NameCache name_cache;
   std::vector<std::uint32_t> event_keys;   // PREFIX_EVICTED's keys (events.cc scratch)
   std::vector<std::uint32_t> tenant_keys;  // ALL_CLEARED's and the quota's keys (scratch)
   std::vector<std::uint64_t> chain_keys;   // key hashes of a chain (ingest.cc, lookup.cc)
 
   // ===== key / record plumbing (records.cc) =====
-  // Seeded hash of (tenant-model id, prefix hash bytes) for the KeyTable;
-  // the 8-byte wire form (the common case) takes a multiply-xorshift mix.
-  static std::uint64_t group_hash(std::uint32_t tm, std::string_view bytes) {
-    constexpr std::uint64_t kGroupSeed = 0x5EED1DC0FFEEull;
-    if (bytes.size() == 8) {
-      std::uint64_t v;
-      __builtin_memcpy(&v, bytes.data(), 8);
-      return detail::fmix64(v ^ detail::fmix64(kGroupSeed + tm));
-    }
-    return XXH3_64bits_withSeed(bytes.data(), bytes.size(), kGroupSeed + tm);
+  // The KeyTable hash of (tenant-model id, prefix hash bytes) under this
+  // shard's seed.
+  std::uint64_t group_hash(std::uint32_t tm, std::string_view bytes) const {
+    return detail::group_hash(key_seed, tm, bytes);
   }
   std::string_view key_bytes(const detail::KeyRec& k) const {
     if (k.entry.hash_len == detail::kLongHash) return long_hashes[k.hash];
