@@ -73,7 +73,7 @@ TEST_CASE("a shard holding a flooded probe run finds, evicts and re-finds each k
   cfg.key_seed = kKnownSeed;  // the peer's guess is right: all 1000 keys in one run
   Harness h(cfg);
   h.policy(
-      R"({"version":1,"policies":[{"namespace":"t","minimumMatchedTokens":0,"routingFloorScore":0}]})");
+      R"({"version":7,"policies":[{"namespace":"t","minimumMatchedTokens":0,"routingFloorScore":0}]})");
   std::vector<std::pair<std::uint64_t, std::int32_t>> keys;
   for (int i = 0; i < kFlood; ++i) keys.emplace_back(flood_value(i), 16 + i);
   REQUIRE(h.ingest(exact_update("t", "m", "s", "r1", kNow, keys)).entries_upserted == kFlood);
