@@ -100,7 +100,8 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
   constexpr int kRunAhead = 8;
   const std::size_t n = p.block_hashes.size();
   chain_keys.resize(n);
-  for (std::size_t j = 0; j < n; ++j) chain_keys[j] = group_hash(tm, p.block_hashes[j]);
+  const GroupHasher hash_block = group_hasher(tm);
+  for (std::size_t j = 0; j < n; ++j) chain_keys[j] = hash_block(p.block_hashes[j]);
   for (std::size_t j = 0; j < std::min(n, kSlotAhead); ++j) prefetch_slot(chain_keys[j]);
   for (std::size_t j = 0; j < std::min(n, kKeyAhead); ++j) prefetch_key(chain_keys[j], kRunAhead);
   std::int64_t sum = 0;

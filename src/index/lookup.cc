@@ -266,10 +266,11 @@ void Shard::Impl::extend_chain_runs(std::uint32_t domain, std::int64_t now, std:
   // would be reloaded for every entry.
   ChainCand* const cd = cands.data();
   const SpillRec* const sp_recs = spills.data();
+  const GroupHasher hash_block = group_hasher(dtm);
   std::size_t hashed = 1;
   auto hash_through = [&](std::size_t j) {
     for (; hashed <= j && hashed < n; ++hashed) {
-      hashes[hashed] = group_hash(dtm, chain_hashes[hashed]);
+      hashes[hashed] = hash_block(chain_hashes[hashed]);
       prefetch_slot(hashes[hashed]);
     }
   };

@@ -42,14 +42,28 @@ inline std::uint64_t fmix64(std::uint64_t k) {
 // The key table's hash of (tenant-model id `tm`, prefix hash bytes) under a
 // shard's secret `seed` (docs/hostile-peers.md "Key table seed"); the 8-byte
 // wire form (the common case) takes a multiply-xorshift mix. Keys of one group
-// (other schemes or adapters) hash alike.
-inline std::uint64_t group_hash(std::uint64_t seed, std::uint32_t tm, std::string_view bytes) {
-  if (bytes.size() == 8) {
-    std::uint64_t v;
-    __builtin_memcpy(&v, bytes.data(), 8);
-    return fmix64(v ^ fmix64(seed + tm));
+// (other schemes or adapters) hash alike. Made once per (seed, tm): a loop
+// over a chain's blocks keeps the seed's mix in a register (a store to the
+// chain's hash array could alias the shard's seed and force a reload).
+class GroupHasher {
+ public:
+  GroupHasher(std::uint64_t seed, std::uint32_t tm) : seed_(seed + tm), mix_(fmix64(seed + tm)) {}
+  std::uint64_t operator()(std::string_view bytes) const {
+    if (bytes.size() == 8) {
+      std::uint64_t v;
+      __builtin_memcpy(&v, bytes.data(), 8);
+      return fmix64(v ^ mix_);
+    }
+    return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed_);
   }
-  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed + tm);
+
+ private:
+  std::uint64_t seed_;  // seed + tm
+  std::uint64_t mix_;   // fmix64(seed + tm)
+};
+
+inline std::uint64_t group_hash(std::uint64_t seed, std::uint32_t tm, std::string_view bytes) {
+  return GroupHasher(seed, tm)(bytes);
 }
 
 // Stored tier values: 1..3 as in CacheTier; kTierInvalid = unknown/negative

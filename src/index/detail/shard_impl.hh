@@ -64,6 +64,8 @@ struct Shard::Impl : detail::Records,
   std::uint64_t group_hash(std::uint32_t tm, std::string_view bytes) const {
     return detail::group_hash(key_seed, tm, bytes);
   }
+  // The same for many keys of one tenant-model (a chain's blocks).
+  detail::GroupHasher group_hasher(std::uint32_t tm) const { return {key_seed, tm}; }
   std::string_view key_bytes(const detail::KeyRec& k) const {
     if (k.entry.hash_len == detail::kLongHash) return long_hashes[k.hash];
     return {reinterpret_cast<const char*>(&k.hash), k.entry.hash_len};
