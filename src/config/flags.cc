@@ -108,6 +108,8 @@ struct RawFlags {
   std::string pin_threads = "true";
   std::string max_message_bytes = "4194304";
   std::string max_concurrent_streams = "1024";
+  std::string stream_reset_burst = "200";
+  std::string stream_reset_rate = "33";
   std::string max_connections = "10000";
   std::string idle_timeout = "5m";
   std::string shutdown_grace = "10s";
@@ -168,6 +170,8 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
       {"--pin-threads", &raw.pin_threads, "pin each reactor thread to a CPU (true|false)"},
       {"--max-message-bytes", &raw.max_message_bytes, "largest gRPC message, bytes"},
       {"--max-concurrent-streams", &raw.max_concurrent_streams, "HTTP/2 concurrent streams per connection"},
+      {"--stream-reset-burst", &raw.stream_reset_burst, "client RST_STREAMs a connection may send at once (rapid reset)"},
+      {"--stream-reset-rate", &raw.stream_reset_rate, "client RST_STREAMs per second a connection may sustain"},
       {"--max-connections", &raw.max_connections, "open connections per listener"},
       {"--idle-timeout", &raw.idle_timeout, "close a connection idle this long (0: never)"},
       {"--shutdown-grace", &raw.shutdown_grace, "time in-flight calls get after SIGTERM/SIGINT"},
@@ -247,6 +251,10 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
       parse_uint<std::uint32_t>("--max-message-bytes", raw.max_message_bytes, 5, 1u << 30);
   c.max_concurrent_streams = parse_uint<std::uint32_t>("--max-concurrent-streams",
                                                        raw.max_concurrent_streams, 1, 1u << 20);
+  c.stream_reset_burst =
+      parse_uint<std::uint32_t>("--stream-reset-burst", raw.stream_reset_burst, 1, 1u << 20);
+  c.stream_reset_rate =
+      parse_uint<std::uint32_t>("--stream-reset-rate", raw.stream_reset_rate, 1, 1u << 20);
   c.max_connections =
       parse_uint<std::uint32_t>("--max-connections", raw.max_connections, 1, 1'000'000);
   c.idle_timeout_us = parse_duration_flag("--idle-timeout", raw.idle_timeout, 0);

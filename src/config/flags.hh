@@ -46,6 +46,12 @@ struct ServerConfig {
   std::uint32_t max_message_bytes = 4u << 20;
   // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection.
   std::uint32_t max_concurrent_streams = 1024;
+  // Rapid reset (CVE-2023-44487, docs/hostile-peers.md "Costly peers"): the
+  // RST_STREAM frames a client may send, a token bucket of this burst refilled
+  // at this rate per second; over it the connection gets GOAWAY. Raise both
+  // for gateways that cancel many calls (deadlines expiring under overload).
+  std::uint32_t stream_reset_burst = 200;
+  std::uint32_t stream_reset_rate = 33;
   // Open connections per listener; more are accepted and closed at once.
   std::uint32_t max_connections = 10000;
   // Close a connection with nothing in flight after this long without

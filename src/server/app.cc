@@ -407,6 +407,8 @@ void App::start_core(unsigned core) {
   ic::service::GrpcServiceOptions opts;
   opts.grpc.max_message_bytes = config.max_message_bytes;
   opts.grpc.h2.max_concurrent_streams = config.max_concurrent_streams;
+  opts.grpc.h2.reset_burst = config.stream_reset_burst;
+  opts.grpc.h2.reset_rate_per_s = config.stream_reset_rate;
   opts.ready = [this] { return readiness.ready(); };
   opts.index = index.get();
   opts.events = events.get();

@@ -203,6 +203,15 @@ def case_rapid_reset(binary):
         assert hl.kept_under(srv, rapid_reset) > 0
 
 
+def case_rapid_reset_tuned(binary):
+    """A gateway that cancels many calls: with --stream-reset-burst / --stream-reset-rate raised
+    (ours and nghttp2's backstop take them), the same 2000 resets keep the connection."""
+    with hl.Server(binary, "--stream-reset-burst", "5000", "--stream-reset-rate", "1000") as srv:
+        closed, code = rapid_reset(srv.grpc_port)
+        assert closed is None and code is None, (closed, code)
+        assert srv.limit_hits("flood") == 0
+
+
 def continuation_flood(port):
     out = hl.frame(hl.HEADERS, 0, 1, hl.request_block())
     out += hl.frame(hl.CONTINUATION, 0, 1) * 1000

@@ -52,6 +52,8 @@ TEST_SUITE("runtime") {
     CHECK(c.pin_threads);
     CHECK(c.max_message_bytes == 4194304);
     CHECK(c.max_concurrent_streams == 1024);
+    CHECK(c.stream_reset_burst == 200);
+    CHECK(c.stream_reset_rate == 33);
     CHECK(c.max_connections == 10000);
     CHECK(c.idle_timeout_us == 300'000'000);
     CHECK(c.shutdown_grace_us == 10'000'000);
@@ -82,7 +84,10 @@ TEST_SUITE("runtime") {
                                     "42",
                                     "--engine-block-size",
                                     "32",
-                                    "--pin-threads=false"});
+                                    "--pin-threads=false",
+                                    "--stream-reset-burst",
+                                    "5000",
+                                    "--stream-reset-rate=1000"});
     REQUIRE(out.config.has_value());
     const auto& c = *out.config;
     CHECK(c.grpc_bind_address == "127.0.0.1:0");
@@ -98,6 +103,8 @@ TEST_SUITE("runtime") {
     CHECK(c.index_max_entries == 42);
     CHECK(c.engine_block_size == 32);
     CHECK_FALSE(c.pin_threads);
+    CHECK(c.stream_reset_burst == 5000);
+    CHECK(c.stream_reset_rate == 1000);
   }
 
   TEST_CASE("flags: each bad value or combination is one exact line, exit 2") {
@@ -116,6 +123,8 @@ TEST_SUITE("runtime") {
           "--tls-key-file given without --tls-cert-file (both or neither)");
     CHECK(error_of({"--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/etc/hostname"}) ==
           "--tls-cert-file: cannot read \"/nonexistent/c.pem\": No such file or directory");
+    CHECK(error_of({"--stream-reset-rate", "0"}) ==
+          "--stream-reset-rate: want an integer in [1, 1048576], got \"0\"");
     CHECK(error_of({"--pin-threads", "maybe"}) ==
           "--pin-threads: want true or false, got \"maybe\"");
     CHECK(error_of({"--no-such-flag"}) == "unknown flag or argument: --no-such-flag");
