@@ -16,7 +16,8 @@ and samples the server's RSS, open fds, call errors, LookupRoute latency and
 the probe windows (below) every --interval seconds into CSV + an SVG chart.
 The verdict (exit status): after the warm-up (a quarter of the run, at least 1
 and at most 5 min) RSS and fd count are flat (each of 8 windows' median within
-±5 % of the post-warm-up median, fds: or ±3; every sample within ±10 %), there
+±5 % of the post-warm-up median, RSS: or ±2 MiB, fds: or ±3; every sample within
+±10 %, fds: or ±6), there
 is no unexpected error, and the p99 is
 stable: a probe client times LookupRoutes on the soaked server and on an idle
 reference server (same flags, filled the same way) interleaved call by call,
@@ -379,8 +380,12 @@ def verdict(rows, warmup_s, errors):
         # ASan's quarantine holds freed memory and every call costs more:
         # only errors count in a sanitizer build.
         return ["%d unexpected errors, first: %s" % (len(errors), errors[:3])] if errors else []
-    for key, tol_abs in (("rss_mib", 0.0), ("fds", 3.0)):
-        problems += flatness(post, key, tol_abs)
+    # RSS windows: or ±2 MiB. mimalloc keeps freed pages per kind of traffic and
+    # gives them back in steps, so on a loaded 2-core box a 2-minute run's window
+    # median moved 1.4-1.8 MiB on ~27 MiB with no growth (the 30-minute run is
+    # flat, tests/soak/results/); a leak of consequence moves it far more.
+    for key, window_abs, sample_abs in (("rss_mib", 2.0, 0.0), ("fds", 3.0, 6.0)):
+        problems += flatness(post, key, window_abs, sample_abs)
     if errors:
         problems.append("%d unexpected errors, first: %s" % (len(errors), errors[:3]))
     problems += p99_drift(post)
@@ -390,11 +395,11 @@ def verdict(rows, warmup_s, errors):
 FLAT_WINDOWS = 8  # the post-warm-up samples are judged in up to this many windows
 
 
-def flatness(post, key, tol_abs):
-    """Flat within ±5 %: the median of each of FLAT_WINDOWS consecutive windows
-    of the post-warm-up samples is within ±5 % of the overall median (or
-    ±tol_abs), so growth shows; and every single sample within ±10 % (or
-    2 x tol_abs), so transients stay bounded. A sample is one instant: the
+def flatness(post, key, window_abs, sample_abs):
+    """Flat: the median of each of FLAT_WINDOWS consecutive windows of the
+    post-warm-up samples is within ±5 % of the overall median (or
+    ±window_abs), so growth shows; and every single sample within ±10 % (or
+    ±sample_abs), so transients stay bounded. A sample is one instant: the
     subscribers' queued events (up to 1 MiB each, docs/streams.md) and a
     /snapshot's document come and go between samples."""
     values = [r[key] for r in post]
@@ -406,12 +411,14 @@ def flatness(post, key, tol_abs):
     print("%s after warm-up: median %.2f, window medians %s, worst sample %+.2f" % (
         key, med, " ".join("%.2f" % w for w in windows), worst))
     problems = []
-    if worst_window > max(0.05 * med, tol_abs):
-        problems.append("%s not flat: median %s, a window's median %.2f off (limit 5 %%)" % (
-            key, med, worst_window))
-    if worst > max(0.10 * med, 2 * tol_abs):
-        problems.append("%s transient too large: median %s, a sample %.2f off (limit 10 %%)" % (
-            key, med, worst))
+    window_limit = max(0.05 * med, window_abs)
+    if worst_window > window_limit:
+        problems.append("%s not flat: median %s, a window's median %.2f off (limit %.2f)" % (
+            key, med, worst_window, window_limit))
+    sample_limit = max(0.10 * med, sample_abs)
+    if worst > sample_limit:
+        problems.append("%s transient too large: median %s, a sample %.2f off (limit %.2f)" % (
+            key, med, worst, sample_limit))
     return problems
 
 
