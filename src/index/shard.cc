@@ -17,8 +17,8 @@ namespace ic::index {
 using namespace detail;
 
 namespace {
-// A seed no peer can predict: std::random_device reads the kernel's random
-// source (getrandom(2) in libstdc++ on Linux).
+// A seed no peer can predict: std::random_device (libstdc++: the CPU's
+// RDSEED/RDRAND where present, else /dev/urandom).
 std::uint64_t random_key_seed() {
   std::random_device source;
   const std::uint64_t seed = (std::uint64_t{source()} << 32) | source();
