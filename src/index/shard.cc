@@ -18,7 +18,7 @@ using namespace detail;
 
 namespace {
 // A seed no peer can predict: std::random_device (libstdc++: the CPU's
-// RDSEED/RDRAND where present, else /dev/urandom).
+// RDSEED/RDRAND where present, else the kernel: getentropy(3) or /dev/urandom).
 std::uint64_t random_key_seed() {
   std::random_device source;
   const std::uint64_t seed = (std::uint64_t{source()} << 32) | source();
