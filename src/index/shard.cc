@@ -6,8 +6,12 @@
 
 #include "index/shard.hh"
 
+#include <sys/random.h>
+
 #include <algorithm>
-#include <random>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <unordered_map>
 
 #include "index/detail/shard_impl.hh"
@@ -17,11 +21,21 @@ namespace ic::index {
 using namespace detail;
 
 namespace {
-// A seed no peer can predict: std::random_device (libstdc++: the CPU's
-// RDSEED/RDRAND where present, else the kernel: getentropy(3) or /dev/urandom).
+// A seed no peer can predict, from the kernel (getrandom(2); it blocks only
+// before the entropy pool is first initialized at boot). Should the kernel
+// refuse, a mix of the clocks and an address: weaker, but no crash on a
+// reactor that builds a shard (a placement copy's resync).
 std::uint64_t random_key_seed() {
-  std::random_device source;
-  const std::uint64_t seed = (std::uint64_t{source()} << 32) | source();
+  std::uint64_t seed = 0;
+  ssize_t got = -1;
+  do {
+    got = getrandom(&seed, sizeof seed, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got != static_cast<ssize_t>(sizeof seed)) {
+    const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count() ^
+                       std::chrono::system_clock::now().time_since_epoch().count();
+    seed = fmix64(static_cast<std::uint64_t>(ticks) ^ reinterpret_cast<std::uintptr_t>(&seed));
+  }
   return seed != 0 ? seed : 1;  // 0 means "draw one"
 }
 }  // namespace
