@@ -14,7 +14,6 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
-#include <new>
 #include <stdexcept>
 
 #include "common/grpc_frame.hh"
@@ -111,12 +110,14 @@ H2Connection::H2Connection(const std::string& host, int port, int timeout_ms, On
       authority_(host + ":" + std::to_string(port)),
       on_done_(std::move(on_done)) {
   const h2::CallbacksPtr callbacks = h2::make_callbacks({
-      .on_header = reinterpret_cast<nghttp2_on_header_callback>(&H2Connection::on_header),
+      .on_header = &H2Connection::on_header,
       .on_data_chunk_recv = &H2Connection::on_data,
       .on_stream_close = &H2Connection::on_close,
   });
   nghttp2_session* session = nullptr;
-  if (nghttp2_session_client_new(&session, callbacks.get(), this) != 0) throw std::bad_alloc();
+  if (const int rv = nghttp2_session_client_new(&session, callbacks.get(), this); rv != 0) {
+    throw std::runtime_error(std::string("nghttp2_session_client_new: ") + nghttp2_strerror(rv));
+  }
   session_.reset(session);
   // Large windows: a load generator must never be the one throttling the flow.
   const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
@@ -216,10 +217,9 @@ std::int32_t H2Connection::submit(const std::string& path, std::unique_ptr<Strea
   return id;
 }
 
-int H2Connection::on_header(nghttp2_session* session, const void* frame_ptr,
+int H2Connection::on_header(nghttp2_session* session, const nghttp2_frame* frame,
                             const std::uint8_t* name, std::size_t namelen,
                             const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void*) {
-  const auto* frame = static_cast<const nghttp2_frame*>(frame_ptr);
   auto* stream =
       static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
   if (!stream) return 0;

@@ -7,6 +7,8 @@
 // callbacks: they only record state; pump() does recv → callbacks → send.
 #pragma once
 
+#include <nghttp2/nghttp2.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,8 +16,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-struct nghttp2_session;
 
 namespace ic::tools::bench {
 
@@ -99,7 +99,7 @@ class H2Connection {
   struct SessionDeleter {
     void operator()(nghttp2_session* session) const;
   };
-  static int on_header(nghttp2_session*, const void* frame, const std::uint8_t* name,
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
                        std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
                        std::uint8_t flags, void* user);
   static int on_data(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
