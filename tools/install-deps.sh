@@ -27,6 +27,8 @@ packages=(
   nats-server
   # offline checks of deploy/ (tests/deploy)
   python3-yaml yamllint systemd
+  # the seccomp profile of deploy/seccomp, loaded before exec (tests/deploy/check_seccomp.py)
+  python3-seccomp
   # the real Jinja2, which re-checks tests/chat_template/jinja_cases.json
   python3-jinja2
   # hostile-peer suite and soak: raw HTTP/2 frames (tests/hostile, tests/soak)

@@ -4,7 +4,7 @@
 Usage: check_dockerfile.py SOURCE_ROOT BUILD_ROOT
 
 - two stages on Debian 12, the last one the runtime; it runs as a fixed non-root uid that
-  matches deploy/kubernetes/deployment.yaml's runAsUser;
+  matches deploy/kubernetes/base/deployment.yaml's runAsUser;
 - the build stage installs every build package of tools/install-deps.sh (the part before its
   "test clients" comment), so the image builds what CI builds;
 - the runtime stage installs, directly or through their Debian dependencies, the package of every
@@ -91,7 +91,7 @@ def check_runs_as_non_root():
     uid, _, gid = users[-1].partition(":")
     require(uid.isdigit() and int(uid) > 0, "USER %r must be a numeric non-root uid" % users[-1])
     require(not gid or (gid.isdigit() and int(gid) > 0), "group of USER %r is root" % users[-1])
-    deployment = load_yaml_docs(os.path.join(SRC, "deploy", "kubernetes", "deployment.yaml"))[0]
+    deployment = load_yaml_docs(os.path.join(SRC, "deploy", "kubernetes", "base", "deployment.yaml"))[0]
     run_as = deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
     require(run_as == int(uid), "deployment runAsUser %s != Dockerfile USER %s" % (run_as, uid))
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Offline checks of deploy/kubernetes (no cluster, no kubectl here).
+"""Offline checks of deploy/kubernetes (no cluster; check_kustomize.py builds the overlays).
 
 Usage: check_kubernetes.py SOURCE_ROOT BUILD_ROOT
 
@@ -10,7 +10,9 @@ has CPU and memory requests and limits; the Service, PodDisruptionBudget and Ser
 what they should; the PrometheusRule carries exactly deploy/prometheus/alerts.yaml; the policy
 ConfigMap's JSON is a version 3..7 CachePolicy snapshot; and every flag a container passes exists in
 the binary this build installs (the server's --help; the KV-event adapter's when it is built, else
-the flag list of docs/kvevents.md).
+the flag list of docs/kvevents.md); the example's adapter never gates the engine's readiness; the
+NetworkPolicy, evaluated as Kubernetes would, opens the gRPC and public ports to everyone and the
+control port only to namespaces and pods labelled for it.
 """
 import json
 import os
@@ -21,11 +23,12 @@ from deploy_common import (installed_executables, flag_names, flags_of, load_yam
                            run_checks)
 
 SRC, BUILD = sys.argv[1], sys.argv[2]
-K8S = os.path.join(SRC, "deploy", "kubernetes")
+K8S = os.path.join(SRC, "deploy", "kubernetes", "base")
 KNOWN_KINDS = {
     ("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "Service"), ("apps/v1", "Deployment"),
     ("policy/v1", "PodDisruptionBudget"), ("monitoring.coreos.com/v1", "ServiceMonitor"),
-    ("monitoring.coreos.com/v1", "PrometheusRule"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"), ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
 }
 # docs/kvevents.md "Flags" (names kept from the earlier sidecar) plus the replay endpoint.
 KVEVENTS_FLAGS = {
@@ -47,7 +50,9 @@ def manifests():
 
 DOCS = manifests()
 BY_KIND = {d["kind"]: d for docs in DOCS.values() for d in docs}
-EXAMPLE = load_yaml_docs(os.path.join(K8S, "examples", "vllm-kvevents.yaml"))[0]
+EXAMPLE_DIR = os.path.join(SRC, "deploy", "kubernetes", "examples", "vllm-kvevents")
+EXAMPLE = load_yaml_docs(os.path.join(EXAMPLE_DIR, "deployment.yaml"))[0]
+EXAMPLE_MONITOR = load_yaml_docs(os.path.join(EXAMPLE_DIR, "podmonitor.yaml"))[0]
 INSTALLED = installed_executables(BUILD)
 
 
@@ -67,7 +72,7 @@ def arg_value(container, flag):
 
 
 def check_documents_are_named_known_objects():
-    for name, docs in list(DOCS.items()) + [("examples/vllm-kvevents.yaml", [EXAMPLE])]:
+    for name, docs in list(DOCS.items()) + [("examples/vllm-kvevents", [EXAMPLE, EXAMPLE_MONITOR])]:
         for d in docs:
             require((d.get("apiVersion"), d.get("kind")) in KNOWN_KINDS,
                     "%s: unknown object %s/%s" % (name, d.get("apiVersion"), d.get("kind")))
@@ -208,9 +213,88 @@ def check_example_sidecar():
     require(arg_value(side, "--engine-endpoint").endswith(":" + port),
             "the sidecar subscribes to another port than vLLM publishes on")
     require(arg_value(side, "--topic") == config["topic"], "topic mismatch")
+    require(config["endpoint"].startswith("tcp://127.0.0.1:"),
+            "vLLM must publish on the pod's loopback (token ids stay in the pod): %s" % config)
 
 
-REPLICATED = os.path.join(K8S, "replicated")
+def check_example_sidecar_never_gates_the_engine():
+    """Fail-open: the adapter has no readiness probe (a pod is ready only when every container
+    is), its liveness is its own /healthz (never /readyz, which follows the server), and the
+    engine's probes name only the engine's own port."""
+    containers = {c["name"]: c for c in pod_spec(EXAMPLE)["containers"]}
+    side = containers["kvevents"]
+    require("readinessProbe" not in side and "startupProbe" not in side,
+            "the adapter must not have a readiness or startup probe")
+    live = side.get("livenessProbe", {}).get("httpGet", {})
+    require(live.get("path") == "/healthz", "adapter liveness must be GET /healthz: %s" % live)
+    side_ports = {p["name"] for p in side["ports"]} | {p["containerPort"] for p in side["ports"]}
+    require(live.get("port") in side_ports, "adapter liveness probes another container's port")
+    engine_ports = {p["name"] for p in containers["vllm"]["ports"]} | {
+        p["containerPort"] for p in containers["vllm"]["ports"]}
+    for kind in ("readinessProbe", "livenessProbe", "startupProbe"):
+        probe = containers["vllm"].get(kind)
+        if probe:
+            require(probe.get("httpGet", {}).get("port") in engine_ports and "exec" not in probe,
+                    "vLLM's %s must probe vLLM itself: %s" % (kind, probe))
+    downward = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in side["env"]
+                if "fieldRef" in e.get("valueFrom", {})}
+    require(downward == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace",
+                         "POD_IP": "status.podIP"}, "downward API env %s" % downward)
+    monitor_port = EXAMPLE_MONITOR["spec"]["podMetricsEndpoints"][0]["port"]
+    require(monitor_port in side_ports, "the PodMonitor scrapes port %s" % monitor_port)
+    require(arg_value(side, "--http-bind-address").endswith(":%d" % side["ports"][0]["containerPort"]),
+            "the adapter's --http-bind-address is not its declared port")
+
+
+def labels_match(selector, labels):
+    """A LabelSelector (matchLabels only, as ours use) against a label set."""
+    require(set(selector) <= {"matchLabels"}, "unsupported selector %s" % selector)
+    return selects(selector.get("matchLabels", {}), labels)
+
+
+def network_policy_allows(policy, port_name, peer_ns_labels, peer_labels, same_namespace):
+    """Kubernetes' ingress decision for one policy that selects the server pods: some rule whose
+    ports include port_name (or that lists none) and whose peers (or no peers) match."""
+    for rule in policy["spec"].get("ingress", []):
+        ports = rule.get("ports")
+        if ports and port_name not in {p["port"] for p in ports}:
+            continue
+        peers = rule.get("from")
+        if not peers:
+            return True
+        for peer in peers:
+            ns_sel, pod_sel = peer.get("namespaceSelector"), peer.get("podSelector")
+            ns_ok = labels_match(ns_sel, peer_ns_labels) if ns_sel is not None else same_namespace
+            pod_ok = labels_match(pod_sel, peer_labels) if pod_sel is not None else True
+            if ns_ok and pod_ok:
+                return True
+    return False
+
+
+def check_network_policy():
+    policy = BY_KIND["NetworkPolicy"]
+    pod_labels = BY_KIND["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    require(labels_match(policy["spec"]["podSelector"], pod_labels), "the policy selects no server pod")
+    require(policy["spec"]["policyTypes"] == ["Ingress"], "policyTypes %s" % policy["spec"]["policyTypes"])
+    ports = {p["name"] for p in server_container()["ports"]}
+    require(ports == {"grpc", "http", "control"}, "server ports %s" % ports)
+    grant = {"inferencecache.io/control-access": "allowed"}
+    gateway = ({"kubernetes.io/metadata.name": "gateways"}, {"app": "gateway"}, False)
+    cases = [
+        ("grpc", gateway, True), ("http", gateway, True), ("control", gateway, False),
+        ("control", ({"kubernetes.io/metadata.name": "inferencecache"}, {}, True), False),
+        ("control", (grant, {"app": "policy-controller"}, False), True),
+        ("control", ({}, grant, True), True),
+        # A pod labelled for access in ANOTHER namespace is not enough: its namespace must be.
+        ("control", ({}, grant, False), False),
+    ]
+    for port, (ns_labels, labels, same_ns), want in cases:
+        got = network_policy_allows(policy, port, ns_labels, labels, same_ns)
+        require(got == want, "port %s from ns %s pod %s (same namespace %s): allowed=%s, want %s"
+                % (port, ns_labels, labels, same_ns, got, want))
+
+
+REPLICATED = os.path.join(SRC, "deploy", "kubernetes", "replicated")
 
 
 def check_replicated_variant():
@@ -220,7 +304,7 @@ def check_replicated_variant():
     that stays up while a pod catches up with the stream."""
     kust = load_yaml_docs(os.path.join(REPLICATED, "kustomization.yaml"))[0]
     files = sorted(f for f in os.listdir(REPLICATED) if f.endswith(".yaml") and f != "kustomization.yaml")
-    require(sorted(kust["resources"]) == sorted(["../"] + files), "replicated resources %s" % kust["resources"])
+    require(sorted(kust["resources"]) == sorted(["../base"] + files), "replicated resources %s" % kust["resources"])
     deleted = [yaml_patch for yaml_patch in kust.get("patches", [])
                if "$patch: delete" in yaml_patch["patch"] and "kind: Deployment" in yaml_patch["patch"]]
     require(deleted, "the replicated variant must delete the base's single-replica Deployment")
@@ -255,4 +339,5 @@ def check_replicated_variant():
 run_checks([check_documents_are_named_known_objects, check_kustomization_lists_every_manifest,
             check_probes, check_resources, check_security_and_shutdown, check_selectors,
             check_prometheus_rule_matches_alerts, check_policy_configmap, check_server_flags_exist,
-            check_example_sidecar, check_replicated_variant])
+            check_example_sidecar, check_example_sidecar_never_gates_the_engine,
+            check_network_policy, check_replicated_variant])

@@ -2,7 +2,7 @@
 """Every metric the alert rules and the dashboard query is one the real server exposes.
 
 Usage (under tests/integration/support's with-server, which exports IC_HTTP_PORT; the server was
-started with --policy-file deploy/kubernetes/policy.json):
+started with --policy-file deploy/kubernetes/base/policy.json):
     check_metric_names.py SOURCE_ROOT
 
 Scrapes /metrics once, collects the families from its `# TYPE` lines (a histogram also exposes
@@ -100,7 +100,7 @@ def check_kubernetes_policy_accepted():
     # A --policy-file the server rejects at startup exits 2, so with-server would not get here;
     # once running, the file must not have been rejected since.
     line = 'inferencecache_policy_reloads_total{source="file",result="error"} 0'
-    require(line in SCRAPE.splitlines(), "the server rejected deploy/kubernetes/policy.json")
+    require(line in SCRAPE.splitlines(), "the server rejected deploy/kubernetes/base/policy.json")
 
 
 run_checks([check_alert_metrics_exist, check_dashboard_metrics_exist,

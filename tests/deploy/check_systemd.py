@@ -7,6 +7,10 @@ verify checks that ExecStart's binary exists, so a copy of the unit with this bu
 place of /usr/local/bin/inferencecache-server is verified. systemd only warns (exit 0) on unknown
 keys or bad values, so any line of output that names the unit fails the check too. The flags of
 ExecStart must exist in the server's --help.
+
+No restart loop on a configuration error: the server exits 2 on a bad flag (run here), which
+RestartPreventExitStatus=2 keeps from restarting, and other failures are restarted at most
+StartLimitBurst times within StartLimitIntervalSec (both in [Unit], where systemd reads them).
 """
 import os
 import shlex
@@ -54,4 +58,30 @@ def check_hardening():
         require(key in TEXT.splitlines(), "missing %s" % key)
 
 
-run_checks([check_systemd_analyze_verify, check_exec_start_flags_exist, check_hardening])
+def section(name):
+    """{key: [values]} of one [Section] of the unit."""
+    out, current = {}, None
+    for line in TEXT.replace("\\\n", " ").splitlines():
+        if line.startswith("["):
+            current = line.strip()
+        elif current == "[%s]" % name and "=" in line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            out.setdefault(key, []).append(value)
+    return out
+
+
+def check_no_restart_loop_on_configuration_error():
+    r = subprocess.run([SERVER, "--no-such-flag"], capture_output=True, text=True, timeout=30,
+                       check=False)
+    require(r.returncode == 2, "the server exits %d on a bad flag; the unit assumes 2" % r.returncode)
+    service, unit = section("Service"), section("Unit")
+    require(service.get("Restart") == ["on-failure"], "Restart=%s" % service.get("Restart"))
+    require(service.get("RestartPreventExitStatus") == ["2"], "RestartPreventExitStatus")
+    require(unit.get("StartLimitBurst") == ["5"] and unit.get("StartLimitIntervalSec") == ["10min"],
+            "[Unit] should limit restarts: StartLimitBurst=5, StartLimitIntervalSec=10min")
+    require(not {"StartLimitBurst", "StartLimitIntervalSec"} & set(service),
+            "StartLimit* belong in [Unit]")
+
+
+run_checks([check_systemd_analyze_verify, check_exec_start_flags_exist, check_hardening,
+            check_no_restart_loop_on_configuration_error])
