@@ -191,6 +191,23 @@ def check_entrypoint_and_healthcheck():
     require("health" in probe, "HEALTHCHECK should run the grpc.health.v1 check: %r" % probe)
 
 
+def check_image_holds_the_adapter():
+    """The sidecar example runs the adapter from this image: the build must enable it (a
+    disabled-when-missing build would ship an image without it) and the manifests must name the
+    path it is installed at."""
+    setup = " ".join(r for r in stage_lines(0, "RUN") if "meson setup" in r)
+    require("-Dkvevents=enabled" in setup, "the build stage must configure -Dkvevents=enabled")
+    installed = " ".join(stage_lines(0, "RUN"))
+    require("/staging/usr/local/bin/inferencecache-kvevents --version" in installed,
+            "the build stage should run the installed adapter once")
+    example = load_yaml_docs(os.path.join(SRC, "deploy", "kubernetes", "examples", "vllm-kvevents",
+                                          "deployment.yaml"))[0]
+    side = next(c for c in example["spec"]["template"]["spec"]["containers"]
+                if c["name"] == "kvevents")
+    require(side["command"] == ["/usr/local/bin/inferencecache-kvevents"],
+            "the sidecar runs %s" % side["command"])
+
+
 def check_exposes_the_default_ports():
     exposed = {p for line in stage_lines(last_stage(), "EXPOSE") for p in line.split()}
     require(exposed == {"9090", "8080", "8081"}, "EXPOSE %s" % sorted(exposed))
@@ -198,4 +215,5 @@ def check_exposes_the_default_ports():
 
 run_checks([check_stages_on_debian_12, check_runs_as_non_root,
             check_build_stage_has_the_build_packages, check_runtime_stage_has_every_library,
-            check_entrypoint_and_healthcheck, check_exposes_the_default_ports])
+            check_entrypoint_and_healthcheck, check_image_holds_the_adapter,
+            check_exposes_the_default_ports])
