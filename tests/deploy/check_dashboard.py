@@ -82,4 +82,15 @@ def check_promtool_accepts_every_expression():
     print("     %d expressions: %s" % (len(rules), r.stdout.strip().splitlines()[-1].strip()))
 
 
-run_checks([check_panels, check_promtool_accepts_every_expression])
+def check_replication_state_and_adapter_panels():
+    """The operator's questions the alerts of those areas raise have a panel each."""
+    exprs = " ".join(e for _, e in expressions())
+    for family in ("inferencecache_replication_connected", "inferencecache_replication_lag_records",
+                   "inferencecache_replication_dropped_total", "inferencecache_state_saves_total",
+                   "inferencecache_state_last_save_timestamp_seconds",
+                   "inferencecache_kvevents_server_connected", "inferencecache_kvevents_resyncs_total"):
+        require(family in exprs, "no dashboard panel plots %s" % family)
+
+
+run_checks([check_panels, check_promtool_accepts_every_expression,
+            check_replication_state_and_adapter_panels])
