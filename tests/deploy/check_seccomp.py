@@ -3,11 +3,12 @@
 
 Usage: check_seccomp.py SOURCE_ROOT SERVER_BINARY
 
-Run by Debian's python3 (python3-seccomp). The profile (containerd/Docker format) is compiled the
-way a container runtime does for this machine's architecture and a container without
-capabilities (entries whose `includes` need a capability or another architecture are left out,
-`excludes` honoured, unknown system calls skipped), loaded with libseccomp in the child before it
-execs the server, and:
+Run by Debian's python3 (python3-seccomp). The profile is in the OCI runtime-spec form that both
+containerd (which reads a Localhost profile straight into the runtime spec, silently ignoring
+Docker-only fields such as `includes`, `excludes` and `archMap`) and Docker read the same way. It is
+compiled as runc does for this machine's architecture (every entry applies; system calls this
+architecture lacks are skipped), loaded with libseccomp in the child before it execs the server,
+and:
 
 - under the profile, the server starts, /readyz answers 200, every core's ring is an io_uring
   (`inferencecache_core_io_uring_setup_flags` > 0 on every core) and SIGTERM ends it with exit 0;
@@ -15,9 +16,10 @@ execs the server, and:
   as RuntimeDefault) a server that has `--reactor-backend` starts on epoll (flags 0) and exits 0 on
   SIGTERM; an older server without that flag is reported as a skipped case.
 
-The profile's own shape is checked too: default action EPERM, io_uring_setup/enter/register
-allowed by exactly one entry, nothing else beyond what a runtime default allows to a container
-without capabilities (no mount, no unshare, no bpf, no kexec).
+The profile's own shape is checked too: only runtime-spec fields (nothing a runtime could ignore
+and so allow more than written), default action EPERM, io_uring_setup/enter/register allowed by
+exactly one entry, and nothing that the runtime default allows only to a container with
+capabilities (no mount, no unshare, no bpf, no setns): the pods drop every capability.
 """
 import errno
 import json
@@ -45,30 +47,14 @@ PROFILE = os.path.join(SRC, "deploy", "seccomp", "inferencecache-io-uring.json")
 with open(PROFILE, encoding="utf-8") as f:
     DOC = json.load(f)
 IO_URING = {"io_uring_setup", "io_uring_enter", "io_uring_register"}
-# Docker's names of this machine's architecture in `includes`/`excludes.arches`.
-ARCH_NAMES = {"x86_64": {"amd64"}, "aarch64": {"arm64"}, "s390x": {"s390x"},
-              "ppc64le": {"ppc64le"}, "riscv64": {"riscv64"}}.get(platform.machine(), set())
+NATIVE_ARCH = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64"}.get(platform.machine())
 OPS = {"SCMP_CMP_EQ": seccomp.EQ, "SCMP_CMP_NE": seccomp.NE, "SCMP_CMP_LT": seccomp.LT,
        "SCMP_CMP_LE": seccomp.LE, "SCMP_CMP_GT": seccomp.GT, "SCMP_CMP_GE": seccomp.GE,
        "SCMP_CMP_MASKED_EQ": seccomp.MASKED_EQ}
-
-
-def kernel_at_least(version):
-    have = [int(x) for x in re.findall(r"\d+", platform.release())[:2]]
-    want = [int(x) for x in version.split(".")[:2]]
-    return have >= want
-
-
-def applies(entry):
-    """Whether a runtime includes the entry for this architecture and no capabilities."""
-    inc, exc = entry.get("includes", {}), entry.get("excludes", {})
-    if inc.get("caps"):
-        return False
-    if inc.get("arches") and not ARCH_NAMES & set(inc["arches"]):
-        return False
-    if inc.get("minKernel") and not kernel_at_least(inc["minKernel"]):
-        return False
-    return not (ARCH_NAMES & set(exc.get("arches") or []))
+# The fields of the runtime spec's LinuxSeccomp and LinuxSyscall.
+SPEC_FIELDS = {"defaultAction", "defaultErrnoRet", "architectures", "flags", "listenerPath",
+               "listenerMetadata", "syscalls"}
+SYSCALL_FIELDS = {"names", "action", "errnoRet", "args"}
 
 
 def action_of(entry):
@@ -93,15 +79,13 @@ def build_filter(without=frozenset()):
     require(DOC["defaultAction"] == "SCMP_ACT_ERRNO", "default action %s" % DOC["defaultAction"])
     filt = seccomp.SyscallFilter(defaction=seccomp.ERRNO(DOC.get("defaultErrnoRet", errno.EPERM)))
     for entry in DOC["syscalls"]:
-        if not applies(entry):
-            continue
         for name in entry["names"]:
             if name in without:
                 continue
             try:
                 filt.add_rule(action_of(entry), name, *args_of(entry))
             except (RuntimeError, ValueError, OSError):
-                pass  # not a system call of this architecture: runtimes skip it too
+                pass  # not a system call of this architecture: runc skips it too
     return filt
 
 
@@ -158,19 +142,24 @@ def run_server_under(filt, extra_args=()):
 
 
 def check_profile_shape():
+    require(set(DOC) <= SPEC_FIELDS, "fields a runtime may ignore: %s" % sorted(set(DOC) - SPEC_FIELDS))
+    for entry in DOC["syscalls"]:
+        extra = set(entry) - SYSCALL_FIELDS
+        require(not extra, "containerd ignores %s (entry %s)" % (sorted(extra), entry["names"][:3]))
+    require(NATIVE_ARCH in DOC.get("architectures", []), "no %s in architectures" % NATIVE_ARCH)
     holders = [e for e in DOC["syscalls"] if IO_URING & set(e["names"])]
     require(len(holders) == 1 and set(holders[0]["names"]) == IO_URING
-            and holders[0]["action"] == "SCMP_ACT_ALLOW" and not holders[0].get("args")
-            and not holders[0].get("includes"), "io_uring must be one unconditional entry: %s"
-            % holders)
+            and holders[0]["action"] == "SCMP_ACT_ALLOW" and not holders[0].get("args"),
+            "io_uring must be one unconditional entry: %s" % holders)
     require(DOC.get("defaultErrnoRet") == errno.EPERM, "defaultErrnoRet should be EPERM")
-    unconditional = {n for e in DOC["syscalls"] if e["action"] == "SCMP_ACT_ALLOW"
-                     and not e.get("includes", {}).get("caps") and not e.get("args")
-                     for n in e["names"]}
-    forbidden = {"mount", "umount2", "unshare", "setns", "bpf", "kexec_load",
-                 "init_module", "reboot", "perf_event_open", "clone3", "keyctl", "add_key"}
-    leaked = sorted(unconditional & forbidden)
-    require(not leaked, "allowed without a capability: %s" % leaked)
+    allowed = {n for e in DOC["syscalls"] if e["action"] == "SCMP_ACT_ALLOW" for n in e["names"]}
+    forbidden = {"mount", "umount2", "unshare", "setns", "bpf", "kexec_load", "init_module",
+                 "reboot", "perf_event_open", "clone3", "keyctl", "add_key", "open_by_handle_at",
+                 "chroot", "settimeofday", "iopl", "syslog"}
+    leaked = sorted(allowed & forbidden)
+    require(not leaked, "allowed although the runtime default needs a capability for it: %s" % leaked)
+    clone = [e for e in DOC["syscalls"] if "clone" in e["names"]]
+    require(clone and all(e.get("args") for e in clone), "clone must stay limited to no namespaces")
 
 
 def check_server_runs_on_io_uring_under_the_profile():
