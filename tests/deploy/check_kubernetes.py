@@ -144,6 +144,20 @@ def check_security_and_shutdown():
             "--control-token-file is not on a mounted volume")
 
 
+def check_seccomp_runtime_default_and_profile():
+    """Without kubectl too: the base runs under RuntimeDefault (never Unconfined, which Pod
+    Security "baseline" refuses), and the io_uring component selects the shipped profile."""
+    profile = pod_spec(BY_KIND["Deployment"])["securityContext"]["seccompProfile"]
+    require(profile == {"type": "RuntimeDefault"}, "base seccompProfile %s" % profile)
+    component = os.path.join(SRC, "deploy", "kubernetes", "components", "io-uring",
+                             "kustomization.yaml")
+    with open(component, encoding="utf-8") as f:
+        text = f.read()
+    named = re.findall(r"localhostProfile: profiles/(\S+)", text)
+    require(named and all(os.path.exists(os.path.join(SRC, "deploy", "seccomp", n)) for n in named),
+            "the io-uring component names %s, not a file of deploy/seccomp" % named)
+
+
 def selects(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
@@ -332,6 +346,12 @@ def check_replicated_variant():
     live = c["livenessProbe"].get("httpGet", {})
     require(live.get("path") == "/healthz", "replicated liveness must be GET /healthz: %s"
             % c["livenessProbe"])
+    headless = docs.get("Service/" + sts["spec"]["serviceName"])
+    require(headless and headless["spec"].get("clusterIP") == "None",
+            "the StatefulSet's serviceName must be a headless Service of the overlay")
+    require(pod_spec(sts).get("topologySpreadConstraints"), "the replicated pods do not spread")
+    require(pod_spec(sts)["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"},
+            "the StatefulSet must run under RuntimeDefault like the base")
     js = docs["StatefulSet/nats"]
     require("--jetstream" in pod_spec(js)["containers"][0]["args"], "NATS without JetStream")
 
@@ -340,4 +360,5 @@ run_checks([check_documents_are_named_known_objects, check_kustomization_lists_e
             check_probes, check_resources, check_security_and_shutdown, check_selectors,
             check_prometheus_rule_matches_alerts, check_policy_configmap, check_server_flags_exist,
             check_example_sidecar, check_example_sidecar_never_gates_the_engine,
-            check_network_policy, check_replicated_variant])
+            check_network_policy, check_seccomp_runtime_default_and_profile,
+            check_replicated_variant])
