@@ -122,6 +122,13 @@ def check_pod_security():
     require(not problems, "; ".join(problems))
 
 
+def check_namespace_enforces_restricted():
+    for rel in ("base", "replicated", "io-uring", "replicated-io-uring"):
+        ns = find(build(rel), "Namespace")[0]["metadata"]["labels"]
+        require(ns.get("pod-security.kubernetes.io/enforce") == "restricted",
+                "%s: the namespace does not enforce Pod Security restricted: %s" % (rel, ns))
+
+
 def pod_problems(rel, where, spec):
     out = []
     for key in ("hostNetwork", "hostPID", "hostIPC"):
@@ -225,5 +232,6 @@ def check_adapter_example_points_at_the_base():
 
 
 run_checks([check_every_kustomization_builds, check_every_component_is_used, check_pod_security,
+            check_namespace_enforces_restricted,
             check_replicated_services_and_spread, check_io_uring_overlays_use_the_profile,
             check_monitoring_release_label, check_adapter_example_points_at_the_base])
