@@ -196,6 +196,16 @@ def check_replicated_services_and_spread():
                     for m in monitors), "the ServiceMonitor would scrape every pod twice")
 
 
+def check_every_statefulset_has_a_headless_service():
+    for rel in overlays():
+        docs = build(rel)
+        for sts in find(docs, "StatefulSet"):
+            governing = find(docs, "Service", sts["spec"]["serviceName"])
+            require(governing and governing[0]["spec"].get("clusterIP") == "None",
+                    "%s: StatefulSet %s's serviceName %s is not a headless Service"
+                    % (rel, sts["metadata"]["name"], sts["spec"]["serviceName"]))
+
+
 def check_io_uring_overlays_use_the_profile():
     for rel, kind in (("io-uring", "Deployment"), ("replicated-io-uring", "StatefulSet")):
         workload = find(build(rel), kind, "inferencecache")[0]
@@ -233,5 +243,6 @@ def check_adapter_example_points_at_the_base():
 
 run_checks([check_every_kustomization_builds, check_every_component_is_used, check_pod_security,
             check_namespace_enforces_restricted,
-            check_replicated_services_and_spread, check_io_uring_overlays_use_the_profile,
+            check_replicated_services_and_spread, check_every_statefulset_has_a_headless_service,
+            check_io_uring_overlays_use_the_profile,
             check_monitoring_release_label, check_adapter_example_points_at_the_base])
