@@ -352,6 +352,15 @@ def check_replicated_variant():
     require(pod_spec(sts).get("topologySpreadConstraints"), "the replicated pods do not spread")
     require(pod_spec(sts)["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"},
             "the StatefulSet must run under RuntimeDefault like the base")
+    nats_policy = docs["NetworkPolicy/nats"]
+    nats_pods = docs["StatefulSet/nats"]["spec"]["template"]["metadata"]["labels"]
+    require(labels_match(nats_policy["spec"]["podSelector"], nats_pods), "the NATS policy selects no pod")
+    server_pods = sts["spec"]["template"]["metadata"]["labels"]
+    for labels, same_ns, want in ((server_pods, True, True), (server_pods, False, False),
+                                  ({"app": "gateway"}, True, False)):
+        got = network_policy_allows(nats_policy, "client", {}, labels, same_ns)
+        require(got == want, "NATS client port from %s (same namespace %s): %s, want %s"
+                % (labels, same_ns, got, want))
     js = docs["StatefulSet/nats"]
     require("--jetstream" in pod_spec(js)["containers"][0]["args"], "NATS without JetStream")
 
