@@ -54,6 +54,9 @@ def recipe():
 
 
 def main():
+    if not shutil.which("ip"):
+        print("SKIP: no ip(8) (iproute2) to bring up the namespace's loopback")
+        return 77
     if not shutil.which("unshare") or subprocess.run(
             ["unshare", "-rn", "true"], capture_output=True, check=False).returncode != 0:
         print("SKIP: no private network namespace (unshare -rn) here")

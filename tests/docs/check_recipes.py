@@ -18,6 +18,7 @@ Parts that need a private namespace skip (with a line saying so) where `unshare 
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -118,8 +119,8 @@ def check_kvevents_command_lines():
     if not KVEVENTS:
         print("skip the adapter's command lines: built without inferencecache-kvevents")
         return
-    if not namespaces_available("-rn"):
-        print("skip the adapter's command lines: no private network namespace (unshare -rn)")
+    if not namespaces_available("-rn") or not shutil.which("ip"):
+        print("skip the adapter's command lines: no private network namespace (unshare -rn, ip)")
         return
     doc = TEXTS[KVEVENTS_DOC]
     commands = [b for heading in ("### Next to vLLM", "### Next to SGLang")
