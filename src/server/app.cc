@@ -323,6 +323,7 @@ std::string App::add_listeners() {
     if (core == 0 && replicator) replicator->accepted_policy(policies->source_json());
     index->set_policies(core, policies);
   };
+  admin->current_policy = [this](unsigned core) { return shards[core]->policies(); };
   if (replicator) admin->readiness_detail = [this] { return replicator->readiness_detail(); };
   admin->control_token_file = config.control_token_file;
   admin->insecure_disable_auth = config.insecure_disable_auth;
