@@ -131,7 +131,9 @@ bool App::load_tokenizer_models() {
                       {{"model", r.model_id}, {"detail", r.detail}});
     } else {
       ic::config::log(LogLevel::warn, "tokenizer model not loaded: prompt_text fails open for it",
-                      {{"model", r.model_id}, {"error", r.detail}});
+                      {{"model", r.model_id},
+                       {"folder", config.tokenizer_models_dir + "/" + r.model_id},
+                       {"error", r.detail}});
     }
   }
   ic::config::log(LogLevel::info, "tokenizer models",
