@@ -303,6 +303,8 @@ std::string App::add_listeners() {
   grpc.address = config.grpc_bind_address;
   grpc.max_connections = config.max_connections;
   grpc.idle_timeout_us = config.idle_timeout_us;
+  grpc.max_connection_age_us = config.max_connection_age_us;
+  grpc.max_connection_age_grace_us = config.max_connection_age_grace_us;
   grpc.output_high_water = std::size_t{4} << 20;  // one max-size message in flight
   grpc.factory = [this](ic::net::Connection& conn) { return grpc_factories[conn.core()](conn); };
   if (tls) {
