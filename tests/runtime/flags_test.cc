@@ -7,7 +7,9 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <fstream>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -272,6 +274,28 @@ TEST_SUITE("runtime") {
     CHECK(error_of({"--config", "/nonexistent/server.toml"}).find("/nonexistent/server.toml") !=
           std::string::npos);
     for (const std::string& path : {file, bad, bad_value}) std::remove(path.c_str());
+  }
+
+  TEST_CASE("flags: the --config example of docs/admin.md, exactly as written") {
+    std::ifstream doc(IC_ADMIN_DOC);
+    std::stringstream text;
+    text << doc.rdbuf();
+    const std::string all = text.str();
+    const std::size_t open = all.find("```toml\n");
+    REQUIRE(open != std::string::npos);
+    const std::size_t begin = open + 8;
+    const std::size_t end = all.find("```", begin);
+    REQUIRE(end != std::string::npos);
+    const std::string file = ic::test::write_temp_file("ic-flags", all.substr(begin, end - begin));
+    const FlagsOutcome out = parse({"--config", file.c_str()});
+    std::remove(file.c_str());
+    REQUIRE(out.config.has_value());
+    CHECK(out.config->grpc_bind_address == ":9090");
+    CHECK(out.config->threads == 4);
+    CHECK(out.config->log_level == ic::config::LogLevel::debug);
+    CHECK(out.config->max_connection_age_us == 1'800'000'000);
+    CHECK_FALSE(out.config->pin_threads);
+    CHECK(out.config->spread_tenants == std::vector<std::string>{"team-a", "team-b"});
   }
 
   TEST_CASE("durations parse the Go time.Duration syntax into µs") {
