@@ -5,10 +5,15 @@
 // GOAWAY and complete after it.
 #include <doctest/doctest.h>
 
-#include <string>
+#include <grpcpp/grpcpp.h>
 
-#include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include <string>
+#include <thread>
+
+#include "../admin/http_client.hh"
+#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "support/builders.hh"
+#include "support/grpc_channel.hh"
 #include "support/grpc_frame.hh"
 #include "support/h2_client.hh"
 #include "support/server_process.hh"
@@ -32,6 +37,14 @@ std::optional<int> lookup(H2Client& c) {
   return c.wait(id, 10s).grpc_status();
 }
 
+// inferencecache_connections_accepted_total{listener="grpc"} on /metrics; -1 when absent.
+int grpc_connections_accepted(ServerProcess& server) {
+  const std::string metrics = http_request(server.http_port(), "GET", "/metrics").body;
+  const std::string series = "\ninferencecache_connections_accepted_total{listener=\"grpc\"} ";
+  const std::size_t at = metrics.find(series);
+  return at == std::string::npos ? -1 : std::stoi(metrics.substr(at + series.size()));
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -50,6 +63,7 @@ TEST_CASE(
 
   REQUIRE(c.run_until([&] { return c.goaway_received(); }, 20s));
   CHECK(c.goaway_last_stream_id() == barrier);
+  CHECK(c.goaway_error() == 0);  // NO_ERROR: an age, not a limit the peer hit
   CHECK(c.open_streams() == 2);
   CHECK_FALSE(c.eof());
 
@@ -80,6 +94,34 @@ TEST_CASE("a call still in flight when --max-connection-age-grace ends: the conn
   REQUIRE(c.run_until([&] { return c.goaway_received(); }, 20s));
   CHECK(c.run_until([&] { return c.eof(); }, 20s));
   CHECK(c.response(held).grpc_status() != kOk);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
+    "a grpc++ channel past the age reconnects on its own: the next call works on a new "
+    "connection") {
+  ServerProcess server(aged("1s", "10s"));
+  const auto channel = insecure_channel(server.grpc_port());
+  const auto stub = pb::InferenceCache::NewStub(channel);
+  const auto call = [&stub] {
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(10s));
+    pb::LookupRouteResponse response;
+    return stub->LookupRoute(&context, ic::test::numbered_lookup(0), &response).ok();
+  };
+  REQUIRE(call());
+  REQUIRE(channel->GetState(false) == GRPC_CHANNEL_READY);
+  const int accepted = grpc_connections_accepted(server);
+  // The GOAWAY moves the channel off READY; nothing is asked of the application.
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (channel->GetState(false) == GRPC_CHANNEL_READY &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(channel->GetState(false) != GRPC_CHANNEL_READY);
+  CHECK(call());
+  // One more gRPC connection than before the age: the channel's second.
+  CHECK(grpc_connections_accepted(server) == accepted + 1);
   CHECK(server.stop() == 0);
 }
 
