@@ -253,7 +253,12 @@ TEST_SUITE("runtime") {
     CHECK(env.config->log_format == ic::config::LogFormat::json);
     const FlagsOutcome flag = parse({"--config", file.c_str(), "-threads=2"});
     REQUIRE(flag.config.has_value());
-    CHECK(flag.config->threads == 2);  // command line over environment
+    CHECK(flag.config->threads == 2);                              // command line over environment
+    ::setenv("INFERENCECACHE_INSECURE_DISABLE_AUTH", "false", 1);  // a switch, from the environment
+    const FlagsOutcome off = parse({"--config", file.c_str()});
+    REQUIRE(off.config.has_value());
+    CHECK_FALSE(off.config->insecure_disable_auth);
+    ::unsetenv("INFERENCECACHE_INSECURE_DISABLE_AUTH");
     ::setenv("INFERENCECACHE_CONFIG", file.c_str(), 1);
     const FlagsOutcome env_config = parse({});
     REQUIRE(env_config.config.has_value());
