@@ -56,7 +56,7 @@ std::string_view reason_phrase(int status) {
   }
 }
 
-std::string serialize(const HttpResponse& response, bool keep_alive) {
+std::string serialize(const HttpResponse& response, bool keep_alive, bool head) {
   const bool has_body = response.status >= 200 && response.status != 204;
   std::string out;
   out.reserve(128 + response.body.size());
@@ -80,7 +80,7 @@ std::string serialize(const HttpResponse& response, bool keep_alive) {
   }
   if (!keep_alive) out += "Connection: close\r\n";
   out += "\r\n";
-  if (has_body) out += response.body;
+  if (has_body && !head) out += response.body;
   return out;
 }
 

@@ -28,6 +28,8 @@ std::string_view reason_phrase(int status);
 
 // The full response bytes. Content-Length is always sent except for 1xx and
 // 204 (which carry no body); `keep_alive == false` adds "Connection: close".
-std::string serialize(const HttpResponse& response, bool keep_alive);
+// `head`: the answer to a HEAD request, the same header section (Content-Length
+// of the body a GET would get) without the body (RFC 9110 §9.3.2).
+std::string serialize(const HttpResponse& response, bool keep_alive, bool head = false);
 
 }  // namespace ic::admin

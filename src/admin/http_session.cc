@@ -108,6 +108,7 @@ void HttpSession::serve() {
     busy_ = true;
     continue_sent_ = false;
     keep_alive_ = request.keep_alive && !draining_;
+    head_ = request.method == "HEAD";
     link_ = std::make_shared<detail::SessionLink>(detail::SessionLink{this, false});
     handler_(request, Responder(link_));
     if (busy_ && !paused_) {
@@ -125,7 +126,7 @@ void HttpSession::complete(HttpResponse response) {
   metrics::local().add_http_request();
   // Shutdown may have begun while this request was served elsewhere.
   const bool keep_alive = keep_alive_ && !draining_;
-  send(serialize(response, keep_alive));
+  send(serialize(response, keep_alive, head_));
   busy_ = false;
   link_.reset();
   if (!keep_alive) {

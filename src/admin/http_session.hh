@@ -90,6 +90,7 @@ class HttpSession final : public net::Session {
   std::shared_ptr<detail::SessionLink> link_;  // current request's responder link
   bool busy_ = false;                          // a request is being served
   bool keep_alive_ = true;                     // of the request being served
+  bool head_ = false;                          // it is a HEAD: answer without the body
   bool serving_ = false;   // inside serve(): a sync answer needs no flush request
   bool closing_ = false;   // close() requested; ignore further input
   bool draining_ = false;  // on_shutdown(): answer the current request, then close

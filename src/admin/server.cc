@@ -15,6 +15,8 @@ namespace ic::admin {
 namespace {
 
 constexpr std::string_view kJsonContentType = "application/json";
+// GET /policy before any policy arrived: the defaults, as a document PUT accepts.
+constexpr std::string_view kDefaultPolicyJson = R"({"version":7,"policies":[],"tenants":[]})";
 // At most one "control request refused" line per 10 s across all cores; the
 // rest are counted into the next line (and always in *_auth_total).
 constexpr std::int64_t kAuthLogIntervalUs = 10'000'000;
@@ -25,6 +27,11 @@ void log_policy_rejected(std::string_view why) {
 }
 
 HttpResponse not_found() { return HttpResponse::text(404, "not found"); }
+
+// GET's endpoints answer HEAD alike; the session leaves the body out.
+bool is_get(const HttpRequest& request) {
+  return request.method == "GET" || request.method == "HEAD";
+}
 
 void serve_metrics(const AdminContext& ctx, const Responder& respond) {
   metrics::scrape(*ctx.runtime, *ctx.registry, [respond](std::optional<std::string> body) {
@@ -56,8 +63,24 @@ void serve_snapshot(const AdminContext& ctx, const Responder& respond) {
         HttpResponse r;
         r.content_type = std::string(kJsonContentType);
         r.body = render_snapshot_json(merge_snapshots(shards));
+        r.body += '\n';  // a shell prompt after `curl /snapshot` starts on its own line
         respond(std::move(r));
       });
+}
+
+// GET /policy: the document in force on this core (docs/policy.md "Reading it back").
+void serve_policy_in_force(const AdminContext& ctx, const Responder& respond) {
+  if (!ctx.current_policy) {
+    respond(HttpResponse::text(503, "policy store not available"));
+    return;
+  }
+  const std::shared_ptr<const config::PolicySet> set = ctx.current_policy(runtime::current_core());
+  HttpResponse r;
+  r.content_type = std::string(kJsonContentType);
+  r.body = set == nullptr || set->source_json().empty() ? std::string(kDefaultPolicyJson)
+                                                        : set->source_json();
+  if (r.body.empty() || r.body.back() != '\n') r.body += '\n';
+  respond(std::move(r));
 }
 
 void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Responder& respond) {
@@ -131,8 +154,8 @@ HttpHandler make_public_handler(std::shared_ptr<const AdminContext> ctx) {
     const std::string_view path = request.path();
     if (path != "/healthz" && path != "/readyz" && path != "/metrics") {
       respond(not_found());
-    } else if (request.method != "GET") {
-      respond(HttpResponse::method_not_allowed("GET"));
+    } else if (!is_get(request)) {
+      respond(HttpResponse::method_not_allowed("GET, HEAD"));
     } else if (path == "/healthz") {
       respond(HttpResponse::text(200, "ok"));
     } else if (path == "/readyz") {
@@ -156,16 +179,21 @@ HttpHandler make_control_handler(std::shared_ptr<const AdminContext> ctx, TokenA
   return [ctx, &auth](HttpRequest& request, Responder respond) {
     const std::string_view path = request.path();
     if (path == "/snapshot") {
-      if (request.method != "GET") {
-        respond(HttpResponse::method_not_allowed("GET"));
+      if (!is_get(request)) {
+        respond(HttpResponse::method_not_allowed("GET, HEAD"));
       } else if (authorized(auth, metrics::AuthEndpoint::kSnapshot, request, respond)) {
         serve_snapshot(*ctx, respond);
       }
     } else if (path == "/policy") {
-      if (request.method != "POST" && request.method != "PUT") {
-        respond(HttpResponse::method_not_allowed("POST, PUT"));
+      const bool read = is_get(request);
+      if (!read && request.method != "POST" && request.method != "PUT") {
+        respond(HttpResponse::method_not_allowed("GET, HEAD, POST, PUT"));
       } else if (authorized(auth, metrics::AuthEndpoint::kPolicy, request, respond)) {
-        serve_policy(*ctx, request, respond);
+        if (read) {
+          serve_policy_in_force(*ctx, respond);
+        } else {
+          serve_policy(*ctx, request, respond);
+        }
       }
     } else {
       respond(not_found());

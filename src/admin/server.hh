@@ -15,7 +15,8 @@
 // Public listener (:8080): GET /healthz → 200 "ok"; GET /readyz → 200 "ok" /
 // 503 "not ready" (starting) / 503 "draining" (SIGTERM grace); GET /metrics → Prometheus text
 // 0.0.4. Control listener
-// (:8081): GET /snapshot (JSON), POST|PUT /policy (docs/policy.md) → 204 / 400.
+// (:8081): GET /snapshot (JSON, newline-terminated), GET /policy (the document in force),
+// POST|PUT /policy (docs/policy.md) → 204 / 400. HEAD answers as GET without the body.
 // Unknown path 404; wrong method 405 with Allow. Control requests need
 // "Authorization: Bearer <token>" (401 missing/not Bearer, 403 wrong token,
 // 503 token file unreadable) unless insecure_disable_auth.
@@ -49,6 +50,8 @@ struct AdminContext {
   // Runs ON `core`: make `policies` that core's policy from its next call.
   std::function<void(unsigned core, std::shared_ptr<const config::PolicySet> policies)>
       apply_policy;
+  // Runs ON `core`: the policy set that core's next call uses (GET /policy).
+  std::function<std::shared_ptr<const config::PolicySet>(unsigned core)> current_policy;
   // Bearer token file of the control listener; re-read when it changes.
   std::string control_token_file;
   bool insecure_disable_auth = false;

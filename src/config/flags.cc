@@ -9,9 +9,11 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
-#include <variant>
+#include <utility>
 #include <vector>
 
 #include "buildinfo/build_info.hh"
@@ -21,58 +23,156 @@ namespace ic::config {
 namespace {
 
 constexpr std::string_view kProgram = "inferencecache-server";
+// Environment variables are this prefix + the flag's name upper-cased, '-' as '_'.
+constexpr std::string_view kEnvPrefix = "INFERENCECACHE_";
 
 std::string quote_value(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
-template <typename T>
-T parse_uint(std::string_view flag, const std::string& text, T min, T max) {
+// The value checks of the typed flags below return "" or why the value is refused (CLI11
+// prefixes the flag: "--threads: want an integer in [0, 1024], got \"abc\"").
+std::optional<std::uint64_t> read_uint(const std::string& text) {
   std::uint64_t v = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || ec != std::errc{} || ptr != end || v < min || v > max) {
-    throw FlagError{std::string(flag) + ": want an integer in [" + std::to_string(min) + ", " +
-                    std::to_string(max) + "], got " + quote_value(text)};
-  }
-  return static_cast<T>(v);
-}
-
-double parse_number(std::string_view flag, const std::string& text, double min, double max) {
-  double v = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || ec != std::errc{} || ptr != end || !(v >= min) || !(v <= max)) {
-    char range[64];
-    std::snprintf(range, sizeof range, "[%g, %g]", min, max);
-    throw FlagError{std::string(flag) + ": want a number in " + range + ", got " +
-                    quote_value(text)};
-  }
+  if (text.empty() || ec != std::errc{} || ptr != end) return std::nullopt;
   return v;
 }
 
-Ranking parse_ranking(const std::string& text) {
-  if (text == "load-aware") return Ranking::kLoadAware;
-  if (text == "reference") return Ranking::kReference;
-  throw FlagError{"--ranking: want load-aware or reference, got " + quote_value(text)};
+std::optional<double> read_number(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc{} || ptr != end) return std::nullopt;
+  return v;
 }
 
-std::int64_t parse_duration_flag(std::string_view flag, const std::string& text,
-                                 std::int64_t min_us) {
-  const auto v = parse_duration_us(text);
-  if (!v) {
-    throw FlagError{std::string(flag) + ": invalid duration " + quote_value(text) +
-                    " (want e.g. 500ms, 10s, 30m, 1h30m)"};
-  }
-  if (*v < min_us) {
-    throw FlagError{std::string(flag) + ": must be at least " + std::to_string(min_us / 1000) +
-                    "ms, got " + quote_value(text)};
-  }
-  return *v;
+std::string number_text(double v) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%g", v);
+  return out;
 }
 
-bool parse_bool(std::string_view flag, const std::string& text) {
-  if (text == "true" || text == "1") return true;
-  if (text == "false" || text == "0") return false;
-  throw FlagError{std::string(flag) + ": want true or false, got " + quote_value(text)};
+// Go's time.Duration form of `us` for --help's defaults: "0", "250ms", "10s", "5m", "1h30m".
+std::string duration_text(std::int64_t us) {
+  if (us == 0) return "0";
+  if (us % 1000 != 0) return std::to_string(us) + "us";
+  if (us % 1'000'000 != 0) return std::to_string(us / 1000) + "ms";
+  std::int64_t s = us / 1'000'000;
+  std::string out;
+  if (s >= 3600) out += std::to_string(s / 3600) + "h";
+  if (s % 3600 >= 60) out += std::to_string(s % 3600 / 60) + "m";
+  if (s % 60 != 0) out += std::to_string(s % 60) + "s";
+  return out;
+}
+
+// How one flag is read: its --help type and default, its value check and where a checked value
+// goes. Built by the helpers below, one per kind of value.
+struct FlagValue {
+  enum class Shape { kValue, kSwitch, kList };
+  Shape shape = Shape::kValue;
+  std::string type;          // --help: "TEXT", "INT in [0, 1024]", "DURATION >= 1ms", "{json,text}"
+  std::string default_text;  // --help: the ServerConfig default
+  std::function<std::string(const std::string&)> check;  // "" or why not (kValue)
+  std::function<void(const std::string&)> set;           // stores a checked value (kValue)
+  bool* switch_out = nullptr;                            // kSwitch: present = true
+  std::vector<std::string>* list_out = nullptr;          // kList: comma-separated
+};
+
+FlagValue text(std::string* out) {
+  return {FlagValue::Shape::kValue, "TEXT", *out, [](const std::string&) { return std::string(); },
+          [out](const std::string& v) { *out = v; }};
+}
+
+// A flag without value: present means true (also "--flag=false", "flag = true" in a file).
+FlagValue on_off(bool* out) {
+  FlagValue v;
+  v.shape = FlagValue::Shape::kSwitch;
+  v.switch_out = out;
+  return v;
+}
+
+FlagValue list(std::vector<std::string>* out) {
+  FlagValue v;
+  v.shape = FlagValue::Shape::kList;
+  v.type = "LIST";
+  v.list_out = out;
+  return v;
+}
+
+// "true" | "false" | "1" | "0" as a value.
+FlagValue boolean(bool* out) {
+  return {FlagValue::Shape::kValue, "{true,false}", *out ? "true" : "false",
+          [](const std::string& t) {
+            return t == "true" || t == "false" || t == "1" || t == "0"
+                       ? std::string()
+                       : "want true or false, got " + quote_value(t);
+          },
+          [out](const std::string& t) { *out = t == "true" || t == "1"; }};
+}
+
+template <typename T>
+FlagValue uint_in(T* out, T min, T max) {
+  const std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  return {FlagValue::Shape::kValue, "INT in " + range, std::to_string(*out),
+          [min, max, range](const std::string& t) {
+            const auto v = read_uint(t);
+            return v && *v >= min && *v <= max
+                       ? std::string()
+                       : "want an integer in " + range + ", got " + quote_value(t);
+          },
+          [out](const std::string& t) { *out = static_cast<T>(*read_uint(t)); }};
+}
+
+FlagValue number_in(double* out, double min, double max) {
+  const std::string range = "[" + number_text(min) + ", " + number_text(max) + "]";
+  return {FlagValue::Shape::kValue, "NUMBER in " + range, number_text(*out),
+          [min, max, range](const std::string& t) {
+            const auto v = read_number(t);
+            return v && *v >= min && *v <= max
+                       ? std::string()
+                       : "want a number in " + range + ", got " + quote_value(t);
+          },
+          [out](const std::string& t) { *out = *read_number(t); }};
+}
+
+// A Go duration ("500ms", "1h30m") of at least `min_us`, stored in µs.
+FlagValue duration_at_least(std::int64_t* out_us, std::int64_t min_us) {
+  return {FlagValue::Shape::kValue,
+          min_us > 0 ? "DURATION >= " + duration_text(min_us) : std::string("DURATION"),
+          duration_text(*out_us),
+          [min_us](const std::string& t) {
+            const auto v = parse_duration_us(t);
+            if (!v) {
+              return "invalid duration " + quote_value(t) + " (want e.g. 500ms, 10s, 30m, 1h30m)";
+            }
+            return *v >= min_us ? std::string()
+                                : "must be at least " + std::to_string(min_us / 1000) + "ms, got " +
+                                      quote_value(t);
+          },
+          [out_us](const std::string& t) { *out_us = *parse_duration_us(t); }};
+}
+
+// One of the named values; `why` is the refusal without the value ("want json or text").
+template <typename E>
+FlagValue one_of(E* out, std::vector<std::pair<std::string, E>> names, std::string why) {
+  std::string type = "{", default_text;
+  for (const auto& [name, value] : names) {
+    type += (type.size() > 1 ? "," : "") + name;
+    if (value == *out) default_text = name;
+  }
+  type += "}";
+  return {FlagValue::Shape::kValue, type, default_text,
+          [names, why](const std::string& t) {
+            for (const auto& entry : names) {
+              if (entry.first == t) return std::string();
+            }
+            return why + ", got " + quote_value(t);
+          },
+          [out, names](const std::string& t) {
+            for (const auto& [name, value] : names) {
+              if (name == t) *out = value;
+            }
+          }};
 }
 
 void require_readable(std::string_view flag, const std::string& path) {
@@ -99,106 +199,104 @@ std::vector<std::string> normalize_args(int argc, const char* const* argv) {
   return args;
 }
 
-// The raw string form of every flag; converted and checked after CLI11 parsed.
-struct RawFlags {
-  std::string engine_block_size = "16";
-  std::string log_format = "json";
-  std::string log_level = "info";
-  std::string threads = "0";
-  std::string pin_threads = "true";
-  std::string max_message_bytes = "4194304";
-  std::string max_concurrent_streams = "1024";
-  std::string stream_reset_burst = "200";
-  std::string stream_reset_rate = "33";
-  std::string max_connections = "10000";
-  std::string idle_timeout = "5m";
-  std::string shutdown_grace = "10s";
-  std::string index_ttl = "30m";
-  std::string index_max_entries = "1000000";
-  std::string sweep_interval = "1m";
-  std::string ranking = "load-aware";
-  std::string load_cost_tokens = "512";
-  std::string load_window = "64";
-  std::string pressure_load = "16";
-  std::string saturation_pressure = "1";
-  std::string state_save_interval = "1m";
-  std::string spread_cores = "0";
-  std::string nats_buffer_bytes = "67108864";
-  std::string nats_startup_wait = "30s";
-  std::string nats_snapshot_interval = "5m";
-  std::string nats_snapshot_max_bytes = "268435456";
-  std::string metrics_stream_interval = "10s";
-};
-
-// One command-line flag: its name, where CLI11 stores what it is given, its
-// --help line. A string takes one value (a ServerConfig string, or a RawFlags
-// one converted and checked after parsing); a bool is a flag without value;
-// a vector takes a comma-separated list.
+// One command-line flag: its name, how its value is read and stored, its --help line.
 struct FlagRow {
   const char* name;
-  std::variant<std::string*, bool*, std::vector<std::string>*> value;
+  FlagValue value;
   const char* help;
 };
 
-void add_flag_row(CLI::App& app, const FlagRow& row) {
-  if (auto* text = std::get_if<std::string*>(&row.value)) {
-    app.add_option(row.name, **text, row.help);
-  } else if (auto* flag = std::get_if<bool*>(&row.value)) {
-    app.add_flag(row.name, **flag, row.help);
-  } else {
-    app.add_option(row.name, *std::get<std::vector<std::string>*>(row.value), row.help)
-        ->delimiter(',');
+// "--max-connections" → "INFERENCECACHE_MAX_CONNECTIONS".
+std::string env_name(std::string_view flag) {
+  std::string out(kEnvPrefix);
+  for (char ch : flag.substr(2)) {
+    out += ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   }
+  return out;
 }
 
-// Every flag, in --help order (the order of definition).
-void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
+void add_flag_row(CLI::App& app, const FlagRow& row) {
+  const FlagValue& v = row.value;
+  CLI::Option* option = nullptr;
+  if (v.shape == FlagValue::Shape::kSwitch) {
+    option = app.add_flag(row.name, *v.switch_out, row.help);
+  } else if (v.shape == FlagValue::Shape::kList) {
+    option = app.add_option(row.name, *v.list_out, row.help)->delimiter(',');
+  } else {
+    option =
+        app.add_option_function<std::string>(row.name, v.set, row.help)
+            ->check(CLI::Validator([check = v.check](std::string& t) { return check(t); }, ""));
+    if (!v.default_text.empty()) option->default_str(v.default_text);
+  }
+  option->type_name(v.type)->envname(env_name(row.name));
+}
+
+// Every flag, in --help order (the order of definition). A flag is one row: its name, its
+// typed value (text, on_off, list, boolean, uint_in, number_in, duration_at_least, one_of)
+// pointing at its ServerConfig field, whose initial value is the default, and its help.
+std::vector<FlagRow> flag_rows(ServerConfig& c) {
   // One flag per line, however long its help.
   // clang-format off
-  const FlagRow rows[] = {
-      {"--grpc-bind-address", &c.grpc_bind_address, "gRPC listener [host]:port"},
-      {"--http-bind-address", &c.http_bind_address, "public HTTP listener (/healthz, /readyz, /metrics)"},
-      {"--snapshot-bind-address", &c.snapshot_bind_address, "control HTTP listener (/snapshot, /policy)"},
-      {"--tls-cert-file", &c.tls_cert_file, "PEM certificate for gRPC TLS (with key)"},
-      {"--tls-key-file", &c.tls_key_file, "PEM private key for gRPC TLS (with cert)"},
-      {"--engine-block-size", &raw.engine_block_size, "tokens per KV block"},
-      {"--tokenizer-models-dir", &c.tokenizer_models_dir, "tokenizer models for prompt_text (empty: prompt_text fails open)"},
-      {"--log-format", &raw.log_format, "json|text"},
-      {"--log-level", &raw.log_level, "debug|info|warn|error"},
-      {"--insecure-disable-auth", &c.insecure_disable_auth, "serve /snapshot and /policy without a bearer token"},
-      {"--threads", &raw.threads, "reactor threads (0: one per CPU)"},
-      {"--pin-threads", &raw.pin_threads, "pin each reactor thread to a CPU (true|false)"},
-      {"--max-message-bytes", &raw.max_message_bytes, "largest gRPC message, bytes"},
-      {"--max-concurrent-streams", &raw.max_concurrent_streams, "HTTP/2 concurrent streams per connection"},
-      {"--stream-reset-burst", &raw.stream_reset_burst, "client RST_STREAMs a connection may send at once (rapid reset)"},
-      {"--stream-reset-rate", &raw.stream_reset_rate, "client RST_STREAMs per second a connection may sustain"},
-      {"--max-connections", &raw.max_connections, "open connections per listener"},
-      {"--idle-timeout", &raw.idle_timeout, "close a connection idle this long (0: never)"},
-      {"--shutdown-grace", &raw.shutdown_grace, "time in-flight calls get after SIGTERM/SIGINT"},
-      {"--index-ttl", &raw.index_ttl, "index entry time-to-live"},
-      {"--index-max-entries", &raw.index_max_entries, "global cap on (key, replica) entries"},
-      {"--sweep-interval", &raw.sweep_interval, "period of the TTL sweep"},
-      {"--ranking", &raw.ranking, "load-aware|reference (tenants without a policy choice)"},
-      {"--load-cost-tokens", &raw.load_cost_tokens, "load-aware: prefill tokens one recent hint costs"},
-      {"--load-window", &raw.load_window, "load-aware: hints the load remembers"},
-      {"--pressure-load", &raw.pressure_load, "load-aware: hints a replica at pressure 1.0 counts as"},
-      {"--saturation-pressure", &raw.saturation_pressure, "load-aware: pressure at which a replica is saturated"},
-      {"--metrics-stream-interval", &raw.metrics_stream_interval, "period of StreamMetrics samples (docs/streams.md)"},
-      {"--policy-file", &c.policy_file, "CachePolicy JSON loaded at start"},
-      {"--control-token-file", &c.control_token_file, "bearer token for the control listener"},
-      {"--state-file", &c.state_file, "warm restart: index state loaded at start, saved periodically and at exit"},
-      {"--state-save-interval", &raw.state_save_interval, "period of --state-file saves"},
-      {"--nats-url", &c.nats_url, "replication: NATS server URL(s), comma-separated (docs/replication.md)"},
-      {"--nats-stream", &c.nats_stream, "replication: the JetStream stream name"},
-      {"--nats-buffer-bytes", &raw.nats_buffer_bytes, "replication: changes buffered while NATS is slow or away"},
-      {"--nats-startup-wait", &raw.nats_startup_wait, "replication: /readyz waits this long for NATS at start, then serves local state"},
-      {"--nats-snapshot-interval", &raw.nats_snapshot_interval, "replication: period of index snapshots published to JetStream (0: never)"},
-      {"--nats-snapshot-max-bytes", &raw.nats_snapshot_max_bytes, "replication: larger snapshots are not published"},
-      {"--spread-tenants", &c.spread_tenants, "tenants answered by read copies on several cores, comma-separated (docs/placement.md)"},
-      {"--spread-cores", &raw.spread_cores, "cores holding each --spread-tenants tenant, its owner included (0: all)"},
+  return {
+      {"--grpc-bind-address", text(&c.grpc_bind_address), "gRPC listener [host]:port"},
+      {"--http-bind-address", text(&c.http_bind_address), "public HTTP listener (/healthz, /readyz, /metrics)"},
+      {"--snapshot-bind-address", text(&c.snapshot_bind_address), "control HTTP listener (/snapshot, /policy)"},
+      {"--tls-cert-file", text(&c.tls_cert_file), "PEM certificate for gRPC TLS (with key)"},
+      {"--tls-key-file", text(&c.tls_key_file), "PEM private key for gRPC TLS (with cert)"},
+      {"--engine-block-size", uint_in<std::uint32_t>(&c.engine_block_size, 1, 1u << 16), "tokens per KV block"},
+      {"--tokenizer-models-dir", text(&c.tokenizer_models_dir), "tokenizer models for prompt_text (empty: prompt_text fails open)"},
+      {"--log-format", one_of(&c.log_format, {{"json", LogFormat::json}, {"text", LogFormat::text}}, "want json or text"), "log line format"},
+      {"--log-level", one_of(&c.log_level, {{"debug", LogLevel::debug}, {"info", LogLevel::info}, {"warn", LogLevel::warn}, {"error", LogLevel::error}}, "want debug, info, warn or error"), "lowest level logged"},
+      {"--insecure-disable-auth", on_off(&c.insecure_disable_auth), "serve /snapshot and /policy without a bearer token"},
+      {"--threads", uint_in<unsigned>(&c.threads, 0, 1024), "reactor threads (0: one per CPU)"},
+      {"--pin-threads", boolean(&c.pin_threads), "pin each reactor thread to a CPU"},
+      {"--max-message-bytes", uint_in<std::uint32_t>(&c.max_message_bytes, 5, 1u << 30), "largest gRPC message, bytes"},
+      {"--max-concurrent-streams", uint_in<std::uint32_t>(&c.max_concurrent_streams, 1, 1u << 20), "HTTP/2 concurrent streams per connection"},
+      {"--stream-reset-burst", uint_in<std::uint32_t>(&c.stream_reset_burst, 1, 1u << 20), "client RST_STREAMs a connection may send at once (rapid reset)"},
+      {"--stream-reset-rate", uint_in<std::uint32_t>(&c.stream_reset_rate, 1, 1u << 20), "client RST_STREAMs per second a connection may sustain"},
+      {"--max-connections", uint_in<std::uint32_t>(&c.max_connections, 1, 1'000'000), "open connections per listener"},
+      {"--idle-timeout", duration_at_least(&c.idle_timeout_us, 0), "close a connection idle this long (0: never)"},
+      {"--max-connection-age", duration_at_least(&c.max_connection_age_us, 0), "GOAWAY a gRPC connection this old, +-10% jitter, so clients reconnect and rebalance (0: never)"},
+      {"--max-connection-age-grace", duration_at_least(&c.max_connection_age_grace_us, 0), "time in-flight calls get after that GOAWAY before the connection closes"},
+      {"--shutdown-grace", duration_at_least(&c.shutdown_grace_us, 0), "time in-flight calls get after SIGTERM/SIGINT"},
+      {"--index-ttl", duration_at_least(&c.index_ttl_us, 1000), "index entry time-to-live"},
+      {"--index-max-entries", uint_in<std::uint64_t>(&c.index_max_entries, 1, std::uint64_t{1} << 40), "global cap on (key, replica) entries"},
+      {"--sweep-interval", duration_at_least(&c.sweep_interval_us, 1000), "period of the TTL sweep"},
+      {"--ranking", one_of(&c.ranking, {{"load-aware", Ranking::kLoadAware}, {"reference", Ranking::kReference}}, "want load-aware or reference"), "ranking of tenants without a policy choice"},
+      {"--load-cost-tokens", number_in(&c.load_aware.load_cost_tokens, 0, 1e9), "load-aware: prefill tokens one recent hint costs"},
+      {"--load-window", number_in(&c.load_aware.load_window, 1, 1e6), "load-aware: hints the load remembers"},
+      {"--pressure-load", number_in(&c.load_aware.pressure_load, 0, 1e6), "load-aware: hints a replica at pressure 1.0 counts as"},
+      {"--saturation-pressure", number_in(&c.load_aware.saturation_pressure, 0, 1e6), "load-aware: pressure at which a replica is saturated"},
+      {"--metrics-stream-interval", duration_at_least(&c.metrics_stream_interval_us, 100'000), "period of StreamMetrics samples (docs/streams.md)"},
+      {"--policy-file", text(&c.policy_file), "CachePolicy JSON loaded at start"},
+      {"--control-token-file", text(&c.control_token_file), "bearer token for the control listener"},
+      {"--state-file", text(&c.state_file), "warm restart: index state loaded at start, saved periodically and at exit"},
+      {"--state-save-interval", duration_at_least(&c.state_save_interval_us, 100'000), "period of --state-file saves"},
+      {"--nats-url", text(&c.nats_url), "replication: NATS server URL(s), comma-separated (docs/replication.md)"},
+      {"--nats-stream", text(&c.nats_stream), "replication: the JetStream stream name"},
+      {"--nats-buffer-bytes", uint_in<std::uint64_t>(&c.nats_buffer_bytes, 1u << 16, std::uint64_t{1} << 36), "replication: changes buffered while NATS is slow or away, bytes"},
+      {"--nats-startup-wait", duration_at_least(&c.nats_startup_wait_us, 0), "replication: /readyz waits this long for NATS at start, then serves local state"},
+      {"--nats-snapshot-interval", duration_at_least(&c.nats_snapshot_interval_us, 0), "replication: period of index snapshots published to JetStream (0: never)"},
+      {"--nats-snapshot-max-bytes", uint_in<std::uint64_t>(&c.nats_snapshot_max_bytes, 1u << 16, std::uint64_t{1} << 34), "replication: larger snapshots are not published, bytes"},
+      {"--spread-tenants", list(&c.spread_tenants), "tenants answered by read copies on several cores, comma-separated (docs/placement.md)"},
+      {"--spread-cores", uint_in<unsigned>(&c.spread_cores, 0, 1024), "cores holding each --spread-tenants tenant, its owner included (0: all)"},
   };
   // clang-format on
-  for (const FlagRow& row : rows) add_flag_row(app, row);
+}
+
+// The flags' environment variables become "--flag=value" arguments when the command line does
+// not give the flag, so they beat the config file (read by CLI11 only for flags not given).
+void add_environment(const CLI::App& app, std::vector<std::string>& args) {
+  for (const CLI::Option* option : app.get_options()) {
+    const std::string& env = option->get_envname();
+    const char* value = env.empty() ? nullptr : std::getenv(env.c_str());
+    if (value == nullptr || *value == '\0') continue;
+    const std::string flag = option->get_name();
+    const bool given = std::any_of(args.begin() + 1, args.end(), [&](const std::string& a) {
+      return a == flag || a.rfind(flag + "=", 0) == 0;
+    });
+    if (!given) args.push_back(flag + "=" + value);
+  }
 }
 
 // A JetStream stream name: letters, digits, '-' and '_' (no '.', '*', '>',
@@ -225,7 +323,8 @@ void require_state_dir(const std::string& path) {
   }
 }
 
-void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
+// What one flag's value check cannot see: files, directories and combinations.
+void validate(const ServerConfig& c) {
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
     throw FlagError{c.tls_cert_file.empty()
                         ? "--tls-key-file given without --tls-cert-file (both or neither)"
@@ -241,48 +340,8 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   require_readable("--tls-key-file", c.tls_key_file);
   require_readable("--policy-file", c.policy_file);
   require_readable("--control-token-file", c.control_token_file);
-  c.engine_block_size =
-      parse_uint<std::uint32_t>("--engine-block-size", raw.engine_block_size, 1, 1u << 16);
-  c.log_format = parse_log_format(raw.log_format);
-  c.log_level = parse_log_level(raw.log_level);
-  c.threads = parse_uint<unsigned>("--threads", raw.threads, 0, 1024);
-  c.pin_threads = parse_bool("--pin-threads", raw.pin_threads);
-  c.max_message_bytes =
-      parse_uint<std::uint32_t>("--max-message-bytes", raw.max_message_bytes, 5, 1u << 30);
-  c.max_concurrent_streams = parse_uint<std::uint32_t>("--max-concurrent-streams",
-                                                       raw.max_concurrent_streams, 1, 1u << 20);
-  c.stream_reset_burst =
-      parse_uint<std::uint32_t>("--stream-reset-burst", raw.stream_reset_burst, 1, 1u << 20);
-  c.stream_reset_rate =
-      parse_uint<std::uint32_t>("--stream-reset-rate", raw.stream_reset_rate, 1, 1u << 20);
-  c.max_connections =
-      parse_uint<std::uint32_t>("--max-connections", raw.max_connections, 1, 1'000'000);
-  c.idle_timeout_us = parse_duration_flag("--idle-timeout", raw.idle_timeout, 0);
-  c.shutdown_grace_us = parse_duration_flag("--shutdown-grace", raw.shutdown_grace, 0);
-  c.index_ttl_us = parse_duration_flag("--index-ttl", raw.index_ttl, 1000);
-  c.index_max_entries = parse_uint<std::uint64_t>("--index-max-entries", raw.index_max_entries, 1,
-                                                  std::uint64_t{1} << 40);
-  c.sweep_interval_us = parse_duration_flag("--sweep-interval", raw.sweep_interval, 1000);
-  c.ranking = parse_ranking(raw.ranking);
-  c.load_aware.load_cost_tokens = parse_number("--load-cost-tokens", raw.load_cost_tokens, 0, 1e9);
-  c.load_aware.load_window = parse_number("--load-window", raw.load_window, 1, 1e6);
-  c.load_aware.pressure_load = parse_number("--pressure-load", raw.pressure_load, 0, 1e6);
-  c.load_aware.saturation_pressure =
-      parse_number("--saturation-pressure", raw.saturation_pressure, 0, 1e6);
   require_state_dir(c.state_file);
-  c.state_save_interval_us =
-      parse_duration_flag("--state-save-interval", raw.state_save_interval, 100'000);
-  c.metrics_stream_interval_us =
-      parse_duration_flag("--metrics-stream-interval", raw.metrics_stream_interval, 100'000);
   require_stream_name(c.nats_stream);
-  c.nats_buffer_bytes = parse_uint<std::uint64_t>("--nats-buffer-bytes", raw.nats_buffer_bytes,
-                                                  1u << 16, std::uint64_t{1} << 36);
-  c.nats_startup_wait_us = parse_duration_flag("--nats-startup-wait", raw.nats_startup_wait, 0);
-  c.nats_snapshot_interval_us =
-      parse_duration_flag("--nats-snapshot-interval", raw.nats_snapshot_interval, 0);
-  c.nats_snapshot_max_bytes = parse_uint<std::uint64_t>(
-      "--nats-snapshot-max-bytes", raw.nats_snapshot_max_bytes, 1u << 16, std::uint64_t{1} << 34);
-  c.spread_cores = parse_uint<unsigned>("--spread-cores", raw.spread_cores, 0, 1024);
   for (const std::string& tenant : c.spread_tenants) {
     if (tenant.empty()) throw FlagError{"--spread-tenants: empty tenant name"};
   }
@@ -371,15 +430,22 @@ std::optional<std::int64_t> parse_duration_us(std::string_view text) {
 
 FlagsOutcome parse_flags(int argc, const char* const* argv) {
   ServerConfig config;
-  RawFlags raw;
   CLI::App app{
       "InferenceCache: tells LLM gateways which engine replica holds the KV cache "
-      "for a prompt prefix.",
+      "for a prompt prefix.\nEvery flag may also come from its environment variable "
+      "(INFERENCECACHE_<FLAG>, e.g. INFERENCECACHE_MAX_CONNECTIONS) or from the --config file; "
+      "the command line wins over the environment, the environment over the file.",
       std::string(kProgram)};
-  app.option_defaults()->always_capture_default();  // --help shows each default
-  define_flags(app, config, raw);
+  for (FlagRow& row : flag_rows(config)) add_flag_row(app, row);
+  app.set_config("--config", "",
+                 "read flags from this TOML file, one `name = value` per line (names without "
+                 "the dashes)")
+      ->type_name("FILE")
+      ->envname(env_name("--config"));
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.set_version_flag("--version", "", "print version, commit, compiler and library versions");
-  const std::vector<std::string> args = normalize_args(argc, argv);
+  std::vector<std::string> args = normalize_args(argc, argv);
+  add_environment(app, args);
   std::vector<const char*> ptrs;
   ptrs.reserve(args.size());
   for (const auto& a : args) ptrs.push_back(a.c_str());
@@ -396,7 +462,7 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
     return error_outcome(e.what());
   }
   try {
-    convert_and_validate(config, raw);
+    validate(config);
   } catch (const FlagError& e) {
     return error_outcome(e.why);
   }

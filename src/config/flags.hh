@@ -57,6 +57,13 @@ struct ServerConfig {
   // Close a connection with nothing in flight after this long without
   // traffic, µs; 0 disables.
   std::int64_t idle_timeout_us = 5 * 60 * 1'000'000LL;
+  // A gRPC connection older than this (µs, each connection's own age jittered
+  // by up to ±10%) gets GOAWAY, so clients reconnect and spread over the
+  // servers a scale-out added (grpc-go's MaxConnectionAge); 0 disables.
+  std::int64_t max_connection_age_us = 0;
+  // After that GOAWAY, in-flight calls get this long (µs) before the
+  // connection is closed (grpc-go's MaxConnectionAgeGrace).
+  std::int64_t max_connection_age_grace_us = 10 * 1'000'000LL;
   // How long SIGTERM/SIGINT waits for in-flight calls before closing, µs.
   std::int64_t shutdown_grace_us = 10 * 1'000'000LL;
   // Index entry time-to-live (docs/index.md "Expiry"), µs.
@@ -118,8 +125,12 @@ struct FlagsOutcome {
   std::string message;
 };
 
-// Parses and validates the command line (argv[0] is the program name).
-// Unknown flags, bad values and bad combinations give exit_code 2.
+// Parses and validates the command line (argv[0] is the program name). Each
+// flag --x-y may also come from the environment variable INFERENCECACHE_X_Y
+// (ignored when empty) and from the TOML file of --config (or
+// INFERENCECACHE_CONFIG), "x-y = value"; the command line wins over the
+// environment, the environment over the file, the file over the default.
+// Unknown flags (or file keys), bad values and bad combinations give exit_code 2.
 FlagsOutcome parse_flags(int argc, const char* const* argv);
 
 // A flag value or combination the command line may not have; `why` is the

@@ -44,6 +44,14 @@ struct ListenerOptions {
   // queued output may go without any send progress (a peer that stopped
   // reading) before the connection is aborted. 0 disables both.
   std::int64_t idle_timeout_us = 0;
+  // A connection older than this (µs; each connection's own age is jittered
+  // by up to ±10%, so a fleet's connections do not all go at once) gets
+  // on_shutdown() (HTTP/2 GOAWAY), closes once its Session is idle(), and is
+  // aborted max_connection_age_grace_us after the GOAWAY. Clients then
+  // reconnect and spread over the servers behind their balancer (grpc-go's
+  // MaxConnectionAge / MaxConnectionAgeGrace). 0 disables.
+  std::int64_t max_connection_age_us = 0;
+  std::int64_t max_connection_age_grace_us = 0;
   // Longest the peer may keep a header block, a frame or a request message
   // partly sent (µs, Session::peer_wait kinds kHeaderBlock / kMessageBody),
   // however slowly it trickles bytes meanwhile; past it the connection is cut

@@ -18,6 +18,20 @@ namespace ic::net {
 namespace {
 // A drained output buffer bigger than this is released rather than kept.
 constexpr std::size_t kKeepBufferBytes = 256 * 1024;
+
+// `age_us` ± up to 10%, a different draw per connection (splitmix64 per core).
+std::int64_t jittered(std::int64_t age_us) {
+  thread_local std::uint64_t state =
+      static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&state)) ^ 0x9E3779B97F4A7C15u;
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  z ^= z >> 31;
+  const std::int64_t spread = age_us / 10;
+  if (spread == 0) return age_us;
+  return age_us - spread +
+         static_cast<std::int64_t>(z % static_cast<std::uint64_t>(2 * spread + 1));
+}
 }  // namespace
 
 TcpConnection::TcpConnection(CoreNet& core, ListenerState& listener, int fd)
@@ -29,6 +43,9 @@ TcpConnection::TcpConnection(CoreNet& core, ListenerState& listener, int fd)
   // Without the core's shared buffer ring, read into a buffer of our own.
   if (pool_ == nullptr) rbuf_.reset(new std::byte[kRecvBufferBytes]);
   last_active_us_ = core_.reactor().now_us();
+  if (listener_.options.max_connection_age_us > 0) {
+    age_goaway_us_ = last_active_us_ + jittered(listener_.options.max_connection_age_us);
+  }
 }
 
 TcpConnection::~TcpConnection() {
@@ -316,8 +333,10 @@ std::int64_t TcpConnection::tick_us() const {
   // A quarter of the shortest deadline, between 10 ms and 1 s: a deadline is
   // enforced at most a quarter late.
   std::int64_t shortest = 0;
+  const std::int64_t age = listener_.options.max_connection_age_us;
   for (const std::int64_t t :
-       {listener_.options.idle_timeout_us, listener_.options.request_timeout_us}) {
+       {listener_.options.idle_timeout_us, listener_.options.request_timeout_us, age,
+        age > 0 ? listener_.options.max_connection_age_grace_us : 0}) {
     if (t > 0 && (shortest == 0 || t < shortest)) shortest = t;
   }
   if (shortest == 0) return 0;
@@ -348,6 +367,17 @@ bool TcpConnection::peer_deadline_passed(std::int64_t now) {
   return true;
 }
 
+void TcpConnection::check_age(std::int64_t now) {
+  if (age_goaway_us_ == 0 || now < age_goaway_us_) return;
+  if (age_abort_us_ == 0) {
+    age_abort_us_ = now + listener_.options.max_connection_age_grace_us;
+    // GOAWAY now; turn_end closes the connection once its calls are done.
+    begin_drain();
+  } else if (now >= age_abort_us_) {
+    close(true);  // calls still in flight after the grace
+  }
+}
+
 void TcpConnection::on_idle_timer() {
   idle_timer_ = 0;
   if (finished_) return;
@@ -363,6 +393,8 @@ void TcpConnection::on_idle_timer() {
     }
     return;
   }
+  check_age(now);
+  if (closing_) return;
   if (peer_deadline_passed(now)) {
     close(false);
     return;

@@ -98,6 +98,9 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   void on_idle_timer();
   // True when a Session::peer_wait deadline passed (the peer is then cut).
   bool peer_deadline_passed(std::int64_t now);
+  // ListenerOptions::max_connection_age_us: GOAWAY once past the connection's
+  // jittered age, abort once the grace after it is over too.
+  void check_age(std::int64_t now);
   void on_recv(std::int32_t res, std::span<const std::byte> data);
   void on_send(std::int32_t res);
 
@@ -129,6 +132,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   std::int64_t last_active_us_ = 0;    // last byte received or sent
   std::int64_t stall_since_us_ = 0;    // output queued and no send progress since
   std::int64_t closing_since_us_ = 0;  // first watchdog tick that saw closing_
+  std::int64_t age_goaway_us_ = 0;     // when its age is reached (0: no age limit)
+  std::int64_t age_abort_us_ = 0;      // when its age's grace ends (0: not aged out)
   runtime::Reactor::TimerId idle_timer_ = 0;
   mutable std::string peer_;
 };

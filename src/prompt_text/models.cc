@@ -86,33 +86,64 @@ std::unique_ptr<Model> ModelSet::load_model(std::string id, std::string_view tok
 
 bool ModelSet::load_dir(const std::string& dir, std::vector<LoadReport>& reports,
                         std::string& error) {
-  namespace fs = std::filesystem;
   std::error_code ec;
-  fs::directory_iterator it(dir, ec);
+  std::filesystem::directory_iterator it(dir, ec);
   if (ec) {
     error = "cannot list " + dir + ": " + ec.message();
     return false;
   }
+  load_folders(dir, "", reports);
+  return true;
+}
+
+// Every subdirectory of `dir` (sorted, hidden ones left out), each model id `prefix` + its
+// name: a folder with both
+// files is a model; with one of them, a model missing the other (reported); with neither, an
+// organization folder (`Qwen/`) when it is first-level and holds model folders, else reported.
+bool ModelSet::load_folders(const std::filesystem::path& dir, const std::string& prefix,
+                            std::vector<LoadReport>& reports) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
   std::vector<fs::path> subdirs;
-  for (const fs::directory_entry& entry : it) {
-    if (entry.is_directory(ec)) subdirs.push_back(entry.path());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    // Hidden folders are no models: a mounted ConfigMap's "..data", a download's ".cache".
+    if (it->path().filename().string().starts_with('.')) continue;
+    if (it->is_directory(ec)) subdirs.push_back(it->path());
   }
   std::sort(subdirs.begin(), subdirs.end());
+  bool any = false;
   for (const fs::path& sub : subdirs) {
+    const std::string id = prefix + sub.filename().string();
     const fs::path tok = sub / "tokenizer.json", cfg = sub / "tokenizer_config.json";
-    if (!fs::exists(tok, ec) || !fs::exists(cfg, ec)) continue;
-    LoadReport report{sub.filename().string(), false, ""};
-    std::string tok_text, cfg_text;
-    if (!read_file(tok, tok_text) || !read_file(cfg, cfg_text)) {
-      report.detail = "cannot read the tokenizer files";
-    } else if (auto model = load_model(report.model_id, tok_text, cfg_text, report.detail)) {
-      report.loaded = true;
-      report.detail = "vocab " + std::to_string(model->tokenizer->vocab_size());
-      add(std::move(model));
+    const bool has_tok = fs::exists(tok, ec), has_cfg = fs::exists(cfg, ec);
+    if (has_tok && has_cfg) {
+      reports.push_back(load_folder(id, tok, cfg));
+    } else if (has_tok || has_cfg) {
+      reports.push_back(
+          {id, false,
+           std::string("missing ") + (has_tok ? "tokenizer_config.json" : "tokenizer.json")});
+    } else if (!prefix.empty() || !load_folders(sub, id + "/", reports)) {
+      reports.push_back({id, false,
+                         "no tokenizer.json and tokenizer_config.json" +
+                             std::string(prefix.empty() ? ", nor model folders" : "")});
     }
-    reports.push_back(std::move(report));
+    any = true;
   }
-  return true;
+  return any;
+}
+
+LoadReport ModelSet::load_folder(const std::string& id, const std::filesystem::path& tok,
+                                 const std::filesystem::path& cfg) {
+  LoadReport report{id, false, ""};
+  std::string tok_text, cfg_text;
+  if (!read_file(tok, tok_text) || !read_file(cfg, cfg_text)) {
+    report.detail = "cannot read the tokenizer files";
+  } else if (auto model = load_model(report.model_id, tok_text, cfg_text, report.detail)) {
+    report.loaded = true;
+    report.detail = "vocab " + std::to_string(model->tokenizer->vocab_size());
+    add(std::move(model));
+  }
+  return report;
 }
 
 void ModelSet::add(std::unique_ptr<Model> model) {

@@ -1,10 +1,12 @@
 #pragma once
 // The tokenizer models of --tokenizer-models-dir (docs/prompt-text.md
 // "Models"): every DIR/<model_id>/ holding tokenizer.json and
-// tokenizer_config.json, loaded once at startup, immutable afterwards and
+// tokenizer_config.json, a slashed model id (`Qwen/Qwen3-8B`) as nested
+// folders DIR/Qwen/Qwen3-8B/, loaded once at startup, immutable afterwards and
 // shared by every core. A request's model_id is only ever looked up in this
 // set, never joined onto a path.
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,10 +36,13 @@ struct LoadReport {
 
 class ModelSet {
  public:
-  // Loads every subdirectory of `dir` holding both files (others are
-  // skipped, unreported). A model whose files do not parse or use anything
-  // outside the supported subset is left out, with the reason in `reports`.
-  // False + `error` when `dir` cannot be listed.
+  // Loads every subdirectory of `dir` holding both files, as model id its
+  // name; a first-level folder holding neither file is an organization whose
+  // subdirectories are models "<org>/<name>". Every folder left out has its
+  // reason in `reports` (in path order): one of the two files missing ("missing
+  // tokenizer_config.json"), neither file nor model folders inside, files that
+  // do not parse or use anything outside the supported subset. False + `error`
+  // when `dir` cannot be listed.
   bool load_dir(const std::string& dir, std::vector<LoadReport>& reports, std::string& error);
 
   // Builds one model from the two files' contents; nullptr + `error`.
@@ -53,6 +58,13 @@ class ModelSet {
   std::size_t size() const { return models_.size(); }
 
  private:
+  // The model folders under `dir` with ids "<prefix><name>"; false when it has no subdirectory.
+  bool load_folders(const std::filesystem::path& dir, const std::string& prefix,
+                    std::vector<LoadReport>& reports);
+  // One model folder's two files, loaded (and added) or not, with why.
+  LoadReport load_folder(const std::string& id, const std::filesystem::path& tok,
+                         const std::filesystem::path& cfg);
+
   std::map<std::string, std::unique_ptr<Model>, std::less<>> models_;
 };
 

@@ -82,6 +82,11 @@ void Applier::add_policy(std::uint64_t sequence, const std::string& json) {
     return;
   }
   std::shared_ptr<const config::PolicySet> set = std::move(parsed.set);
+  config::log(config::LogLevel::info, "policy accepted",
+              {{"source", "replication"},
+               {"stream_sequence", sequence},
+               {"policies", set->policy_count()},
+               {"quotas", set->quota_count()}});
   for (Batch& b : pending_) {
     b.ops.push_back(Item{set});
     b.last = sequence;

@@ -27,6 +27,19 @@ constexpr int64_t kAckWaitMs = 5000;                         // then a publish c
 constexpr int64_t kJsApiWaitMs = 2000;                       // JetStream API requests
 constexpr int64_t kMaxAsyncPending = 8192;  // publishes awaiting acks in the library
 constexpr auto kFlushAtStop = 2s;           // publishing what is buffered at stop
+// A set-up that failed while NATS is up (JetStream off, the stream refused) is retried after
+// this, doubled per failure up to the max; a reconnection starts over.
+constexpr auto kSetupRetryFirst = 250ms;
+constexpr auto kSetupRetryMax = 10s;
+// The same set-up problem is logged again after this, doubled per line up to the max.
+constexpr auto kProblemLogFirst = 10s;
+constexpr auto kProblemLogMax = 300s;
+// At most one "connection lost" line per this (µs); the rest are counted into the next one.
+constexpr std::int64_t kDisconnectLogUs = 10'000'000;
+const char* const kNoJetStream =
+    "NATS reached, but JetStream is not enabled on it (start nats-server with -js, "
+    "docs/replication.md)";
+const char* const kNotSetUp = "NATS reached, but the stream is not set up yet (see the log)";
 constexpr std::int64_t kDuplicateWindowNs = 120LL * 1'000'000'000;  // JetStream default
 const char* const kMsgIdHeader = "Nats-Msg-Id";
 
@@ -63,8 +76,28 @@ void ack_bridge(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* c
   natsMsg_Destroy(msg);
 }
 
-void on_reconnected(natsConnection*, void* closure) {
+// The connection came up (first connect or reconnect): the stream set-up runs again.
+void on_reconnected(natsConnection* conn, void* closure) {
   static_cast<std::atomic<bool>*>(closure)->store(true);
+  char url[256] = {};
+  natsConnection_GetConnectedUrl(conn, url, sizeof url);
+  config::log(LogLevel::info, "replication: NATS connected", {{"url", std::string(url)}});
+}
+
+config::LogRateLimit g_disconnect_log(kDisconnectLogUs);
+
+void on_disconnected(natsConnection*, void*) {
+  std::uint64_t suppressed = 0;
+  if (g_disconnect_log.allow(config::log_clock_us(), &suppressed)) {
+    config::log(LogLevel::warn,
+                "replication: NATS connection lost; reconnecting, serving from local state",
+                {{"suppressed", suppressed}});
+  }
+}
+
+// JetStream answers nothing on this server (-js not given) or for this account.
+bool jetstream_off(natsStatus s, jsErrCode code) {
+  return s == NATS_NO_RESPONDERS || code == JSNotEnabledErr || code == JSNotEnabledForAccountErr;
 }
 
 }  // namespace
@@ -147,7 +180,13 @@ persist::StreamPosition Replicator::position() const {
 std::string Replicator::readiness_detail() const {
   const metrics::ReplicationFigures f = stats_.figures();
   std::string line = "replication: ";
-  line += f.connected ? "connected" : "NATS unreachable, serving from local state";
+  if (f.connected) {
+    line += "connected";
+  } else {
+    std::lock_guard lock(problem_mutex_);
+    line += problem_.empty() ? "NATS unreachable" : problem_;
+    line += ", serving from local state";
+  }
   if (!f.caught_up && f.catch_up_target == 0 && !f.connected) {
     line += ", waiting for the stream (at most " +
             std::to_string(options_.startup_wait_us / 1'000'000) + " s)";
@@ -180,8 +219,11 @@ void Replicator::start() {
   // must not hold the main thread (without one the call retries forever).
   natsOptions_SetRetryOnFailedConnect(o, true, on_reconnected, &need_setup_);
   natsOptions_SetReconnectedCB(o, on_reconnected, &need_setup_);
+  natsOptions_SetDisconnectedCB(o, on_disconnected, nullptr);
   const natsStatus s = natsConnection_Connect(&nats_->conn, o);
-  if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
+  if (s == NATS_OK) {
+    on_reconnected(nats_->conn, &need_setup_);  // connected at once: no callback says it
+  } else if (s != NATS_NOT_YET_CONNECTED) {
     config::log(LogLevel::warn, "replication: NATS connection not created",
                 {{"url", options_.url}, {"error", status_text(s)}});
   }
@@ -211,14 +253,31 @@ void Replicator::stop() {
 }
 
 void Replicator::run() {
+  auto retry_at = std::chrono::steady_clock::time_point{};
+  auto retry_after = std::chrono::steady_clock::duration{kSetupRetryFirst};
   while (!stopping_.load(std::memory_order_relaxed)) {
     const bool up =
         nats_->conn != nullptr && natsConnection_Status(nats_->conn) == NATS_CONN_STATUS_CONNECTED;
-    if (!up || (need_setup_.load() && !set_up())) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!up) {
+      retry_at = {};
+      retry_after = kSetupRetryFirst;
+      note_problem({});
+    } else if (need_setup_.load() && now >= retry_at) {
+      if (set_up()) {
+        retry_after = kSetupRetryFirst;
+        note_problem({});
+      } else {
+        retry_at = now + retry_after;
+        retry_after =
+            std::min<std::chrono::steady_clock::duration>(retry_after * 2, kSetupRetryMax);
+      }
+    }
+    if (!up || need_setup_.load()) {
       connected_.store(false);
       update_stats();
       check_caught_up();
-      std::this_thread::sleep_for(up ? 250ms : 50ms);
+      std::this_thread::sleep_for(50ms);
       continue;
     }
     connected_.store(true);
@@ -255,7 +314,12 @@ bool Replicator::set_up() {
       return false;
     }
   }
+  if (!jetstream_enabled()) {
+    need_setup_.store(true);
+    return false;
+  }
   if (!ensure_stream() || !subscribe()) {
+    note_problem(kNotSetUp);
     need_setup_.store(true);
     return false;
   }
@@ -264,6 +328,49 @@ bool Replicator::set_up() {
     config::log(LogLevel::warn, "replication: state stream not available", {{"error", error}});
   }
   return true;
+}
+
+// One JetStream API request: a server without JetStream says so (no responders, or the
+// "JetStream not enabled" error); that is named in /readyz and logged with backoff. Any other
+// answer is left to ensure_stream().
+bool Replicator::jetstream_enabled() {
+  jsAccountInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetAccountInfo(&info, nats_->js, nullptr, &code);
+  jsAccountInfo_Destroy(info);
+  if (!jetstream_off(s, code)) return true;
+  note_problem(kNoJetStream);
+  return false;
+}
+
+// Replication thread: the set-up problem /readyz names ("" = none). A new problem is logged at
+// once; the same one again only after kProblemLogFirst, doubled per line (backoff).
+void Replicator::note_problem(std::string problem) {
+  {
+    std::lock_guard lock(problem_mutex_);
+    if (problem == problem_ && problem.empty()) return;
+    problem_ = problem;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (problem.empty()) {
+    logged_problem_.clear();
+    problem_attempts_ = 0;
+    return;
+  }
+  ++problem_attempts_;
+  if (problem == logged_problem_ && now < next_problem_log_) return;
+  problem_log_after_ =
+      problem == logged_problem_
+          ? std::min<std::chrono::steady_clock::duration>(problem_log_after_ * 2, kProblemLogMax)
+          : std::chrono::steady_clock::duration{kProblemLogFirst};
+  next_problem_log_ = now + problem_log_after_;
+  logged_problem_ = problem;
+  config::log(LogLevel::warn, "replication: " + problem + "; retrying with backoff",
+              {{"url", options_.url},
+               {"attempts", problem_attempts_},
+               {"next_line_in_s",
+                std::chrono::duration_cast<std::chrono::seconds>(problem_log_after_).count()}});
+  problem_attempts_ = 0;
 }
 
 bool Replicator::ensure_stream() {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -107,6 +108,8 @@ class Replicator final : public service::ChangeObserver {
   bool offer(std::uint64_t sequence, std::string body);
   void run();
   bool set_up();
+  bool jetstream_enabled();
+  void note_problem(std::string problem);
   bool ensure_stream();
   bool subscribe();
   void publish_some();
@@ -138,6 +141,14 @@ class Replicator final : public service::ChangeObserver {
   std::chrono::steady_clock::time_point started_at_{};
   std::int64_t last_snapshot_us_ = 0;  // state saver's thread only
   std::vector<Received> received_;     // replication thread: one message's records
+  // Why the stream is not set up while NATS is up ("" = nothing known); /readyz reads it.
+  mutable std::mutex problem_mutex_;
+  std::string problem_;
+  // The problem's log lines (replication thread): last logged, when the next may go out.
+  std::string logged_problem_;
+  std::chrono::steady_clock::time_point next_problem_log_{};
+  std::chrono::steady_clock::duration problem_log_after_{};
+  std::uint64_t problem_attempts_ = 0;  // set-up attempts since the last line
   std::thread thread_;
 };
 

@@ -131,7 +131,9 @@ bool App::load_tokenizer_models() {
                       {{"model", r.model_id}, {"detail", r.detail}});
     } else {
       ic::config::log(LogLevel::warn, "tokenizer model not loaded: prompt_text fails open for it",
-                      {{"model", r.model_id}, {"error", r.detail}});
+                      {{"model", r.model_id},
+                       {"folder", config.tokenizer_models_dir + "/" + r.model_id},
+                       {"error", r.detail}});
     }
   }
   ic::config::log(LogLevel::info, "tokenizer models",
@@ -301,6 +303,8 @@ std::string App::add_listeners() {
   grpc.address = config.grpc_bind_address;
   grpc.max_connections = config.max_connections;
   grpc.idle_timeout_us = config.idle_timeout_us;
+  grpc.max_connection_age_us = config.max_connection_age_us;
+  grpc.max_connection_age_grace_us = config.max_connection_age_grace_us;
   grpc.output_high_water = std::size_t{4} << 20;  // one max-size message in flight
   grpc.factory = [this](ic::net::Connection& conn) { return grpc_factories[conn.core()](conn); };
   if (tls) {
@@ -323,6 +327,7 @@ std::string App::add_listeners() {
     if (core == 0 && replicator) replicator->accepted_policy(policies->source_json());
     index->set_policies(core, policies);
   };
+  admin->current_policy = [this](unsigned core) { return shards[core]->policies(); };
   if (replicator) admin->readiness_detail = [this] { return replicator->readiness_detail(); };
   admin->control_token_file = config.control_token_file;
   admin->insecure_disable_auth = config.insecure_disable_auth;

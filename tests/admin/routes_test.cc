@@ -61,6 +61,9 @@ struct Harness {
     ctx->apply_policy = [this](unsigned core, std::shared_ptr<const config::PolicySet> set) {
       applied.at(core) = std::move(set);  // each core writes only its own slot
     };
+    ctx->current_policy = [this](unsigned core) {
+      return applied.at(core) ? applied.at(core) : config::PolicySet::defaults();
+    };
     for (unsigned core = 0; core < kCores; ++core) {
       registry.core(core).add_collector(
           [core](metrics::CoreMetrics& m) { m.set_index_entries("llama", 10 + core); });
@@ -158,6 +161,11 @@ std::string status_line(const std::string& response) {
   return response.substr(0, response.find("\r\n"));
 }
 
+// A response up to and including the blank line that ends its header section.
+std::string header_section(const std::string& response) {
+  return response.substr(0, response.find("\r\n\r\n") + 4);
+}
+
 }  // namespace
 
 TEST_CASE("public listener: healthz, readyz before/after every core serves, draining, 404, 405") {
@@ -174,7 +182,28 @@ TEST_CASE("public listener: healthz, readyz before/after every core serves, drai
   CHECK(h.exchange(0, false, get("/nope")) == text(404, "Not Found", "not found"));
   CHECK(h.exchange(0, false, get("/snapshot")) == text(404, "Not Found", "not found"));
   CHECK(h.exchange(0, false, send_body("POST", "/metrics", "")) ==
-        text(405, "Method Not Allowed", "method not allowed", "Allow: GET\r\n"));
+        text(405, "Method Not Allowed", "method not allowed", "Allow: GET, HEAD\r\n"));
+}
+
+TEST_CASE("HEAD answers as GET without the body (RFC 9110 section 9.3.2)") {
+  Harness h;
+  const auto head = [](std::string_view path, std::string_view extra = "") {
+    return cat({"HEAD ", path, " HTTP/1.1\r\nHost: t\r\n", extra, "Connection: close\r\n\r\n"});
+  };
+  // GET's header section, Content-Length included ("Content-Length: 2" for "ok"), no body.
+  CHECK(h.exchange(0, false, head("/healthz")) == header_section(text(200, "OK", "ok")));
+  CHECK(h.exchange(1, false, head("/readyz")) ==
+        header_section(text(503, "Service Unavailable", "not ready")));
+  const std::string metrics = h.exchange(0, false, head("/metrics"));
+  CHECK(status_line(metrics) == "HTTP/1.1 200 OK");
+  CHECK(metrics == header_section(metrics));
+  const std::string auth = "Authorization: Bearer tok\r\n";
+  CHECK(h.exchange(1, true, head("/snapshot", auth)) ==
+        header_section(h.exchange(1, true, get("/snapshot", auth))));
+  CHECK(h.exchange(0, true, head("/snapshot")) ==
+        header_section(h.exchange(0, true, get("/snapshot"))));
+  CHECK(h.exchange(0, true, head("/policy", auth)) ==
+        header_section(h.exchange(0, true, get("/policy", auth))));
 }
 
 TEST_CASE("/metrics sums every core's registry") {
@@ -208,11 +237,12 @@ TEST_CASE("/snapshot: auth outcomes, then the merged JSON") {
   CHECK(h.exchange(0, true, get("/snapshot", "Authorization: Bearer nope\r\n")) ==
         text(403, "Forbidden", "invalid bearer token"));
   CHECK(h.exchange(1, true, send_body("POST", "/snapshot", "", "Authorization: Bearer tok\r\n")) ==
-        text(405, "Method Not Allowed", "method not allowed", "Allow: GET\r\n"));
+        text(405, "Method Not Allowed", "method not allowed", "Allow: GET, HEAD\r\n"));
   const std::string body =
       R"({"replicas":[],"tenants":[{"tenantId":"t0","indexEntries":1,"hitRate":0,)"
       R"("hitRateReported":false,"memoryUsed":0},{"tenantId":"t1","indexEntries":2,"hitRate":0,)"
-      R"("hitRateReported":false,"memoryUsed":0}],"totalPrefixes":3,"hotPrefixes":0})";
+      R"("hitRateReported":false,"memoryUsed":0}],"totalPrefixes":3,"hotPrefixes":0})"
+      "\n";
   CHECK(h.exchange(1, true, get("/snapshot", "Authorization: Bearer tok\r\n")) ==
         cat({"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ",
              std::to_string(body.size()), "\r\nConnection: close\r\n\r\n", body}));
@@ -253,8 +283,8 @@ TEST_CASE("/policy: 204 installs the set on every core; 400 with a reason; 405; 
   CHECK(
       status_line(h.exchange(0, true, send_body("POST", "/policy", R"({"version":7} x)", auth))) ==
       "HTTP/1.1 400 Bad Request");
-  CHECK(h.exchange(0, true, get("/policy", auth)) ==
-        text(405, "Method Not Allowed", "method not allowed", "Allow: POST, PUT\r\n"));
+  CHECK(h.exchange(0, true, send_body("DELETE", "/policy", "", auth)) ==
+        text(405, "Method Not Allowed", "method not allowed", "Allow: GET, HEAD, POST, PUT\r\n"));
   CHECK(status_line(h.exchange(0, true,
                                send_body("POST", "/policy", good, "Authorization: Basic x\r\n"))) ==
         "HTTP/1.1 401 Unauthorized");
@@ -270,6 +300,26 @@ TEST_CASE("/policy: 204 installs the set on every core; 400 with a reason; 405; 
   CHECK(metrics.find("inferencecache_policy_reloads_total{source=\"http\",result=\"ok\"} 2\n"
                      "inferencecache_policy_reloads_total{source=\"http\",result=\"error\"} 3\n") !=
         std::string::npos);
+}
+
+TEST_CASE("GET /policy: the document in force on the core, the defaults before any push") {
+  Harness h;
+  const std::string auth = "Authorization: Bearer tok\r\n";
+  const auto json = [](std::string_view body) {
+    return cat({"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ",
+                std::to_string(body.size()), "\r\nConnection: close\r\n\r\n", body});
+  };
+  CHECK(h.exchange(0, true, get("/policy", auth)) ==
+        json("{\"version\":7,\"policies\":[],\"tenants\":[]}\n"));
+  const std::string pushed =
+      R"({"version":7,"policies":[{"namespace":"team-a","affinityRouting":false}]})";
+  REQUIRE(status_line(h.exchange(1, true, send_body("PUT", "/policy", pushed, auth))) ==
+          "HTTP/1.1 204 No Content");
+  CHECK(h.exchange(0, true, get("/policy", auth)) == json(pushed + "\n"));
+  CHECK(h.exchange(1, true, get("/policy", auth)) == json(pushed + "\n"));
+  CHECK(status_line(h.exchange(1, true, get("/policy"))) == "HTTP/1.1 401 Unauthorized");
+  CHECK(status_line(h.exchange(1, true, get("/policy", "Authorization: Bearer x\r\n"))) ==
+        "HTTP/1.1 403 Forbidden");
 }
 
 TEST_CASE("--insecure-disable-auth serves the control listener without a token") {

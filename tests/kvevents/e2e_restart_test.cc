@@ -60,8 +60,27 @@ TEST_CASE("kill and restart the server mid-stream: reconnect, snapshot, the inde
   CHECK(adapter.metric("inferencecache_kvevents_server_connected") == 0.0);
   CHECK(adapter.http_status("/readyz") == 503);
   CHECK(adapter.http_status("/healthz") == 200);
+  // The server away is said in the log at once, then not again for every reconnect attempt.
+  const std::string unreachable = "cannot reach the InferenceCache server; retrying with backoff";
+  const auto count = [&adapter, &unreachable] {
+    const std::string log = adapter.log();
+    std::size_t n = 0;
+    for (auto at = log.find(unreachable); at != std::string::npos;
+         at = log.find(unreachable, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  for (const auto until = std::chrono::steady_clock::now() + kWait;
+       count() == 0 && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(count() == 1);
   // The engine goes on while the server is away: C stored, B removed.
   pub->publish(batch({store({4}, c), removal({3})}));
+  // Several reconnect attempts (100 ms, 200 ms, 400 ms, ... apart) go by unlogged.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  CHECK(count() == 1);
   server = std::make_unique<itest::ServerProcess>(on_port(port));
   CHECK(adapter.wait_metric("inferencecache_kvevents_reconnects_total", "", 2, kWait));
   CHECK(adapter.wait_metric("inferencecache_kvevents_snapshots_total", "", 2, kWait));

@@ -1,10 +1,15 @@
 #include "config/flags.hh"
 
 #include "buildinfo/build_info.hh"
+#include "support/temp_dir.hh"
 
 #include <doctest/doctest.h>
+#include <stdlib.h>
 
+#include <cstdio>
+#include <fstream>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -177,6 +182,125 @@ TEST_SUITE("runtime") {
     CHECK(out.exit_code == 0);
     CHECK(out.message.find("--grpc-bind-address") != std::string::npos);
     CHECK(out.message.find("--shutdown-grace") != std::string::npos);
+  }
+
+  TEST_CASE("flags: --max-connection-age and its grace (off by default)") {
+    const FlagsOutcome def = parse({});
+    REQUIRE(def.config.has_value());
+    CHECK(def.config->max_connection_age_us == 0);
+    CHECK(def.config->max_connection_age_grace_us == 10'000'000);
+    const FlagsOutcome set =
+        parse({"--max-connection-age", "30m", "--max-connection-age-grace", "1m30s"});
+    REQUIRE(set.config.has_value());
+    CHECK(set.config->max_connection_age_us == 1'800'000'000);
+    CHECK(set.config->max_connection_age_grace_us == 90'000'000);
+    CHECK(error_of({"--max-connection-age", "soon"}) ==
+          "--max-connection-age: invalid duration \"soon\" (want e.g. 500ms, 10s, 30m, 1h30m)");
+  }
+
+  TEST_CASE("flags: --help shows each flag's type, range or choices, default and variable") {
+    const FlagsOutcome out = parse({"--help"});
+    REQUIRE(out.exit_code == 0);
+    const std::string& help = out.message;
+    for (const char* line : {
+             "--threads INT in [0, 1024]=0",
+             "--engine-block-size INT in [1, 65536]=16",
+             "--idle-timeout DURATION=5m",
+             "--index-ttl DURATION >= 1ms=30m",
+             "--metrics-stream-interval DURATION >= 100ms=10s",
+             "--log-format {json,text}=json",
+             "--log-level {debug,info,warn,error}=info",
+             "--ranking {load-aware,reference}=load-aware",
+             "--pin-threads {true,false}=true",
+             "--load-window NUMBER in [1, 1e+06]=64",
+             "--max-connection-age DURATION=0",
+             "--max-connection-age-grace DURATION=10s",
+             "--grpc-bind-address TEXT=:9090",
+             "(Env:INFERENCECACHE_THREADS)",
+             "(Env:INFERENCECACHE_GRPC_BIND_ADDRESS)",
+             "--config FILE (Env:INFERENCECACHE_CONFIG)",
+         }) {
+      CAPTURE(line);
+      CHECK(help.find(line) != std::string::npos);
+    }
+    CHECK(help.find("TEXT=4194304") == std::string::npos);  // no number shown as TEXT
+  }
+
+  TEST_CASE("flags: environment and --config file; flag > environment > file > default") {
+    const std::string file = ic::test::write_temp_file(
+        "ic-flags",
+        "threads = 4\nidle-timeout = \"90s\"\nlog-level = \"debug\"\ninsecure-disable-auth = true\n"
+        "spread-tenants = [\"a\", \"b\"]\nmax-connection-age = \"1h\"\n");
+    const FlagsOutcome from_file = parse({"--config", file.c_str()});
+    REQUIRE(from_file.config.has_value());
+    CHECK(from_file.config->threads == 4);
+    CHECK(from_file.config->idle_timeout_us == 90'000'000);
+    CHECK(from_file.config->log_level == ic::config::LogLevel::debug);
+    CHECK(from_file.config->insecure_disable_auth);
+    CHECK(from_file.config->spread_tenants == std::vector<std::string>{"a", "b"});
+    CHECK(from_file.config->max_connection_age_us == 3'600'000'000);
+
+    ::setenv("INFERENCECACHE_THREADS", "6", 1);
+    ::setenv("INFERENCECACHE_INDEX_TTL", "2h", 1);
+    ::setenv("INFERENCECACHE_PIN_THREADS", "false", 1);
+    ::setenv("INFERENCECACHE_LOG_FORMAT", "", 1);  // empty: as if unset
+    const FlagsOutcome env = parse({"--config", file.c_str()});
+    REQUIRE(env.config.has_value());
+    CHECK(env.config->threads == 6);                   // environment over file
+    CHECK(env.config->idle_timeout_us == 90'000'000);  // file over default
+    CHECK(env.config->index_ttl_us == 7'200'000'000);
+    CHECK_FALSE(env.config->pin_threads);
+    CHECK(env.config->log_format == ic::config::LogFormat::json);
+    const FlagsOutcome flag = parse({"--config", file.c_str(), "-threads=2"});
+    REQUIRE(flag.config.has_value());
+    CHECK(flag.config->threads == 2);                              // command line over environment
+    ::setenv("INFERENCECACHE_INSECURE_DISABLE_AUTH", "false", 1);  // a switch, from the environment
+    const FlagsOutcome off = parse({"--config", file.c_str()});
+    REQUIRE(off.config.has_value());
+    CHECK_FALSE(off.config->insecure_disable_auth);
+    ::unsetenv("INFERENCECACHE_INSECURE_DISABLE_AUTH");
+    ::setenv("INFERENCECACHE_CONFIG", file.c_str(), 1);
+    const FlagsOutcome env_config = parse({});
+    REQUIRE(env_config.config.has_value());
+    CHECK(env_config.config->log_level == ic::config::LogLevel::debug);
+    ::unsetenv("INFERENCECACHE_CONFIG");
+    ::setenv("INFERENCECACHE_THREADS", "many", 1);
+    CHECK(error_of({}) == "--threads: want an integer in [0, 1024], got \"many\"");
+    for (const char* name : {"INFERENCECACHE_THREADS", "INFERENCECACHE_INDEX_TTL",
+                             "INFERENCECACHE_PIN_THREADS", "INFERENCECACHE_LOG_FORMAT"}) {
+      ::unsetenv(name);
+    }
+
+    const std::string bad = ic::test::write_temp_file("ic-flags", "threadz = 4\n");
+    CHECK(error_of({"--config", bad.c_str()}).find("threadz") != std::string::npos);
+    const std::string bad_value = ic::test::write_temp_file("ic-flags", "index-ttl = \"0\"\n");
+    CHECK(error_of({"--config", bad_value.c_str()}) ==
+          "--index-ttl: must be at least 1ms, got \"0\"");
+    CHECK(error_of({"--config", "/nonexistent/server.toml"}).find("/nonexistent/server.toml") !=
+          std::string::npos);
+    for (const std::string& path : {file, bad, bad_value}) std::remove(path.c_str());
+  }
+
+  TEST_CASE("flags: the --config example of docs/admin.md, exactly as written") {
+    std::ifstream doc(IC_ADMIN_DOC);
+    std::stringstream text;
+    text << doc.rdbuf();
+    const std::string all = text.str();
+    const std::size_t open = all.find("```toml\n");
+    REQUIRE(open != std::string::npos);
+    const std::size_t begin = open + 8;
+    const std::size_t end = all.find("```", begin);
+    REQUIRE(end != std::string::npos);
+    const std::string file = ic::test::write_temp_file("ic-flags", all.substr(begin, end - begin));
+    const FlagsOutcome out = parse({"--config", file.c_str()});
+    std::remove(file.c_str());
+    REQUIRE(out.config.has_value());
+    CHECK(out.config->grpc_bind_address == ":9090");
+    CHECK(out.config->threads == 4);
+    CHECK(out.config->log_level == ic::config::LogLevel::debug);
+    CHECK(out.config->max_connection_age_us == 1'800'000'000);
+    CHECK_FALSE(out.config->pin_threads);
+    CHECK(out.config->spread_tenants == std::vector<std::string>{"team-a", "team-b"});
   }
 
   TEST_CASE("durations parse the Go time.Duration syntax into µs") {

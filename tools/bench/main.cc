@@ -4,6 +4,9 @@
 #include <poll.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -14,6 +17,7 @@
 #include "bench/workload.hh"
 #include "common/cli_parse.hh"
 #include "common/interrupt.hh"
+#include "common/progress.hh"
 #include "common/trace.hh"
 
 namespace {
@@ -127,6 +131,20 @@ bool preload(const std::string& host, int port, const Flags& f, const Workload& 
   return true;
 }
 
+// A progress bar over the run's duration on a terminal's stderr (ProgressBar draws nothing
+// otherwise) until `workers` threads have finished.
+void show_progress(std::int64_t start_ns, std::int64_t duration_ns,
+                   const std::atomic<std::size_t>& finished, std::size_t workers) {
+  ProgressBar bar(duration_ns / 1'000'000, true);
+  while (finished.load() < workers) {
+    bar.update(
+        std::clamp<std::int64_t>((now_ns() - start_ns) / 1'000'000, 0, duration_ns / 1'000'000),
+        "measuring");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  bar.finish();
+}
+
 int run(const Flags& f) {
   std::string host;
   int port = 0;
@@ -154,6 +172,11 @@ int run(const Flags& f) {
     workload = synthetic_workload(f.synthetic, f.scope, rpc);
     if (!f.preload) workload.preload.clear();
   }
+  RunDescription run = f.run;
+  run.path = workload.path;
+  run.source = f.trace.empty() ? "synthetic" : f.trace;
+  // Said at once (stderr, so --json output stays one document): a long run is not silent.
+  std::cerr << render_header(run) << std::flush;
   if (!f.dump_body.empty()) {
     std::ofstream out(f.dump_body, std::ios::binary);
     out << *workload.bodies[workload.order[0]];
@@ -188,6 +211,7 @@ int run(const Flags& f) {
   const std::int64_t start = now_ns() + 20'000'000;
   const auto duration_ns = static_cast<std::int64_t>(f.run.duration_s * 1e9);
   std::vector<std::thread> threads;
+  std::atomic<std::size_t> finished{0};
   for (std::size_t t = 0; t < plans.size(); ++t) {
     auto& plan = plans[t];
     const auto share = static_cast<double>(groups[t].size()) / f.run.connections;
@@ -199,13 +223,14 @@ int run(const Flags& f) {
     plan.order_offset = t * 7919;  // threads walk the order from different points
     plan.decode_reasons = rpc == Rpc::kLookup;
     if (groups[t].empty()) continue;
-    threads.emplace_back([&, t] { run_worker(plans[t], workload, groups[t], &results[t]); });
+    threads.emplace_back([&, t] {
+      run_worker(plans[t], workload, groups[t], &results[t]);
+      finished.fetch_add(1);
+    });
   }
+  show_progress(start, duration_ns, finished, threads.size());
   for (auto& thread : threads) thread.join();
 
-  RunDescription run = f.run;
-  run.path = workload.path;
-  run.source = f.trace.empty() ? "synthetic" : f.trace;
   run.bad_lines = bad_lines;
   run.start_ns = start;
   run.interrupted = interrupted();

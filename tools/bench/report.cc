@@ -31,14 +31,13 @@ Summary merge(const RunDescription& run, std::vector<WorkerResult>& results) {
   return s;
 }
 
-std::string render_text(const Summary& s) {
+std::string render_header(const RunDescription& r) {
   std::string out;
   char line[512];
   auto add = [&](auto... args) {
     std::snprintf(line, sizeof line, args...);
     out += line;
   };
-  const auto& r = s.run;
   add("inferencecache-bench: %s %s, %d connections x %d streams, %d thread(s), %.1f s%s\n",
       r.path.c_str(),
       r.rate > 0
@@ -46,6 +45,17 @@ std::string render_text(const Summary& s) {
           : "closed loop",
       r.connections, r.streams, r.threads, r.duration_s, r.interrupted ? " (INTERRUPTED)" : "");
   add("  requests: %s, server %s\n", r.source.c_str(), r.server.c_str());
+  return out;
+}
+
+std::string render_text(const Summary& s) {
+  std::string out = render_header(s.run);
+  char line[512];
+  auto add = [&](auto... args) {
+    std::snprintf(line, sizeof line, args...);
+    out += line;
+  };
+  const auto& r = s.run;
   add("calls: sent %llu, completed %llu, ok %llu, not sent %llu, unfinished %llu\n",
       static_cast<unsigned long long>(s.sent), static_cast<unsigned long long>(s.completed),
       static_cast<unsigned long long>(s.ok), static_cast<unsigned long long>(s.not_sent),

@@ -51,7 +51,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Summary, sent, completed, ok, not_sent, unfin
 // Adds up the workers' results and computes rates, percentiles and the histogram.
 Summary merge(const RunDescription& run, std::vector<WorkerResult>& results);
 
-// The human report: counts, rate, statuses, reasons, percentiles and a log2 histogram.
+// The report's first two lines: what runs against what ("inferencecache-bench: <path> open
+// loop at N calls/s, C connections x S streams, T thread(s), D s", then the requests' source
+// and the server). Printed to stderr as the run starts, and again atop render_text.
+std::string render_header(const RunDescription& run);
+
+// The human report: the header, counts, rate, statuses, reasons, percentiles and a log2
+// histogram.
 std::string render_text(const Summary& summary);
 
 // Schema "inferencecache-bench/v1".

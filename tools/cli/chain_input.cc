@@ -2,6 +2,7 @@
 
 #include "common/requests.hh"
 #include "common/trace.hh"
+#include "fingerprint/fingerprint.hh"
 
 namespace ic::tools::cli {
 
@@ -44,6 +45,21 @@ bool chain_from_hex(const std::vector<std::string>& hex, const std::vector<std::
     }
     out->hashes.push_back(bytes);
     out->tokens.push_back(tokens[i]);
+  }
+  return true;
+}
+
+bool chain_from_token_ids(const std::vector<std::uint32_t>& token_ids, std::int32_t block_size,
+                          Chain* out, std::string* error) {
+  if (block_size <= 0 || token_ids.size() < static_cast<std::size_t>(block_size)) {
+    *error = "--token-ids has " + std::to_string(token_ids.size()) +
+             " tokens, fewer than one block of --block-size " + std::to_string(block_size);
+    return false;
+  }
+  for (const std::uint64_t hash : fingerprint::prefix_hashes(token_ids, block_size)) {
+    const auto wire = fingerprint::to_wire(hash);
+    out->hashes.emplace_back(reinterpret_cast<const char*>(wire.data()), wire.size());
+    out->tokens.push_back(block_size);
   }
   return true;
 }

@@ -38,10 +38,20 @@ struct PrefixFlags {
   std::int32_t prefix_tokens = 0;
 };
 
+// The scheme the kvevents adapter reports by default (its --hash-scheme): the fingerprint of
+// token ids (docs/fingerprint.md), so a --token-ids lookup finds what the adapter stored.
+constexpr const char* kTokenScheme = "vllm";
+// The scheme of Mooncake trace ids (--block-ids), as the replay and the bench send them.
+constexpr const char* kMooncakeScheme = "mooncake";
+// minimumMatchedTokens of a tenant without a policy (docs/lookup.md "Defaults").
+constexpr std::int64_t kDefaultMatchedFloor = 64;
+
 struct Args {
-  std::string tenant, model, scheme = "mooncake", adapter, replica, type = "evicted", service;
+  // scheme "" = by input: kTokenScheme with --token-ids or --prompt, else kMooncakeScheme.
+  std::string tenant, model, scheme, adapter, replica, type = "evicted", service;
   PrefixFlags prefix;
   std::vector<std::uint32_t> token_ids;
+  std::int32_t block_size = 16;
   std::string prompt;
   int ttft_ms = 0;
   int tier = 1;
@@ -142,7 +152,9 @@ template <typename Message>
 void set_scope(Message& m, const Args& a) {
   m.set_tenant_id(a.tenant);
   m.set_model_id(a.model);
-  m.set_hash_scheme(a.scheme);
+  m.set_hash_scheme(!a.scheme.empty()                           ? a.scheme
+                    : !a.token_ids.empty() || !a.prompt.empty() ? kTokenScheme
+                                                                : kMooncakeScheme);
   m.set_adapter_id(a.adapter);
 }
 
@@ -156,6 +168,21 @@ std::int32_t add_chain(Message& m, const PrefixFlags& p) {
   for (auto t : chain.tokens) {
     m.add_block_token_counts(t);
     total += t;
+  }
+  return total;
+}
+
+// Adds the fingerprint chain of --token-ids (blocks of --block-size, as the server chunks a
+// token_ids lookup) to `entry`; returns its tokens.
+std::int32_t add_token_chain(v1::PrefixEntry& entry, const Args& a) {
+  cli::Chain chain;
+  std::string error;
+  if (!cli::chain_from_token_ids(a.token_ids, a.block_size, &chain, &error)) usage_error(error);
+  std::int32_t total = 0;
+  for (std::size_t i = 0; i < chain.hashes.size(); ++i) {
+    entry.add_block_hashes(chain.hashes[i]);
+    entry.add_block_token_counts(chain.tokens[i]);
+    total += chain.tokens[i];
   }
   return total;
 }
@@ -180,9 +207,39 @@ int call_and_print(const char* method, const Global& g, Stub& stub, Rpc rpc, con
   return 0;
 }
 
-void print_route(const v1::LookupRouteResponse& response) {
+// Tokens of the prefix a lookup asks about, as far as the cli knows them (0: not known).
+std::int64_t request_tokens(const v1::LookupRouteRequest& request) {
+  std::int64_t total = 0;
+  for (const auto t : request.block_token_counts()) total += t;
+  if (total == 0) total = request.prefix_token_count();
+  if (total == 0) total = request.token_ids_size();
+  return total;
+}
+
+// AFFINITY_HINT and NO_HINT say nothing of matches under the matched-tokens floor, which the
+// server drops before answering (docs/lookup.md step 10): say so, and when the whole prefix is
+// under the default floor, that even a replica holding all of it is filtered.
+void print_floor_note(const v1::LookupRouteResponse& response, std::int64_t tokens) {
+  const std::string& reason = response.reason_code();
+  if (reason != "AFFINITY_HINT" && reason != "NO_HINT") return;
+  if (tokens > 0 && tokens < kDefaultMatchedFloor) {
+    std::printf(
+        "note: this prefix has %lld tokens, under the %lld-token matched-tokens floor: a "
+        "replica holding it is matched, then filtered out, never reported as PREFIX_MATCH "
+        "(minimumMatchedTokens, docs/lookup.md step 10; a policy may lower it)\n",
+        static_cast<long long>(tokens), static_cast<long long>(kDefaultMatchedFloor));
+  } else {
+    std::printf(
+        "note: no replica matched at least the matched-tokens floor (%lld tokens by default); "
+        "shorter matches are filtered (minimumMatchedTokens, docs/lookup.md step 10)\n",
+        static_cast<long long>(kDefaultMatchedFloor));
+  }
+}
+
+void print_route(const v1::LookupRouteResponse& response, std::int64_t tokens) {
   std::printf("reason: %s  (server lookup latency %lld us)\n", response.reason_code().c_str(),
               static_cast<long long>(response.lookup_latency_us()));
+  print_floor_note(response, tokens);
   if (response.replica_scores_size() == 0) {
     std::printf("no replica scores: route as usual\n");
   } else {
@@ -206,8 +263,10 @@ int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   request.set_prefix_token_count(a.prefix.prefix_tokens);
   for (auto t : a.token_ids) request.add_token_ids(t);
   request.set_prompt_text(a.prompt);
-  return call_and_print("LookupRoute", g, stub, &v1::InferenceCache::Stub::LookupRoute, request,
-                        print_route);
+  const std::int64_t tokens = request_tokens(request);
+  return call_and_print(
+      "LookupRoute", g, stub, &v1::InferenceCache::Stub::LookupRoute, request,
+      [tokens](const v1::LookupRouteResponse& response) { print_route(response, tokens); });
 }
 
 // Prints an Ack (human or JSON); exit status 0 when accepted, 1 otherwise.
@@ -224,11 +283,14 @@ int do_report(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   update.set_replica_id(a.replica);
   set_scope(update, a);
   const bool has_chain = !a.prefix.block_ids.empty() || !a.prefix.block_hashes.empty();
+  const bool has_tokens = !a.token_ids.empty();
+  if (has_chain && has_tokens) usage_error("give --token-ids or a block chain, not both");
   const std::string exact = prefix_bytes(a.prefix);
-  if (has_chain || !exact.empty()) {
+  if (has_chain || has_tokens || !exact.empty()) {
     auto* entry = update.add_prefixes();
     entry->set_tier(static_cast<v1::CacheTier>(a.tier));
     if (has_chain) entry->set_token_count(add_chain(*entry, a.prefix));
+    if (has_tokens) entry->set_token_count(add_token_chain(*entry, a));
     if (!exact.empty()) {
       entry->set_prefix_hash(exact);
       entry->set_token_count(a.prefix.prefix_tokens);
@@ -243,8 +305,8 @@ int do_report(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   }
   if (update.prefixes_size() == 0 && !update.has_stats()) {
     usage_error(
-        "report needs a prefix (--block-ids, --block-hashes, --prefix-hash) or stats "
-        "(--pressure, --hit-rate)");
+        "report needs a prefix (--block-ids, --block-hashes, --token-ids, --prefix-hash) or "
+        "stats (--pressure, --hit-rate)");
   }
   grpc::ClientContext context;
   set_deadline(context, g);
@@ -339,12 +401,21 @@ int main(int argc, char** argv) {
     cmd->add_option("--model", a.model, "model_id")->required();
   }
   for (auto* cmd : {lookup, report}) {
-    cmd->add_option("--scheme", a.scheme, "hash_scheme")->capture_default_str();
+    cmd->add_option("--hash-scheme,--scheme", a.scheme,
+                    "hash_scheme; default: vllm with --token-ids or --prompt (what "
+                    "inferencecache-kvevents reports by default), mooncake otherwise");
     add_prefix_flags(cmd, a.prefix);
+    cmd->add_option("--token-ids", a.token_ids,
+                    "token ids (lookup: the server fingerprints them; report: fingerprinted here "
+                    "in blocks of --block-size)")
+        ->delimiter(',');
   }
+  report
+      ->add_option("--block-size", a.block_size,
+                   "--token-ids: tokens per KV block, the server's --engine-block-size")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   for (auto* cmd : {lookup, report, event}) cmd->add_option("--adapter", a.adapter, "adapter_id");
-  lookup->add_option("--token-ids", a.token_ids, "token ids (the server fingerprints them)")
-      ->delimiter(',');
   lookup->add_option("--prompt", a.prompt, "prompt text (needs a server-side tokenizer)");
   lookup->add_option("--ttft-ms", a.ttft_ms, "SLO ttft_ms (0 < v < 200 is 'tight')");
   for (auto* cmd : {report, event})

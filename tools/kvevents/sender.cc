@@ -31,6 +31,9 @@ constexpr std::uint64_t kStreamTag = 0;
 // Update bytes the stream may hold before the socket takes them (HTTP/2 flow control or a full
 // socket): beyond it updates wait in the queue, which then applies backpressure.
 constexpr std::size_t kMaxUnsentBytes = 1 << 20;
+// At most one "cannot reach" line per this (µs) while the server stays away; the attempts in
+// between are counted into the next line.
+constexpr std::int64_t kUnreachableLogUs = 30'000'000;
 
 // A server that vanished without a FIN (host loss) is noticed by TCP keepalive when idle and by
 // the user timeout when data is unacknowledged.
@@ -48,6 +51,7 @@ void set_keepalive(int fd) {
 Sender::Sender(SenderOptions options, Counters& counters)
     : options_(std::move(options)),
       counters_(counters),
+      unreachable_log_(kUnreachableLogUs),
       wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (!split_host_port(options_.server, &host_, &port_)) {
     throw std::invalid_argument("server address is not host:port: " + options_.server);
@@ -135,8 +139,11 @@ bool Sender::connect() {
     conn_ = std::make_unique<bench::H2Connection>(
         host_, port_, 1000, [this](bench::CallOutcome&& outcome) { on_done(std::move(outcome)); });
   } catch (const std::runtime_error& e) {
-    config::log(LogLevel::debug, "cannot reach the InferenceCache server",
-                {{"server", options_.server}, {"why", e.what()}});
+    std::uint64_t suppressed = 0;
+    if (unreachable_log_.allow(config::log_clock_us(), &suppressed)) {
+      config::log(LogLevel::warn, "cannot reach the InferenceCache server; retrying with backoff",
+                  {{"server", options_.server}, {"why", e.what()}, {"suppressed", suppressed}});
+    }
     return false;
   }
   set_keepalive(conn_->fd());

@@ -240,7 +240,8 @@ TEST_CASE("/snapshot after a known ingest is the expected JSON document") {
   CHECK(r.status == 200);
   CHECK(r.headers.find("Content-Type: application/json\r\n") != std::string::npos);
   // The document tests/admin/snapshot_json_test renders from the same rows.
-  CHECK(r.body == ic::itest::read_golden(IC_SNAPSHOT_GOLDEN));
+  // The golden document, and the newline that ends every /snapshot answer.
+  CHECK(r.body == ic::itest::read_golden(IC_SNAPSHOT_GOLDEN) + "\n");
   CHECK(s.stop() == 0);
 }
 
@@ -293,9 +294,12 @@ TEST_CASE(
   CHECK(bad.body.find("bogus") != std::string::npos);
   CHECK(http_request(port, "POST", "/policy", R"({"version":2})", kAuth).status == 400);
   CHECK(http_request(port, "POST", "/policy", R"({"version":7}{})", kAuth).status == 400);
+  // GET /policy reads back the document in force: the last good one.
   const HttpReply get = http_request(port, "GET", "/policy", {}, kAuth);
-  CHECK(get.status == 405);
-  CHECK(get.headers.find("Allow: POST, PUT\r\n") != std::string::npos);
+  CHECK(get.status == 200);
+  CHECK(get.headers.find("Content-Type: application/json\r\n") != std::string::npos);
+  CHECK(get.body == policy + "\n");
+  CHECK(http_request(port, "GET", "/policy").status == 401);
   // A rejected body keeps the last good policy.
   CHECK(s.lookup(exact(tenants[0], "llama", "h32")).reason_code() == "PREFIX_MATCH");
   // The spec's example replaces everything: our tenants fall back to the default floor.
@@ -310,7 +314,7 @@ TEST_CASE(
   }
 
   const std::string scraped = s.scrape();
-  CHECK(scraped.find(ic::test::auth_total_lines("policy", 5, 2, 1, 0)) != std::string::npos);
+  CHECK(scraped.find(ic::test::auth_total_lines("policy", 6, 3, 1, 0)) != std::string::npos);
   const auto m = samples(scraped);
   CHECK(value_of(m, "inferencecache_policy_reloads_total{source=\"http\",result=\"ok\"}") == 2);
   CHECK(value_of(m, "inferencecache_policy_reloads_total{source=\"http\",result=\"error\"}") == 3);

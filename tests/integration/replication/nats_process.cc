@@ -30,8 +30,8 @@ bool accepts(std::uint16_t port) {
 
 }  // namespace
 
-NatsProcess::NatsProcess(std::string store_dir)
-    : store_dir_(std::move(store_dir)), port_(free_loopback_port()) {
+NatsProcess::NatsProcess(std::string store_dir, bool jetstream)
+    : store_dir_(std::move(store_dir)), port_(free_loopback_port()), jetstream_(jetstream) {
   start();
 }
 
@@ -44,8 +44,13 @@ void NatsProcess::start() {
   const std::string log = store_dir_ + "/nats.log";
   pid_ = ::fork();
   if (pid_ == 0) {
-    ::execl(binary, binary, "-js", "-sd", store_dir_.c_str(), "-a", "127.0.0.1", "-p", port.c_str(),
-            "-l", log.c_str(), static_cast<char*>(nullptr));
+    if (jetstream_) {
+      ::execl(binary, binary, "-js", "-sd", store_dir_.c_str(), "-a", "127.0.0.1", "-p",
+              port.c_str(), "-l", log.c_str(), static_cast<char*>(nullptr));
+    } else {
+      ::execl(binary, binary, "-a", "127.0.0.1", "-p", port.c_str(), "-l", log.c_str(),
+              static_cast<char*>(nullptr));
+    }
     ::_exit(127);
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -13,9 +13,10 @@ namespace ic::itest {
 
 class NatsProcess {
  public:
-  // Starts nats-server storing under `store_dir`; returns once its port
-  // accepts connections (throws std::runtime_error after 20 s).
-  explicit NatsProcess(std::string store_dir);
+  // Starts nats-server storing under `store_dir` (without JetStream when
+  // `jetstream` is false); returns once its port accepts connections (throws
+  // std::runtime_error after 20 s).
+  explicit NatsProcess(std::string store_dir, bool jetstream = true);
   ~NatsProcess();  // stop()s
   NatsProcess(const NatsProcess&) = delete;
   NatsProcess& operator=(const NatsProcess&) = delete;
@@ -29,6 +30,7 @@ class NatsProcess {
  private:
   std::string store_dir_;
   std::uint16_t port_ = 0;
+  bool jetstream_ = true;
   pid_t pid_ = -1;
 };
 

@@ -83,6 +83,8 @@ class H2Client {
   // True once the server sent GOAWAY; last_stream_id is its value.
   bool goaway_received() const { return session_.goaway_received; }
   int32_t goaway_last_stream_id() const { return session_.goaway_last_stream; }
+  // Its error code (RFC 9113 §7: 0 = NO_ERROR, 11 = ENHANCE_YOUR_CALM).
+  uint32_t goaway_error() const { return session_.goaway_error; }
   // True once the server closed the TCP connection (EOF or error).
   bool eof() const { return eof_; }
   // The server's SETTINGS_MAX_CONCURRENT_STREAMS (UINT32_MAX when unset).

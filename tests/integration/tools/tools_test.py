@@ -99,6 +99,39 @@ def case_cli(a, target):
     rc, out, err = run(base + ["lookup"] + scope + ["--block-hashes", "00", "--block-tokens", "1,2"])
     check(rc == 2 and "--block-hashes has 1 entries" in err, "usage error: %d %r" % (rc, err))
 
+    # Token ids: report stores the fingerprint chain (blocks of 16, the server's default
+    # --engine-block-size), lookup lets the server chunk them; both default to the scheme the
+    # kvevents adapter reports (vllm), so they meet.
+    tokens = ["--tenant", "cli-tok", "--model", "m"]
+    ids80 = ",".join(str(i) for i in range(1, 81))
+    rc, out, err = run(base + ["report"] + tokens + ["--replica", "r-t", "--token-ids", ids80])
+    check(rc == 0 and "accepted: yes" in out, "report --token-ids: %d %r %r" % (rc, out, err))
+    rc, out, err = run(base + ["--json", "lookup"] + tokens + ["--token-ids", ids80])
+    doc = json.loads(out)
+    check(rc == 0 and doc["reason_code"] == "PREFIX_MATCH", "token lookup: %d %r" % (rc, out))
+    check(doc["replica_scores"][0]["replica_id"] == "r-t" and
+          doc["replica_scores"][0]["matched_tokens"] == 80, "token match %r" % out)
+    rc, out, err = run(base + ["--json", "lookup"] + tokens + ["--scheme", "vllm", "--token-ids", ids80])
+    check(rc == 0 and json.loads(out)["reason_code"] == "PREFIX_MATCH", "--scheme vllm: %r" % out)
+    rc, out, err = run(base + ["--json", "lookup"] + tokens + ["--hash-scheme", "sglang",
+                                                               "--token-ids", ids80])
+    check(rc == 0 and json.loads(out)["reason_code"] == "UNKNOWN_HASH_SCHEME",
+          "explicit --hash-scheme: %r" % out)
+    # A 48-token prefix the replica holds whole: matched, then dropped by the 64-token floor.
+    ids48 = ",".join(str(i) for i in range(1001, 1049))
+    rc, out, err = run(base + ["report"] + tokens + ["--replica", "r-t", "--token-ids", ids48])
+    check(rc == 0 and "accepted: yes" in out, "report 48 tokens: %d %r %r" % (rc, out, err))
+    rc, out, err = run(base + ["lookup"] + tokens + ["--token-ids", ids48])
+    check(rc == 0 and out.startswith("reason: AFFINITY_HINT  (server lookup latency "),
+          "48-token lookup: %d %r" % (rc, out))
+    check("note: this prefix has 48 tokens, under the 64-token matched-tokens floor: a replica "
+          "holding it is matched, then filtered out, never reported as PREFIX_MATCH "
+          "(minimumMatchedTokens, docs/lookup.md step 10; a policy may lower it)\n" in out,
+          "48-token lookup says nothing of the floor: %r" % out)
+    rc, out, err = run(base + ["report"] + tokens + ["--replica", "r-t", "--token-ids", "1,2,3"])
+    check(rc == 2 and "--token-ids has 3 tokens, fewer than one block of --block-size 16" in err,
+          "short --token-ids: %d %r" % (rc, err))
+
 
 def case_bench(a, target):
     rc, out, err = run([a.bench, "--server", target, "-D", "1", "-r", "200", "-c", "2", "-m", "4",
@@ -114,6 +147,25 @@ def case_bench(a, target):
     check(rc == 0, "bench report exit %d: %s" % (rc, err))
     doc = json.loads(out)
     check(doc["ok"] == 100 and doc["statuses"] == {"OK": 100}, "report statuses %s" % doc["statuses"])
+
+
+def case_bench_header(a, target):
+    # The header is on stderr as the run starts, long before the 3 s run ends.
+    p = subprocess.Popen([a.bench, "--server", target, "-D", "3", "-r", "100", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = p.stderr.readline()
+    running = p.poll() is None
+    second = p.stderr.readline()
+    out = p.stdout.read()
+    rest = p.stderr.read()
+    p.wait(timeout=60)
+    check(first == "inferencecache-bench: /inferencecache.v1alpha1.InferenceCache/LookupRoute "
+          "open loop at 100 calls/s, 4 connections x 16 streams, 1 thread(s), 3.0 s\n",
+          "first stderr line %r" % first)
+    check(running, "the header came only when the run had ended")
+    check(second == "  requests: synthetic, server %s\n" % target, "second line %r" % second)
+    check(rest == "", "rest of stderr %r" % rest)
+    check(p.returncode == 0 and json.loads(out)["sent"] == 300, "bench: %d %r" % (p.returncode, out))
 
 
 def case_missing_server(a, target):
