@@ -136,6 +136,7 @@ LoadOutcome load_from(StateFileReader& reader, const std::vector<index::Shard*>&
   out.created_at_us = header.created_at_us();
   out.stream_name = header.stream_name();
   out.stream_sequence = header.stream_sequence();
+  out.stream_created_ns = header.stream_created_ns();
   return out;
 }
 
@@ -288,6 +289,7 @@ std::unique_ptr<StateFileWriter> StateSaver::open_file(std::int64_t started_us,
   head.set_policy_json(std::move(policy_json));
   head.set_stream_name(position.stream);
   head.set_stream_sequence(position.sequence);
+  head.set_stream_created_ns(position.created_ns);
   auto writer = StateFileWriter::create(options_.path, head, error);
   if (!writer) stats_.record_save(false, 0, 0, 0, 0);
   return writer;

@@ -35,8 +35,9 @@ struct LoadOutcome {
   std::string policy_json;        // the saved policy document ("" = defaults)
   std::string server_version;     // version that wrote the file
   std::int64_t created_at_us = 0;
-  std::string stream_name;            // replication stream of stream_sequence ("" = none)
-  std::uint64_t stream_sequence = 0;  // last stream record the snapshot includes
+  std::string stream_name;             // replication stream of stream_sequence ("" = none)
+  std::uint64_t stream_sequence = 0;   // last stream record the snapshot includes
+  std::int64_t stream_created_ns = 0;  // that stream's creation time (identity; 0 = unknown)
 };
 
 // The replication stream position a snapshot includes (docs/replication.md
@@ -44,6 +45,7 @@ struct LoadOutcome {
 struct StreamPosition {
   std::string stream;  // "" without replication
   std::uint64_t sequence = 0;
+  std::int64_t created_ns = 0;  // the stream's creation time, its identity (0 = unknown)
 };
 
 // How a load reads (docs/persistence.md "Bounds").

@@ -352,6 +352,7 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   options.snapshot_max_bytes = config.nats_snapshot_max_bytes;
   if (loaded.status == ic::persist::LoadStatus::kOk && loaded.stream_name == config.nats_stream) {
     options.resume_after = loaded.stream_sequence;
+    options.resume_stream_created_ns = loaded.stream_created_ns;
   }
   replicator =
       std::make_unique<ic::replication::Replicator>(options, *index, registry.replication());
