@@ -25,9 +25,20 @@ constexpr std::size_t kPublishBatch = 512;                   // records per publ
 constexpr std::size_t kBatchRecords = 256;                   // records per stream message
 constexpr std::size_t kBatchBytes = std::size_t{256} << 10;  // body bytes per stream message
 constexpr int kReceiveBatch = 1024;                          // messages per receive round
-constexpr int64_t kIdleWaitMs = 5;                           // receive wait when nothing arrives
-constexpr int64_t kAckWaitMs = 5000;                         // then a publish counts as failed
-constexpr int64_t kJsApiWaitMs = 2000;                       // JetStream API requests
+// A round also ends past this many message bytes or records (docs/replication.md
+// "Applying the stream": what a round parses, and what one core task runs, is bounded).
+constexpr std::size_t kRoundBytes = std::size_t{1} << 20;
+constexpr std::size_t kRoundRecords = 2048;
+// Records posted to the cores and not yet run; past it the thread waits.
+constexpr std::int64_t kMaxInFlight = 2048;
+// Messages the NATS library may hold for the subscription before they are
+// taken (its default is 64 MiB): a catching-up server would otherwise take in
+// the stream as fast as the network allows. Past it the library drops and the
+// ordered consumer resumes after the last message taken.
+constexpr int kPendingBytes = 4 << 20;
+constexpr int64_t kIdleWaitMs = 5;          // receive wait when nothing arrives
+constexpr int64_t kAckWaitMs = 5000;        // then a publish counts as failed
+constexpr int64_t kJsApiWaitMs = 2000;      // JetStream API requests
 constexpr int64_t kMaxAsyncPending = 8192;  // publishes awaiting acks in the library
 constexpr auto kFlushAtStop = 2s;           // publishing what is buffered at stop
 constexpr std::int64_t kDuplicateWindowNs = 120LL * 1'000'000'000;  // JetStream default
@@ -111,7 +122,7 @@ Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
       stats_(stats),
       encoder_(unique_origin()),
       outbox_(options_.buffer_bytes),
-      applier_(router, encoder_.origin()) {
+      applier_(router, encoder_.origin(), kMaxInFlight) {
   applier_.resume_after(options_.resume_after);
   stream_created_ns_.store(options_.resume_stream_created_ns);
   stats_.set_enabled();
@@ -470,6 +481,7 @@ bool Replicator::subscribe() {
                 {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
     return false;
   }
+  natsSubscription_SetPendingLimits(nats_->sub, -1, kPendingBytes);
   stats_.add_reconnect();
   config::log(LogLevel::info, "replication: subscribed",
               {{"stream", options_.stream}, {"from_sequence", next}});
@@ -527,7 +539,9 @@ void Replicator::receive_some() {
 }
 
 void Replicator::receive_round() {
+  std::size_t round_bytes = 0;
   for (int i = 0; i < kReceiveBatch && !stopping_.load(std::memory_order_relaxed); ++i) {
+    if (round_bytes >= kRoundBytes || applier_.queued() >= kRoundRecords) return;
     // The round is what has arrived: never wait past the first record (a
     // record waiting in the round is not applied).
     int buffered = 0;
@@ -555,6 +569,7 @@ void Replicator::receive_round() {
         stats_.set_catch_up_target(target_);
       }
       if (sequence >= applier_.next_sequence()) apply_message(sequence, msg);
+      round_bytes += static_cast<std::size_t>(natsMsg_GetDataLength(msg));
       jsMsgMetaData_Destroy(meta);
     }
     natsMsg_Destroy(msg);
