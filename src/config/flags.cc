@@ -190,6 +190,9 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
       {"--state-save-interval", &raw.state_save_interval, "period of --state-file saves"},
       {"--nats-url", &c.nats_url, "replication: NATS server URL(s), comma-separated (docs/replication.md)"},
       {"--nats-stream", &c.nats_stream, "replication: the JetStream stream name"},
+      {"--nats-tls-ca-file", &c.nats_tls_ca_file, "replication: TLS to NATS, trusting this PEM CA bundle"},
+      {"--nats-tls-cert-file", &c.nats_tls_cert_file, "replication: TLS client certificate (PEM) for NATS"},
+      {"--nats-tls-key-file", &c.nats_tls_key_file, "replication: its private key (PEM)"},
       {"--nats-buffer-bytes", &raw.nats_buffer_bytes, "replication: changes buffered while NATS is slow or away"},
       {"--nats-startup-wait", &raw.nats_startup_wait, "replication: /readyz waits this long for NATS at start, then serves local state"},
       {"--nats-snapshot-interval", &raw.nats_snapshot_interval, "replication: period of index snapshots published to JetStream (0: never)"},
@@ -223,6 +226,19 @@ void require_state_dir(const std::string& path) {
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw FlagError{"--state-file: directory \"" + dir + "\" does not exist"};
   }
+}
+
+// --nats-tls-*: readable files; a certificate and its key come together.
+void require_nats_tls(const ServerConfig& c) {
+  if (c.nats_tls_cert_file.empty() != c.nats_tls_key_file.empty()) {
+    throw FlagError{
+        c.nats_tls_cert_file.empty()
+            ? "--nats-tls-key-file given without --nats-tls-cert-file (both or neither)"
+            : "--nats-tls-cert-file given without --nats-tls-key-file (both or neither)"};
+  }
+  require_readable("--nats-tls-ca-file", c.nats_tls_ca_file);
+  require_readable("--nats-tls-cert-file", c.nats_tls_cert_file);
+  require_readable("--nats-tls-key-file", c.nats_tls_key_file);
 }
 
 void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
@@ -275,6 +291,7 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   c.metrics_stream_interval_us =
       parse_duration_flag("--metrics-stream-interval", raw.metrics_stream_interval, 100'000);
   require_stream_name(c.nats_stream);
+  require_nats_tls(c);
   c.nats_buffer_bytes = parse_uint<std::uint64_t>("--nats-buffer-bytes", raw.nats_buffer_bytes,
                                                   1u << 16, std::uint64_t{1} << 36);
   c.nats_startup_wait_us = parse_duration_flag("--nats-startup-wait", raw.nats_startup_wait, 0);

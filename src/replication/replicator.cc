@@ -232,6 +232,9 @@ void Replicator::start() {
   natsOptions_Create(&nats_->options);
   natsOptions* o = nats_->options;
   natsOptions_SetURL(o, options_.url.c_str());
+  if (std::string error = apply_tls(o, options_.tls); !error.empty()) {
+    config::log(LogLevel::error, "replication: NATS TLS options not usable", {{"error", error}});
+  }
   natsOptions_SetName(o, "inferencecache-server");
   natsOptions_SetMaxReconnect(o, -1);  // forever: NATS may be away for long
   natsOptions_SetReconnectWait(o, 250);

@@ -28,6 +28,7 @@
 #include "metrics/replication_stats.hh"
 #include "persist/state_saver.hh"
 #include "replication/applier.hh"
+#include "replication/nats_tls.hh"
 #include "replication/outbox.hh"
 #include "replication/record.hh"
 #include "service/change_observer.hh"
@@ -40,6 +41,7 @@ class StateStore;
 struct ReplicatorOptions {
   std::string url;                                   // --nats-url: "nats://host:4222[,nats://...]"
   std::string stream;                                // --nats-stream
+  NatsTls tls;                                       // --nats-tls-*
   std::size_t buffer_bytes = std::size_t{64} << 20;  // --nats-buffer-bytes
   // MaxAge of the stream when this server creates it (µs; the index TTL:
   // older changes have expired anyway). An existing stream is used as is.

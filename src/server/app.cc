@@ -85,6 +85,11 @@ ic::persist::LoadOutcome load_returning_pages(
   return got;
 }
 
+// --nats-tls-* (docs/replication.md "Who may publish").
+ic::replication::NatsTls nats_tls(const ServerConfig& config) {
+  return {config.nats_tls_ca_file, config.nats_tls_cert_file, config.nats_tls_key_file};
+}
+
 }  // namespace
 
 // Rejects unparsable listen addresses with the flag name (exit 2).
@@ -296,8 +301,9 @@ void App::install_saved_policy(const std::string& json, std::string_view source)
 void App::load_from_stream(ic::persist::LoadOutcome& got) {
   const bool have_position =
       got.status == ic::persist::LoadStatus::kOk && got.stream_name == config.nats_stream;
-  ic::replication::Bootstrap fetched = ic::replication::fetch_bootstrap(
-      config.nats_url, config.nats_stream, !have_position, std::chrono::seconds(5));
+  ic::replication::Bootstrap fetched =
+      ic::replication::fetch_bootstrap(config.nats_url, nats_tls(config), config.nats_stream,
+                                       !have_position, std::chrono::seconds(5));
   if (!fetched.reached) {
     ic::config::log(LogLevel::warn, "replication: no snapshot or kept policy fetched",
                     {{"error", fetched.error}});
@@ -342,6 +348,7 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   ic::replication::ReplicatorOptions options;
   options.url = config.nats_url;
   options.stream = config.nats_stream;
+  options.tls = nats_tls(config);
   options.buffer_bytes = config.nats_buffer_bytes;
   options.max_age_us = config.index_ttl_us;
   // /readyz waits for the catch-up (docs/replication.md "Readiness").

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -205,6 +206,52 @@ TEST_CASE("a burst on the stream is applied in bounded rounds: memory stays near
   CHECK(peak - steady <= 48);
   CHECK(after - steady <= 24);
   CHECK(b.server.stop() == 0);
+}
+
+// A CA, a NATS server certificate for 127.0.0.1 and a client certificate,
+// made with the openssl command line in `dir`.
+void make_pki(const TempDir& dir) {
+  const std::string d = dir.path.string();
+  std::ofstream(d + "/server.ext") << "subjectAltName=IP:127.0.0.1\n";
+  std::ofstream(d + "/client.ext") << "extendedKeyUsage=clientAuth\n";
+  const std::string cmd =
+      "cd " + d +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca -keyout ca.key "
+      "-out ca.crt"
+      " && openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out "
+      "server.csr"
+      " && openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 "
+      "-extfile server.ext -out server.crt"
+      " && openssl req -newkey rsa:2048 -nodes -subj /CN=inferencecache -keyout client.key -out "
+      "client.csr"
+      " && openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 "
+      "-extfile client.ext -out client.crt";
+  REQUIRE(std::system((cmd + " >/dev/null 2>&1").c_str()) == 0);
+}
+
+TEST_CASE("--nats-tls-*: replication over TLS to a NATS server that verifies its clients") {
+  TempDir dir;
+  make_pki(dir);
+  const std::string d = dir.path.string();
+  std::ofstream(d + "/nats.conf") << "tls {\n  cert_file: \"" << d
+                                  << "/server.crt\"\n  key_file: \"" << d
+                                  << "/server.key\"\n  ca_file: \"" << d
+                                  << "/ca.crt\"\n  verify: true\n}\n";
+  std::filesystem::create_directory(d + "/store");
+  ic::itest::NatsProcess nats(d + "/store", d + "/nats.conf");
+  const std::vector<std::string> tls = {"--nats-tls-ca-file",   d + "/ca.crt",
+                                        "--nats-tls-cert-file", d + "/client.crt",
+                                        "--nats-tls-key-file",  d + "/client.key"};
+  Served a(nats.url(), "", tls), b(nats.url(), "", tls);
+  REQUIRE(a.report(workload(0, 4, future_us())).ok());
+  CHECK(same_answers(a, b, 4));
+  CHECK(b.metric("inferencecache_replication_connected") == 1);
+  CHECK(eventually([&] { return a.metric("inferencecache_replication_published_total") == 8; }));
+  // Without a client certificate the NATS server refuses the connection.
+  Served plain(nats.url(), "", {"--nats-startup-wait", "1s"});
+  CHECK(plain.metric("inferencecache_replication_connected") == 0);
+  CHECK(plain.metric("inferencecache_replication_applied_total") == 0);
+  stop_all({&a, &b, &plain});
 }
 
 }  // namespace

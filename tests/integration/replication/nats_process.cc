@@ -30,8 +30,10 @@ bool accepts(std::uint16_t port) {
 
 }  // namespace
 
-NatsProcess::NatsProcess(std::string store_dir)
-    : store_dir_(std::move(store_dir)), port_(free_loopback_port()) {
+NatsProcess::NatsProcess(std::string store_dir, std::string config_file)
+    : store_dir_(std::move(store_dir)),
+      config_file_(std::move(config_file)),
+      port_(free_loopback_port()) {
   start();
 }
 
@@ -44,8 +46,13 @@ void NatsProcess::start() {
   const std::string log = store_dir_ + "/nats.log";
   pid_ = ::fork();
   if (pid_ == 0) {
-    ::execl(binary, binary, "-js", "-sd", store_dir_.c_str(), "-a", "127.0.0.1", "-p", port.c_str(),
-            "-l", log.c_str(), static_cast<char*>(nullptr));
+    if (config_file_.empty()) {
+      ::execl(binary, binary, "-js", "-sd", store_dir_.c_str(), "-a", "127.0.0.1", "-p",
+              port.c_str(), "-l", log.c_str(), static_cast<char*>(nullptr));
+    } else {
+      ::execl(binary, binary, "-c", config_file_.c_str(), "-js", "-sd", store_dir_.c_str(), "-a",
+              "127.0.0.1", "-p", port.c_str(), "-l", log.c_str(), static_cast<char*>(nullptr));
+    }
     ::_exit(127);
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -13,9 +13,10 @@ namespace ic::itest {
 
 class NatsProcess {
  public:
-  // Starts nats-server storing under `store_dir`; returns once its port
-  // accepts connections (throws std::runtime_error after 20 s).
-  explicit NatsProcess(std::string store_dir);
+  // Starts nats-server storing under `store_dir` (and reading `config_file`,
+  // e.g. a tls block, when given); returns once its port accepts connections
+  // (throws std::runtime_error after 20 s).
+  explicit NatsProcess(std::string store_dir, std::string config_file = "");
   ~NatsProcess();  // stop()s
   NatsProcess(const NatsProcess&) = delete;
   NatsProcess& operator=(const NatsProcess&) = delete;
@@ -28,6 +29,7 @@ class NatsProcess {
 
  private:
   std::string store_dir_;
+  std::string config_file_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
 };
