@@ -2,13 +2,23 @@
 // 1,000,000 (key, replica) entries (62,500 16-block chains over 8 tenants ×
 // 8 replicas), writes the state file as the server's final save does, loads
 // it into a fresh index as the server's startup does, and prints each phase's
-// wall time, the file size, and whether 1,000 chain lookups answer the same.
+// wall time, the file size, whether 1,000 chain lookups answer the same, and
+// the memory each index took: the RSS growth of filling it by ingest and of
+// restoring it from the file (mimalloc's free pages handed back first, as
+// the server does after its load), the load's peak over its start, and
+// their ratio (docs/persistence.md "Bounds": restored ≤ 1.2 × ingest).
 //
-//   build/perf/state_restart [PATH]   (default /tmp/ic-state-restart.bin; kept
+//   build/perf/state_restart [PATH [TENANTS]]   (default /tmp/ic-state-restart.bin, 8; kept
 //   afterwards so `perf/warm_restart.sh` can start the real server on it)
 
+#include <mimalloc.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,7 +37,31 @@ namespace pb = ic::service::wire::pb;
 using Clock = std::chrono::steady_clock;
 
 constexpr unsigned kCores = 2;
-constexpr int kTenants = 8, kReplicas = 8, kBlocks = 16, kChains = 62'500;
+constexpr int kReplicas = 8, kBlocks = 16, kChains = 62'500;
+// Tenants the chains spread over (argv[2]; 1 puts the whole index on one shard).
+int kTenants = 8;
+
+// The process's resident set now and at its peak (VmRSS, VmHWM), MB.
+struct Rss {
+  double now_mb = 0;
+  double peak_mb = 0;
+};
+Rss rss() {
+  Rss r;
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) r.now_mb = std::stod(line.substr(6)) / 1024;
+    if (line.rfind("VmHWM:", 0) == 0) r.peak_mb = std::stod(line.substr(6)) / 1024;
+  }
+  return r;
+}
+// Hands mimalloc's free pages back (as the server does after its load) and
+// restarts the peak counter (clear_refs 5).
+Rss settled() {
+  mi_collect(true);
+  std::ofstream("/proc/self/clear_refs") << "5";
+  return rss();
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -99,16 +133,25 @@ std::vector<std::string> answers(Index& idx, std::int64_t now) {
 
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "/tmp/ic-state-restart.bin";
+  if (argc > 2) kTenants = std::max(1, std::atoi(argv[2]));
   // Real wall time, so a server started on the file keeps the entries fresh.
   const std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
+  mi_option_set(mi_option_decommit_delay, 0);
+  mi_option_set(mi_option_segment_decommit_delay, 0);
+  const Rss empty = settled();
   Index before;
   auto t0 = Clock::now();
   for (int i = 0; i < kChains; ++i)
     ic::service::wire::ingest(before.owner(name("tenant-", i % kTenants)), chain(i, now), now);
-  std::printf("fill      %8.3f s  entries %lld\n", seconds_since(t0),
-              static_cast<long long>(before.globals.total_entries.load()));
+  const double fill_s = seconds_since(t0);
+  const Rss filling = rss();
+  const Rss filled = settled();
+  const double fill_mb = filled.now_mb - empty.now_mb;
+  std::printf("fill      %8.3f s  entries %lld  +%.1f MB RSS (peak +%.1f MB)\n", fill_s,
+              static_cast<long long>(before.globals.total_entries.load()), fill_mb,
+              filling.peak_mb - empty.now_mb);
 
   t0 = Clock::now();
   ic::persist::state_pb::StateHeader header;
@@ -156,12 +199,20 @@ int main(int argc, char** argv) {
       ic::persist::restore_chunk(c, scratch.pointers(), now, &counts);
     std::printf("  parse+apply %6.3f s\n", seconds_since(t0));
   }
+  const Rss start = settled();
   Index after;
   t0 = Clock::now();
   const ic::persist::LoadOutcome got = ic::persist::load_state(path, after.pointers(), now);
-  std::printf("load      %8.3f s  %s, entries %lld\n", seconds_since(t0),
-              std::string(ic::persist::load_status_name(got.status)).c_str(),
-              static_cast<long long>(got.entries));
+  const double load_s = seconds_since(t0);
+  const Rss loaded = rss();
+  const Rss returned = settled();
+  const double load_mb = returned.now_mb - start.now_mb;
+  std::printf(
+      "load      %8.3f s  %s, entries %lld  +%.1f MB RSS (+%.1f before mi_collect, peak +%.1f "
+      "MB)  %.2f x fill\n",
+      load_s, std::string(ic::persist::load_status_name(got.status)).c_str(),
+      static_cast<long long>(got.entries), load_mb, loaded.now_mb - start.now_mb,
+      loaded.peak_mb - start.now_mb, load_mb / fill_mb);
   const bool same = answers(before, now) == answers(after, now);
   std::printf("answers   %s (1,000 chain lookups)\n", same ? "identical" : "DIFFERENT");
   return same && got.status == ic::persist::LoadStatus::kOk ? 0 : 1;

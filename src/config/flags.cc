@@ -274,6 +274,9 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--state-save-interval", duration_at_least(&c.state_save_interval_us, 100'000), "period of --state-file saves"},
       {"--nats-url", text(&c.nats_url), "replication: NATS server URL(s), comma-separated (docs/replication.md)"},
       {"--nats-stream", text(&c.nats_stream), "replication: the JetStream stream name"},
+      {"--nats-tls-ca-file", text(&c.nats_tls_ca_file), "replication: TLS to NATS, trusting this PEM CA bundle"},
+      {"--nats-tls-cert-file", text(&c.nats_tls_cert_file), "replication: TLS client certificate (PEM) for NATS"},
+      {"--nats-tls-key-file", text(&c.nats_tls_key_file), "replication: its private key (PEM)"},
       {"--nats-buffer-bytes", uint_in<std::uint64_t>(&c.nats_buffer_bytes, 1u << 16, std::uint64_t{1} << 36), "replication: changes buffered while NATS is slow or away, bytes"},
       {"--nats-startup-wait", duration_at_least(&c.nats_startup_wait_us, 0), "replication: /readyz waits this long for NATS at start, then serves local state"},
       {"--nats-snapshot-interval", duration_at_least(&c.nats_snapshot_interval_us, 0), "replication: period of index snapshots published to JetStream (0: never)"},
@@ -323,6 +326,19 @@ void require_state_dir(const std::string& path) {
   }
 }
 
+// --nats-tls-*: readable files; a certificate and its key come together.
+void require_nats_tls(const ServerConfig& c) {
+  if (c.nats_tls_cert_file.empty() != c.nats_tls_key_file.empty()) {
+    throw FlagError{
+        c.nats_tls_cert_file.empty()
+            ? "--nats-tls-key-file given without --nats-tls-cert-file (both or neither)"
+            : "--nats-tls-cert-file given without --nats-tls-key-file (both or neither)"};
+  }
+  require_readable("--nats-tls-ca-file", c.nats_tls_ca_file);
+  require_readable("--nats-tls-cert-file", c.nats_tls_cert_file);
+  require_readable("--nats-tls-key-file", c.nats_tls_key_file);
+}
+
 // What one flag's value check cannot see: files, directories and combinations.
 void validate(const ServerConfig& c) {
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
@@ -342,6 +358,7 @@ void validate(const ServerConfig& c) {
   require_readable("--control-token-file", c.control_token_file);
   require_state_dir(c.state_file);
   require_stream_name(c.nats_stream);
+  require_nats_tls(c);
   for (const std::string& tenant : c.spread_tenants) {
     if (tenant.empty()) throw FlagError{"--spread-tenants: empty tenant name"};
   }

@@ -97,6 +97,12 @@ struct ServerConfig {
   // The JetStream stream every server appends to and applies (created when
   // missing, subjects "<stream>.changes").
   std::string nats_stream = "INFERENCECACHE";
+  // TLS to NATS (docs/replication.md "Who may publish"): the CA bundle the
+  // NATS server's certificate must chain to, and a client certificate and
+  // key for a NATS server that verifies clients. Any of them turns TLS on.
+  std::string nats_tls_ca_file;
+  std::string nats_tls_cert_file;
+  std::string nats_tls_key_file;
   // Bytes of changes buffered for publishing while NATS is slow or away;
   // beyond it new changes are applied locally only and counted as dropped.
   std::uint64_t nats_buffer_bytes = std::uint64_t{64} << 20;

@@ -247,6 +247,8 @@ void render_replication(Writer& w, const ReplicationFigures& r) {
       {"replication_snapshot_failures_total", "counter", "Snapshots due but not published (JetStream error, or larger than --nats-snapshot-max-bytes).", &ReplicationFigures::snapshot_failures},
       {"replication_snapshot_published_sequence", "gauge", "Stream sequence covered by the last snapshot this server published.", &ReplicationFigures::snapshot_published_sequence},
       {"replication_snapshot_loaded_sequence", "gauge", "Stream sequence covered by the snapshot loaded at start (0: none).", &ReplicationFigures::snapshot_loaded_sequence},
+      {"replication_stream_resets_total", "counter", "Times the stream was found deleted or re-created; the new one was applied from its first record.", &ReplicationFigures::stream_resets},
+      {"replication_duplicate_acks_total", "counter", "New batches the stream dropped as duplicates (their message id published by someone else); each republished under a new id.", &ReplicationFigures::duplicate_acks},
   };
   // clang-format on
   for (const Row& row : rows) {

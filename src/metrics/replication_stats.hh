@@ -35,6 +35,9 @@ struct ReplicationFigures {
   Relaxed<std::uint64_t> snapshot_failures = 0;            // not published: error or too large
   Relaxed<std::uint64_t> snapshot_published_sequence = 0;  // stream sequence of the last published
   Relaxed<std::uint64_t> snapshot_loaded_sequence = 0;  // of the snapshot loaded at start (0: none)
+  // docs/replication.md "A deleted or re-created stream", "Message ids".
+  Relaxed<std::uint64_t> stream_resets = 0;   // streams found re-created: applied from the start
+  Relaxed<std::uint64_t> duplicate_acks = 0;  // new batches the stream dropped as duplicates
 };
 
 class ReplicationStats {
@@ -63,6 +66,12 @@ class ReplicationStats {
   }
   void add_snapshot_failure() { f_.snapshot_failures.add(1); }
   void set_snapshot_loaded(std::uint64_t seq) { f_.snapshot_loaded_sequence.store(seq); }
+  void add_stream_reset() { f_.stream_resets.add(1); }
+  // Returns the count with this one.
+  std::uint64_t add_duplicate_ack() {
+    f_.duplicate_acks.add(1);
+    return f_.duplicate_acks.load();
+  }
 
   // Each figure read on its own (relaxed), as a scrape needs them.
   ReplicationFigures figures() const { return f_; }

@@ -27,32 +27,44 @@ constexpr std::chrono::microseconds kPollInterval{200};
 
 }  // namespace
 
-LoadOutcome load_state(const std::string& path, const std::vector<index::Shard*>& shards,
-                       std::int64_t now_wall_us) {
-  return load_state_contents(read_state_file(path), shards, now_wall_us);
+namespace {
+
+std::int64_t entries_in(const std::vector<index::Shard*>& shards) {
+  std::int64_t n = 0;
+  for (const index::Shard* shard : shards) n += shard->entry_count();
+  return n;
 }
 
-LoadOutcome load_state_contents(StateFileContents file, const std::vector<index::Shard*>& shards,
-                                std::int64_t now_wall_us) {
-  LoadOutcome out;
-  out.status = file.status;
-  out.error = file.error;
-  if (file.status != LoadStatus::kOk) return out;
-  // Parse every chunk before applying any, so a bad file starts cold; one
-  // arena holds them all and is freed at once.
-  google::protobuf::Arena arena;
-  std::vector<state_pb::StateChunk*> chunks;
-  chunks.reserve(file.chunks.size());
-  for (std::string_view bytes : file.chunks) {
-    auto* chunk = google::protobuf::Arena::CreateMessage<state_pb::StateChunk>(&arena);
-    if (!chunk->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-      out.status = LoadStatus::kCorrupt;
-      out.error = "unparsable chunk";
-      return out;
+bool stop_asked(const LoadOptions& options) { return options.interrupted && options.interrupted(); }
+
+// Pass 1: every chunk parses and the trailer's checksum matches; nothing kept.
+bool verify(StateFileReader& reader, const LoadOptions& options, LoadOutcome* out) {
+  state_pb::StateChunk chunk;
+  std::string body;
+  bool stopped = false;
+  while (!(stopped = stop_asked(options)) && reader.next_chunk(&body)) {
+    if (!chunk.ParseFromString(body)) {
+      out->status = LoadStatus::kCorrupt;
+      out->error = "unparsable chunk";
+      return false;
     }
-    chunks.push_back(chunk);
+    for (const auto& u : chunk.updates()) out->file_entries += u.prefixes_size();
   }
-  // One thread per shard (no reactor runs yet, so each thread owns its shard).
+  if (stopped) {
+    out->interrupted = true;
+    out->status = LoadStatus::kUnreadable;
+    out->error = "interrupted by a signal";
+    return false;
+  }
+  out->status = reader.status();
+  out->error = reader.error();
+  return out->status == LoadStatus::kOk;
+}
+
+// Ingests `chunks` into their owner shards, one thread per shard (no reactor
+// runs yet, so each thread owns its shard).
+void apply_batch(const std::vector<state_pb::StateChunk*>& chunks,
+                 const std::vector<index::Shard*>& shards, std::int64_t now_wall_us) {
   const auto cores = static_cast<unsigned>(shards.size());
   std::vector<RestoreCounts> counts(cores);
   std::vector<std::thread> threads;
@@ -63,13 +75,83 @@ LoadOutcome load_state_contents(StateFileContents file, const std::vector<index:
     });
   }
   for (std::thread& t : threads) t.join();
-  for (const RestoreCounts& c : counts) out.entries += c.entries;
-  out.policy_json = file.header.policy_json();
-  out.server_version = file.header.server_version();
-  out.created_at_us = file.header.created_at_us();
-  out.stream_name = file.header.stream_name();
-  out.stream_sequence = file.header.stream_sequence();
+}
+
+// Pass 2: parse and apply a batch of at most options.batch_bytes at a time;
+// one arena holds a batch and is reset after it.
+bool apply(StateFileReader& reader, const std::vector<index::Shard*>& shards,
+           std::int64_t now_wall_us, const LoadOptions& options, LoadOutcome* out) {
+  google::protobuf::Arena arena;
+  std::vector<state_pb::StateChunk*> batch;
+  std::size_t batch_bytes = 0;
+  std::string body;
+  for (bool more = true; more;) {
+    more = reader.next_chunk(&body);
+    if (more) {
+      auto* chunk = google::protobuf::Arena::CreateMessage<state_pb::StateChunk>(&arena);
+      if (!chunk->ParseFromString(body)) {  // verified in pass 1: the inode changed in place
+        out->status = LoadStatus::kCorrupt;
+        out->error = "unparsable chunk";
+        return false;
+      }
+      batch.push_back(chunk);
+      batch_bytes += body.size();
+    }
+    if (!batch.empty() && (!more || batch_bytes >= options.batch_bytes)) {
+      if (stop_asked(options)) {
+        out->interrupted = true;
+        out->status = LoadStatus::kUnreadable;
+        out->error = "interrupted by a signal";
+        return false;
+      }
+      apply_batch(batch, shards, now_wall_us);
+      batch.clear();
+      batch_bytes = 0;
+      arena.Reset();
+    }
+  }
+  out->status = reader.status();
+  out->error = reader.error();
+  return out->status == LoadStatus::kOk;
+}
+
+LoadOutcome load_from(StateFileReader& reader, const std::vector<index::Shard*>& shards,
+                      std::int64_t now_wall_us, const LoadOptions& options) {
+  LoadOutcome out;
+  out.status = reader.status();
+  out.error = reader.error();
+  if (out.status != LoadStatus::kOk || !verify(reader, options, &out)) return out;
+  if (!reader.rewind()) {
+    out.status = reader.status();
+    out.error = reader.error();
+    return out;
+  }
+  const std::int64_t before = entries_in(shards);
+  const bool ok = apply(reader, shards, now_wall_us, options, &out);
+  out.entries = entries_in(shards) - before;
+  if (!ok) return out;
+  const state_pb::StateHeader& header = reader.header();
+  out.policy_json = header.policy_json();
+  out.server_version = header.server_version();
+  out.created_at_us = header.created_at_us();
+  out.stream_name = header.stream_name();
+  out.stream_sequence = header.stream_sequence();
+  out.stream_created_ns = header.stream_created_ns();
   return out;
+}
+
+}  // namespace
+
+LoadOutcome load_state(const std::string& path, const std::vector<index::Shard*>& shards,
+                       std::int64_t now_wall_us, const LoadOptions& options) {
+  auto reader = StateFileReader::open(path, options.max_file_bytes);
+  return load_from(*reader, shards, now_wall_us, options);
+}
+
+LoadOutcome load_state_bytes(std::string_view bytes, const std::vector<index::Shard*>& shards,
+                             std::int64_t now_wall_us, const LoadOptions& options) {
+  auto reader = StateFileReader::over(bytes);
+  return load_from(*reader, shards, now_wall_us, options);
 }
 
 // One export slice's result, handed from a reactor to the saver thread.
@@ -207,6 +289,7 @@ std::unique_ptr<StateFileWriter> StateSaver::open_file(std::int64_t started_us,
   head.set_policy_json(std::move(policy_json));
   head.set_stream_name(position.stream);
   head.set_stream_sequence(position.sequence);
+  head.set_stream_created_ns(position.created_ns);
   auto writer = StateFileWriter::create(options_.path, head, error);
   if (!writer) stats_.record_save(false, 0, 0, 0, 0);
   return writer;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -27,13 +28,16 @@ namespace ic::persist {
 // Outcome of load_state().
 struct LoadOutcome {
   LoadStatus status = LoadStatus::kMissing;
-  std::string error;           // why, when status ≠ kOk
-  std::int64_t entries = 0;    // (key, replica) entries restored
-  std::string policy_json;     // the saved policy document ("" = defaults)
-  std::string server_version;  // version that wrote the file
+  std::string error;              // why, when status ≠ kOk
+  std::int64_t entries = 0;       // (key, replica) entries the index kept (quotas, cap, TTL)
+  std::int64_t file_entries = 0;  // (key, replica) entries the file held
+  bool interrupted = false;       // LoadOptions::interrupted said stop (status kUnreadable)
+  std::string policy_json;        // the saved policy document ("" = defaults)
+  std::string server_version;     // version that wrote the file
   std::int64_t created_at_us = 0;
-  std::string stream_name;            // replication stream of stream_sequence ("" = none)
-  std::uint64_t stream_sequence = 0;  // last stream record the snapshot includes
+  std::string stream_name;             // replication stream of stream_sequence ("" = none)
+  std::uint64_t stream_sequence = 0;   // last stream record the snapshot includes
+  std::int64_t stream_created_ns = 0;  // that stream's creation time (identity; 0 = unknown)
 };
 
 // The replication stream position a snapshot includes (docs/replication.md
@@ -41,18 +45,33 @@ struct LoadOutcome {
 struct StreamPosition {
   std::string stream;  // "" without replication
   std::uint64_t sequence = 0;
+  std::int64_t created_ns = 0;  // the stream's creation time, its identity (0 = unknown)
 };
 
-// Reads PATH and ingests every chunk into its owner shard, one thread per
-// shard. Precondition: no reactor runs yet (nothing else touches the shards).
-// The file is verified and parsed whole first: anything but kOk leaves the
-// shards untouched.
+// How a load reads (docs/persistence.md "Bounds").
+struct LoadOptions {
+  // A file over this many bytes is refused unread (kUnreadable).
+  std::uint64_t max_file_bytes = state_file_limit(1'000'000);
+  // Polled before every record read and every applied batch; true stops the
+  // load (LoadOutcome::interrupted; the shards may hold part of the file).
+  // Empty = never.
+  std::function<bool()> interrupted;
+  // Serialized chunk bytes parsed and applied per batch: the load's memory
+  // beyond the index is one batch's parsed chunks plus one record.
+  std::size_t batch_bytes = std::size_t{4} << 20;
+};
+
+// Streams PATH twice: the first pass verifies it whole (framing, checksum,
+// every chunk parses) without keeping it, the second parses and ingests it a
+// batch at a time, one thread per shard. Precondition: no reactor runs yet
+// (nothing else touches the shards). Anything but kOk from the first pass
+// leaves the shards untouched.
 LoadOutcome load_state(const std::string& path, const std::vector<index::Shard*>& shards,
-                       std::int64_t now_wall_us);
-// The same for a state file read or fetched already (read_state_file,
-// parse_state_bytes).
-LoadOutcome load_state_contents(StateFileContents file, const std::vector<index::Shard*>& shards,
-                                std::int64_t now_wall_us);
+                       std::int64_t now_wall_us, const LoadOptions& options = {});
+// The same for the bytes of a state file held in memory (a snapshot fetched
+// from JetStream).
+LoadOutcome load_state_bytes(std::string_view bytes, const std::vector<index::Shard*>& shards,
+                             std::int64_t now_wall_us, const LoadOptions& options = {});
 
 class StateSaver {
  public:

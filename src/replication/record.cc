@@ -110,8 +110,14 @@ DecodeStatus decode(std::string_view body, state_pb::ReplicationRecord* record) 
   return DecodeStatus::kOk;
 }
 
-std::string batch_id(std::string_view origin, std::uint64_t first, std::uint64_t last) {
-  return message_id(origin, first) + "-" + std::to_string(last);
+std::string batch_id(std::string_view origin, std::uint64_t first, std::uint64_t last,
+                     std::uint64_t epoch) {
+  std::string id = message_id(origin, first) + "-" + std::to_string(last);
+  if (epoch > 0) {
+    id.push_back('~');  // (not += "~" + …: gcc 12's -Wrestrict false positive)
+    id.append(std::to_string(epoch));
+  }
+  return id;
 }
 
 bool batch_range(std::string_view message_id, std::string_view origin, std::uint64_t* first,
@@ -125,7 +131,12 @@ bool batch_range(std::string_view message_id, std::string_view origin, std::uint
   const auto a = std::from_chars(range.data(), end, *first);
   if (a.ec != std::errc{} || a.ptr == end || *a.ptr != '-') return false;
   const auto b = std::from_chars(a.ptr + 1, end, *last);
-  return b.ec == std::errc{} && b.ptr == end && *first <= *last;
+  if (b.ec != std::errc{} || *first > *last) return false;
+  if (b.ptr == end) return true;
+  std::uint64_t epoch = 0;
+  if (*b.ptr != '~') return false;
+  const auto c = std::from_chars(b.ptr + 1, end, epoch);
+  return c.ec == std::errc{} && c.ptr == end && epoch > 0;
 }
 
 // Field 1 (format_version, varint) = 2.

@@ -58,8 +58,11 @@ std::uint64_t sequence_of(std::string_view message_id, std::string_view origin);
 // The Nats-Msg-Id of a batch of consecutive records: "<origin>:<first>-<last>"
 // (the same range always holds the same records, so JetStream's duplicate
 // window drops a republished batch; a different range is a different message).
-std::string batch_id(std::string_view origin, std::uint64_t first, std::uint64_t last);
-// The range of a batch id of `origin`'s; false when it is not one.
+// `epoch` > 0 appends "~<epoch>": the ids after a squatted one (an id someone
+// else published first, docs/replication.md "Message ids").
+std::string batch_id(std::string_view origin, std::uint64_t first, std::uint64_t last,
+                     std::uint64_t epoch = 0);
+// The range of a batch id of `origin`'s (any epoch); false when it is not one.
 bool batch_range(std::string_view message_id, std::string_view origin, std::uint64_t* first,
                  std::uint64_t* last);
 

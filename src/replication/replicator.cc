@@ -1,9 +1,12 @@
 #include "replication/replicator.hh"
 
 #include <nats/nats.h>
+#include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,9 +25,20 @@ constexpr std::size_t kPublishBatch = 512;                   // records per publ
 constexpr std::size_t kBatchRecords = 256;                   // records per stream message
 constexpr std::size_t kBatchBytes = std::size_t{256} << 10;  // body bytes per stream message
 constexpr int kReceiveBatch = 1024;                          // messages per receive round
-constexpr int64_t kIdleWaitMs = 5;                           // receive wait when nothing arrives
-constexpr int64_t kAckWaitMs = 5000;                         // then a publish counts as failed
-constexpr int64_t kJsApiWaitMs = 2000;                       // JetStream API requests
+// A round also ends past this many message bytes or records (docs/replication.md
+// "Applying the stream": what a round parses, and what one core task runs, is bounded).
+constexpr std::size_t kRoundBytes = std::size_t{1} << 20;
+constexpr std::size_t kRoundRecords = 2048;
+// Records posted to the cores and not yet run; past it the thread waits.
+constexpr std::int64_t kMaxInFlight = 2048;
+// Messages the NATS library may hold for the subscription before they are
+// taken (its default is 64 MiB): a catching-up server would otherwise take in
+// the stream as fast as the network allows. Past it the library drops and the
+// ordered consumer resumes after the last message taken.
+constexpr int kPendingBytes = 4 << 20;
+constexpr int64_t kIdleWaitMs = 5;          // receive wait when nothing arrives
+constexpr int64_t kAckWaitMs = 5000;        // then a publish counts as failed
+constexpr int64_t kJsApiWaitMs = 2000;      // JetStream API requests
 constexpr int64_t kMaxAsyncPending = 8192;  // publishes awaiting acks in the library
 constexpr auto kFlushAtStop = 2s;           // publishing what is buffered at stop
 // A set-up that failed while NATS is up (JetStream off, the stream refused) is retried after
@@ -43,6 +57,23 @@ const char* const kNotSetUp = "NATS reached, but the stream is not set up yet (s
 constexpr std::int64_t kDuplicateWindowNs = 120LL * 1'000'000'000;  // JetStream default
 const char* const kMsgIdHeader = "Nats-Msg-Id";
 
+constexpr auto kStreamCheckInterval = 1s;  // how often the stream's identity is looked at
+
+// 64 random bits as 16 hex digits (getrandom; a clock/address mix if refused).
+std::string nonce() {
+  std::uint64_t v = 0;
+  if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
+    v = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        reinterpret_cast<std::uintptr_t>(&v);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(v));
+  return hex;
+}
+
+// Host, pid, start time and a random nonce: unique across restarts, and its
+// message ids not guessable by someone who cannot read the stream
+// (docs/replication.md "Message ids").
 std::string unique_origin() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
@@ -50,7 +81,7 @@ std::string unique_origin() {
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
   return std::string(host[0] != '\0' ? host : "server") + "/" + std::to_string(::getpid()) + "/" +
-         std::to_string(start);
+         std::to_string(start) + "/" + nonce();
 }
 
 std::string status_text(natsStatus s) {
@@ -69,7 +100,7 @@ void ack_bridge(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* c
   if (natsMsgHeader_Get(msg, kMsgIdHeader, &id) == NATS_OK && id != nullptr &&
       batch_range(id, self->origin(), &first, &last)) {
     const bool ok = ack != nullptr && error == nullptr;
-    self->settle(first, last, ok,
+    self->settle(first, last, ok, ok && ack->Duplicate,
                  std::string_view(natsMsg_GetData(msg),
                                   static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
   }
@@ -124,8 +155,9 @@ Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
       stats_(stats),
       encoder_(unique_origin()),
       outbox_(options_.buffer_bytes),
-      applier_(router, encoder_.origin()) {
+      applier_(router, encoder_.origin(), kMaxInFlight) {
   applier_.resume_after(options_.resume_after);
+  stream_created_ns_.store(options_.resume_stream_created_ns);
   stats_.set_enabled();
   stats_.set_applied_sequence(options_.resume_after);
 }
@@ -159,13 +191,36 @@ bool Replicator::offer(std::uint64_t sequence, std::string body) {
   return false;
 }
 
-void Replicator::settle(std::uint64_t first, std::uint64_t last, bool ok, std::string_view body) {
+void Replicator::settle(std::uint64_t first, std::uint64_t last, bool ok, bool duplicate,
+                        std::string_view body) {
+  // A duplicate is a retry's when one of its records was published before;
+  // a new batch taken for a duplicate was stored by no one: its id had been
+  // published by someone else. Republished under a new id suffix.
+  if (duplicate && first > requeued_through_.load()) {
+    const std::uint64_t n = stats_.add_duplicate_ack();
+    id_epoch_.fetch_add(1);
+    if ((n & (n - 1)) == 0) {  // 1, 2, 4, 8, ...: a flood of them is not a flood of lines
+      config::log(LogLevel::error,
+                  "replication: a new batch was dropped as a duplicate (its message id was "
+                  "published by someone else); republishing it under a new id",
+                  {{"first", first}, {"last", last}, {"duplicates", n}});
+    }
+    requeue(body);
+    return;
+  }
   if (ok) {
     stats_.add_published(outbox_.acked(first, last));
     return;
   }
   stats_.add_publish_failure();
-  // Back to the queue record by record (a failure is rare: re-serializing is fine).
+  for (std::uint64_t seen = requeued_through_.load();
+       last > seen && !requeued_through_.compare_exchange_weak(seen, last);) {
+  }
+  requeue(body);
+}
+
+// Back to the queue record by record (rare: re-serializing is fine).
+void Replicator::requeue(std::string_view body) {
   state_pb::ReplicationBatch batch;
   if (!batch.ParseFromArray(body.data(), static_cast<int>(body.size()))) return;
   for (const state_pb::ReplicationRecord& r : batch.records()) {
@@ -174,7 +229,10 @@ void Replicator::settle(std::uint64_t first, std::uint64_t last, bool ok, std::s
 }
 
 persist::StreamPosition Replicator::position() const {
-  return persist::StreamPosition{options_.stream, applier_.applied_through()};
+  // The identity first: a reset stores it after moving the applier back, so
+  // a position never pairs the new stream with the old one's sequence.
+  const std::int64_t created = stream_created_ns_.load();
+  return persist::StreamPosition{options_.stream, applier_.applied_through(), created};
 }
 
 std::string Replicator::readiness_detail() const {
@@ -201,6 +259,10 @@ std::string Replicator::readiness_detail() const {
           std::to_string(f.last_applied_sequence) + ", lag " + std::to_string(f.lag_records) +
           " records, " + std::to_string(f.pending_records) + " changes to publish, " +
           std::to_string(f.dropped) + " dropped";
+  if (f.stream_resets > 0) {
+    line += ", stream deleted or re-created " + std::to_string(f.stream_resets) +
+            " times: applied again from its first record";
+  }
   return line;
 }
 
@@ -209,6 +271,9 @@ void Replicator::start() {
   natsOptions_Create(&nats_->options);
   natsOptions* o = nats_->options;
   natsOptions_SetURL(o, options_.url.c_str());
+  if (std::string error = apply_tls(o, options_.tls); !error.empty()) {
+    config::log(LogLevel::error, "replication: NATS TLS options not usable", {{"error", error}});
+  }
   natsOptions_SetName(o, "inferencecache-server");
   natsOptions_SetMaxReconnect(o, -1);  // forever: NATS may be away for long
   natsOptions_SetReconnectWait(o, 250);
@@ -283,6 +348,7 @@ void Replicator::run() {
     connected_.store(true);
     publish_some();
     receive_some();
+    check_stream();
     update_stats();
     check_caught_up();
   }
@@ -398,6 +464,7 @@ bool Replicator::ensure_stream() {
                 {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
     return false;
   }
+  check_identity(info->Created, info->State.FirstSeq);
   set_catch_up_target(info->State.LastSeq, info->State.Msgs);
   // A stream that restarted empty (its storage was lost) numbers from 1
   // again: resume at its first record rather than wait for our old sequence.
@@ -420,6 +487,55 @@ bool Replicator::ensure_stream() {
   }
   jsStreamInfo_Destroy(info);
   return true;
+}
+
+// docs/replication.md "A deleted or re-created stream": the stream's creation
+// time is its identity. Another one than the position's means the stream was
+// deleted (and created again, by us or an operator) or its storage lost: the
+// position means nothing in it, so the new stream is applied from its first
+// record, never resumed at the old sequence (which would skip its start).
+void Replicator::check_identity(std::int64_t created_ns, std::uint64_t first_sequence) {
+  const std::int64_t known = stream_created_ns_.load();
+  if (known == created_ns) return;
+  if (known != 0) {
+    stats_.add_stream_reset();
+    config::log(LogLevel::warn,
+                "replication: the stream was deleted or re-created; applying the new one from its "
+                "first record",
+                {{"stream", options_.stream},
+                 {"applied_through", applier_.next_sequence() - 1},
+                 {"old_created_ns", known},
+                 {"created_ns", created_ns},
+                 {"from_sequence", first_sequence > 0 ? first_sequence : 1}});
+    applier_.skip(first_sequence > 0 ? first_sequence - 1 : 0);
+    if (!caught_up_) target_known_ = false;  // wait for the new stream's last record instead
+  }
+  stream_created_ns_.store(created_ns);
+}
+
+// Once a second: is the stream still the one subscribed? A deleted stream
+// leaves the connection up and the subscription silent; a re-created one
+// numbers from 1 again. Either way set_up() runs again (it creates a missing
+// stream and applies a new one from its start).
+void Replicator::check_stream() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - stream_checked_at_ < kStreamCheckInterval) return;
+  stream_checked_at_ = now;
+  jsStreamInfo* info = nullptr;
+  const natsStatus s =
+      js_GetStreamInfo(&info, nats_->js, options_.stream.c_str(), nullptr, nullptr);
+  if (s == NATS_NOT_FOUND) {
+    if (!stream_missing_logged_) {
+      stream_missing_logged_ = true;
+      config::log(LogLevel::warn, "replication: the stream is gone (deleted?); creating it again",
+                  {{"stream", options_.stream}});
+    }
+    need_setup_.store(true);
+  } else if (s == NATS_OK) {
+    stream_missing_logged_ = false;
+    if (info->Created != stream_created_ns_.load()) need_setup_.store(true);
+  }
+  jsStreamInfo_Destroy(info);
 }
 
 // The first contact fixes what /readyz waits for: the stream's last record
@@ -475,6 +591,7 @@ bool Replicator::subscribe() {
                 {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
     return false;
   }
+  natsSubscription_SetPendingLimits(nats_->sub, -1, kPendingBytes);
   stats_.add_reconnect();
   config::log(LogLevel::info, "replication: subscribed",
               {{"stream", options_.stream}, {"from_sequence", next}});
@@ -497,6 +614,7 @@ void Replicator::publish_some() {
     }
     if (!publish_batch(items[i].sequence, items[j - 1].sequence, body)) {
       stats_.add_publish_failure();
+      requeued_through_.store(std::max(requeued_through_.load(), items[j - 1].sequence));
       for (std::size_t k = i; k < j; ++k) {
         outbox_.failed(Outbox::Item{items[k].sequence, std::move(items[k].body)});
       }
@@ -509,7 +627,8 @@ bool Replicator::publish_batch(std::uint64_t first, std::uint64_t last, const st
   natsStatus s =
       natsMsg_Create(&msg, subject_.c_str(), nullptr, body.data(), static_cast<int>(body.size()));
   if (s == NATS_OK) {
-    s = natsMsgHeader_Set(msg, kMsgIdHeader, batch_id(encoder_.origin(), first, last).c_str());
+    s = natsMsgHeader_Set(msg, kMsgIdHeader,
+                          batch_id(encoder_.origin(), first, last, id_epoch_.load()).c_str());
   }
   if (s == NATS_OK) {
     jsPubOptions po;
@@ -530,7 +649,9 @@ void Replicator::receive_some() {
 }
 
 void Replicator::receive_round() {
+  std::size_t round_bytes = 0;
   for (int i = 0; i < kReceiveBatch && !stopping_.load(std::memory_order_relaxed); ++i) {
+    if (round_bytes >= kRoundBytes || applier_.queued() >= kRoundRecords) return;
     // The round is what has arrived: never wait past the first record (a
     // record waiting in the round is not applied).
     int buffered = 0;
@@ -558,6 +679,7 @@ void Replicator::receive_round() {
         stats_.set_catch_up_target(target_);
       }
       if (sequence >= applier_.next_sequence()) apply_message(sequence, msg);
+      round_bytes += static_cast<std::size_t>(natsMsg_GetDataLength(msg));
       jsMsgMetaData_Destroy(meta);
     }
     natsMsg_Destroy(msg);

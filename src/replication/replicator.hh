@@ -29,6 +29,7 @@
 #include "metrics/replication_stats.hh"
 #include "persist/state_saver.hh"
 #include "replication/applier.hh"
+#include "replication/nats_tls.hh"
 #include "replication/outbox.hh"
 #include "replication/record.hh"
 #include "service/change_observer.hh"
@@ -41,12 +42,18 @@ class StateStore;
 struct ReplicatorOptions {
   std::string url;                                   // --nats-url: "nats://host:4222[,nats://...]"
   std::string stream;                                // --nats-stream
+  NatsTls tls;                                       // --nats-tls-*
   std::size_t buffer_bytes = std::size_t{64} << 20;  // --nats-buffer-bytes
   // MaxAge of the stream when this server creates it (µs; the index TTL:
   // older changes have expired anyway). An existing stream is used as is.
   std::int64_t max_age_us = 30 * 60 * 1'000'000LL;
   // Stream records up to this sequence are in the loaded state file.
   std::uint64_t resume_after = 0;
+  // The creation time (ns) of the stream that position belongs to; 0 =
+  // unknown (an older file). A stream found with another one is a different
+  // stream: it is applied from its first record (docs/replication.md "A
+  // deleted or re-created stream").
+  std::int64_t resume_stream_created_ns = 0;
   // Readiness (docs/replication.md "Readiness"): called once (replication
   // thread) when every record up to the stream's last sequence at the first
   // contact is applied, or when NATS was not reached within startup_wait_us.
@@ -98,7 +105,10 @@ class Replicator final : public service::ChangeObserver {
 
   // The stream's answer to one published batch of records first..last (NATS
   // library thread): forget them, or queue the records of `body` again.
-  void settle(std::uint64_t first, std::uint64_t last, bool ok, std::string_view body);
+  // `duplicate`: JetStream stored nothing, having seen the message id before
+  // (docs/replication.md "Message ids").
+  void settle(std::uint64_t first, std::uint64_t last, bool ok, bool duplicate,
+              std::string_view body);
   const std::string& origin() const { return encoder_.origin(); }
 
  private:
@@ -111,6 +121,9 @@ class Replicator final : public service::ChangeObserver {
   bool jetstream_enabled();
   void note_problem(std::string problem);
   bool ensure_stream();
+  void check_identity(std::int64_t created_ns, std::uint64_t first_sequence);
+  void check_stream();
+  void requeue(std::string_view body);
   bool subscribe();
   void publish_some();
   void receive_some();
@@ -140,7 +153,17 @@ class Replicator final : public service::ChangeObserver {
   bool caught_up_ = false;
   std::chrono::steady_clock::time_point started_at_{};
   std::int64_t last_snapshot_us_ = 0;  // state saver's thread only
-  std::vector<Received> received_;     // replication thread: one message's records
+  // The stream's identity (its creation time, ns) this position belongs to.
+  std::atomic<std::int64_t> stream_created_ns_{0};
+  std::chrono::steady_clock::time_point stream_checked_at_{};  // replication thread
+  bool stream_missing_logged_ = false;                         // replication thread
+  // Message ids (docs/replication.md "Message ids"): the highest origin
+  // sequence ever published twice (a duplicate ack at or below it may be a
+  // retry's), and the id suffix, bumped when a new batch was taken for a
+  // duplicate (its id published by someone else).
+  std::atomic<std::uint64_t> requeued_through_{0};
+  std::atomic<std::uint64_t> id_epoch_{0};
+  std::vector<Received> received_;  // replication thread: one message's records
   // Why the stream is not set up while NATS is up ("" = nothing known); /readyz reads it.
   mutable std::mutex problem_mutex_;
   std::string problem_;

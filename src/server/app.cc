@@ -4,9 +4,13 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <mimalloc.h>
+
 #include <cstdio>
+#include <functional>
 
 #include "admin/auth.hh"
 #include "admin/server.hh"
@@ -62,6 +66,28 @@ bool loopback_only(const std::string& address) {
   const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&addr->storage);
   return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
          (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && sin6->sin6_addr.s6_addr[12] == 127);
+}
+
+// Runs a load with mimalloc handing freed pages back at once: the load's
+// batches, and the tables its threads outgrew, are freed on threads that end
+// with the load, where a delayed decommit would never run and the pages would
+// stay resident (docs/persistence.md "Bounds": restored ≈ ingested memory).
+ic::persist::LoadOutcome load_returning_pages(
+    const std::function<ic::persist::LoadOutcome()>& load) {
+  const long delay = mi_option_get(mi_option_decommit_delay);
+  const long segment_delay = mi_option_get(mi_option_segment_decommit_delay);
+  mi_option_set(mi_option_decommit_delay, 0);
+  mi_option_set(mi_option_segment_decommit_delay, 0);
+  ic::persist::LoadOutcome got = load();
+  mi_collect(true);
+  mi_option_set(mi_option_decommit_delay, delay);
+  mi_option_set(mi_option_segment_decommit_delay, segment_delay);
+  return got;
+}
+
+// --nats-tls-* (docs/replication.md "Who may publish").
+ic::replication::NatsTls nats_tls(const ServerConfig& config) {
+  return {config.nats_tls_ca_file, config.nats_tls_cert_file, config.nats_tls_key_file};
 }
 
 }  // namespace
@@ -166,14 +192,22 @@ void App::build_shards() {
 // published when the file gives nothing of this stream, and the group's kept
 // policy (docs/replication.md "Restart"). Policy: --policy-file wins;
 // otherwise the newest of the saved and the kept one comes back.
-void App::load_state() {
+std::optional<int> App::load_state() {
   ic::persist::LoadOutcome got;
-  if (!config.state_file.empty()) got = load_state_file();
+  if (!config.state_file.empty()) {
+    if (std::optional<int> stop = lock_state_file()) return stop;
+    got = load_state_file();
+    if (got.interrupted) {
+      ic::config::log(LogLevel::info, "stopped during start-up: state file load interrupted",
+                      {{"path", config.state_file}});
+      return 0;
+    }
+  }
   if (!config.nats_url.empty()) load_from_stream(got);
   // Spread tenants' copies start as their owners' loaded state.
   if (placement) placement->seed_copies();
   start_replication(got);
-  if (config.state_file.empty()) return;
+  if (config.state_file.empty()) return std::nullopt;
   ic::persist::StateSaver::Options options;
   if (replicator) {
     options.stream_position = [this] { return replicator->position(); };
@@ -184,12 +218,42 @@ void App::load_state() {
   options.server_version = IC_SERVER_VERSION;
   state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
                                                           registry.persist());
+  return std::nullopt;
+}
+
+// One server per --state-file (docs/persistence.md "One server per file"): a
+// second one is refused (exit 1) before it reads or writes anything.
+std::optional<int> App::lock_state_file() {
+  std::string error;
+  state_lock = ic::persist::StateLock::acquire(config.state_file, &error);
+  if (!state_lock) {
+    ic::config::log(LogLevel::error, "state file in use by another server: not starting",
+                    {{"path", config.state_file}, {"error", error}});
+    return kExitStartup;
+  }
+  if (const std::size_t removed = state_lock->remove_stale_temps(); removed > 0) {
+    ic::config::log(LogLevel::info, "state file: removed temp files of interrupted saves",
+                    {{"path", config.state_file}, {"removed", removed}});
+  }
+  return std::nullopt;
 }
 
 ic::persist::LoadOutcome App::load_state_file() {
   registry.persist().set_enabled();
-  ic::persist::LoadOutcome got =
-      ic::persist::load_state(config.state_file, shard_pointers(shards), clock.wall_us());
+  ic::persist::LoadOptions options;
+  options.max_file_bytes = ic::persist::state_file_limit(config.index_max_entries);
+  // SIGTERM/SIGINT are blocked (taken by sigtimedwait later): a pending one
+  // stops the load at the next record.
+  options.interrupted = [] {
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+  };
+  ic::persist::LoadOutcome got = load_returning_pages([&] {
+    return ic::persist::load_state(config.state_file, shard_pointers(shards), clock.wall_us(),
+                                   options);
+  });
+  if (got.interrupted) return got;
   const std::string_view result = ic::persist::load_status_name(got.status);
   registry.persist().record_load(static_cast<int>(got.status), got.entries);
   if (got.status != ic::persist::LoadStatus::kOk) {
@@ -197,15 +261,29 @@ ic::persist::LoadOutcome App::load_state_file() {
         got.status == ic::persist::LoadStatus::kMissing ? LogLevel::info : LogLevel::warn,
         "state file not loaded: starting cold",
         {{"path", config.state_file}, {"result", std::string(result)}, {"error", got.error}});
+    if (got.status != ic::persist::LoadStatus::kMissing) keep_state_file_aside();
   } else {
     ic::config::log(LogLevel::info, "state file loaded",
                     {{"path", config.state_file},
                      {"entries", got.entries},
+                     {"file_entries", got.file_entries},
                      {"written_by", got.server_version},
                      {"age_s", (clock.wall_us() - got.created_at_us) / 1'000'000}});
     install_saved_policy(got.policy_json, "saved");
   }
   return got;
+}
+
+// A file that did not load is renamed, never replaced by the next save.
+void App::keep_state_file_aside() {
+  const std::int64_t now_s = clock.wall_us() / 1'000'000;
+  if (std::string error = ic::persist::keep_aside(config.state_file, now_s); !error.empty()) {
+    ic::config::log(LogLevel::warn, "state file not kept aside", {{"error", error}});
+    return;
+  }
+  ic::config::log(LogLevel::warn, "state file kept aside",
+                  {{"path", config.state_file},
+                   {"kept_as", ic::persist::kept_aside_path(config.state_file, now_s)}});
 }
 
 // A policy document from a state file, a snapshot or the group's kept one;
@@ -225,17 +303,19 @@ void App::install_saved_policy(const std::string& json, std::string_view source)
 void App::load_from_stream(ic::persist::LoadOutcome& got) {
   const bool have_position =
       got.status == ic::persist::LoadStatus::kOk && got.stream_name == config.nats_stream;
-  ic::replication::Bootstrap fetched = ic::replication::fetch_bootstrap(
-      config.nats_url, config.nats_stream, !have_position, std::chrono::seconds(5));
+  ic::replication::Bootstrap fetched =
+      ic::replication::fetch_bootstrap(config.nats_url, nats_tls(config), config.nats_stream,
+                                       !have_position, std::chrono::seconds(5));
   if (!fetched.reached) {
     ic::config::log(LogLevel::warn, "replication: no snapshot or kept policy fetched",
                     {{"error", fetched.error}});
     return;
   }
   if (fetched.manifest) {
-    ic::persist::LoadOutcome snap = ic::persist::load_state_contents(
-        ic::persist::parse_state_bytes(std::move(fetched.state_file)), shard_pointers(shards),
-        clock.wall_us());
+    ic::persist::LoadOutcome snap = load_returning_pages([&] {
+      return ic::persist::load_state_bytes(fetched.state_file, shard_pointers(shards),
+                                           clock.wall_us());
+    });
     if (snap.status == ic::persist::LoadStatus::kOk && snap.stream_name == config.nats_stream) {
       ic::config::log(LogLevel::info, "replication: snapshot loaded",
                       {{"snapshot", fetched.manifest->snapshot_id()},
@@ -270,6 +350,7 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   ic::replication::ReplicatorOptions options;
   options.url = config.nats_url;
   options.stream = config.nats_stream;
+  options.tls = nats_tls(config);
   options.buffer_bytes = config.nats_buffer_bytes;
   options.max_age_us = config.index_ttl_us;
   // /readyz waits for the catch-up (docs/replication.md "Readiness").
@@ -280,6 +361,7 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   options.snapshot_max_bytes = config.nats_snapshot_max_bytes;
   if (loaded.status == ic::persist::LoadStatus::kOk && loaded.stream_name == config.nats_stream) {
     options.resume_after = loaded.stream_sequence;
+    options.resume_stream_created_ns = loaded.stream_created_ns;
   }
   replicator =
       std::make_unique<ic::replication::Replicator>(options, *index, registry.replication());

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "metrics/registry.hh"
 #include "net/server.hh"
 #include "net/tls_reload.hh"
+#include "persist/state_lock.hh"
 #include "persist/state_saver.hh"
 #include "placement/spread.hh"
 #include "prompt_text/models.hh"
@@ -75,9 +77,14 @@ struct App {
   void reload_token_file();
   void reload_tls(bool forced);
   void build_shards();
-  void load_state();
+  // Loads --state-file (and the replication snapshot); an exit code when the
+  // server must stop instead (the file is locked by another server: 1; a
+  // signal during the load: 0).
+  std::optional<int> load_state();
+  std::optional<int> lock_state_file();
   void start_replication(const ic::persist::LoadOutcome& loaded);
   ic::persist::LoadOutcome load_state_file();
+  void keep_state_file_aside();
   void load_from_stream(ic::persist::LoadOutcome& got);
   void install_saved_policy(const std::string& json, std::string_view source);
   void save_final_state();
@@ -99,6 +106,7 @@ struct App {
   std::shared_ptr<const ic::config::PolicySet> initial_policies;
   ic::index::IndexGlobals index_globals;
   std::vector<std::unique_ptr<ic::index::Shard>> shards;
+  std::unique_ptr<ic::persist::StateLock> state_lock;       // --state-file, held to exit
   std::unique_ptr<ic::persist::StateSaver> state_saver;     // --state-file
   std::unique_ptr<ic::replication::Replicator> replicator;  // --nats-url
   // Routes each tenant's calls to its owner core's shard (rule 8).

@@ -59,7 +59,7 @@ int run(const ServerConfig& config) {
   App app(config);
   if (!app.load_policies() || !app.load_tls() || !app.load_tokenizer_models()) return kExitUsage;
   app.build_shards();
-  app.load_state();
+  if (std::optional<int> stop = app.load_state()) return *stop;
   if (std::string error = app.add_listeners(); !error.empty()) {
     ic::config::log(LogLevel::error, "cannot listen", {{"error", error}});
     return kExitStartup;

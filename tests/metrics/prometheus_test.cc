@@ -356,6 +356,9 @@ TEST_CASE("--state-file and --nats-url figures render byte for byte") {
   replication.add_snapshot_published(999);
   replication.add_snapshot_failure();
   replication.set_snapshot_loaded(500);
+  replication.add_stream_reset();
+  replication.add_duplicate_ack();
+  replication.add_duplicate_ack();
   ProcessFigures process;
   process.persist = persist.figures();
   process.replication = replication.figures();
@@ -460,6 +463,15 @@ TEST_CASE("--state-file and --nats-url figures render byte for byte") {
       "snapshot loaded at start (0: none).\n"
       "# TYPE inferencecache_replication_snapshot_loaded_sequence gauge\n"
       "inferencecache_replication_snapshot_loaded_sequence 500\n"
+      "# HELP inferencecache_replication_stream_resets_total Times the stream was found deleted or "
+      "re-created; the new one was applied from its first record.\n"
+      "# TYPE inferencecache_replication_stream_resets_total counter\n"
+      "inferencecache_replication_stream_resets_total 1\n"
+      "# HELP inferencecache_replication_duplicate_acks_total New batches the stream dropped as "
+      "duplicates (their message id published by someone else); each republished under a new "
+      "id.\n"
+      "# TYPE inferencecache_replication_duplicate_acks_total counter\n"
+      "inferencecache_replication_duplicate_acks_total 2\n"
       "# HELP inferencecache_index_entries ";
   CHECK(rendered.find(expected) != std::string::npos);
 }

@@ -29,13 +29,13 @@ struct Index {
   index::IndexGlobals globals;
   index::ManualClock clock;
   std::vector<std::unique_ptr<index::Shard>> shards;
-  Index() {
+  explicit Index(std::shared_ptr<const config::PolicySet> policies = nullptr) {
     clock.wall = kNow;
     clock.mono = 5'000'000;
     index::IndexConfig cfg;
     cfg.ranking = config::Ranking::kReference;  // scores without transient load
     for (unsigned c = 0; c < kCores; ++c)
-      shards.push_back(std::make_unique<index::Shard>(cfg, &globals));
+      shards.push_back(std::make_unique<index::Shard>(cfg, &globals, policies));
   }
   std::vector<index::Shard*> pointers() {
     std::vector<index::Shard*> out;
@@ -232,6 +232,68 @@ TEST_CASE("load_state restores a verified file whole and a bad one not at all") 
   CHECK(bad.error == "unparsable chunk");
   CHECK(bad.entries == 0);
   CHECK(cold.globals.total_entries.load() == 0);
+}
+
+// Writes `before`'s entries to `path` in chunks of `per_chunk`, `copies` times over.
+void write_state(const std::string& path, Index& before, std::size_t per_chunk, int copies = 1) {
+  std::string error;
+  state_pb::StateHeader h;
+  h.set_server_version("0.1.0");
+  auto w = StateFileWriter::create(path, h, &error);
+  REQUIRE(w != nullptr);
+  for (int i = 0; i < copies; ++i)
+    for (const std::string& c : save(before, per_chunk)) REQUIRE(w->append_chunk(c));
+  REQUIRE(w->commit().empty());
+}
+
+TEST_CASE("load_state applies in batches and counts the entries the index kept, not the file's") {
+  Index before;
+  fill(before);
+  ic::test::TempDir tmp("ic-load");
+  const std::string state = tmp.file("state.bin");
+  write_state(state, before, 2);
+  // Batches of one chunk: the same index as one batch.
+  Index after;
+  LoadOptions one_chunk;
+  one_chunk.batch_bytes = 1;
+  const LoadOutcome got = load_state(state, after.pointers(), after.clock.wall, one_chunk);
+  CHECK(got.status == LoadStatus::kOk);
+  CHECK(got.entries == 17);
+  CHECK(got.file_entries == 17);
+  CHECK(entries_of(after) == entries_of(before));
+  CHECK(stats_of(after) == stats_of(before));
+
+  // team-a may keep one distinct key: the file's 17 entries are not all kept.
+  const auto quota = config::parse_policy_json(
+      R"({"version":7,"tenants":[{"tenantID":"team-a","maxIndexEntries":1}]})");
+  REQUIRE(quota.ok());
+  Index capped(quota.set);
+  const LoadOutcome kept = load_state(state, capped.pointers(), capped.clock.wall);
+  CHECK(kept.status == LoadStatus::kOk);
+  CHECK(kept.file_entries == 17);
+  CHECK(kept.entries == static_cast<std::int64_t>(entries_of(capped).size()));
+  CHECK(kept.entries == capped.globals.total_entries.load());
+  CHECK(kept.entries < 17);
+}
+
+TEST_CASE(
+    "load_state stops at the next record once interrupted, and a first pass applies nothing") {
+  Index before;
+  fill(before);
+  ic::test::TempDir tmp("ic-load");
+  const std::string state = tmp.file("state.bin");
+  write_state(state, before, 1, 4);  // 4 × 17 one-entry chunks (and the stats chunks)
+  int polls = 0;
+  LoadOptions options;
+  options.interrupted = [&polls] { return ++polls > 10; };
+  Index cold;
+  const LoadOutcome got = load_state(state, cold.pointers(), cold.clock.wall, options);
+  CHECK(got.interrupted);
+  CHECK(got.status == LoadStatus::kUnreadable);
+  CHECK(got.error == "interrupted by a signal");
+  CHECK(polls == 11);  // the verify pass: one poll per record, stopped at the 11th
+  CHECK(cold.globals.total_entries.load() == 0);
+  CHECK(got.entries == 0);
 }
 
 TEST_CASE("a parsed policy set keeps the JSON it came from, for the state file") {

@@ -106,6 +106,15 @@ TEST_CASE(
   CHECK_FALSE(batch_range("host/7/99:5", "host/7/99", &first, &last));
   CHECK_FALSE(batch_range("host/7/99:9-5", "host/7/99", &first, &last));
   CHECK_FALSE(batch_range("other:5-9", "host/7/99", &first, &last));
+  // After a squatted id: the same range under a new suffix, read back the same.
+  CHECK(batch_id("host/7/99", 5, 9, 2) == "host/7/99:5-9~2");
+  first = last = 0;
+  CHECK(batch_range("host/7/99:6-8~2", "host/7/99", &first, &last));
+  CHECK(first == 6);
+  CHECK(last == 8);
+  CHECK_FALSE(batch_range("host/7/99:6-8~", "host/7/99", &first, &last));
+  CHECK_FALSE(batch_range("host/7/99:6-8~0", "host/7/99", &first, &last));
+  CHECK_FALSE(batch_range("host/7/99:6-8x2", "host/7/99", &first, &last));
 
   RecordEncoder encoder("host/7/99");
   pb::CacheStateUpdate update;

@@ -128,6 +128,10 @@ TEST_SUITE("runtime") {
           "--tls-key-file given without --tls-cert-file (both or neither)");
     CHECK(error_of({"--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/etc/hostname"}) ==
           "--tls-cert-file: cannot read \"/nonexistent/c.pem\": No such file or directory");
+    CHECK(error_of({"--nats-tls-cert-file", "/etc/hostname"}) ==
+          "--nats-tls-cert-file given without --nats-tls-key-file (both or neither)");
+    CHECK(error_of({"--nats-tls-ca-file", "/nonexistent/ca.pem"}) ==
+          "--nats-tls-ca-file: cannot read \"/nonexistent/ca.pem\": No such file or directory");
     CHECK(error_of({"--stream-reset-rate", "0"}) ==
           "--stream-reset-rate: want an integer in [1, 1048576], got \"0\"");
     CHECK(error_of({"--pin-threads", "maybe"}) ==

@@ -20,6 +20,11 @@ namespace {
 constexpr int kSubHighWaterMark = 100000;
 // Messages read from one socket per poll turn, so one busy rank cannot starve the others.
 constexpr int kReadsPerTurn = 1024;
+// ZMQ_MAXMSGSIZE of every socket: a frame larger than the largest payload decoded makes
+// ZeroMQ drop the connection while reading its size, before anything of that size is
+// allocated (docs/kvevents.md "Bounds"); the socket reconnects and the gap is replayed or
+// resynced like any other.
+constexpr std::int64_t kMaxFrameBytes = static_cast<std::int64_t>(kMaxPayloadBytes);
 
 std::optional<std::uint64_t> seq_of(const zmq::message_t& frame) {
   if (frame.size() != 8) return std::nullopt;
@@ -46,26 +51,42 @@ class Subscriber::Link final : public SequenceHandler {
   Link(Subscriber& owner, int rank)
       : owner_(owner),
         rank_(rank),
-        sub_(owner.zmq_->context, zmq::socket_type::sub),
         sequencer_(!owner.config_.replay_endpoint.empty(), owner.config_.max_buffered_batches,
                    *this, owner.counters_) {
     const AdapterConfig& c = owner.config_;
-    sub_.set(zmq::sockopt::rcvhwm, kSubHighWaterMark);
-    sub_.set(zmq::sockopt::linger, 0);
-    sub_.set(zmq::sockopt::subscribe, c.topic);
     endpoint_ = offset_endpoint(c.engine_endpoint, rank);
-    sub_.connect(endpoint_);
+    open_sub();
     if (!c.replay_endpoint.empty()) open_dealer();
     ranks_.insert(rank);
   }
 
-  zmq::socket_t& sub() { return sub_; }
+  // ZeroMQ drops a connection whose frame is over ZMQ_MAXMSGSIZE as a protocol error and,
+  // unlike after a network error, never reconnects it: watch the SUB socket's disconnects
+  // and open a fresh one, which connects (and retries) like the first.
+  void check_connection() {
+    zmq::message_t event;
+    bool dropped = false;
+    while (monitor_->recv(event, zmq::recv_flags::dontwait)) {
+      if (event.more()) continue;  // the event frame; the address frame follows
+      dropped = true;
+    }
+    if (!dropped) return;
+    config::log(LogLevel::warn,
+                "engine connection dropped (a message over 64 MiB, or the engine went away); "
+                "reconnecting",
+                {{"endpoint", endpoint_}});
+    open_sub();
+  }
+
+  zmq::socket_t& sub() { return *sub_; }
+  zmq::socket_t& monitor() { return *monitor_; }
   zmq::socket_t* dealer() { return dealer_.get(); }
 
   void read_live() {
     for (int i = 0; i < kReadsPerTurn; ++i) {
       std::vector<zmq::message_t> frames;
-      if (!zmq::recv_multipart(sub_, std::back_inserter(frames), zmq::recv_flags::dontwait)) return;
+      if (!zmq::recv_multipart(*sub_, std::back_inserter(frames), zmq::recv_flags::dontwait))
+        return;
       // [topic, seq, payload]; tolerate a publisher that sends no topic frame.
       if (frames.size() == 2) frames.insert(frames.begin(), zmq::message_t());
       const auto seq = frames.size() == 3 ? seq_of(frames[1]) : std::nullopt;
@@ -155,16 +176,37 @@ class Subscriber::Link final : public SequenceHandler {
   }
 
  private:
+  void open_sub() {
+    const AdapterConfig& c = owner_.config_;
+    monitor_.reset();
+    sub_ = std::make_unique<zmq::socket_t>(owner_.zmq_->context, zmq::socket_type::sub);
+    sub_->set(zmq::sockopt::rcvhwm, kSubHighWaterMark);
+    sub_->set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
+    sub_->set(zmq::sockopt::linger, 0);
+    sub_->set(zmq::sockopt::subscribe, c.topic);
+    const std::string address =
+        "inproc://kvevents-monitor-" + std::to_string(rank_) + "-" + std::to_string(++opened_);
+    if (zmq_socket_monitor(sub_->handle(), address.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+      throw zmq::error_t();
+    monitor_ = std::make_unique<zmq::socket_t>(owner_.zmq_->context, zmq::socket_type::pair);
+    monitor_->set(zmq::sockopt::linger, 0);
+    monitor_->connect(address);
+    sub_->connect(endpoint_);
+  }
+
   void open_dealer() {
     dealer_ = std::make_unique<zmq::socket_t>(owner_.zmq_->context, zmq::socket_type::dealer);
     dealer_->set(zmq::sockopt::linger, 0);
+    dealer_->set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
     dealer_->connect(offset_endpoint(owner_.config_.replay_endpoint, rank_));
   }
 
   Subscriber& owner_;
   int rank_;
   std::string endpoint_;
-  zmq::socket_t sub_;
+  std::unique_ptr<zmq::socket_t> sub_;
+  std::unique_ptr<zmq::socket_t> monitor_;  // PAIR: sub_'s disconnect events
+  int opened_ = 0;                          // SUB sockets opened (names the monitor)
   std::unique_ptr<zmq::socket_t> dealer_;
   Sequencer sequencer_;
   std::set<std::int64_t> ranks_;
@@ -203,6 +245,7 @@ void Subscriber::run(const std::atomic<bool>& stop) {
     std::vector<zmq::pollitem_t> items;
     for (auto& link : links_) {
       items.push_back({link->sub().handle(), 0, ZMQ_POLLIN, 0});
+      items.push_back({link->monitor().handle(), 0, ZMQ_POLLIN, 0});
       if (link->dealer() != nullptr) items.push_back({link->dealer()->handle(), 0, ZMQ_POLLIN, 0});
     }
     try {
@@ -211,6 +254,7 @@ void Subscriber::run(const std::atomic<bool>& stop) {
       if (e.num() != EINTR) throw;  // a signal (SIGTERM) interrupted the wait
     }
     for (auto& link : links_) {
+      link->check_connection();
       link->read_live();
       link->read_replay();
       link->check_timeout(steady_us());

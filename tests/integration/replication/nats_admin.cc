@@ -70,4 +70,34 @@ std::int64_t stream_last_sequence(const std::string& url, const std::string& nam
   return stream_state(url, name, [](const jsStreamState& s) { return s.LastSeq; });
 }
 
+void delete_stream(const std::string& url, const std::string& name) {
+  Js c(url);
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_DeleteStream(c.js, name.c_str(), nullptr, &code);
+  if (s != NATS_OK) {
+    throw std::runtime_error("stream " + name + " not deleted: " + natsStatus_GetText(s) +
+                             " (JetStream error " + std::to_string(int{code}) + ")");
+  }
+}
+
+bool publish_with_id(const std::string& url, const std::string& subject, const std::string& id,
+                     const std::string& body) {
+  Js c(url);
+  natsMsg* msg = nullptr;
+  natsStatus s =
+      natsMsg_Create(&msg, subject.c_str(), nullptr, body.data(), static_cast<int>(body.size()));
+  if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Msg-Id", id.c_str());
+  jsPubAck* ack = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  if (s == NATS_OK) s = js_PublishMsg(&ack, c.js, msg, nullptr, &code);
+  natsMsg_Destroy(msg);
+  const bool stored = s == NATS_OK && !ack->Duplicate;
+  jsPubAck_Destroy(ack);
+  if (s != NATS_OK) {
+    throw std::runtime_error("publish " + id + ": " + natsStatus_GetText(s) + " (JetStream error " +
+                             std::to_string(int{code}) + ")");
+  }
+  return stored;
+}
+
 }  // namespace ic::itest

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "support/server_process.hh"
 
@@ -30,8 +31,11 @@ bool accepts(std::uint16_t port) {
 
 }  // namespace
 
-NatsProcess::NatsProcess(std::string store_dir, bool jetstream)
-    : store_dir_(std::move(store_dir)), port_(free_loopback_port()), jetstream_(jetstream) {
+NatsProcess::NatsProcess(std::string store_dir, std::string config_file, bool jetstream)
+    : store_dir_(std::move(store_dir)),
+      config_file_(std::move(config_file)),
+      port_(free_loopback_port()),
+      jetstream_(jetstream) {
   start();
 }
 
@@ -42,15 +46,14 @@ void NatsProcess::start() {
   if (binary == nullptr) throw std::runtime_error("IC_NATS_SERVER is not set");
   const std::string port = std::to_string(port_);
   const std::string log = store_dir_ + "/nats.log";
+  // argv is built before fork: the child of a multi-threaded test only execs.
+  std::vector<const char*> argv{binary};
+  if (!config_file_.empty()) argv.insert(argv.end(), {"-c", config_file_.c_str()});
+  if (jetstream_) argv.insert(argv.end(), {"-js", "-sd", store_dir_.c_str()});
+  argv.insert(argv.end(), {"-a", "127.0.0.1", "-p", port.c_str(), "-l", log.c_str(), nullptr});
   pid_ = ::fork();
   if (pid_ == 0) {
-    if (jetstream_) {
-      ::execl(binary, binary, "-js", "-sd", store_dir_.c_str(), "-a", "127.0.0.1", "-p",
-              port.c_str(), "-l", log.c_str(), static_cast<char*>(nullptr));
-    } else {
-      ::execl(binary, binary, "-a", "127.0.0.1", "-p", port.c_str(), "-l", log.c_str(),
-              static_cast<char*>(nullptr));
-    }
+    ::execv(binary, const_cast<char* const*>(argv.data()));
     ::_exit(127);
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -13,10 +13,11 @@ namespace ic::itest {
 
 class NatsProcess {
  public:
-  // Starts nats-server storing under `store_dir` (without JetStream when
-  // `jetstream` is false); returns once its port accepts connections (throws
-  // std::runtime_error after 20 s).
-  explicit NatsProcess(std::string store_dir, bool jetstream = true);
+  // Starts nats-server storing under `store_dir` (reading `config_file`, e.g.
+  // a tls block, when given; without JetStream when `jetstream` is false);
+  // returns once its port accepts connections (throws std::runtime_error
+  // after 20 s).
+  explicit NatsProcess(std::string store_dir, std::string config_file = "", bool jetstream = true);
   ~NatsProcess();  // stop()s
   NatsProcess(const NatsProcess&) = delete;
   NatsProcess& operator=(const NatsProcess&) = delete;
@@ -29,6 +30,7 @@ class NatsProcess {
 
  private:
   std::string store_dir_;
+  std::string config_file_;
   std::uint16_t port_ = 0;
   bool jetstream_ = true;
   pid_t pid_ = -1;

@@ -31,7 +31,7 @@ std::size_t count_in_log(Served& s, const std::string& text) {
 
 TEST_CASE("NATS without JetStream: /readyz says so, and the log once, not every retry") {
   TempDir dir;
-  ic::itest::NatsProcess nats(dir.file(""), /*jetstream=*/false);
+  ic::itest::NatsProcess nats(dir.file(""), "", /*jetstream=*/false);
   Served a(nats.url(), "", {"--nats-startup-wait", "1s"});
   const std::string no_js =
       "NATS reached, but JetStream is not enabled on it (start nats-server with -js, "
