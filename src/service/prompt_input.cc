@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "metrics/registry.hh"
-#include "prompt_text/encoder.hh"
 
 namespace ic::service {
 namespace {
@@ -23,17 +22,17 @@ bool prompt_text_applies(const config::CachePolicy& policy,
   return !(policy.require_chain && !wire_chain);  // else POLICY_REQUIRES_CHAIN comes first
 }
 
-bool fail(PromptTextFailure reason) {
+PromptPlan fail(PromptTextFailure reason) {
   metrics::local().add_prompt_text_failure(reason);
-  return false;
+  return {};
 }
 
 }  // namespace
 
-bool resolve_prompt_text(const PromptTextConfig& config, const config::CachePolicy& policy,
-                         index::Clock& clock, const index::LookupContext& ctx,
-                         ::inferencecache::v1alpha1::LookupRouteRequest& request) {
-  if (!prompt_text_applies(policy, request)) return false;
+PromptPlan plan_prompt_text(const PromptTextConfig& config, const config::CachePolicy& policy,
+                            index::Clock& clock, const index::LookupContext& ctx,
+                            const ::inferencecache::v1alpha1::LookupRouteRequest& request) {
+  if (!prompt_text_applies(policy, request)) return {};
   const prompt_text::Model* model =
       config.models != nullptr ? config.models->find(request.model_id()) : nullptr;
   if (model == nullptr) return fail(PromptTextFailure::kNoTokenizer);
@@ -43,22 +42,82 @@ bool resolve_prompt_text(const PromptTextConfig& config, const config::CachePoli
   const std::int64_t budget = policy.lookup_timeout_ms > 0
                                   ? std::int64_t{policy.lookup_timeout_ms} * 1000
                                   : config.default_budget_us;
-  const std::int64_t end = std::min(ctx.deadline_mono_us, start + budget);
-  const auto expired = [&clock, end] { return clock.monotonic_us() >= end; };
-  thread_local std::vector<std::uint32_t> tokens;
-  switch (prompt_text::encode_prompt(*model, request.prompt_text(), expired, tokens)) {
-    case prompt_text::EncodeResult::kOk:
-      break;
-    case prompt_text::EncodeResult::kTemplate:
-      return fail(PromptTextFailure::kTemplate);
-    case prompt_text::EncodeResult::kTimeout:
-      return fail(PromptTextFailure::kTimeout);
-    case prompt_text::EncodeResult::kTokenize:
-      return fail(PromptTextFailure::kTokenize);
+  return {model, std::min(ctx.deadline_mono_us, start + budget)};
+}
+
+PromptTokenizing::PromptTokenizing(const PromptTextConfig& config, const PromptPlan& plan,
+                                   std::string_view text)
+    : config_(config), deadline_(plan.deadline_mono_us), encoding_(*plan.model, text, tokens_) {}
+
+void PromptTokenizing::fail(PromptTextFailure reason) {
+  if (done_) return;
+  done_ = true;
+  ok_ = false;
+  metrics::local().add_prompt_text_failure(reason);
+}
+
+bool PromptTokenizing::run_slice(index::Clock& clock, std::int64_t slice_end_mono_us) {
+  if (done_) return true;
+  const std::int64_t start = clock.monotonic_us();
+  if (start >= deadline_) {
+    fail(PromptTextFailure::kTimeout);
+    return true;
   }
-  if (tokens.size() > config.max_token_ids) return fail(PromptTextFailure::kTooLong);
+  const std::int64_t stop_at =
+      std::min({slice_end_mono_us, deadline_, start + (config_.max_cpu_us - cpu_us_)});
+  std::int64_t now = start;
+  const prompt_text::EncodeResult r = encoding_.step([&] {
+    now = clock.monotonic_us();
+    return now >= stop_at;
+  });
+  cpu_us_ += std::max<std::int64_t>(0, now - start);
+  switch (r) {
+    case prompt_text::EncodeResult::kOk:
+      if (tokens_.size() > config_.max_token_ids) {
+        fail(PromptTextFailure::kTooLong);
+        return true;
+      }
+      done_ = ok_ = true;
+      return true;
+    case prompt_text::EncodeResult::kPaused:
+      if (now >= deadline_) {
+        fail(PromptTextFailure::kTimeout);
+      } else if (cpu_us_ >= config_.max_cpu_us) {
+        fail(PromptTextFailure::kCpuBudget);
+      }
+      return done_;
+    case prompt_text::EncodeResult::kTemplate:
+      fail(PromptTextFailure::kTemplate);
+      return true;
+    case prompt_text::EncodeResult::kTooLong:
+      fail(PromptTextFailure::kTooLong);
+      return true;
+    case prompt_text::EncodeResult::kTimeout:
+      fail(PromptTextFailure::kTimeout);
+      return true;
+    case prompt_text::EncodeResult::kTokenize:
+      break;
+  }
+  fail(PromptTextFailure::kTokenize);
+  return true;
+}
+
+void apply_prompt_tokens(const std::vector<std::uint32_t>& tokens,
+                         ::inferencecache::v1alpha1::LookupRouteRequest& request) {
   request.mutable_token_ids()->Assign(tokens.begin(), tokens.end());
   request.clear_prompt_text();
+}
+
+bool resolve_prompt_text(const PromptTextConfig& config, const config::CachePolicy& policy,
+                         index::Clock& clock, const index::LookupContext& ctx,
+                         ::inferencecache::v1alpha1::LookupRouteRequest& request) {
+  const PromptPlan plan = plan_prompt_text(config, policy, clock, ctx, request);
+  if (plan.model == nullptr) return false;
+  PromptTokenizing job(config, plan, request.prompt_text());
+  while (!job.run_slice(clock, INT64_MAX)) {
+  }
+  if (!job.ok()) return false;
+  apply_prompt_tokens(job.tokens(), request);
   return true;
 }
 

@@ -31,6 +31,8 @@ enum class EncodeStatus {
   kInvalidUtf8,  // the text is not well-formed UTF-8
   kDeadline,     // `expired` turned true before the end
   kRegexError,   // PCRE2 gave up (match limit or JIT stack)
+  kTooLong,      // a pre-token or an NFC stretch over its bound (tokenizer/encoding.hh)
+  kPaused,       // Encoding::step() stopped between units; step() again to go on
 };
 
 class Workspace;
@@ -46,8 +48,10 @@ class Tokenizer {
   static std::unique_ptr<Tokenizer> load(std::string_view tokenizer_json, std::string& error);
   ~Tokenizer();
 
-  // Replaces `out` with the tokens of `text`. `expired` (may be empty) is
-  // polled every few hundred words; on anything but kOk `out` is partial.
+  // Replaces `out` with the tokens of `text`, in one go (the same units as
+  // an Encoding, tokenizer/encoding.hh). `expired` (may be empty) is polled
+  // before the first unit and then every few KiB of work: kDeadline once it
+  // returns true. On anything but kOk `out` is partial.
   EncodeStatus encode(std::string_view text, Workspace& workspace, std::vector<TokenId>& out,
                       const std::function<bool()>& expired = {}) const;
 
@@ -58,9 +62,8 @@ class Tokenizer {
   std::size_t vocab_size() const { return bpe_->vocab_size(); }
 
  private:
+  friend class Encoding;
   Tokenizer() = default;
-  bool encode_segment(std::string_view segment, Workspace& ws, std::vector<TokenId>& out,
-                      const std::function<bool()>& expired, EncodeStatus& status) const;
   void encode_word(std::string_view word, Workspace& ws, std::vector<TokenId>& out) const;
 
   std::unique_ptr<BpeModel> bpe_;
@@ -83,6 +86,7 @@ class Workspace {
 
  private:
   friend class Tokenizer;
+  friend class Encoding;
   struct CachedWord {
     const Tokenizer* owner = nullptr;
     std::string word;
