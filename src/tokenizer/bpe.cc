@@ -175,7 +175,8 @@ void BpeModel::start_large(BpeScratch& s) const {
     s.next[static_cast<std::size_t>(i)] = i + 1 < n ? i + 1 : -1;
   }
   s.heap.clear();
-  for (std::int32_t i = 0; i + 1 < n; ++i) push_pair(s, i);
+  s.scanned = 0;
+  s.heapified = false;
 }
 
 void BpeModel::merge_large(BpeScratch& s) const {
@@ -183,7 +184,24 @@ void BpeModel::merge_large(BpeScratch& s) const {
   merge_steps(s, SIZE_MAX);
 }
 
+// The candidate pairs are looked up a few per step (a step of the merge
+// loop costs about as much as four lookups), then heapified in O(n).
 bool BpeModel::merge_steps(BpeScratch& s, std::size_t max_steps) const {
+  const std::size_t pairs = s.ids.size() - 1;
+  while (s.scanned < pairs && max_steps > 0) {
+    const std::size_t take = std::min(pairs - s.scanned, max_steps / 4 + 1);
+    for (std::size_t i = s.scanned; i < s.scanned + take; ++i) {
+      const Merge m = find_merge(s.ids[i], s.ids[i + 1]);
+      if (m.rank != kNoMerge) s.heap.push_back({m.rank, static_cast<std::int32_t>(i)});
+    }
+    s.scanned += take;
+    max_steps -= std::min(max_steps, take * 4);
+  }
+  if (s.scanned < pairs) return false;
+  if (!s.heapified) {
+    std::make_heap(s.heap.begin(), s.heap.end(), later);
+    s.heapified = true;
+  }
   for (; max_steps > 0 && !s.heap.empty(); --max_steps) {
     std::pop_heap(s.heap.begin(), s.heap.end(), later);
     const BpeScratch::Candidate top = s.heap.back();

@@ -29,6 +29,10 @@ struct BpeScratch {
   std::vector<std::uint32_t> ranks;  // rank of (ids[i], ids[i+1]); kNoMerge if none
   std::vector<std::int32_t> prev, next;
   std::vector<Candidate> heap;
+  // merge_steps(): pairs of ids[] looked up into heap so far, and whether
+  // the heap is ordered (it is built in steps too, then heapified once).
+  std::size_t scanned = 0;
+  bool heapified = false;
 };
 
 class BpeModel {
