@@ -4,9 +4,9 @@
 //
 // Alternates quiet and attacked windows of --seconds each (--pairs pairs).
 // A neighbour (tenant "neighbour", one channel, closed loop) sends token_ids
-// lookups all the time; in an attacked window --attackers threads (tenant
-// "attacker", one channel each, closed loop) send LookupRoute with a
-// prompt_text of --kind:
+// lookups all the time; in an attacked window --attackers threads of a
+// child process (tenant "attacker", one channel each, closed loop) send
+// LookupRoute with a prompt_text of --kind:
 //   word      one 1,000,000-byte word ("a" repeated)
 //   spaces    1,000,000 spaces
 //   newlines  1,000,000 newlines
@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -98,29 +99,14 @@ std::shared_ptr<grpc::Channel> channel(const std::string& server, int id) {
   return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app("neighbour LookupRoute latency under hostile prompt_text");
-  std::string server = "127.0.0.1:9090", kind = "word", model = "qwen3";
-  int attackers = 8, pairs = 3, pid = 0;
-  bool idle = true;
-  double seconds = 5;
-  app.add_option("--server", server, "gRPC host:port");
-  app.add_option("--kind", kind, "the attackers' prompt_text")
-      ->check(CLI::IsMember({"word", "spaces", "newlines", "words60k", "english"}));
-  app.add_option("--model", model, "model_id with a tokenizer on the server");
-  app.add_option("--attackers", attackers, "attacking threads (one channel each)");
-  app.add_option("--pairs", pairs, "quiet + attacked window pairs");
-  app.add_option("--seconds", seconds, "seconds per window");
-  app.add_option("--server-pid", pid, "server pid for its CPU time");
-  app.add_option("--attackers-idle", idle, "run the attacking threads at SCHED_IDLE");
-  CLI11_PARSE(app, argc, argv);
-
-  const std::string prompt = prompt_of(kind);
+// The attacking process: `attackers` threads (one channel each) sending
+// `prompt` while the last command read from `commands` was '1'; on '0' one
+// line "calls p50_us reason=count ..." goes to `reports`; EOF ends it.
+int run_attackers(const std::string& server, const std::string& model, const std::string& prompt,
+                  int attackers, bool idle, int commands, int reports) {
   std::atomic<bool> attacking{false}, done{false};
   std::mutex mu;
-  std::vector<std::int64_t> attack_lat;
+  std::vector<std::int64_t> lat;
   std::map<std::string, int> reasons;
   std::vector<std::thread> threads;
   for (int a = 0; a < attackers; ++a) {
@@ -148,12 +134,68 @@ int main(int argc, char** argv) {
             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
         std::lock_guard lock(mu);
         if (!attacking) continue;
-        attack_lat.push_back(us);
+        lat.push_back(us);
         ++reasons[st.ok() ? resp.reason_code() + (resp.token_ids_size() > 0 ? "+tokens" : "")
                           : "grpc:" + std::to_string(st.error_code())];
       }
     });
   }
+  char c = 0;
+  while (read(commands, &c, 1) == 1) {
+    if (c == '1') {
+      std::lock_guard lock(mu);
+      lat.clear();
+      reasons.clear();
+      attacking = true;
+      continue;
+    }
+    std::lock_guard lock(mu);
+    attacking = false;
+    std::string line = std::to_string(lat.size()) + " " + std::to_string(pct(lat, 0.5));
+    for (const auto& [r, n] : reasons) line += " " + r + "=" + std::to_string(n);
+    line += "\n";
+    if (write(reports, line.data(), line.size()) < 0) break;
+  }
+  done = true;
+  for (auto& t : threads) t.join();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("neighbour LookupRoute latency under hostile prompt_text");
+  std::string server = "127.0.0.1:9090", kind = "word", model = "qwen3";
+  int attackers = 8, pairs = 3, pid = 0;
+  bool idle = true;
+  double seconds = 5;
+  app.add_option("--server", server, "gRPC host:port");
+  app.add_option("--kind", kind, "the attackers' prompt_text")
+      ->check(CLI::IsMember({"word", "spaces", "newlines", "words60k", "english"}));
+  app.add_option("--model", model, "model_id with a tokenizer on the server");
+  app.add_option("--attackers", attackers, "attacking threads (one channel each)");
+  app.add_option("--pairs", pairs, "quiet + attacked window pairs");
+  app.add_option("--seconds", seconds, "seconds per window");
+  app.add_option("--server-pid", pid, "server pid for its CPU time");
+  app.add_option("--attackers-idle", idle, "run the attacking threads at SCHED_IDLE");
+  CLI11_PARSE(app, argc, argv);
+
+  // The attackers run in a child process (forked before any grpc++ object
+  // exists): grpc++ threads shared with the neighbour would otherwise make
+  // the client, not the server, the bottleneck. Commands over a pipe: '1'
+  // attack, '0' stop and report one line back.
+  int to_child[2], from_child[2];
+  if (pipe(to_child) != 0 || pipe(from_child) != 0) return 1;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(to_child[1]);
+    close(from_child[0]);
+    return run_attackers(server, model, prompt_of(kind), attackers, idle, to_child[0],
+                         from_child[1]);
+  }
+  close(to_child[0]);
+  close(from_child[1]);
+  FILE* reports = fdopen(from_child[0], "r");
   auto stub = pb::InferenceCache::NewStub(channel(server, 1));
   pb::LookupRouteRequest nreq;
   nreq.set_model_id(model);
@@ -164,12 +206,7 @@ int main(int argc, char** argv) {
               "max_us", "atk", "atk_p50", "cpu_ms", "attacker reasons");
   for (int w = 0; w < 2 * pairs; ++w) {
     const bool attacked = w % 2 == 1;
-    {
-      std::lock_guard lock(mu);
-      attack_lat.clear();
-      reasons.clear();
-    }
-    attacking = attacked;
+    if (attacked && write(to_child[1], "1", 1) != 1) return 1;
     const double cpu0 = server_cpu_ms(pid);
     std::vector<std::int64_t> lat;
     const auto end = Clock::now() + std::chrono::duration<double>(seconds);
@@ -181,23 +218,29 @@ int main(int argc, char** argv) {
       lat.push_back(
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
     }
-    attacking = false;
     const double cpu = server_cpu_ms(pid) - cpu0;
-    std::lock_guard lock(mu);
-    std::string rs;
-    for (const auto& [r, n] : reasons) rs += r + "=" + std::to_string(n) + " ";
+    char report[4096] = "0 0";
+    if (attacked) {
+      if (write(to_child[1], "0", 1) != 1 || std::fgets(report, sizeof report, reports) == nullptr)
+        return 1;
+    }
+    std::size_t atk = 0;
+    long long atk_p50 = 0;
+    int used = 0;
+    std::sscanf(report, "%zu %lld %n", &atk, &atk_p50, &used);
+    std::string rs = report + used;
+    if (!rs.empty() && rs.back() == '\n') rs.pop_back();
     const std::size_t calls = lat.size();
     const std::int64_t p50 = pct(lat, 0.5), p99 = pct(lat, 0.99), mx = pct(lat, 1.0);
-    const std::size_t atk = attack_lat.size();
     std::printf("%-8s %8zu %8lld %8lld %8lld | %8zu %9lld %9.1f  %s\n",
                 attacked ? "attacked" : "quiet", calls, static_cast<long long>(p50),
-                static_cast<long long>(p99), static_cast<long long>(mx), atk,
-                static_cast<long long>(pct(attack_lat, 0.5)),
+                static_cast<long long>(p99), static_cast<long long>(mx), atk, atk_p50,
                 attacked && atk > 0 && pid > 0 ? cpu / static_cast<double>(atk) : 0.0, rs.c_str());
     std::fflush(stdout);
     if (attacked) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // calls drain
   }
-  done = true;
-  for (auto& t : threads) t.join();
+  close(to_child[1]);  // the child sees EOF and exits
+  int status = 0;
+  waitpid(child, &status, 0);
   return 0;
 }

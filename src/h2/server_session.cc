@@ -402,6 +402,7 @@ std::ptrdiff_t ServerSession::receive(std::span<const std::byte> data) {
     }
     // nghttp2 consumes a whole slice: no callback of ours returns PAUSE.
     used += slice.size();
+    turn_bytes_ += slice.size();
   }
   return static_cast<std::ptrdiff_t>(used);
 }

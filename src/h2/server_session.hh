@@ -245,6 +245,7 @@ class ServerSession final : public net::Session {
   std::uint32_t turn_frames_ = 0;          // frames begun this turn
   std::uint32_t turn_streams_ = 0;         // request streams opened this turn
   std::uint64_t turn_header_bytes_ = 0;    // header bytes decoded this turn
+  std::uint64_t turn_bytes_ = 0;           // input bytes parsed this turn
   std::ptrdiff_t recv_error_ = 0;          // the last fatal mem_recv result
   std::uint64_t block_decoded_bytes_ = 0;  // its decoded fields, +32 each
   std::uint32_t rejected_blocks_ = 0;      // 431 answers so far
