@@ -197,16 +197,22 @@ class PromptLookup final : public PromptScheduler::Job {
   PromptTokenizing tokenizing_;
 };
 
+// `invalid_prompt_text`: the request's prompt_text was not UTF-8 and was
+// removed before parsing (drop_invalid_prompt_text): it fails open.
 void lookup(ShardedIndex& index, const PromptTextConfig* prompt, PromptScheduler* scheduler,
-            LookupTimes times, rpc::CallHandle call, pb::LookupRouteRequest&& request) {
+            LookupTimes times, rpc::CallHandle call, pb::LookupRouteRequest&& request,
+            bool invalid_prompt_text) {
   index::Clock& clock = index.clock();
   const unsigned here = index.cores().current_core();
   index::LookupContext ctx;
   LookupClock call_clock = times.begin(clock, here, call, ctx);
   ctx.clock = &call_clock;
-  if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
-    static const PromptTextConfig kNone;
-    const PromptTextConfig& config = prompt != nullptr ? *prompt : kNone;
+  static const PromptTextConfig kNone;
+  const PromptTextConfig& config = prompt != nullptr ? *prompt : kNone;
+  if (invalid_prompt_text) {
+    count_invalid_prompt_text(config, index.shard(here).policies()->policy_for(request.tenant_id()),
+                              request);
+  } else if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
     const config::CachePolicy& policy =
         index.shard(here).policies()->policy_for(request.tenant_id());
     const PromptPlan plan = plan_prompt_text(config, policy, clock, ctx, request);
@@ -282,13 +288,24 @@ class LookupHandler final : public rpc::CallHandler {
       }
       parse(std::as_bytes(std::span(held_.message->bytes.data(), held_.message->bytes.size())));
     }
-    lookup(index_, prompt_, scheduler_, times_, std::move(call_), std::move(*request_.message));
+    lookup(index_, prompt_, scheduler_, times_, std::move(call_), std::move(*request_.message),
+           invalid_prompt_text_);
   }
 
  private:
-  // The protobuf path (failure: INVALID_ARGUMENT, as every method answers).
+  // The protobuf path (failure: INVALID_ARGUMENT, as every method answers),
+  // except a prompt_text that is not UTF-8: removed, and the lookup fails
+  // open without it (docs/prompt-text.md "Failure modes"). `message` holds
+  // the bytes of held_.
   bool parse(std::span<const std::byte> message) {
     request_ = rpc::message_pool<pb::LookupRouteRequest>().take();
+    if (request_.message->ParseFromArray(message.data(), static_cast<int>(message.size())))
+      return true;
+    std::string& bytes = held_.message->bytes;
+    if (drop_invalid_prompt_text(bytes)) {
+      invalid_prompt_text_ = true;
+      message = std::as_bytes(std::span(bytes.data(), bytes.size()));
+    }
     return rpc::parse_request(message, *request_.message, call_);
   }
 
@@ -301,6 +318,7 @@ class LookupHandler final : public rpc::CallHandler {
   rpc::MessagePool<pb::LookupRouteRequest>::Lease request_;  // protobuf path only
   std::size_t wire_bytes_ = 0;  // of the message: decides whether its storage is pooled
   bool have_ = false;
+  bool invalid_prompt_text_ = false;  // removed by parse(): fails open
 };
 
 // ----------------------------------------------------------- ReportCacheState

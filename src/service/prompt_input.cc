@@ -4,22 +4,55 @@
 #include <vector>
 
 #include "metrics/registry.hh"
+#include "tokenizer/utf8.hh"
 
 namespace ic::service {
 namespace {
 
 using metrics::PromptTextFailure;
 
-// Whether step 5 would resolve this request's prompt_text (docs/lookup.md).
+// Whether step 5 would resolve this request's prompt_text (docs/lookup.md);
+// `has_text`: it has one (a removed invalid one counts).
 bool prompt_text_applies(const config::CachePolicy& policy,
-                         const ::inferencecache::v1alpha1::LookupRouteRequest& r) {
-  if (r.prompt_text().empty() || r.token_ids_size() > 0 || !r.prefix_hash().empty()) return false;
+                         const ::inferencecache::v1alpha1::LookupRouteRequest& r, bool has_text) {
+  if (!has_text || r.token_ids_size() > 0 || !r.prefix_hash().empty()) return false;
   if (r.tenant_id() == config::kReservedTenant) return false;
   const bool arrays = r.block_hashes_size() > 0 || r.block_token_counts_size() > 0;
   if (arrays && policy.enable_chain_matching) return false;  // a chain (or malformed arrays) wins
   const bool wire_chain =
       r.block_hashes_size() > 0 && r.block_hashes_size() == r.block_token_counts_size();
   return !(policy.require_chain && !wire_chain);  // else POLICY_REQUIRES_CHAIN comes first
+}
+
+// Protobuf's wire format: a varint at bytes[i] (advances i); false when
+// truncated or longer than 10 bytes.
+bool read_varint(std::string_view bytes, std::size_t& i, std::uint64_t& out) {
+  out = 0;
+  for (int shift = 0; shift < 70 && i < bytes.size(); shift += 7) {
+    const auto b = static_cast<unsigned char>(bytes[i++]);
+    out |= std::uint64_t{b & 0x7Fu} << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// The end of the field whose tag was read (wire type `type`) at bytes[i],
+// or npos when it cannot be walked (groups, truncation).
+std::size_t field_end(std::string_view bytes, std::size_t i, unsigned type) {
+  std::uint64_t len = 0;
+  switch (type) {
+    case 0:
+      return read_varint(bytes, i, len) ? i : std::string_view::npos;
+    case 1:
+      return bytes.size() - i >= 8 ? i + 8 : std::string_view::npos;
+    case 5:
+      return bytes.size() - i >= 4 ? i + 4 : std::string_view::npos;
+    case 2:
+      if (!read_varint(bytes, i, len) || len > bytes.size() - i) return std::string_view::npos;
+      return i + len;
+    default:
+      return std::string_view::npos;
+  }
 }
 
 PromptPlan fail(PromptTextFailure reason) {
@@ -32,7 +65,7 @@ PromptPlan fail(PromptTextFailure reason) {
 PromptPlan plan_prompt_text(const PromptTextConfig& config, const config::CachePolicy& policy,
                             index::Clock& clock, const index::LookupContext& ctx,
                             const ::inferencecache::v1alpha1::LookupRouteRequest& request) {
-  if (!prompt_text_applies(policy, request)) return {};
+  if (!prompt_text_applies(policy, request, !request.prompt_text().empty())) return {};
   const prompt_text::Model* model =
       config.models != nullptr ? config.models->find(request.model_id()) : nullptr;
   if (model == nullptr) return fail(PromptTextFailure::kNoTokenizer);
@@ -106,6 +139,50 @@ void apply_prompt_tokens(const std::vector<std::uint32_t>& tokens,
                          ::inferencecache::v1alpha1::LookupRouteRequest& request) {
   request.mutable_token_ids()->Assign(tokens.begin(), tokens.end());
   request.clear_prompt_text();
+}
+
+bool drop_invalid_prompt_text(std::string& bytes) {
+  constexpr std::uint64_t kPromptTextTag = (10 << 3) | 2;
+  // Pass 1: the top-level fields as (start, value, end); any invalid text?
+  struct Field {
+    std::size_t start, value, end;
+  };
+  std::vector<Field> texts;
+  bool invalid = false;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const std::size_t start = i;
+    std::uint64_t tag = 0;
+    if (!read_varint(bytes, i, tag)) return false;
+    const std::size_t end = field_end(bytes, i, static_cast<unsigned>(tag & 7));
+    if (end == std::string_view::npos) return false;
+    if (tag == kPromptTextTag) {
+      std::size_t value = i;
+      std::uint64_t len = 0;
+      read_varint(bytes, value, len);
+      texts.push_back({start, value, end});
+      invalid = invalid || !tokenizer::valid_utf8(std::string_view(bytes).substr(value, len));
+    }
+    i = end;
+  }
+  if (!invalid) return false;
+  // Pass 2: every occurrence goes (the last one, the value protobuf would
+  // keep, may be a valid one after an invalid one: the message is still bad).
+  std::string kept;
+  std::size_t copied = 0;
+  for (const Field& f : texts) {
+    kept.append(bytes, copied, f.start - copied);
+    copied = f.end;
+  }
+  kept.append(bytes, copied, std::string::npos);
+  bytes.swap(kept);
+  return true;
+}
+
+void count_invalid_prompt_text(const PromptTextConfig& config, const config::CachePolicy& policy,
+                               const ::inferencecache::v1alpha1::LookupRouteRequest& request) {
+  if (!prompt_text_applies(policy, request, true)) return;
+  const bool model = config.models != nullptr && config.models->find(request.model_id()) != nullptr;
+  fail(model ? PromptTextFailure::kTokenize : PromptTextFailure::kNoTokenizer);
 }
 
 bool resolve_prompt_text(const PromptTextConfig& config, const config::CachePolicy& policy,

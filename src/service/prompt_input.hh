@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -104,6 +105,21 @@ class PromptTokenizing {
 // Sets token_ids from a successful tokenizing and clears prompt_text.
 void apply_prompt_tokens(const std::vector<std::uint32_t>& tokens,
                          ::inferencecache::v1alpha1::LookupRouteRequest& request);
+
+// A prompt_text that is not valid UTF-8 fails open (docs/prompt-text.md:
+// nothing on this path answers a gRPC error), but protobuf refuses to parse
+// a string field that is not UTF-8. When a prompt_text field (10) of
+// `bytes` (one serialized LookupRouteRequest, top-level fields) is not valid
+// UTF-8, removes every prompt_text field and returns true, so the rest
+// parses and the lookup goes on without it. False (unchanged) for
+// bytes it cannot walk: protobuf then answers INVALID_ARGUMENT as before.
+bool drop_invalid_prompt_text(std::string& bytes);
+
+// Counts the prompt_text that drop_invalid_prompt_text() removed from
+// `request` when prompt_text would have been the lookup's input (step 5 of
+// docs/lookup.md): `tokenize`, or `no_tokenizer` without the model.
+void count_invalid_prompt_text(const PromptTextConfig& config, const config::CachePolicy& policy,
+                               const ::inferencecache::v1alpha1::LookupRouteRequest& request);
 
 // In one go (tests, tools): plan, tokenize to the end (bounded by the same
 // deadline and CPU budget), apply. True when `request.token_ids` now hold

@@ -224,3 +224,34 @@ TEST_CASE("a pre-token over 64 KiB fails open as too_long; one under it is token
   CHECK(big.token_ids_size() > 0);
   CHECK(f.failures(PromptTextFailure::kTooLong) == 1);
 }
+
+TEST_CASE("a prompt_text that is not UTF-8 is removed before parsing and fails open") {
+  Fixture f;
+  pb::LookupRouteRequest r = f.request("x");
+  r.add_block_hashes("h");
+  std::string bytes = r.SerializeAsString();
+  std::string valid = bytes;
+  CHECK_FALSE(ic::service::drop_invalid_prompt_text(valid));  // valid: untouched
+  CHECK(valid == bytes);
+  // prompt_text (field 10) "\xFF\xFE" appended twice: protobuf refuses the message.
+  const std::string bad = std::string("\x52\x02\xFF\xFE", 4);
+  bytes += bad + bad;
+  pb::LookupRouteRequest parsed;
+  CHECK_FALSE(parsed.ParseFromString(bytes));
+  REQUIRE(ic::service::drop_invalid_prompt_text(bytes));
+  REQUIRE(parsed.ParseFromString(bytes));
+  CHECK(parsed.prompt_text().empty());  // the valid "x" goes too: the message's text is bad
+  CHECK(parsed.tenant_id() == "t");
+  CHECK(parsed.block_hashes_size() == 1);
+  // Counted once when prompt_text would have been the input.
+  f.policy.enable_chain_matching = false;
+  ic::service::count_invalid_prompt_text(f.config, f.policy, parsed);
+  CHECK(f.failures(PromptTextFailure::kTokenize) == 1);
+  f.policy.enable_chain_matching = true;  // the chain comes first: not counted
+  ic::service::count_invalid_prompt_text(f.config, f.policy, parsed);
+  CHECK(f.failures(PromptTextFailure::kTokenize) == 1);
+  // Bytes it cannot walk stay as they are (protobuf answers INVALID_ARGUMENT).
+  std::string truncated = std::string("\x52\x05\xFF", 3);
+  CHECK_FALSE(ic::service::drop_invalid_prompt_text(truncated));
+  CHECK(truncated.size() == 3);
+}
