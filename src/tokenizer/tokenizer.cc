@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/encoding.hh"
@@ -129,7 +131,9 @@ bool parse_added(const json& added, std::vector<std::pair<std::string, TokenId>>
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::load(std::string_view tokenizer_json, std::string& error) {
+  static std::atomic<std::uint64_t> loaded{0};
   auto tok = std::unique_ptr<Tokenizer>(new Tokenizer());
+  tok->serial_ = ++loaded;
   try {
     const json root = json::parse(tokenizer_json);
     std::string pattern;
@@ -178,13 +182,13 @@ void Tokenizer::encode_word(std::string_view word, Workspace& ws, std::vector<To
   }
   const std::size_t slot = XXH3_64bits(word.data(), word.size()) % Workspace::kWordCacheSlots;
   Workspace::CachedWord& c = ws.cache_[slot];
-  if (c.owner == this && c.word == word) {
+  if (c.owner == serial_ && c.word == word) {
     out.insert(out.end(), c.ids.begin(), c.ids.end());
     return;
   }
   const std::size_t first = out.size();
   bpe_->encode_word(word, ws.bpe_, out);
-  c.owner = this;
+  c.owner = serial_;
   c.word.assign(word);
   c.ids.assign(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
 }

@@ -66,6 +66,7 @@ class Tokenizer {
   Tokenizer() = default;
   void encode_word(std::string_view word, Workspace& ws, std::vector<TokenId>& out) const;
 
+  std::uint64_t serial_ = 0;  // unique per loaded tokenizer (word cache owner)
   std::unique_ptr<BpeModel> bpe_;
   std::unique_ptr<SplitRegex> split_;
   AddedTokens added_;
@@ -88,7 +89,10 @@ class Workspace {
   friend class Tokenizer;
   friend class Encoding;
   struct CachedWord {
-    const Tokenizer* owner = nullptr;
+    // Tokenizer::serial_ of the tokenizer that cached it (0 = none): not
+    // its address, which a tokenizer loaded after another was freed may
+    // reuse (tests load and free models on one thread).
+    std::uint64_t owner = 0;
     std::string word;
     std::vector<TokenId> ids;
   };
