@@ -10,6 +10,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -147,6 +149,59 @@ void BM_PromptText2000Tokens_Qwen3(benchmark::State& state) {
   state.counters["tokens"] = static_cast<double>(out.size());
 }
 
+// Hostile prompt_text of 1,000,000 bytes run as the server runs it: in
+// slices of 500 µs (PromptEncoding::step). Counters: the longest step and
+// the first one, which renders the chat template (thread CPU µs), the steps,
+// and the outcome (0 ok, 3 too_long, 5 paused = stopped after 200 ms here).
+void sliced(benchmark::State& state, const std::string& text) {
+  const Model* m = model("qwen3");
+  if (m == nullptr) return state.SkipWithError("npm test models missing (tools/install-deps.sh)");
+  using Clock = std::chrono::steady_clock;
+  const auto cpu_us = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+  };
+  double longest_us = 0, first_us = 0, steps = 0, outcome = 0;
+  std::vector<std::uint32_t> out;
+  for (auto _ : state) {
+    ic::prompt_text::PromptEncoding job(*m, text, out);
+    const auto start = Clock::now();
+    longest_us = steps = 0;
+    ic::prompt_text::EncodeResult r = ic::prompt_text::EncodeResult::kPaused;
+    while (r == ic::prompt_text::EncodeResult::kPaused &&
+           Clock::now() - start < std::chrono::milliseconds(200)) {
+      const auto t0 = Clock::now();
+      const double c0 = cpu_us();
+      r = job.step([&] { return Clock::now() - t0 >= std::chrono::microseconds(500); });
+      const double step_us = cpu_us() - c0;
+      longest_us = std::max(longest_us, step_us);
+      if (steps == 0) first_us = step_us;
+      ++steps;
+    }
+    outcome = static_cast<double>(r);
+  }
+  state.counters["longest_step_us"] = longest_us;
+  state.counters["first_step_us"] = first_us;
+  state.counters["steps"] = steps;
+  state.counters["outcome"] = outcome;
+}
+
+void BM_Sliced_Word1MB(benchmark::State& s) { sliced(s, std::string(1'000'000, 'a')); }
+void BM_Sliced_Spaces1MB(benchmark::State& s) { sliced(s, std::string(1'000'000, ' ')); }
+void BM_Sliced_Newlines1MB(benchmark::State& s) { sliced(s, std::string(1'000'000, '\n')); }
+void BM_Sliced_Words60KiB(benchmark::State& s) {
+  std::string t;
+  for (int i = 0; i < 16; ++i) t += std::string(60'000, static_cast<char>('a' + i)) + " ";
+  sliced(s, t);
+}
+void BM_Sliced_English1MB(benchmark::State& s) { sliced(s, english(1'000'000)); }
+
+BENCHMARK(BM_Sliced_Word1MB)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Sliced_Spaces1MB)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Sliced_Newlines1MB)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Sliced_Words60KiB)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Sliced_English1MB)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EncodeEnglish1MiB_Qwen3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EncodeEnglish1MiB_Llama3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EncodeMixed1MiB_Qwen3)->Unit(benchmark::kMillisecond);

@@ -37,6 +37,10 @@ struct Limits {
   std::uint32_t turn_input_frames = 64;
   std::uint32_t turn_input_streams = 16;
   std::uint32_t turn_input_header_bytes = 16 * 1024;
+  // Bytes parsed (every frame: DATA payloads are copied into the calls'
+  // messages) per connection and turn: a 1 MB request message arrives over
+  // four turns, so eight of them do not copy 8 MB in one turn.
+  std::uint32_t turn_input_bytes = 256 * 1024;
   // SETTINGS_INITIAL_WINDOW_SIZE for request bodies (bytes).
   std::uint32_t initial_window_bytes = 1024 * 1024;
   // Output queued on the connection above which we stop reading requests

@@ -216,6 +216,7 @@ struct ServerSession::Callbacks {
     auto& s = self(user);
     Stream* st = s.find(stream_id);
     if (st == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (st->trailers_submitted) return NGHTTP2_ERR_DEFERRED;  // finish_now() ended it
     const std::size_t n = std::min(length, st->out.size() - st->out_off);
     *data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     if (st->out_off + n < st->out.size()) return static_cast<ssize_t>(n);
@@ -401,6 +402,7 @@ std::ptrdiff_t ServerSession::receive(std::span<const std::byte> data) {
     }
     // nghttp2 consumes a whole slice: no callback of ours returns PAUSE.
     used += slice.size();
+    turn_bytes_ += slice.size();
   }
   return static_cast<std::ptrdiff_t>(used);
 }
@@ -574,6 +576,23 @@ bool ServerSession::finish(StreamId id, std::span<const HeaderView> trailers) {
   if (st->deferred) {
     st->deferred = false;
     nghttp2_session_resume_data(session_, id);
+  }
+  wake();
+  return true;
+}
+
+bool ServerSession::finish_now(StreamId id, std::span<const HeaderView> trailers) {
+  Stream* st = find(id);
+  if (st == nullptr || !st->responded || st->body_done || st->closed || closed_ || trailers.empty())
+    return false;
+  st->body_done = true;
+  st->trailers_submitted = true;  // read_body sends nothing more
+  st->trailers.clear();
+  std::string().swap(st->out);  // what the client did not take: freed now
+  st->out_off = 0;
+  const NvList nva(trailers);
+  if (nghttp2_submit_trailer(session_, id, nva.data(), nva.size()) != 0) {
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
   }
   wake();
   return true;

@@ -134,6 +134,15 @@ class ServerSession final : public net::Session {
   // Ends the response after the body written so far, with `trailers` (may be
   // empty: then the last DATA frame carries END_STREAM).
   bool finish(StreamId id, std::span<const HeaderView> trailers);
+  // Ends the response now: body bytes nghttp2 has not taken (held by the
+  // peer's flow-control window) are dropped, `trailers` (non-empty) go out as
+  // a HEADERS frame with END_STREAM, which flow control does not hold, and
+  // the stream closes once they are written (RST_STREAM NO_ERROR follows if
+  // the client's side is still open). For a stream ended because its client
+  // does not read: its buffers and stream slot are released at once instead
+  // of waiting for a window that never opens. The client may see the message
+  // it was reading cut short before the trailers.
+  bool finish_now(StreamId id, std::span<const HeaderView> trailers);
   // Body bytes written to the stream and not yet taken by nghttp2 (waiting
   // for flow-control window); 0 for an unknown stream. Lets a long-lived
   // stream bound what a peer that stopped reading makes us hold.
@@ -236,6 +245,7 @@ class ServerSession final : public net::Session {
   std::uint32_t turn_frames_ = 0;          // frames begun this turn
   std::uint32_t turn_streams_ = 0;         // request streams opened this turn
   std::uint64_t turn_header_bytes_ = 0;    // header bytes decoded this turn
+  std::uint64_t turn_bytes_ = 0;           // input bytes parsed this turn
   std::ptrdiff_t recv_error_ = 0;          // the last fatal mem_recv result
   std::uint64_t block_decoded_bytes_ = 0;  // its decoded fields, +32 each
   std::uint32_t rejected_blocks_ = 0;      // 431 answers so far

@@ -41,12 +41,14 @@ void ServerSession::end_input_turn() {
   turn_frames_ = 0;
   turn_streams_ = 0;
   turn_header_bytes_ = 0;
+  turn_bytes_ = 0;
   if (!held_in_.empty()) conn_.request_flush();
 }
 
 bool ServerSession::input_budget_spent() const {
   return turn_frames_ >= limits_.turn_input_frames || turn_streams_ >= limits_.turn_input_streams ||
-         turn_header_bytes_ >= limits_.turn_input_header_bytes;
+         turn_header_bytes_ >= limits_.turn_input_header_bytes ||
+         turn_bytes_ >= limits_.turn_input_bytes;
 }
 
 void ServerSession::fail_input() {

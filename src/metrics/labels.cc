@@ -55,7 +55,7 @@ std::string_view to_label(Listener listener) {
 
 std::string_view to_label(PromptTextFailure failure) {
   static constexpr std::array<std::string_view, kPromptTextFailureCount> kNames = {
-      "no_tokenizer", "too_long", "template", "tokenize", "timeout"};
+      "no_tokenizer", "too_long", "template", "tokenize", "timeout", "busy", "cpu_budget"};
   return kNames[static_cast<std::size_t>(failure)];
 }
 

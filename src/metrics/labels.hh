@@ -75,17 +75,22 @@ std::string_view to_label(PolicySource source);
 // Why a prompt_text lookup failed open (docs/prompt-text.md "Failure
 // modes"), for inferencecache_prompt_text_failures_total{reason}:
 // "no_tokenizer" (no model loaded under the request's model_id), "too_long"
-// (text over the lookup limit), "template" (the chat template's render
-// failed), "tokenize" (the tokenizer gave up: invalid UTF-8, regex limit),
-// "timeout" (the lookup deadline passed while tokenizing).
+// (text, tokens, one pre-token or an NFC stretch over its bound), "template"
+// (the chat template's render failed), "tokenize" (the tokenizer gave up:
+// invalid UTF-8, regex limit), "timeout" (the lookup deadline passed while
+// tokenizing), "busy" (the core's or the tenant's queue of prompts being
+// tokenized is full), "cpu_budget" (tokenizing took more than the per-call
+// CPU budget).
 enum class PromptTextFailure : std::uint8_t {
   kNoTokenizer,
   kTooLong,
   kTemplate,
   kTokenize,
-  kTimeout
+  kTimeout,
+  kBusy,
+  kCpuBudget
 };
-inline constexpr std::size_t kPromptTextFailureCount = 5;
+inline constexpr std::size_t kPromptTextFailureCount = 7;
 std::string_view to_label(PromptTextFailure failure);
 
 }  // namespace ic::metrics

@@ -3,6 +3,16 @@
 #include <string>
 
 namespace ic::prompt_text {
+namespace {
+
+// Per reactor thread: the tokenizer's workspace (nothing of it is kept
+// between two steps of a job).
+tokenizer::Workspace& thread_workspace() {
+  thread_local tokenizer::Workspace workspace;
+  return workspace;
+}
+
+}  // namespace
 
 bool render_prompt(const Model& model, std::string_view text, std::string& out,
                    std::string& error) {
@@ -17,22 +27,37 @@ bool render_prompt(const Model& model, std::string_view text, std::string& out,
   return model.chat_template->render(variables, out, error);
 }
 
-EncodeResult encode_prompt(const Model& model, std::string_view text,
-                           const std::function<bool()>& expired, std::vector<std::uint32_t>& out) {
-  // Per reactor thread: the tokenizer's workspace and the rendered prompt.
-  thread_local tokenizer::Workspace workspace;
-  thread_local std::string prompt;
-  std::string error;
-  if (!render_prompt(model, text, prompt, error)) return EncodeResult::kTemplate;
-  if (expired && expired()) return EncodeResult::kTimeout;
-  switch (model.tokenizer->encode(prompt, workspace, out, expired)) {
+PromptEncoding::PromptEncoding(const Model& model, std::string_view text,
+                               std::vector<std::uint32_t>& out)
+    : model_(model), text_(text), out_(out) {
+  out_.clear();
+}
+
+EncodeResult PromptEncoding::step(const std::function<bool()>& stop) {
+  if (!encoding_) {
+    if (stop && stop()) return EncodeResult::kPaused;
+    std::string error;
+    if (!render_prompt(model_, text_, prompt_, error)) return EncodeResult::kTemplate;
+    encoding_.emplace(*model_.tokenizer, prompt_, out_);
+  }
+  switch (encoding_->step(thread_workspace(), stop)) {
     case tokenizer::EncodeStatus::kOk:
       return EncodeResult::kOk;
+    case tokenizer::EncodeStatus::kPaused:
     case tokenizer::EncodeStatus::kDeadline:
-      return EncodeResult::kTimeout;
+      return EncodeResult::kPaused;
+    case tokenizer::EncodeStatus::kTooLong:
+      return EncodeResult::kTooLong;
     default:
       return EncodeResult::kTokenize;
   }
+}
+
+EncodeResult encode_prompt(const Model& model, std::string_view text,
+                           const std::function<bool()>& expired, std::vector<std::uint32_t>& out) {
+  PromptEncoding job(model, text, out);
+  const EncodeResult r = job.step(expired);
+  return r == EncodeResult::kPaused ? EncodeResult::kTimeout : r;
 }
 
 }  // namespace ic::prompt_text

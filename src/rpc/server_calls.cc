@@ -295,11 +295,25 @@ void ServerCalls::finish_call(detail::CallState& call, const Status& status) {
     reject(call.id, status);
   } else if (status.message.empty()) {  // every OK answer: nothing to encode or allocate
     const h2::HeaderView trailers[] = {{"grpc-status", status_digits(status.code)}};
-    h2_.finish(call.id, trailers);
+    end_response(call, status, trailers);
   } else {
     const std::string message = percent_encode_message(status.message);
     const h2::HeaderView trailers[] = {{"grpc-status", status_digits(status.code)},
                                        {"grpc-message", message}};
+    end_response(call, status, trailers);
+  }
+}
+
+void ServerCalls::end_response(const detail::CallState& call, const Status& status,
+                               std::span<const h2::HeaderView> trailers) {
+  // An error status ends the call: response bytes its client has not taken
+  // are of no use to it, and trailers queued behind them would wait for a
+  // window that a client that does not read never opens, holding the stream
+  // and its buffer until the idle timeout (a subscriber ended for not
+  // reading). So the trailers go out at once.
+  if (!status.is_ok()) {
+    h2_.finish_now(call.id, trailers);
+  } else {
     h2_.finish(call.id, trailers);
   }
 }

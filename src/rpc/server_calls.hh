@@ -93,6 +93,10 @@ class ServerCalls final : public h2::Application {
   // Trailers-only answer for a request that never became a call.
   void reject(h2::StreamId id, const Status& status);
   void send_headers_once(detail::CallState& call);
+  // Trailers after a response body: behind the body for OK, or at once
+  // (unsent body dropped, h2::ServerSession::finish_now) for an error.
+  void end_response(const detail::CallState& call, const Status& status,
+                    std::span<const h2::HeaderView> trailers);
   void arm_deadline(const std::shared_ptr<detail::CallState>& call, std::int64_t timeout_us);
   // Ends `call` with `status` and tells its handler it is cancelled.
   void cancel_call(detail::CallState& call, const Status& status);

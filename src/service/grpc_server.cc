@@ -26,8 +26,10 @@ void CoreGrpcServer::build(const GrpcServiceOptions& options) {
   add_inference_cache(methods_, options.index, options.prompt_text);
   if (options.events != nullptr) options.events->add_method(methods_);
   if (options.scrape_metrics) {
-    add_metric_stream(methods_, options.scrape_metrics, options.metrics_interval_us,
-                      *context_.timers);
+    static MetricSubscribers process_wide;
+    add_metric_stream(
+        methods_, options.scrape_metrics, options.metrics_interval_us, *context_.timers,
+        options.metric_subscribers != nullptr ? *options.metric_subscribers : process_wide);
   }
   add_health(methods_, options.ready, *context_.timers);
   add_reflection(methods_);

@@ -60,6 +60,9 @@ struct GrpcServiceOptions {
   // metrics_interval_us (> 0).
   ScrapeFn scrape_metrics;
   std::int64_t metrics_interval_us = kDefaultMetricStreamIntervalUs;
+  // StreamMetrics subscriber bounds, shared by every core's server; nullptr:
+  // one process-wide MetricSubscribers with the default limits.
+  MetricSubscribers* metric_subscribers = nullptr;
   // prompt_text lookups (service/prompt_input.hh); nullptr: they fail open.
   // Shared by every core's server; outlives them.
   const PromptTextConfig* prompt_text = nullptr;

@@ -12,6 +12,7 @@
 #include "runtime/submit.hh"
 #include "service/index_wire.hh"
 #include "service/lookup_clock.hh"
+#include "service/prompt_scheduler.hh"
 
 namespace ic::service::index_methods {
 namespace {
@@ -119,21 +120,14 @@ void lookup_here(ShardedIndex& index, index::Shard& shard, LookupTimes times, rp
   answer_here(shard, ctx, call, request, request.model_id);
 }
 
-void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes times,
-            rpc::CallHandle call, pb::LookupRouteRequest&& request) {
+// Answers a lookup whose input is final (prompt_text resolved or left):
+// here when this core answers the tenant, else on its owner core, guarded
+// by the deadline. `ctx.clock` is `call_clock`.
+void route_lookup(ShardedIndex& index, index::LookupContext& ctx, LookupClock& call_clock,
+                  rpc::CallHandle call, pb::LookupRouteRequest&& request) {
   index::Clock& clock = index.clock();
   runtime::Cores& cores = index.cores();
   const unsigned here = cores.current_core();
-  index::LookupContext ctx;
-  LookupClock call_clock = times.begin(clock, here, call, ctx);
-  ctx.clock = &call_clock;
-  if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
-    static const PromptTextConfig kNone;
-    const config::CachePolicy& policy =
-        index.shard(here).policies()->policy_for(request.tenant_id());
-    ctx.token_ids_from_prompt =
-        resolve_prompt_text(prompt != nullptr ? *prompt : kNone, policy, clock, ctx, request);
-  }
   if (index::Shard* shard = answering_shard(index, here, request.tenant_id()); shard != nullptr) {
     answer_here(*shard, ctx, call, request, request.model_id());
     return;
@@ -167,6 +161,76 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, LookupTimes tim
                        clock.monotonic_us() - ctx.start_mono_us);
 }
 
+// A LookupRoute waiting for its prompt_text to be tokenized, one slice per
+// reactor turn (service/prompt_scheduler.hh); then routed as any lookup.
+class PromptLookup final : public PromptScheduler::Job {
+ public:
+  PromptLookup(ShardedIndex& index, const PromptTextConfig& config, const PromptPlan& plan,
+               rpc::CallHandle call, pb::LookupRouteRequest&& request,
+               const index::LookupContext& ctx, std::int64_t wall_us)
+      : index_(index),
+        call_(std::move(call)),
+        request_(std::move(request)),
+        ctx_(ctx),
+        wall_us_(wall_us),
+        tokenizing_(config, plan, request_.prompt_text()) {}
+
+  bool run(std::int64_t slice_end_mono_us) override {
+    if (!call_.alive()) return true;  // the client left: nothing to answer
+    if (!tokenizing_.run_slice(index_.clock(), slice_end_mono_us)) return false;
+    if (tokenizing_.ok()) {
+      apply_prompt_tokens(tokenizing_.tokens(), request_);
+      ctx_.token_ids_from_prompt = true;
+    }
+    LookupClock call_clock(index_.clock(), wall_us_);
+    ctx_.clock = &call_clock;
+    route_lookup(index_, ctx_, call_clock, std::move(call_), std::move(request_));
+    return true;
+  }
+
+ private:
+  ShardedIndex& index_;
+  rpc::CallHandle call_;
+  pb::LookupRouteRequest request_;  // before tokenizing_, which views its prompt_text
+  index::LookupContext ctx_;
+  std::int64_t wall_us_;
+  PromptTokenizing tokenizing_;
+};
+
+// `invalid_prompt_text`: the request's prompt_text was not UTF-8 and was
+// removed before parsing (drop_invalid_prompt_text): it fails open.
+void lookup(ShardedIndex& index, const PromptTextConfig* prompt, PromptScheduler* scheduler,
+            LookupTimes times, rpc::CallHandle call, pb::LookupRouteRequest&& request,
+            bool invalid_prompt_text) {
+  index::Clock& clock = index.clock();
+  const unsigned here = index.cores().current_core();
+  index::LookupContext ctx;
+  LookupClock call_clock = times.begin(clock, here, call, ctx);
+  ctx.clock = &call_clock;
+  static const PromptTextConfig kNone;
+  const PromptTextConfig& config = prompt != nullptr ? *prompt : kNone;
+  if (invalid_prompt_text) {
+    count_invalid_prompt_text(config, index.shard(here).policies()->policy_for(request.tenant_id()),
+                              request);
+  } else if (!request.prompt_text().empty()) {  // tokenize here: the owner only sees token ids
+    const config::CachePolicy& policy =
+        index.shard(here).policies()->policy_for(request.tenant_id());
+    const PromptPlan plan = plan_prompt_text(config, policy, clock, ctx, request);
+    if (plan.model != nullptr && scheduler == nullptr) {  // no scheduler: in one go
+      ctx.token_ids_from_prompt = resolve_prompt_text(config, policy, clock, ctx, request);
+    } else if (plan.model != nullptr && !scheduler->admits(request.tenant_id())) {
+      metrics::local().add_prompt_text_failure(metrics::PromptTextFailure::kBusy);
+    } else if (plan.model != nullptr) {
+      const std::string tenant = request.tenant_id();
+      scheduler->add(tenant, std::make_unique<PromptLookup>(index, config, plan, std::move(call),
+                                                            std::move(request), ctx,
+                                                            call_clock.given_wall_us()));
+      return;
+    }
+  }
+  route_lookup(index, ctx, call_clock, std::move(call), std::move(request));
+}
+
 // A LookupRoute request's bytes and their views, pooled per core
 // (rpc/message_pool.hh): a warm core allocates nothing for them.
 struct HeldLookup {
@@ -185,8 +249,12 @@ struct HeldLookup {
 class LookupHandler final : public rpc::CallHandler {
  public:
   LookupHandler(rpc::CallHandle call, ShardedIndex& index, const PromptTextConfig* prompt,
-                LookupTimes times)
-      : call_(std::move(call)), index_(index), prompt_(prompt), times_(times) {}
+                PromptScheduler* scheduler, LookupTimes times)
+      : call_(std::move(call)),
+        index_(index),
+        prompt_(prompt),
+        scheduler_(scheduler),
+        times_(times) {}
   ~LookupHandler() override {
     if (held_.message) rpc::message_pool<HeldLookup>().give(std::move(held_), wire_bytes_);
     if (request_.message)
@@ -220,24 +288,37 @@ class LookupHandler final : public rpc::CallHandler {
       }
       parse(std::as_bytes(std::span(held_.message->bytes.data(), held_.message->bytes.size())));
     }
-    lookup(index_, prompt_, times_, std::move(call_), std::move(*request_.message));
+    lookup(index_, prompt_, scheduler_, times_, std::move(call_), std::move(*request_.message),
+           invalid_prompt_text_);
   }
 
  private:
-  // The protobuf path (failure: INVALID_ARGUMENT, as every method answers).
+  // The protobuf path (failure: INVALID_ARGUMENT, as every method answers),
+  // except a prompt_text that is not UTF-8: removed, and the lookup fails
+  // open without it (docs/prompt-text.md "Failure modes"). `message` holds
+  // the bytes of held_.
   bool parse(std::span<const std::byte> message) {
     request_ = rpc::message_pool<pb::LookupRouteRequest>().take();
+    if (request_.message->ParseFromArray(message.data(), static_cast<int>(message.size())))
+      return true;
+    std::string& bytes = held_.message->bytes;
+    if (drop_invalid_prompt_text(bytes)) {
+      invalid_prompt_text_ = true;
+      message = std::as_bytes(std::span(bytes.data(), bytes.size()));
+    }
     return rpc::parse_request(message, *request_.message, call_);
   }
 
   rpc::CallHandle call_;
   ShardedIndex& index_;
   const PromptTextConfig* prompt_;
+  PromptScheduler* scheduler_;  // this core's (outlives the handler); nullptr: tokenize in one go
   LookupTimes times_;
   rpc::MessagePool<HeldLookup>::Lease held_;
   rpc::MessagePool<pb::LookupRouteRequest>::Lease request_;  // protobuf path only
   std::size_t wire_bytes_ = 0;  // of the message: decides whether its storage is pooled
   bool have_ = false;
+  bool invalid_prompt_text_ = false;  // removed by parse(): fails open
 };
 
 // ----------------------------------------------------------- ReportCacheState
@@ -324,8 +405,16 @@ rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
   rpc::Method m;
   m.kind = rpc::CallKind::kUnary;
   m.handles_deadline = true;
-  m.make = [i, prompt, times](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
-    return std::make_unique<LookupHandler>(std::move(call), *i, prompt, times);
+  // One scheduler per method table, i.e. per core (each core builds its own).
+  std::shared_ptr<PromptScheduler> scheduler;
+  if (prompt != nullptr) {
+    scheduler =
+        std::make_shared<PromptScheduler>(index.cores(), index.clock(), prompt->slice_us,
+                                          prompt->max_jobs_per_core, prompt->max_jobs_per_tenant);
+  }
+  m.make = [i, prompt, times,
+            scheduler](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
+    return std::make_unique<LookupHandler>(std::move(call), *i, prompt, scheduler.get(), times);
   };
   return m;
 }

@@ -125,6 +125,16 @@ struct MetricStream : std::enable_shared_from_this<MetricStream> {
   std::int64_t interval_us = 0;
   rpc::Timers* timers = nullptr;
   std::optional<rpc::Timers::TimerId> timer;
+  MetricSubscribers* subscribers = nullptr;
+  bool counted = false;  // holds one of subscribers' slots
+
+  // Ends the call (if open) and gives its slot back; idempotent.
+  void end(const rpc::Status& status) {
+    stop();
+    call.finish(status);
+    if (counted) subscribers->remove();
+    counted = false;
+  }
 
   // Takes a sample now; the next one is armed when this one was sent.
   void tick() {
@@ -141,10 +151,10 @@ struct MetricStream : std::enable_shared_from_this<MetricStream> {
     if (text) {
       for (const pb::Metric& m : parse_exposition(*text, names, wall_now_us())) call.write(m);
     }
-    if (call.unsent_bytes() > kMetricStreamMaxUnsentBytes) {
-      call.finish({rpc::StatusCode::kResourceExhausted,
-                   "metrics subscriber too slow: more than " +
-                       std::to_string(kMetricStreamMaxUnsentBytes) + " bytes unread"});
+    const std::size_t max_unsent = subscribers->limits().max_unsent_bytes;
+    if (call.unsent_bytes() > max_unsent) {
+      end({rpc::StatusCode::kResourceExhausted, "metrics subscriber too slow: more than " +
+                                                    std::to_string(max_unsent) + " bytes unread"});
       return;
     }
     std::weak_ptr<MetricStream> weak = weak_from_this();
@@ -161,14 +171,15 @@ struct MetricStream : std::enable_shared_from_this<MetricStream> {
 class StreamMetricsHandler final : public rpc::CallHandler {
  public:
   StreamMetricsHandler(rpc::CallHandle call, ScrapeFn scrape, std::int64_t interval_us,
-                       rpc::Timers& timers)
+                       rpc::Timers& timers, MetricSubscribers& subscribers)
       : stream_(std::make_shared<MetricStream>()) {
     stream_->call = std::move(call);
     stream_->scrape = std::move(scrape);
     stream_->interval_us = interval_us;
     stream_->timers = &timers;
+    stream_->subscribers = &subscribers;
   }
-  ~StreamMetricsHandler() override { stream_->stop(); }
+  ~StreamMetricsHandler() override { stream_->end(rpc::Status::ok()); }
 
   void on_message(std::span<const std::byte> message) override {
     if (have_request_) {
@@ -185,14 +196,19 @@ class StreamMetricsHandler final : public rpc::CallHandler {
       stream_->call.finish({rpc::StatusCode::kInternal, "no request message before half-close"});
       return;
     }
+    if (!stream_->subscribers->try_add()) {
+      stream_->call.finish({rpc::StatusCode::kResourceExhausted,
+                            "too many metrics subscribers (max " +
+                                std::to_string(stream_->subscribers->limits().max_subscriptions) +
+                                ")"});
+      return;
+    }
+    stream_->counted = true;
     stream_->call.send_headers();
     stream_->tick();
   }
-  void on_cancel() override { stream_->stop(); }
-  void on_shutdown() override {
-    stream_->stop();
-    stream_->call.finish(rpc::Status::ok());
-  }
+  void on_cancel() override { stream_->end({rpc::StatusCode::kCancelled, "call ended"}); }
+  void on_shutdown() override { stream_->end(rpc::Status::ok()); }
 
  private:
   std::shared_ptr<MetricStream> stream_;
@@ -202,12 +218,13 @@ class StreamMetricsHandler final : public rpc::CallHandler {
 }  // namespace
 
 void add_metric_stream(rpc::MethodTable& methods, ScrapeFn scrape, std::int64_t interval_us,
-                       rpc::Timers& timers) {
+                       rpc::Timers& timers, MetricSubscribers& subscribers) {
   rpc::Method m;
   m.kind = rpc::CallKind::kServerStreaming;
-  m.make = [scrape = std::move(scrape), interval_us,
-            &timers](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
-    return std::make_unique<StreamMetricsHandler>(std::move(call), scrape, interval_us, timers);
+  m.make = [scrape = std::move(scrape), interval_us, &timers,
+            &subscribers](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
+    return std::make_unique<StreamMetricsHandler>(std::move(call), scrape, interval_us, timers,
+                                                  subscribers);
   };
   methods.add("/" + std::string(kInferenceCacheService) + "/StreamMetrics", std::move(m));
 }

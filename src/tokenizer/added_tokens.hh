@@ -28,6 +28,12 @@ class AddedTokens {
   // True when no token was added.
   bool empty() const { return count_ == 0; }
 
+  // The longest added token starting at text[pos] (pos < text.size()), or
+  // nullptr: what split() cuts there.
+  const std::pair<std::string, TokenId>* longest_at(std::string_view text, std::size_t pos) const {
+    return by_first_[static_cast<unsigned char>(text[pos])].empty() ? nullptr : match_at(text, pos);
+  }
+
  private:
   // Longest match of an added token at text[pos], or nullptr.
   const std::pair<std::string, TokenId>* match_at(std::string_view text, std::size_t pos) const;

@@ -124,9 +124,49 @@ void BpeModel::merge_small(BpeScratch& s) const {
   }
 }
 
+namespace {
+
+bool later(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
+  return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
+}
+
+}  // namespace
+
+bool BpeModel::begin_word(std::string_view word, BpeScratch& s, std::vector<TokenId>& out) const {
+  if (word.size() == 1) {
+    out.push_back(byte_ids_[static_cast<unsigned char>(word[0])]);
+    return true;
+  }
+  if (ignore_merges_) {
+    if (const auto it = vocab_.find(word); it != vocab_.end()) {
+      out.push_back(it->second);
+      return true;
+    }
+  }
+  s.ids.clear();
+  for (char c : word) s.ids.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+  start_large(s);
+  return false;
+}
+
+void BpeModel::finish_word(const BpeScratch& s, std::vector<TokenId>& out) const {
+  for (std::int32_t i = 0; i != -1; i = s.next[static_cast<std::size_t>(i)])
+    out.push_back(s.ids[static_cast<std::size_t>(i)]);
+}
+
+void BpeModel::push_pair(BpeScratch& s, std::int32_t pos) const {
+  const std::int32_t nx = s.next[static_cast<std::size_t>(pos)];
+  if (nx == -1) return;
+  const Merge m =
+      find_merge(s.ids[static_cast<std::size_t>(pos)], s.ids[static_cast<std::size_t>(nx)]);
+  if (m.rank == kNoMerge) return;
+  s.heap.push_back({m.rank, pos});
+  std::push_heap(s.heap.begin(), s.heap.end(), later);
+}
+
 // Heap of (rank, position) over a doubly linked list of symbols; stale heap
 // entries (their pair changed since) are skipped when popped.
-void BpeModel::merge_large(BpeScratch& s) const {
+void BpeModel::start_large(BpeScratch& s) const {
   const auto n = static_cast<std::int32_t>(s.ids.size());
   s.prev.resize(static_cast<std::size_t>(n));
   s.next.resize(static_cast<std::size_t>(n));
@@ -134,21 +174,35 @@ void BpeModel::merge_large(BpeScratch& s) const {
     s.prev[static_cast<std::size_t>(i)] = i - 1;
     s.next[static_cast<std::size_t>(i)] = i + 1 < n ? i + 1 : -1;
   }
-  auto later = [](const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
-    return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
-  };
   s.heap.clear();
-  auto push = [&](std::int32_t pos) {
-    const std::int32_t nx = s.next[static_cast<std::size_t>(pos)];
-    if (nx == -1) return;
-    const Merge m =
-        find_merge(s.ids[static_cast<std::size_t>(pos)], s.ids[static_cast<std::size_t>(nx)]);
-    if (m.rank == kNoMerge) return;
-    s.heap.push_back({m.rank, pos});
-    std::push_heap(s.heap.begin(), s.heap.end(), later);
-  };
-  for (std::int32_t i = 0; i + 1 < n; ++i) push(i);
-  while (!s.heap.empty()) {
+  s.scanned = 0;
+  s.heapified = false;
+}
+
+void BpeModel::merge_large(BpeScratch& s) const {
+  start_large(s);
+  merge_steps(s, SIZE_MAX);
+}
+
+// The candidate pairs are looked up a few per step (a step of the merge
+// loop costs about as much as four lookups), then heapified in O(n).
+bool BpeModel::merge_steps(BpeScratch& s, std::size_t max_steps) const {
+  const std::size_t pairs = s.ids.size() - 1;
+  while (s.scanned < pairs && max_steps > 0) {
+    const std::size_t take = std::min(pairs - s.scanned, max_steps / 4 + 1);
+    for (std::size_t i = s.scanned; i < s.scanned + take; ++i) {
+      const Merge m = find_merge(s.ids[i], s.ids[i + 1]);
+      if (m.rank != kNoMerge) s.heap.push_back({m.rank, static_cast<std::int32_t>(i)});
+    }
+    s.scanned += take;
+    max_steps -= std::min(max_steps, take * 4);
+  }
+  if (s.scanned < pairs) return false;
+  if (!s.heapified) {
+    std::make_heap(s.heap.begin(), s.heap.end(), later);
+    s.heapified = true;
+  }
+  for (; max_steps > 0 && !s.heap.empty(); --max_steps) {
     std::pop_heap(s.heap.begin(), s.heap.end(), later);
     const BpeScratch::Candidate top = s.heap.back();
     s.heap.pop_back();
@@ -163,9 +217,10 @@ void BpeModel::merge_large(BpeScratch& s) const {
     s.next[pos] = after;
     if (after != -1) s.prev[static_cast<std::size_t>(after)] = top.pos;
     s.prev[static_cast<std::size_t>(nx)] = -2;
-    if (s.prev[pos] >= 0) push(s.prev[pos]);
-    push(top.pos);
+    if (s.prev[pos] >= 0) push_pair(s, s.prev[pos]);
+    push_pair(s, top.pos);
   }
+  return s.heap.empty();
 }
 
 }  // namespace ic::tokenizer

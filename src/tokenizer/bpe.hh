@@ -29,6 +29,10 @@ struct BpeScratch {
   std::vector<std::uint32_t> ranks;  // rank of (ids[i], ids[i+1]); kNoMerge if none
   std::vector<std::int32_t> prev, next;
   std::vector<Candidate> heap;
+  // merge_steps(): pairs of ids[] looked up into heap so far, and whether
+  // the heap is ordered (it is built in steps too, then heapified once).
+  std::size_t scanned = 0;
+  bool heapified = false;
 };
 
 class BpeModel {
@@ -45,6 +49,17 @@ class BpeModel {
   // Appends the tokens of `word` (raw bytes, non-empty) to `out`.
   void encode_word(std::string_view word, BpeScratch& scratch, std::vector<TokenId>& out) const;
 
+  // The same merges as encode_word, in steps, for a long word whose merge
+  // must not run in one piece (tokenizer/encoding.hh): begin_word() appends
+  // the tokens to `out` and returns true when no merge loop is needed (one
+  // byte, or ignore_merges and the word is in the vocabulary), else fills
+  // `scratch`; then merge_steps() runs at most `max_steps` heap steps and
+  // returns true once no pair is left to merge, and finish_word() appends the
+  // tokens. `scratch` holds about 20 bytes per byte of the word meanwhile.
+  bool begin_word(std::string_view word, BpeScratch& scratch, std::vector<TokenId>& out) const;
+  bool merge_steps(BpeScratch& scratch, std::size_t max_steps) const;
+  void finish_word(const BpeScratch& scratch, std::vector<TokenId>& out) const;
+
   // Vocabulary entries that decode to bytes, and distinct merges.
   std::size_t vocab_size() const { return vocab_.size(); }
   std::size_t merge_count() const { return merge_count_; }
@@ -60,6 +75,8 @@ class BpeModel {
   void insert_merge(TokenId left, TokenId right, Merge merge);
   void merge_small(BpeScratch& s) const;
   void merge_large(BpeScratch& s) const;
+  void start_large(BpeScratch& s) const;
+  void push_pair(BpeScratch& s, std::int32_t pos) const;
 
   struct Hash {
     using is_transparent = void;

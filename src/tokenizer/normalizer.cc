@@ -24,4 +24,13 @@ NfcResult to_nfc(std::string_view text, std::string& out) {
   return NfcResult::kWritten;
 }
 
+bool nfc_cut_before(char32_t cp) {
+  if (cp < 0x300) return true;
+  const bool jamo = (cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0xA960 && cp <= 0xA97F) ||
+                    (cp >= 0xD7B0 && cp <= 0xD7FF);
+  if (jamo) return false;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+  return p->combining_class == 0 && p->decomp_seqindex == UINT16_MAX && p->comb_index == UINT16_MAX;
+}
+
 }  // namespace ic::tokenizer

@@ -91,7 +91,7 @@ std::unique_ptr<SplitRegex> SplitRegex::compile(std::string_view pattern, std::s
     return nullptr;
   }
   auto regex = std::unique_ptr<SplitRegex>(new SplitRegex(re));
-  regex->jit_ = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
+  regex->jit_ = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD) == 0;
   return regex;
 }
 
@@ -102,6 +102,22 @@ int SplitRegex::next(std::string_view text, std::size_t offset, RegexScratch& sc
   const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), offset,
                              PCRE2_NO_UTF_CHECK, scratch.match_data(), scratch.context());
   if (rc == PCRE2_ERROR_NOMATCH) return 0;
+  if (rc < 0) return -1;
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(scratch.match_data());
+  start = ov[0];
+  end = ov[1];
+  return 1;
+}
+
+int SplitRegex::next_in_window(std::string_view text, std::size_t from, std::size_t window_end,
+                               RegexScratch& scratch, std::size_t& start, std::size_t& end) const {
+  const bool whole = window_end >= text.size();
+  const std::uint32_t options = PCRE2_NO_UTF_CHECK | (whole ? 0 : PCRE2_PARTIAL_HARD);
+  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()),
+                             whole ? text.size() : window_end, from, options, scratch.match_data(),
+                             scratch.context());
+  if (rc == PCRE2_ERROR_NOMATCH) return 0;
+  if (rc == PCRE2_ERROR_PARTIAL) return 2;
   if (rc < 0) return -1;
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(scratch.match_data());
   start = ov[0];

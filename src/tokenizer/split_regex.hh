@@ -62,6 +62,16 @@ class SplitRegex {
   // True when PCRE2 JIT-compiled the pattern (else the interpreter runs).
   bool jit() const { return jit_; }
 
+  // The next match at or after `from`, the regex seeing only
+  // text[0, window_end) (window_end on a code point boundary). When
+  // window_end < text.size() the match is hard-partial (PCRE2_PARTIAL_HARD):
+  // a match that more text could change is not reported, so every match
+  // found is the one the whole text gives. 1 = found ([start, end)), 0 = no
+  // match starts before window_end, 2 = one may reach past window_end (look
+  // through a larger window), -1 = PCRE2 error.
+  int next_in_window(std::string_view text, std::size_t from, std::size_t window_end,
+                     RegexScratch& scratch, std::size_t& start, std::size_t& end) const;
+
  private:
   explicit SplitRegex(pcre2_code* code) : code_(code) {}
   // Next match at or after `offset`: 1 = found ([start, end)), 0 = none, -1 = error.

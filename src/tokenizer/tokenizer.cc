@@ -2,18 +2,16 @@
 
 #include <xxhash.h>
 
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/normalizer.hh"
-#include "tokenizer/utf8.hh"
+#include "tokenizer/encoding.hh"
 
 namespace ic::tokenizer {
 namespace {
 
 using nlohmann::json;
-
-// Words between two polls of the deadline.
-constexpr std::size_t kWordsPerPoll = 256;
 
 // GPT-2's pattern, which ByteLevel(use_regex = true) applies.
 constexpr std::string_view kGpt2Pattern =
@@ -133,7 +131,9 @@ bool parse_added(const json& added, std::vector<std::pair<std::string, TokenId>>
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::load(std::string_view tokenizer_json, std::string& error) {
+  static std::atomic<std::uint64_t> loaded{0};
   auto tok = std::unique_ptr<Tokenizer>(new Tokenizer());
+  tok->serial_ = ++loaded;
   try {
     const json root = json::parse(tokenizer_json);
     std::string pattern;
@@ -170,45 +170,9 @@ Workspace::Workspace() : cache_(kWordCacheSlots) {}
 
 EncodeStatus Tokenizer::encode(std::string_view text, Workspace& ws, std::vector<TokenId>& out,
                                const std::function<bool()>& expired) const {
-  out.clear();
-  if (!valid_utf8(text)) return EncodeStatus::kInvalidUtf8;
-  EncodeStatus status = EncodeStatus::kOk;
-  if (added_.empty()) {
-    encode_segment(text, ws, out, expired, status);
-    return status;
-  }
-  added_.split(text, [&](std::string_view segment, const TokenId* id) {
-    if (status != EncodeStatus::kOk) return;
-    if (id != nullptr) {
-      out.push_back(*id);
-    } else {
-      encode_segment(segment, ws, out, expired, status);
-    }
-  });
-  return status;
-}
-
-bool Tokenizer::encode_segment(std::string_view segment, Workspace& ws, std::vector<TokenId>& out,
-                               const std::function<bool()>& expired, EncodeStatus& status) const {
-  if (nfc_) {
-    const NfcResult r = to_nfc(segment, ws.normalized_);
-    if (r == NfcResult::kFailed) {
-      status = EncodeStatus::kInvalidUtf8;
-      return false;
-    }
-    if (r == NfcResult::kWritten) segment = ws.normalized_;
-  }
-  std::size_t words = 0;
-  const bool matched = split_->split(segment, ws.regex_, [&](std::string_view word) {
-    if (status != EncodeStatus::kOk) return;
-    if (++words % kWordsPerPoll == 0 && expired && expired()) {
-      status = EncodeStatus::kDeadline;
-      return;
-    }
-    encode_word(word, ws, out);
-  });
-  if (!matched) status = EncodeStatus::kRegexError;
-  return status == EncodeStatus::kOk;
+  Encoding encoding(*this, text, out);
+  const EncodeStatus status = encoding.step(ws, expired);
+  return status == EncodeStatus::kPaused ? EncodeStatus::kDeadline : status;
 }
 
 void Tokenizer::encode_word(std::string_view word, Workspace& ws, std::vector<TokenId>& out) const {
@@ -218,13 +182,13 @@ void Tokenizer::encode_word(std::string_view word, Workspace& ws, std::vector<To
   }
   const std::size_t slot = XXH3_64bits(word.data(), word.size()) % Workspace::kWordCacheSlots;
   Workspace::CachedWord& c = ws.cache_[slot];
-  if (c.owner == this && c.word == word) {
+  if (c.owner == serial_ && c.word == word) {
     out.insert(out.end(), c.ids.begin(), c.ids.end());
     return;
   }
   const std::size_t first = out.size();
   bpe_->encode_word(word, ws.bpe_, out);
-  c.owner = this;
+  c.owner = serial_;
   c.word.assign(word);
   c.ids.assign(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
 }

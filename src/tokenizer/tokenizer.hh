@@ -31,6 +31,8 @@ enum class EncodeStatus {
   kInvalidUtf8,  // the text is not well-formed UTF-8
   kDeadline,     // `expired` turned true before the end
   kRegexError,   // PCRE2 gave up (match limit or JIT stack)
+  kTooLong,      // a pre-token or an NFC stretch over its bound (tokenizer/encoding.hh)
+  kPaused,       // Encoding::step() stopped between units; step() again to go on
 };
 
 class Workspace;
@@ -46,8 +48,10 @@ class Tokenizer {
   static std::unique_ptr<Tokenizer> load(std::string_view tokenizer_json, std::string& error);
   ~Tokenizer();
 
-  // Replaces `out` with the tokens of `text`. `expired` (may be empty) is
-  // polled every few hundred words; on anything but kOk `out` is partial.
+  // Replaces `out` with the tokens of `text`, in one go (the same units as
+  // an Encoding, tokenizer/encoding.hh). `expired` (may be empty) is polled
+  // before the first unit and then every few KiB of work: kDeadline once it
+  // returns true. On anything but kOk `out` is partial.
   EncodeStatus encode(std::string_view text, Workspace& workspace, std::vector<TokenId>& out,
                       const std::function<bool()>& expired = {}) const;
 
@@ -58,11 +62,11 @@ class Tokenizer {
   std::size_t vocab_size() const { return bpe_->vocab_size(); }
 
  private:
+  friend class Encoding;
   Tokenizer() = default;
-  bool encode_segment(std::string_view segment, Workspace& ws, std::vector<TokenId>& out,
-                      const std::function<bool()>& expired, EncodeStatus& status) const;
   void encode_word(std::string_view word, Workspace& ws, std::vector<TokenId>& out) const;
 
+  std::uint64_t serial_ = 0;  // unique per loaded tokenizer (word cache owner)
   std::unique_ptr<BpeModel> bpe_;
   std::unique_ptr<SplitRegex> split_;
   AddedTokens added_;
@@ -83,8 +87,12 @@ class Workspace {
 
  private:
   friend class Tokenizer;
+  friend class Encoding;
   struct CachedWord {
-    const Tokenizer* owner = nullptr;
+    // Tokenizer::serial_ of the tokenizer that cached it (0 = none): not
+    // its address, which a tokenizer loaded after another was freed may
+    // reuse (tests load and free models on one thread).
+    std::uint64_t owner = 0;
     std::string word;
     std::vector<TokenId> ids;
   };

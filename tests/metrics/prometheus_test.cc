@@ -201,6 +201,8 @@ TEST_CASE("a known registry renders byte for byte") {
       "inferencecache_prompt_text_failures_total{reason=\"template\"} 0\n"
       "inferencecache_prompt_text_failures_total{reason=\"tokenize\"} 0\n"
       "inferencecache_prompt_text_failures_total{reason=\"timeout\"} 0\n"
+      "inferencecache_prompt_text_failures_total{reason=\"busy\"} 0\n"
+      "inferencecache_prompt_text_failures_total{reason=\"cpu_budget\"} 0\n"
       "# HELP inferencecache_core_lookup_route_calls_total LookupRoute calls recorded per core.\n"
       "# TYPE inferencecache_core_lookup_route_calls_total counter\n"
       "inferencecache_core_lookup_route_calls_total{core=\"0\"} 3\n"

@@ -126,7 +126,7 @@ TEST_CASE("fail-open reasons are counted and leave the request unchanged") {
   CHECK(late.token_ids_size() == 0);
   CHECK(f.failures(PromptTextFailure::kTimeout) == 1);
   // The tenant's lookupTimeoutMs bounds it when tighter: 1 ms, the clock
-  // advancing 2 ms per read, so the tokenizer's first poll (after 256 words)
+  // advancing 2 ms per read, so the tokenizer's poll before its first unit
   // sees it passed.
   f.ctx.deadline_mono_us = INT64_MAX;
   f.policy.lookup_timeout_ms = 1;
@@ -181,4 +181,77 @@ TEST_CASE("the index echoes tokens made from prompt_text, and only those") {
   r.add_block_token_counts(16);
   ic::service::wire::lookup_route(shard, r, ctx, &out);
   CHECK(out.token_ids_size() == 0);
+}
+
+TEST_CASE("tokenizing runs in slices with the tokens of one go; cut by its CPU budget") {
+  Fixture f;
+  f.config.default_budget_us = 60'000'000;  // the deadline out of the way
+  std::string text;
+  for (int i = 0; i < 20'000; ++i) text += " w";
+  text += " " + std::string(9'000, 'q') + " end";
+  auto whole = f.request(text);
+  REQUIRE(f.resolve(whole));  // frozen clock: one go
+  const auto want = std::vector<std::uint32_t>(whole.token_ids().begin(), whole.token_ids().end());
+
+  // Each clock read advances 50 µs: a 500 µs slice stops after ~10 polls.
+  f.clock.mono_step_us = 50;
+  auto sliced = f.request(text);
+  const auto plan = ic::service::plan_prompt_text(f.config, f.policy, f.clock, f.ctx, sliced);
+  REQUIRE(plan.model != nullptr);
+  ic::service::PromptTokenizing job(f.config, plan, sliced.prompt_text());
+  int slices = 1;
+  while (!job.run_slice(f.clock, f.clock.mono + 500)) ++slices;
+  REQUIRE(job.ok());
+  CHECK(slices > 3);
+  CHECK(job.tokens() == want);
+
+  // 2 ms of work allowed: the same text is cut and counted as cpu_budget.
+  f.config.max_cpu_us = 2'000;
+  auto costly = f.request(text);
+  CHECK_FALSE(f.resolve(costly));
+  CHECK(costly.prompt_text() == text);
+  CHECK(f.failures(PromptTextFailure::kCpuBudget) == 1);
+  CHECK(f.failures(PromptTextFailure::kTimeout) == 0);
+}
+
+TEST_CASE("a pre-token over 64 KiB fails open as too_long; one under it is tokenized") {
+  Fixture f;
+  auto huge = f.request(std::string(70'000, 'a'));
+  CHECK_FALSE(f.resolve(huge));
+  CHECK(f.failures(PromptTextFailure::kTooLong) == 1);
+  auto big = f.request(std::string(60'000, 'a'));
+  CHECK(f.resolve(big));
+  CHECK(big.token_ids_size() > 0);
+  CHECK(f.failures(PromptTextFailure::kTooLong) == 1);
+}
+
+TEST_CASE("a prompt_text that is not UTF-8 is removed before parsing and fails open") {
+  Fixture f;
+  pb::LookupRouteRequest r = f.request("x");
+  r.add_block_hashes("h");
+  std::string bytes = r.SerializeAsString();
+  std::string valid = bytes;
+  CHECK_FALSE(ic::service::drop_invalid_prompt_text(valid));  // valid: untouched
+  CHECK(valid == bytes);
+  // prompt_text (field 10) "\xFF\xFE" appended twice: protobuf refuses the message.
+  const std::string bad = std::string("\x52\x02\xFF\xFE", 4);
+  bytes += bad + bad;
+  pb::LookupRouteRequest parsed;
+  CHECK_FALSE(parsed.ParseFromString(bytes));
+  REQUIRE(ic::service::drop_invalid_prompt_text(bytes));
+  REQUIRE(parsed.ParseFromString(bytes));
+  CHECK(parsed.prompt_text().empty());  // the valid "x" goes too: the message's text is bad
+  CHECK(parsed.tenant_id() == "t");
+  CHECK(parsed.block_hashes_size() == 1);
+  // Counted once when prompt_text would have been the input.
+  f.policy.enable_chain_matching = false;
+  ic::service::count_invalid_prompt_text(f.config, f.policy, parsed);
+  CHECK(f.failures(PromptTextFailure::kTokenize) == 1);
+  f.policy.enable_chain_matching = true;  // the chain comes first: not counted
+  ic::service::count_invalid_prompt_text(f.config, f.policy, parsed);
+  CHECK(f.failures(PromptTextFailure::kTokenize) == 1);
+  // Bytes it cannot walk stay as they are (protobuf answers INVALID_ARGUMENT).
+  std::string truncated = std::string("\x52\x05\xFF", 3);
+  CHECK_FALSE(ic::service::drop_invalid_prompt_text(truncated));
+  CHECK(truncated.size() == 3);
 }

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "fingerprint/fingerprint.hh"
 #include "prompt_text/encoder.hh"
 #include "prompt_text/models.hh"
@@ -73,6 +75,20 @@ std::unique_ptr<ic::prompt_text::Model> load_prompt_model(std::string_view model
   return m;
 }
 
+// The prompt_text path as the server runs it, in slices, here stopped at
+// every poll of the tokenizer (tokenizer/encoding.hh): the tokens must be
+// those of one uninterrupted run.
+void encode_sliced(const ic::prompt_text::Model& model, const std::string& text,
+                   std::vector<TokenId>& ids) {
+  ic::prompt_text::PromptEncoding job(model, text, ids);
+  int polls = 0;
+  const auto every_other = [&] { return polls++ % 2 == 1; };
+  ic::prompt_text::EncodeResult r;
+  while ((r = job.step(every_other)) == ic::prompt_text::EncodeResult::kPaused) {
+  }
+  REQUIRE(r == ic::prompt_text::EncodeResult::kOk);
+}
+
 // Per case: the text's tokens, the rendered chat prompt byte for byte, and
 // the whole prompt_text path (render, then tokenize) token for token.
 void check_corpus(std::string_view model) {
@@ -93,7 +109,38 @@ void check_corpus(std::string_view model) {
     REQUIRE(ic::prompt_text::encode_prompt(*prompt_model, text, {}, ids) ==
             ic::prompt_text::EncodeResult::kOk);
     check_tokens(name + " (prompt)", ids, c["prompt_ids"]);
+    encode_sliced(*prompt_model, text, ids);
+    check_tokens(name + " (prompt, sliced)", ids, c["prompt_ids"]);
   }
+}
+
+// Pre-tokens up to the 64 KiB bound and long NFC runs, against the oracle
+// (render mode), encoded in slices stopped at every poll.
+void check_long(std::string_view model) {
+  const auto prompt_model = load_prompt_model(model);
+  std::string text = std::string(60'000, 'a') + " " + std::string(30'000, ' ') + "x" +
+                     std::string(50'000, '\n') + "y" + std::string(40'000, '!') + " ";
+  for (int i = 0; i < 3'000; ++i) text += "abcdefghij";  // one 30,000-byte word
+  text += " ";
+  for (int i = 0; i < 20'000; ++i) text += "\xC3\xA9";  // é: a 40,000-byte word
+  for (int i = 0; i < 5'000; ++i) text += "e\xCC\x81";  // e + U+0301: NFC composes each
+  text += " ";
+  for (int i = 0; i < 10'000; ++i) text += "\xE4\xB8\xAD\xE6\x96\x87";  // 中文: 60 KB, no space
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("ic-oracle-long-" + std::to_string(::getpid()) + ".txt");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+  }
+  const json want = run_oracle("render '" + model_dir(model) + "' '" + path + "'");
+  std::filesystem::remove(path);
+  std::string prompt, error;
+  REQUIRE_MESSAGE(ic::prompt_text::render_prompt(*prompt_model, text, prompt, error), error);
+  CHECK(prompt == want["prompt"].get<std::string>());
+  std::vector<TokenId> ids;
+  encode_sliced(*prompt_model, text, ids);
+  check_tokens(std::string(model) + "/long (prompt, sliced)", ids, want["prompt_ids"]);
+  CHECK(ids.size() > 1000);
 }
 
 std::string base64(const std::array<std::uint8_t, 8>& bytes) {
@@ -111,6 +158,12 @@ TEST_CASE("qwen3: every corpus text and its chat prompt, token for token") {
 TEST_CASE("llama3: every corpus text and its chat prompt, token for token") {
   check_corpus("llama3");
 }
+
+TEST_CASE("qwen3: pre-tokens up to 64 KiB and long NFC runs, in slices, token for token") {
+  check_long("qwen3");
+}
+
+TEST_CASE("llama3: pre-tokens up to 64 KiB, in slices, token for token") { check_long("llama3"); }
 
 TEST_CASE("Qwen golden: 'hello world' tokens and their prefix hash at block size 2") {
   const json g =

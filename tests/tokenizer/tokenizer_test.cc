@@ -7,12 +7,15 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "small_tokenizer.hh"
 #include "tokenizer/byte_level.hh"
+#include "tokenizer/encoding.hh"
+#include "tokenizer/normalizer.hh"
 #include "tokenizer/split_regex.hh"
 #include "tokenizer/utf8.hh"
 
@@ -168,4 +171,62 @@ TEST_CASE("load rejects what it does not support, with the reason") {
   j["added_tokens"] = json::array({{{"id", 5}, {"content", "<m>"}, {"lstrip", true}}});
   CHECK(Tokenizer::load(j.dump(), error) == nullptr);
   CHECK(error == "added token \"<m>\": empty, lstrip, rstrip or single_word unsupported");
+}
+
+TEST_CASE("an Encoding stopped at every poll gives the tokens of one encode") {
+  json j = small_tokenizer({{"a", "a"}, {"aa", "aa"}, {"a", "b"}, {" ", " "}});
+  j["normalizer"] = {{"type", "NFC"}};
+  j["added_tokens"] = json::array({{{"id", 1000}, {"content", "<|x|>"}}});
+  auto t = load(j);
+  std::string text;
+  for (int i = 0; i < 3'000; ++i) text += " ab";
+  text += " " + std::string(9'000, 'a') + "<|x|>" + std::string(5'000, ' ') + "x";
+  for (int i = 0; i < 2'000; ++i) text += "e\xCC\x81 ";  // NFC cut at each 'e' or space
+  text += std::string(40'000, '\n') + "z";
+  const std::vector<TokenId> whole = encode(*t, text);
+  Workspace ws;
+  std::vector<TokenId> out;
+  Encoding e(*t, text, out);
+  int polls = 0;
+  const auto every_other = [&] { return polls++ % 2 == 1; };  // run to the next poll, pause
+  int steps = 1;
+  EncodeStatus s;
+  while ((s = e.step(ws, every_other)) == EncodeStatus::kPaused) ++steps;
+  REQUIRE(s == EncodeStatus::kOk);
+  CHECK(steps > 20);
+  CHECK(out == whole);
+  CHECK(std::count(out.begin(), out.end(), 1000u) == 1);
+}
+
+TEST_CASE("Encoding bounds: a pre-token over 64 KiB, an NFC stretch over 2 KiB") {
+  json j = small_tokenizer({});
+  auto plain = load(j);
+  Workspace ws;
+  std::vector<TokenId> out;
+  for (char c : {'a', ' ', '\n', '!'}) {
+    CHECK(plain->encode(std::string(Encoding::kMaxPretokenBytes + 1, c), ws, out) ==
+          EncodeStatus::kTooLong);
+    CHECK(plain->encode(std::string(60'000, c), ws, out) == EncodeStatus::kOk);
+  }
+  CHECK(plain->encode(std::string(1'000'000, 'a'), ws, out) == EncodeStatus::kTooLong);
+  j["normalizer"] = {{"type", "NFC"}};
+  auto nfc = load(j);
+  std::string marks = "e";
+  for (int i = 0; i < 1'100; ++i) marks += "\xCC\x81";  // 2,200 bytes of U+0301
+  CHECK(nfc->encode(marks, ws, out) == EncodeStatus::kTooLong);
+  marks.resize(1 + 2 * 900);
+  CHECK(nfc->encode(marks, ws, out) == EncodeStatus::kOk);
+}
+
+TEST_CASE("NFC cut points: where NFC cannot join the two sides") {
+  using ic::tokenizer::nfc_cut_before;
+  CHECK(nfc_cut_before(U'a'));
+  CHECK(nfc_cut_before(U'\u00C5'));        // below U+0300
+  CHECK(nfc_cut_before(U'\u4E2D'));        // CJK ideograph
+  CHECK(nfc_cut_before(U'\uAC00'));        // Hangul syllable (composes only as the first)
+  CHECK_FALSE(nfc_cut_before(U'\u0301'));  // combining acute
+  CHECK_FALSE(nfc_cut_before(U'\u3099'));  // kana voicing mark
+  CHECK_FALSE(nfc_cut_before(U'\u304B'));  // か: first of が
+  CHECK_FALSE(nfc_cut_before(U'\u1161'));  // Hangul vowel jamo
+  CHECK_FALSE(nfc_cut_before(U'\u212B'));  // Angstrom sign: decomposes
 }
