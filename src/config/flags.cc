@@ -49,6 +49,13 @@ double parse_number(std::string_view flag, const std::string& text, double min, 
   return v;
 }
 
+ReactorBackend parse_reactor_backend(const std::string& text) {
+  if (text == "auto") return ReactorBackend::kAuto;
+  if (text == "io_uring") return ReactorBackend::kIoUring;
+  if (text == "epoll") return ReactorBackend::kEpoll;
+  throw FlagError{"--reactor-backend: want auto, io_uring or epoll, got " + quote_value(text)};
+}
+
 Ranking parse_ranking(const std::string& text) {
   if (text == "load-aware") return Ranking::kLoadAware;
   if (text == "reference") return Ranking::kReference;
@@ -106,6 +113,7 @@ struct RawFlags {
   std::string log_level = "info";
   std::string threads = "0";
   std::string pin_threads = "true";
+  std::string reactor_backend = "auto";
   std::string max_message_bytes = "4194304";
   std::string max_concurrent_streams = "1024";
   std::string stream_reset_burst = "200";
@@ -168,6 +176,7 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
       {"--insecure-disable-auth", &c.insecure_disable_auth, "serve /snapshot and /policy without a bearer token"},
       {"--threads", &raw.threads, "reactor threads (0: one per CPU)"},
       {"--pin-threads", &raw.pin_threads, "pin each reactor thread to a CPU (true|false)"},
+      {"--reactor-backend", &raw.reactor_backend, "auto|io_uring|epoll (auto: io_uring, else epoll where it is refused)"},
       {"--max-message-bytes", &raw.max_message_bytes, "largest gRPC message, bytes"},
       {"--max-concurrent-streams", &raw.max_concurrent_streams, "HTTP/2 concurrent streams per connection"},
       {"--stream-reset-burst", &raw.stream_reset_burst, "client RST_STREAMs a connection may send at once (rapid reset)"},
@@ -247,6 +256,7 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
   c.log_level = parse_log_level(raw.log_level);
   c.threads = parse_uint<unsigned>("--threads", raw.threads, 0, 1024);
   c.pin_threads = parse_bool("--pin-threads", raw.pin_threads);
+  c.reactor_backend = parse_reactor_backend(raw.reactor_backend);
   c.max_message_bytes =
       parse_uint<std::uint32_t>("--max-message-bytes", raw.max_message_bytes, 5, 1u << 30);
   c.max_concurrent_streams = parse_uint<std::uint32_t>("--max-concurrent-streams",

@@ -82,6 +82,18 @@ std::string check_addresses(const ServerConfig& config) {
   return {};
 }
 
+ic::runtime::BackendChoice backend_choice(ic::config::ReactorBackend flag) {
+  switch (flag) {
+    case ic::config::ReactorBackend::kIoUring:
+      return ic::runtime::BackendChoice::kIoUring;
+    case ic::config::ReactorBackend::kEpoll:
+      return ic::runtime::BackendChoice::kEpoll;
+    case ic::config::ReactorBackend::kAuto:
+      break;
+  }
+  return ic::runtime::BackendChoice::kAuto;
+}
+
 bool App::load_policies() {
   initial_policies = ic::config::PolicySet::defaults();
   if (config.policy_file.empty()) return true;
@@ -394,6 +406,10 @@ void App::install_collectors() {
   }
 }
 
+std::string App::start_runtime() {
+  return runtime.start([this](unsigned core) { start_core(core); });
+}
+
 // One TTL pass in bounded slices, one slice per loop turn, then wait for the
 // next interval (docs/index.md "Expiry": never stall the core).
 void App::sweep_index(unsigned core) {
@@ -446,6 +462,10 @@ void App::log_serving() {
                       "/policy; bind --snapshot-bind-address to 127.0.0.1 or use "
                       "--control-token-file"}});
   }
+  if (!runtime.fallback_reason().empty()) {
+    ic::config::log(LogLevel::warn, "io_uring refused: running on epoll",
+                    {{"cause", runtime.fallback_reason()}, {"hint", kIoUringHint}});
+  }
   const ic::buildinfo::BuildInfo& build = ic::buildinfo::build_info();
   ic::config::log(
       LogLevel::info, "serving",
@@ -461,6 +481,7 @@ void App::log_serving() {
        {"tls", tls != nullptr},
        {"auth", auth_mode(config)},
        {"threads", runtime.cores()},
+       {"reactor_backend", ic::runtime::backend_name(runtime.backend())},
        {"io_uring_setup", ic::runtime::ring_setup_names(runtime.reactor(0).ring_setup_flags())},
        {"policy_file", config.policy_file},
        {"pid", static_cast<long>(::getpid())}});

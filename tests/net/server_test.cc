@@ -372,6 +372,7 @@ TEST_SUITE("net") {
     ic::runtime::Runtime::Options o;
     o.cores = 1;
     o.pin_threads = false;
+    o.backend = ic::testing::reactor_backend();
     ic::runtime::Runtime rt(o);
     ic::net::Server first(rt);
     ic::net::ListenerOptions a;

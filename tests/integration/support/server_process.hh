@@ -3,7 +3,9 @@
 // loopback ports, readiness by the gRPC health check, SIGTERM stop with the
 // exit status (docs/contract.md "Shutdown": exit 0; under ASan a leak report makes
 // it non-zero). The binary's path comes from the IC_SERVER_BINARY environment
-// variable that tests/integration meson.build files set.
+// variable that tests/integration meson.build files set; IC_REACTOR_BACKEND,
+// when set, is passed as --reactor-backend unless the test's own flags name
+// one.
 
 #include <sys/types.h>
 
