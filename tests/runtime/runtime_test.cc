@@ -173,10 +173,16 @@ TEST_SUITE("runtime") {
     Done done;
     std::atomic<unsigned> flags[2] = {0, 0};
     std::atomic<int> started{0};
-    REQUIRE(rt.start([&](unsigned core) {
+    const std::string error = rt.start([&](unsigned core) {
       flags[core] = current_reactor().ring_setup_flags();
       if (started.fetch_add(1) + 1 == 2) done.set();
-    }) == "");
+    });
+    if (!error.empty()) {
+      // io_uring refused here (`meson test --setup seccomp`): no ring to name.
+      CHECK(error.rfind("io_uring_setup: Operation not permitted", 0) == 0);
+      CHECK(started.load() == 0);
+      return;
+    }
     finish(rt, done);
     CHECK(flags[0].load() == flags[1].load());
     if (newest_ok) CHECK(flags[0].load() == kNewest);

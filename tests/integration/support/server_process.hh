@@ -33,6 +33,9 @@ pid_t spawn_logged(std::vector<std::string> args, int log_fd);
 struct ServerOptions {
   // Empty: server_binary().
   std::filesystem::path binary;
+  // Runs the server under this command (e.g. {no_io_uring.py}): wrapper,
+  // then the binary and its flags. Empty: the binary itself.
+  std::vector<std::string> wrapper;
   // Appended after the three bind-address flags (e.g. {"--threads", "2"}).
   std::vector<std::string> extra_args;
   // 0: a free port. Fixed: restart a server where its clients expect it (a taken port makes
