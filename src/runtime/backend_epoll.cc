@@ -217,8 +217,9 @@ unsigned EpollBackend::run_recv(int fd) {
     return 0;
   }
   const std::int32_t res = got < 0 ? -errno : static_cast<std::int32_t>(got);
-  // Fewer bytes than room: the socket is drained; new bytes raise EPOLLIN.
-  if (got >= 0 && static_cast<std::size_t>(got) < len) s.readable = false;
+  // Fewer bytes than room: the socket is drained, and new bytes raise
+  // EPOLLIN; a FIN or error already reported does not, and stays readable.
+  if (got > 0 && static_cast<std::size_t>(got) < len && !s.read_closed) s.readable = false;
   const std::uint64_t key = s.recv_key;
   const std::uint32_t flags = s.recv_buf != nullptr ? 0 : kCompletionBuffer;
   s.recv_key = 0;
@@ -237,7 +238,9 @@ unsigned EpollBackend::run_send(int fd) {
     return 0;
   }
   const std::int32_t res = put < 0 ? -errno : static_cast<std::int32_t>(put);
-  if (put >= 0 && static_cast<std::size_t>(put) < s.send_len) s.writable = false;
+  if (put >= 0 && static_cast<std::size_t>(put) < s.send_len && !s.write_closed) {
+    s.writable = false;
+  }
   const std::uint64_t key = s.send_key;
   s.send_key = 0;
   impl_.complete(key, res, 0);
@@ -279,6 +282,8 @@ void EpollBackend::collect(std::int64_t delay_us) {
     FdState& s = state(fd);
     if (ev.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.readable = true;
     if (ev.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) s.writable = true;
+    if (ev.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.read_closed = true;
+    if (ev.events & (EPOLLHUP | EPOLLERR)) s.write_closed = true;
     maybe_runnable(fd);
   }
 }

@@ -76,7 +76,11 @@ class EpollBackend {
     bool nonblocking = false;  // O_NONBLOCK known to be set (our accept4)
     bool readable = true;      // no EAGAIN on a read since the last EPOLLIN
     bool writable = true;      // no EAGAIN on a write since the last EPOLLOUT
-    bool runnable = false;     // queued in runnable_
+    // Sticky once epoll reported them: the peer's FIN (or an error) is read
+    // after the bytes before it, by a later recv, and raises no new edge.
+    bool read_closed = false;   // EPOLLRDHUP, EPOLLHUP or EPOLLERR
+    bool write_closed = false;  // EPOLLHUP or EPOLLERR
+    bool runnable = false;      // queued in runnable_
   };
   struct Completion {
     std::uint64_t key;
