@@ -1,9 +1,9 @@
 #pragma once
 // Thread-per-core runtime: one Reactor (event loop on io_uring, or on epoll
 // where io_uring is refused) per core thread, and bounded cross-core
-// mailboxes between them. Nothing here is shared mutable
-// state on the hot path: cores talk only by posting owned Tasks
-// (docs/architecture.md rules 1, 2, 5, 8).
+// mailboxes between them. Nothing here is shared mutable state on the hot
+// path: cores talk only by posting owned Tasks (docs/architecture.md rules
+// 1, 2, 5, 8).
 
 #include <cstdint>
 #include <functional>
@@ -122,7 +122,7 @@ class Runtime final : public Cores {
 // The per-core event loop. Only its own thread calls its methods.
 //
 // One loop turn: read clocks; run tasks from the other cores' mailboxes (at
-// most `kMailboxBudget` per source); reap io_uring completions (at most
+// most `kMailboxBudget` per source); reap I/O completions (at most
 // `kCqeBudget`); fire due timers (at most `kTimerBudget`); run deferred tasks;
 // run turn hooks (src/net flushes sessions and starts sends there); wake the
 // cores we posted to (IORING_OP_MSG_RING; an eventfd write on epoll); submit
@@ -148,8 +148,8 @@ class Reactor final : public Timers {
   std::int64_t wall_us() const;
   // Runs `task` once after `delay_us` (≥ 0) µs. A min-heap of deadlines; the
   // loop sleeps in one io_uring_enter that also submits an io_uring timeout
-  // for the earliest (epoll_pwait2 with its delay on epoll). Timers with equal deadlines fire in
-  // the order added.
+  // for the earliest (on epoll: epoll_pwait2 with its delay). Timers with
+  // equal deadlines fire in the order added.
   TimerId add_timer(std::int64_t delay_us, Task task) override;
   // Cancels a pending timer; no-op if it already fired.
   void cancel_timer(TimerId id) override;
