@@ -6,8 +6,6 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include "admin/auth.hh"
 #include "admin/server.hh"
 #include "buildinfo/build_info.hh"
@@ -99,8 +97,8 @@ bool App::load_policies() {
   if (config.policy_file.empty()) return true;
   policy_file = std::make_unique<ic::config::PolicyStore>(config.policy_file);
   if (!policy_file->load()) {
-    std::fprintf(stderr, "inferencecache-server: --policy-file: %s\n",
-                 policy_file->last_error().c_str());
+    ic::config::log(LogLevel::error, "bad flag value",
+                    {{"error", "--policy-file: " + policy_file->last_error()}});
     return false;
   }
   initial_policies = policy_file->current();
@@ -115,7 +113,7 @@ bool App::load_tls() {
   tls = std::make_unique<ic::net::TlsCertificateStore>(config.tls_cert_file, config.tls_key_file,
                                                        std::vector<std::string>{"h2"});
   if (!tls->load(&error)) {
-    std::fprintf(stderr, "inferencecache-server: %s\n", error.c_str());
+    ic::config::log(LogLevel::error, "bad flag value", {{"error", error}});
     return false;
   }
   registry.set_grpc_tls_enabled(true);
@@ -134,7 +132,8 @@ bool App::load_tokenizer_models() {
   std::vector<ic::prompt_text::LoadReport> reports;
   std::string error;
   if (!tokenizer_models.load_dir(config.tokenizer_models_dir, reports, error)) {
-    std::fprintf(stderr, "inferencecache-server: --tokenizer-models-dir: %s\n", error.c_str());
+    ic::config::log(LogLevel::error, "bad flag value",
+                    {{"error", "--tokenizer-models-dir: " + error}});
     return false;
   }
   for (const auto& r : reports) {
