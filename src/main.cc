@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "config/flags.hh"
@@ -32,7 +33,14 @@ int main(int argc, char** argv) {
   }
   ic::config::configure_logging(config.log_format, config.log_level);
   ic::config::start_log_writer();
-  const int code = ic::server::run(config);
+  int code = ic::server::kExitStartup;
+  try {
+    code = ic::server::run(config);
+  } catch (const std::exception& e) {
+    // Whatever a start step threw (a resource the kernel refused): one log
+    // line and exit 1, never std::terminate's abort.
+    ic::config::log(ic::config::LogLevel::error, "server failed", {{"error", e.what()}});
+  }
   ic::config::stop_log_writer();
   return code;
 }

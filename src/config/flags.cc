@@ -250,6 +250,7 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--insecure-disable-auth", on_off(&c.insecure_disable_auth), "serve /snapshot and /policy without a bearer token"},
       {"--threads", uint_in<unsigned>(&c.threads, 0, 1024), "reactor threads (0: one per CPU)"},
       {"--pin-threads", boolean(&c.pin_threads), "pin each reactor thread to a CPU"},
+      {"--reactor-backend", one_of(&c.reactor_backend, {{"auto", ReactorBackend::kAuto}, {"io_uring", ReactorBackend::kIoUring}, {"epoll", ReactorBackend::kEpoll}}, "want auto, io_uring or epoll"), "reactor backend (auto: io_uring, else epoll)"},
       {"--max-message-bytes", uint_in<std::uint32_t>(&c.max_message_bytes, 5, 1u << 30), "largest gRPC message, bytes"},
       {"--max-concurrent-streams", uint_in<std::uint32_t>(&c.max_concurrent_streams, 1, 1u << 20), "HTTP/2 concurrent streams per connection"},
       {"--stream-reset-burst", uint_in<std::uint32_t>(&c.stream_reset_burst, 1, 1u << 20), "client RST_STREAMs a connection may send at once (rapid reset)"},

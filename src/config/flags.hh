@@ -17,6 +17,10 @@
 
 namespace ic::config {
 
+// --reactor-backend (docs/architecture.md "Reactor backends"): kAuto is
+// io_uring, or epoll when this process may not use io_uring.
+enum class ReactorBackend : std::uint8_t { kAuto, kIoUring, kEpoll };
+
 // Everything the composition root (src/main.cc) and the subsystems read.
 // Durations are µs; sizes are bytes.
 struct ServerConfig {
@@ -42,6 +46,8 @@ struct ServerConfig {
   // Pin reactor i to the i-th allowed CPU. Best on a dedicated host; on a
   // CPU-oversubscribed one, pinned reactors cannot dodge busy CPUs.
   bool pin_threads = true;
+  // What the reactors wait and do their I/O with.
+  ReactorBackend reactor_backend = ReactorBackend::kAuto;
   // Largest gRPC message accepted, bytes (docs/contract.md: 4 MiB).
   std::uint32_t max_message_bytes = 4u << 20;
   // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection.

@@ -28,7 +28,8 @@ void render_process(Writer& w, const ProcessFigures& p) {
             {"liburing", b.liburing},
             {"nghttp2", b.nghttp2},
             {"protobuf", b.protobuf},
-            {"openssl", b.openssl}},
+            {"openssl", b.openssl},
+            {"reactor_backend", p.reactor_backend}},
            1);
   w.single("server_up", "gauge", "1 while the server is serving.", p.server_up ? 1 : 0);
   w.single("server_grpc_tls_enabled", "gauge", "1 when the gRPC listener uses TLS.",

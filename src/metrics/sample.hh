@@ -90,12 +90,13 @@ struct Sample {
 struct ProcessFigures {
   bool server_up = false;
   bool grpc_tls_enabled = false;
-  std::int64_t resident_memory_bytes = 0;  // from /proc/self/statm
-  double start_time_seconds = 0;           // Unix time the process started serving
-  buildinfo::BuildInfo build{};            // build_info labels
-  ProcessStats stats;                      // the standard process_* families
-  PersistFigures persist;                  // --state-file load/save figures
-  ReplicationFigures replication;          // --nats-url replication figures
+  std::int64_t resident_memory_bytes = 0;         // from /proc/self/statm
+  double start_time_seconds = 0;                  // Unix time the process started serving
+  buildinfo::BuildInfo build{};                   // build_info labels
+  std::string_view reactor_backend = "io_uring";  // build_info's too: "io_uring" or "epoll"
+  ProcessStats stats;                             // the standard process_* families
+  PersistFigures persist;                         // --state-file load/save figures
+  ReplicationFigures replication;                 // --nats-url replication figures
 };
 
 }  // namespace ic::metrics

@@ -17,7 +17,7 @@ void scrape(runtime::Runtime& rt, Registry& registry,
             std::function<void(std::optional<std::string> body)> done) {
   runtime::map_reduce<Sample>(
       rt, [&registry](unsigned core) { return registry.core(core).collect(); },
-      [&registry, done = std::move(done)](std::vector<std::optional<Sample>> copies) {
+      [&rt, &registry, done = std::move(done)](std::vector<std::optional<Sample>> copies) {
         for (const auto& copy : copies) {
           if (!copy) {
             done(std::nullopt);
@@ -26,7 +26,9 @@ void scrape(runtime::Runtime& rt, Registry& registry,
         }
         Sample merged = merge_samples(copies);
         registry.collect_global(merged);
-        done(render_prometheus(merged, registry.process_figures()));
+        ProcessFigures process = registry.process_figures();
+        process.reactor_backend = runtime::backend_name(rt.backend());
+        done(render_prometheus(merged, process));
       });
 }
 

@@ -1,6 +1,5 @@
 #include "net/core_net.hh"
 
-#include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -39,8 +38,7 @@ void Acceptor::arm() {
     slot_ = core_.reactor().register_io(*this);
     registered_ = true;
   }
-  io_uring_sqe* sqe = core_.reactor().prepare(slot_, kAcceptOp);
-  io_uring_prep_multishot_accept(sqe, fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  core_.reactor().accept(slot_, kAcceptOp, fd_);
   armed_ = true;
 }
 
@@ -63,13 +61,12 @@ void Acceptor::close() {
     release();
     return;
   }
-  io_uring_sqe* sqe = core_.reactor().prepare_untracked();
-  io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
+  core_.reactor().cancel(fd_);
 }
 
 void Acceptor::on_completion(std::uint8_t /*op*/, std::int32_t res, std::uint32_t flags) {
   if (res >= 0) accept_one(res);
-  if (flags & IORING_CQE_F_MORE) return;
+  if (flags & runtime::kCompletionMore) return;
   armed_ = false;
   if (closing_) {
     release();

@@ -32,7 +32,7 @@ class Acceptor final : public runtime::Reactor::IoHandler {
   Acceptor(CoreNet& core, ListenerState& listener, int fd);
   ~Acceptor();
   void arm();
-  // Stops accepting; the socket is closed once the accept SQE completed.
+  // Stops accepting; the socket is closed once the accept completed.
   void close();
   bool closed() const { return fd_ < 0; }
   const ListenerState& listener() const { return listener_; }

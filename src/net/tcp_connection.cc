@@ -1,6 +1,5 @@
 #include "net/tcp_connection.hh"
 
-#include <liburing.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,7 +10,6 @@
 #include "config/log.hh"
 #include "net/address.hh"
 #include "net/core_net.hh"
-#include "runtime/buffer_ring.hh"
 
 namespace ic::net {
 
@@ -35,13 +33,9 @@ std::int64_t jittered(std::int64_t age_us) {
 }  // namespace
 
 TcpConnection::TcpConnection(CoreNet& core, ListenerState& listener, int fd)
-    : core_(core),
-      listener_(listener),
-      fd_(fd),
-      slot_(core.reactor().register_io(*this)),
-      pool_(core.reactor().recv_buffers()) {
-  // Without the core's shared buffer ring, read into a buffer of our own.
-  if (pool_ == nullptr) rbuf_.reset(new std::byte[kRecvBufferBytes]);
+    : core_(core), listener_(listener), fd_(fd), slot_(core.reactor().register_io(*this)) {
+  // Without the core's shared receive buffers, read into a buffer of our own.
+  if (!core.reactor().shared_recv_buffers()) rbuf_.reset(new std::byte[kRecvBufferBytes]);
   last_active_us_ = core_.reactor().now_us();
   if (listener_.options.max_connection_age_us > 0) {
     age_goaway_us_ = last_active_us_ + jittered(listener_.options.max_connection_age_us);
@@ -142,15 +136,10 @@ std::string_view TcpConnection::peer() const {
 }
 
 void TcpConnection::arm_recv() {
-  io_uring_sqe* sqe = core_.reactor().prepare(slot_, kRecv);
-  if (pool_ != nullptr) {
-    // The kernel picks a buffer from the pool when data arrives.
-    io_uring_prep_recv(sqe, fd_, nullptr, pool_->buffer_size(), 0);
-    sqe->flags |= IOSQE_BUFFER_SELECT;
-    sqe->buf_group = pool_->group();
-  } else {
-    io_uring_prep_recv(sqe, fd_, rbuf_.get(), kRecvBufferBytes, 0);
-  }
+  // No buffer of our own: the core's shared ones (one is picked when data arrives).
+  core_.reactor().recv(
+      slot_, kRecv, fd_,
+      rbuf_ ? std::span<std::byte>(rbuf_.get(), kRecvBufferBytes) : std::span<std::byte>());
   recv_armed_ = true;
   ++ops_;
 }
@@ -165,9 +154,8 @@ void TcpConnection::try_send() {
     out_inflight_.swap(out_pending_);
   }
   if (!send_inline()) return;
-  io_uring_sqe* sqe = core_.reactor().prepare(slot_, kSend);
-  io_uring_prep_send(sqe, fd_, out_inflight_.data() + inflight_off_,
-                     out_inflight_.size() - inflight_off_, MSG_NOSIGNAL);
+  core_.reactor().send(slot_, kSend, fd_,
+                       std::span<const std::byte>(out_inflight_).subspan(inflight_off_));
   send_armed_ = true;
   ++ops_;
 }
@@ -177,7 +165,7 @@ bool TcpConnection::send_inline() {
   // a response to a call that woke an idle reactor then costs no second
   // io_uring_enter for its send and no second loop turn for the completion
   // (docs/architecture.md rule 2). Only what the socket does not take now
-  // (EAGAIN, a short write) goes through the ring, which waits for room.
+  // (EAGAIN, a short write) goes through the reactor, which waits for room.
   const ssize_t n = ::send(fd_, out_inflight_.data() + inflight_off_,
                            out_inflight_.size() - inflight_off_, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0) {
@@ -202,17 +190,15 @@ bool TcpConnection::send_inline() {
 void TcpConnection::cancel_all() {
   if (cancel_sent_ || ops_ == 0) return;
   cancel_sent_ = true;
-  io_uring_sqe* sqe = core_.reactor().prepare_untracked();
-  io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
+  core_.reactor().cancel(fd_);
 }
 
 void TcpConnection::on_completion(std::uint8_t op, std::int32_t res, std::uint32_t flags) {
   --ops_;
   if (op == kRecv) {
-    if (flags & IORING_CQE_F_BUFFER) {
-      const auto bid = static_cast<std::uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
-      on_recv(res, pool_->view(bid, res > 0 ? static_cast<std::size_t>(res) : 0));
-      pool_->recycle(bid);  // on_data's view ended with the call
+    if (flags & runtime::kCompletionBuffer) {
+      on_recv(res, core_.reactor().received(flags, res));
+      core_.reactor().release_received(flags);  // on_data's view ended with the call
     } else {
       on_recv(res,
               std::span<const std::byte>(rbuf_.get(), res > 0 ? static_cast<std::size_t>(res) : 0));

@@ -2,14 +2,14 @@
 // A reactor-driven TCP connection: the src/net implementation of
 // net::Connection (docs/architecture.md rules 4, 5, 6).
 //
-// Reading: one recv in flight; the kernel picks a buffer from the core's
-// shared pool when bytes arrive (no buffer held while idle); re-armed after the
+// Reading: one recv in flight, into the core's shared receive buffers (no
+// buffer held while idle: Reactor::recv); re-armed after the
 // Session consumed the bytes, unless reading is paused (by the Session, or by
 // backpressure when the output queue is over its high-water mark).
 // Writing: send() appends to a pending buffer; at the end of the turn the
 // pending bytes become the in-flight buffer (so all frames of a turn go out
 // in one send), written inline with send(2) first; what the socket did not
-// take goes to the single send SQE; a short write re-sends the rest; the
+// take goes to the single send operation; a short write re-sends the rest; the
 // in-flight buffer is not touched until its completion.
 // Closing: stop reading, write what is queued (unless aborting), cancel what is
 // in flight, wait for the last completion, then on_close(), close(2), free.
@@ -110,13 +110,12 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   runtime::Reactor::IoSlot slot_;
   std::unique_ptr<Session> session_;
 
-  runtime::BufferRing* pool_;            // the core's shared read buffers, or null
-  std::unique_ptr<std::byte[]> rbuf_;    // own read buffer when pool_ is null
-  std::vector<std::byte> out_inflight_;  // pointed at by the send SQE
+  std::unique_ptr<std::byte[]> rbuf_;    // own read buffer when the core shares none
+  std::vector<std::byte> out_inflight_;  // pointed at by the send operation
   std::size_t inflight_off_ = 0;         // bytes of out_inflight_ already sent
   std::vector<std::byte> out_pending_;   // appended by send()
 
-  unsigned ops_ = 0;  // SQEs submitted and not completed
+  unsigned ops_ = 0;  // operations started and not completed
   bool recv_armed_ = false;
   bool send_armed_ = false;
   bool user_paused_ = false;

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <string>
+
 #include "runtime/reactor_impl.hh"
 
 namespace ic::runtime {
@@ -52,13 +54,43 @@ void Runtime::Impl::thread_main(unsigned core, const std::function<void(unsigned
     // Best effort: a container may forbid it; the runtime works unpinned.
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
-  reactor.impl_->init_ring();
+  if (std::string error = reactor.impl_->init_backend(backend); !error.empty()) {
+    std::lock_guard lock(setup_mu);
+    if (setup_error.empty()) setup_error = "core " + std::to_string(core) + ": " + error;
+    setup_failed.store(true, std::memory_order_release);
+  }
   reactor.impl_->read_clocks();  // timers added by on_start count from now
-  // Every ring must exist before anyone sends a MSG_RING wake to it.
-  rings_ready->arrive_and_wait();
-  if (on_start) on_start(core);
-  reactor.impl_->run();
+  // Every ring must exist before anyone sends a MSG_RING wake to it, and no
+  // core serves unless every one could set up its backend.
+  backends_ready->arrive_and_wait();
+  if (!setup_failed.load(std::memory_order_acquire)) {
+    if (on_start) on_start(core);
+    reactor.impl_->run();
+  } else {
+    reactor.impl_->uring.exit();
+    reactor.impl_->epoll.exit();
+  }
   tls_reactor = nullptr;
+}
+
+std::string Runtime::Impl::choose_backend() {
+  switch (options.backend) {
+    case BackendChoice::kEpoll:
+      backend = Backend::kEpoll;
+      return {};
+    case BackendChoice::kIoUring:
+      backend = Backend::kIoUring;
+      if (const int rc = probe_io_uring(); rc < 0) return io_uring_refusal(rc);
+      return {};
+    case BackendChoice::kAuto:
+      break;
+  }
+  backend = Backend::kIoUring;
+  if (const int rc = probe_io_uring(); rc < 0) {
+    backend = Backend::kEpoll;
+    fallback_reason = io_uring_refusal(rc);
+  }
+  return {};
 }
 
 Runtime::Runtime(Options options) : impl_(std::make_unique<Impl>(options)) {
@@ -112,12 +144,23 @@ std::uint64_t Runtime::mailbox_depth(unsigned from, unsigned to) const {
   return impl_->box(from, to).size_approx();
 }
 
-void Runtime::start(std::function<void(unsigned core)> on_start) {
-  impl_->rings_ready = std::make_unique<std::latch>(impl_->n);
+std::string Runtime::start(std::function<void(unsigned core)> on_start) {
+  if (std::string error = impl_->choose_backend(); !error.empty()) return error;
+  // The reactors and this thread: start() returns once every backend is set up.
+  impl_->backends_ready = std::make_unique<std::latch>(impl_->n + 1);
   impl_->threads.reserve(impl_->n);
   for (unsigned core = 0; core < impl_->n; ++core)
     impl_->threads.emplace_back([this, core, on_start] { impl_->thread_main(core, on_start); });
+  impl_->backends_ready->arrive_and_wait();
+  if (!impl_->setup_failed.load(std::memory_order_acquire)) return {};
+  join();
+  std::lock_guard lock(impl_->setup_mu);
+  return impl_->setup_error;
 }
+
+Backend Runtime::backend() const { return impl_->backend; }
+
+const std::string& Runtime::fallback_reason() const { return impl_->fallback_reason; }
 
 void Runtime::stop() {
   for (auto& r : impl_->reactors) r->impl_->request_stop();

@@ -1,25 +1,28 @@
 #pragma once
-// Thread-per-core runtime: one Reactor (io_uring loop) per core thread, and
-// bounded cross-core mailboxes between them. Nothing here is shared mutable
-// state on the hot path: cores talk only by posting owned Tasks
-// (docs/architecture.md rules 1, 2, 5, 8).
+// Thread-per-core runtime: one Reactor (event loop on io_uring, or on epoll
+// where io_uring is refused) per core thread, and bounded cross-core
+// mailboxes between them. Nothing here is shared mutable state on the hot
+// path: cores talk only by posting owned Tasks (docs/architecture.md rules
+// 1, 2, 5, 8).
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/cores.hh"
 #include "runtime/task.hh"
 #include "runtime/timers.hh"
 
-struct io_uring_sqe;
-
 namespace ic::runtime {
 
 class Reactor;
-class BufferRing;
+class UringBackend;
+class EpollBackend;
 
 class Runtime;
 
@@ -32,6 +35,26 @@ Reactor& current_reactor();
 // separated ("SINGLE_ISSUER|DEFER_TASKRUN|SUBMIT_ALL|CQSIZE"), "none" for 0.
 std::string ring_setup_names(unsigned flags);
 
+// The kernel interface a runtime's reactors wait and do their I/O with
+// (docs/architecture.md "Reactor backends"). Every core of one runtime uses
+// the same one.
+enum class Backend : std::uint8_t { kIoUring, kEpoll };
+// What Runtime::start sets up: kAuto is io_uring, or epoll when this process
+// may not create an io_uring instance (seccomp, kernel.io_uring_disabled, a
+// kernel or sandbox without it).
+enum class BackendChoice : std::uint8_t { kAuto, kIoUring, kEpoll };
+// "io_uring" or "epoll" (the serving log line and the build_info label).
+std::string_view backend_name(Backend backend);
+// Parses "auto", "io_uring" or "epoll"; std::nullopt for anything else.
+std::optional<BackendChoice> parse_backend_choice(std::string_view text);
+
+// Flags of an I/O completion (Reactor::IoHandler::on_completion), the same
+// bits on both backends (the io_uring CQE's).
+// The bytes of a recv without a buffer of its own: Reactor::received().
+inline constexpr std::uint32_t kCompletionBuffer = 1u << 0;
+// More completions follow for the same operation (accept).
+inline constexpr std::uint32_t kCompletionMore = 1u << 1;
+
 // The cores of this process (runtime::Cores: the cross-core verb of
 // runtime/submit.hh runs on it).
 class Runtime final : public Cores {
@@ -40,6 +63,7 @@ class Runtime final : public Cores {
     unsigned cores = 0;                  // 0 = all online CPUs
     std::uint32_t mailbox_depth = 4096;  // tasks in flight per (from, to) pair
     bool pin_threads = true;             // sched_setaffinity each reactor to its CPU
+    BackendChoice backend = BackendChoice::kAuto;
   };
 
   explicit Runtime(Options options);
@@ -74,8 +98,17 @@ class Runtime final : public Cores {
   // for the cross-core queue depth gauge).
   std::uint64_t mailbox_depth(unsigned from, unsigned to) const;
 
-  // Starts the reactor threads; `on_start(core)` runs first on each of them.
-  void start(std::function<void(unsigned core)> on_start);
+  // Picks the backend (Options::backend), sets it up on every reactor thread,
+  // then runs `on_start(core)` first on each of them. Returns "" when they
+  // run; else why not (e.g. "io_uring_setup: Operation not permitted (...)"
+  // for an explicit kIoUring under a seccomp filter, or a core's setup
+  // failure), with no thread left running and on_start never called.
+  std::string start(std::function<void(unsigned core)> on_start);
+  // The backend start() chose (kIoUring before it ran).
+  Backend backend() const;
+  // Why kAuto fell back to epoll (the io_uring_setup error and its likely
+  // cause), "" when it did not.
+  const std::string& fallback_reason() const;
   // Asks every reactor to stop after its current turn; join() waits.
   void stop();
   void join();
@@ -89,11 +122,13 @@ class Runtime final : public Cores {
 // The per-core event loop. Only its own thread calls its methods.
 //
 // One loop turn: read clocks; run tasks from the other cores' mailboxes (at
-// most `kMailboxBudget` per source); reap io_uring completions (at most
+// most `kMailboxBudget` per source); reap I/O completions (at most
 // `kCqeBudget`); fire due timers (at most `kTimerBudget`); run deferred tasks;
 // run turn hooks (src/net flushes sessions and starts sends there); wake the
-// cores we posted to (IORING_OP_MSG_RING); submit and sleep until a completion
-// or the next timer deadline. Budgets bound the work of one turn (rule 2).
+// cores we posted to (IORING_OP_MSG_RING; an eventfd write on epoll); submit
+// and sleep until a completion or the next timer deadline. Budgets bound the
+// work of one turn (rule 2). The loop is compiled once per backend and chosen
+// at start (runtime/backend_uring.hh, runtime/backend_epoll.hh).
 class Reactor final : public Timers {
  public:
   static constexpr unsigned kMailboxBudget = 256;
@@ -113,7 +148,8 @@ class Reactor final : public Timers {
   std::int64_t wall_us() const;
   // Runs `task` once after `delay_us` (≥ 0) µs. A min-heap of deadlines; the
   // loop sleeps in one io_uring_enter that also submits an io_uring timeout
-  // for the earliest. Timers with equal deadlines fire in the order added.
+  // for the earliest (on epoll: epoll_pwait2 with its delay). Timers with
+  // equal deadlines fire in the order added.
   TimerId add_timer(std::int64_t delay_us, Task task) override;
   // Cancels a pending timer; no-op if it already fired.
   void cancel_timer(TimerId id) override;
@@ -123,49 +159,74 @@ class Reactor final : public Timers {
 
   // ---- I/O entry points (used by src/net) ----
 
-  // Receives the completions of the SQEs submitted for its slot. Rule 4: the
-  // handler and every buffer its SQEs point at must stay alive until the last
-  // of those completions arrived; only then may it unregister and be freed.
+  // Receives the completions of the operations started for its slot. Rule 4:
+  // the handler and every buffer its operations point at must stay alive
+  // until the last of those completions arrived; only then may it unregister
+  // and be freed.
   class IoHandler {
    public:
-    // `op` is the tag given to prepare(); `res`/`flags` are the CQE's
-    // (res < 0 is -errno; flags carry IORING_CQE_F_MORE for multishot).
+    // `op` is the tag given to accept()/recv()/send(); `res` is the result
+    // (res < 0 is -errno), `flags` kCompletionMore / kCompletionBuffer.
     virtual void on_completion(std::uint8_t op, std::int32_t res, std::uint32_t flags) = 0;
 
    protected:
     ~IoHandler() = default;
   };
-  // user_data = tag (8 bits) | generation (24 bits) | slot (32 bits), never a
-  // bare fd; a completion whose generation no longer matches is dropped.
+  // Completion key = tag (8 bits) | generation (24 bits) | slot (32 bits),
+  // never a bare fd; a completion whose generation no longer matches is dropped.
   using IoSlot = std::uint64_t;
 
-  // Registers a handler; returns its slot for prepare().
+  // Registers a handler; returns its slot for the operations below.
   IoSlot register_io(IoHandler& handler);
   // Forgets the slot (late completions for it are dropped).
   void unregister_io(IoSlot slot);
-  // An SQE whose completion goes to `slot`'s handler with tag `op`. Never
-  // null: when the submission queue is full it is submitted first.
-  io_uring_sqe* prepare(IoSlot slot, std::uint8_t op);
-  // An SQE whose completion is ignored (cancels, fire-and-forget closes).
-  io_uring_sqe* prepare_untracked();
-  // This core's shared receive buffers (runtime/buffer_ring.hh: 256 × 16 KiB,
-  // buffer group 0) for recv SQEs with IOSQE_BUFFER_SELECT, or nullptr when
-  // the kernel has no provided buffer rings (use a buffer of your own then).
-  BufferRing* recv_buffers();
+
+  // The operations. None completes inline: each completion reaches `slot`'s
+  // handler (tag `op`) in a later loop turn.
+  //
+  // Accepts on listening socket `fd` until cancelled or failed: one
+  // completion per accepted socket (res = its fd, close-on-exec; also
+  // non-blocking on epoll) with kCompletionMore; the last one lacks it
+  // (res = -errno, -ECANCELED after cancel()).
+  void accept(IoSlot slot, std::uint8_t op, int fd);
+  // One receive on `fd`: res = bytes read, 0 at the peer's EOF, -errno
+  // (-ENOBUFS: the shared buffers ran dry, re-arm later). Into `own` when it
+  // is not empty, else into the core's shared receive buffers (flags then
+  // carry kCompletionBuffer; see received()).
+  void recv(IoSlot slot, std::uint8_t op, int fd, std::span<std::byte> own);
+  // One send of `bytes` (alive until the completion): res = bytes written,
+  // possibly fewer (send the rest again), or -errno.
+  void send(IoSlot slot, std::uint8_t op, int fd, std::span<const std::byte> bytes);
+  // Cancels every operation in flight on `fd`: each completes with
+  // -ECANCELED unless it already completed. A no-op when none is.
+  void cancel(int fd);
+  // True when recv() may be given no buffer of its own (io_uring provided
+  // buffer rings, 256 × 16 KiB per core; on epoll one 16 KiB buffer per core
+  // read into right before the completion runs).
+  bool shared_recv_buffers() const;
+  // The first `res` bytes a recv() without its own buffer got (completion
+  // flags with kCompletionBuffer); valid until release_received(flags).
+  std::span<const std::byte> received(std::uint32_t flags, std::int32_t res) const;
+  // Hands that buffer back once its bytes were consumed.
+  void release_received(std::uint32_t flags);
 
   // Runs `hook` at the end of every turn, after deferred tasks.
   void add_turn_hook(std::function<void()> hook);
   // Runs `hook` on this thread once the loop stopped, before in-flight I/O is
-  // drained and the ring torn down (src/net aborts its sockets there).
+  // drained and the backend torn down (src/net aborts its sockets there).
   void add_stop_hook(std::function<void()> hook);
   // Handlers still registered (for tests and the stop drain).
   std::size_t io_registered() const;
   // The IORING_SETUP_* flags the ring was created with: the newest set the
-  // kernel accepted (reactor.cc init_ring); 0 before the reactor started.
+  // kernel accepted (backend_uring.cc); 0 before the reactor started and on epoll.
   unsigned ring_setup_flags() const;
+  // The backend this reactor runs on.
+  Backend backend() const;
 
  private:
   friend class Runtime;
+  friend class UringBackend;
+  friend class EpollBackend;
   struct Impl;
   Reactor(Runtime& runtime, unsigned core);
   std::unique_ptr<Impl> impl_;

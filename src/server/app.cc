@@ -108,13 +108,25 @@ std::string check_addresses(const ServerConfig& config) {
   return {};
 }
 
+ic::runtime::BackendChoice backend_choice(ic::config::ReactorBackend flag) {
+  switch (flag) {
+    case ic::config::ReactorBackend::kIoUring:
+      return ic::runtime::BackendChoice::kIoUring;
+    case ic::config::ReactorBackend::kEpoll:
+      return ic::runtime::BackendChoice::kEpoll;
+    case ic::config::ReactorBackend::kAuto:
+      break;
+  }
+  return ic::runtime::BackendChoice::kAuto;
+}
+
 bool App::load_policies() {
   initial_policies = ic::config::PolicySet::defaults();
   if (config.policy_file.empty()) return true;
   policy_file = std::make_unique<ic::config::PolicyStore>(config.policy_file);
   if (!policy_file->load()) {
-    std::fprintf(stderr, "inferencecache-server: --policy-file: %s\n",
-                 policy_file->last_error().c_str());
+    ic::config::log(LogLevel::error, "bad flag value",
+                    {{"error", "--policy-file: " + policy_file->last_error()}});
     return false;
   }
   initial_policies = policy_file->current();
@@ -129,7 +141,7 @@ bool App::load_tls() {
   tls = std::make_unique<ic::net::TlsCertificateStore>(config.tls_cert_file, config.tls_key_file,
                                                        std::vector<std::string>{"h2"});
   if (!tls->load(&error)) {
-    std::fprintf(stderr, "inferencecache-server: %s\n", error.c_str());
+    ic::config::log(LogLevel::error, "bad flag value", {{"error", error}});
     return false;
   }
   registry.set_grpc_tls_enabled(true);
@@ -148,7 +160,8 @@ bool App::load_tokenizer_models() {
   std::vector<ic::prompt_text::LoadReport> reports;
   std::string error;
   if (!tokenizer_models.load_dir(config.tokenizer_models_dir, reports, error)) {
-    std::fprintf(stderr, "inferencecache-server: --tokenizer-models-dir: %s\n", error.c_str());
+    ic::config::log(LogLevel::error, "bad flag value",
+                    {{"error", "--tokenizer-models-dir: " + error}});
     return false;
   }
   for (const auto& r : reports) {
@@ -481,6 +494,10 @@ void App::install_collectors() {
   }
 }
 
+std::string App::start_runtime() {
+  return runtime.start([this](unsigned core) { start_core(core); });
+}
+
 // One TTL pass in bounded slices, one slice per loop turn, then wait for the
 // next interval (docs/index.md "Expiry": never stall the core).
 void App::sweep_index(unsigned core) {
@@ -533,6 +550,10 @@ void App::log_serving() {
                       "/policy; bind --snapshot-bind-address to 127.0.0.1 or use "
                       "--control-token-file"}});
   }
+  if (!runtime.fallback_reason().empty()) {
+    ic::config::log(LogLevel::warn, "io_uring refused: running on epoll",
+                    {{"cause", runtime.fallback_reason()}, {"hint", kIoUringHint}});
+  }
   const ic::buildinfo::BuildInfo& build = ic::buildinfo::build_info();
   ic::config::log(
       LogLevel::info, "serving",
@@ -548,6 +569,7 @@ void App::log_serving() {
        {"tls", tls != nullptr},
        {"auth", auth_mode(config)},
        {"threads", runtime.cores()},
+       {"reactor_backend", ic::runtime::backend_name(runtime.backend())},
        {"io_uring_setup", ic::runtime::ring_setup_names(runtime.reactor(0).ring_setup_flags())},
        {"policy_file", config.policy_file},
        {"pid", static_cast<long>(::getpid())}});

@@ -54,16 +54,25 @@ using ic::config::ServerConfig;
 // Exit codes: a bad flag value (usage), a failed start (a busy port).
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitStartup = 1;
+// How to let the server use io_uring where it is refused (the log's "hint").
+inline constexpr std::string_view kIoUringHint =
+    "allow the io_uring_setup, io_uring_enter and io_uring_register syscalls in the seccomp "
+    "profile, or set the sysctl kernel.io_uring_disabled=0 (docs/admin.md \"Reactor backend\"); "
+    "--reactor-backend epoll runs without it";
 // How often core 0 stats --policy-file for changes, µs.
 inline constexpr std::int64_t kPolicyPollUs = 1'000'000;
+
+// --reactor-backend as the runtime's choice.
+ic::runtime::BackendChoice backend_choice(ic::config::ReactorBackend flag);
 
 // Everything the server is made of, in construction order; destroyed in
 // reverse, after the reactors joined.
 struct App {
   explicit App(const ServerConfig& cfg)
       : config(cfg),
-        runtime(
-            ic::runtime::Runtime::Options{.cores = cfg.threads, .pin_threads = cfg.pin_threads}),
+        runtime(ic::runtime::Runtime::Options{.cores = cfg.threads,
+                                              .pin_threads = cfg.pin_threads,
+                                              .backend = backend_choice(cfg.reactor_backend)}),
         registry(runtime.cores()),
         readiness(runtime.cores()),
         server(runtime) {}
@@ -90,6 +99,8 @@ struct App {
   void save_final_state();
   std::string add_listeners();
   void install_collectors();
+  // Starts the reactors (start_core on each); "" or why they did not start.
+  std::string start_runtime();
   void start_core(unsigned core);
   void sweep_index(unsigned core);
   void poll_policy_file();

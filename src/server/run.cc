@@ -65,7 +65,14 @@ int run(const ServerConfig& config) {
     return kExitStartup;
   }
   app.install_collectors();
-  app.runtime.start([&app](unsigned core) { app.start_core(core); });
+  if (std::string error = app.start_runtime(); !error.empty()) {
+    ic::config::log(
+        LogLevel::error, "reactors not started",
+        {{"reactor_backend", std::string(ic::runtime::backend_name(app.runtime.backend()))},
+         {"error", error},
+         {"hint", kIoUringHint}});
+    return kExitStartup;
+  }
   if (app.replicator) app.replicator->start();
   if (app.state_saver) app.state_saver->start();
 

@@ -75,7 +75,7 @@ TEST_CASE("a known registry renders byte for byte") {
       "# TYPE inferencecache_build_info gauge\n"
       "inferencecache_build_info{version=\"0.1.0\",git_commit=\"0123456789ab\","
       "build_type=\"release\",compiler=\"gcc 12.2.0\",liburing=\"2.3\",nghttp2=\"1.52.0\","
-      "protobuf=\"3.21.12\",openssl=\"3.0.11\"} 1\n"
+      "protobuf=\"3.21.12\",openssl=\"3.0.11\",reactor_backend=\"io_uring\"} 1\n"
       "# HELP inferencecache_server_up 1 while the server is serving.\n"
       "# TYPE inferencecache_server_up gauge\n"
       "inferencecache_server_up 1\n"

@@ -19,6 +19,7 @@
 #include "net/server.hh"
 #include "runtime/runtime.hh"
 #include "support/loopback_socket.hh"
+#include "support/reactor_backend.hh"
 
 namespace test {
 
@@ -127,6 +128,7 @@ class Loopback {
     ic::runtime::Runtime::Options o;
     o.cores = cores;
     o.pin_threads = false;
+    o.backend = ic::testing::reactor_backend();
     return o;
   }
   ic::runtime::Runtime runtime_;

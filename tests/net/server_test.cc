@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <latch>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -156,6 +157,29 @@ TEST_SUITE("net") {
     CHECK(eventually([&] { return lb.stats().open.load() == 0; }));
     CHECK(probe.created.load() == kConns);
     CHECK(probe.destroyed.load() == kConns);
+  }
+
+  TEST_CASE("bytes over one receive, then the peer's FIN: all echoed, then closed") {
+    // The FIN is already known when the last, short receive reads the bytes
+    // before it (on epoll: reported with them, and no new edge comes).
+    Probe probe;
+    Loopback lb(1, echo_listener(probe));
+    const int fd = connect_to(lb.port());
+    REQUIRE(fd >= 0);
+    REQUIRE(eventually([&] { return lb.stats().open.load() == 1; }));  // accepted, reading
+    // The core is held while the bytes and the FIN arrive, so its next wait
+    // sees both at once (a test may block its reactor; the server never does).
+    std::latch held(1);
+    REQUIRE(lb.runtime().post(0, [&] { held.wait(); }));
+    const std::string upload = test::pattern(40'000);  // 16 KiB + 16 KiB + a short read
+    REQUIRE(write_all(fd, upload));
+    REQUIRE(::shutdown(fd, SHUT_WR) == 0);
+    held.count_down();
+    const auto [bytes, eof] = read_to_eof(fd);
+    CHECK(bytes == upload);
+    CHECK(eof);
+    CHECK(eventually([&] { return probe.closed.load() == 1; }));
+    ::close(fd);
   }
 
   TEST_CASE("a large reply to a slow reader arrives whole (short writes)") {
@@ -372,6 +396,7 @@ TEST_SUITE("net") {
     ic::runtime::Runtime::Options o;
     o.cores = 1;
     o.pin_threads = false;
+    o.backend = ic::testing::reactor_backend();
     ic::runtime::Runtime rt(o);
     ic::net::Server first(rt);
     ic::net::ListenerOptions a;

@@ -324,4 +324,15 @@ TEST_SUITE("runtime") {
     CHECK_FALSE(parse_duration_us("s").has_value());
     CHECK_FALSE(parse_duration_us("5d").has_value());
   }
+
+  TEST_CASE("flags: --reactor-backend is auto, io_uring or epoll; auto by default") {
+    using ic::config::ReactorBackend;
+    CHECK(parse({}).config->reactor_backend == ReactorBackend::kAuto);
+    CHECK(parse({"--reactor-backend", "io_uring"}).config->reactor_backend ==
+          ReactorBackend::kIoUring);
+    CHECK(parse({"--reactor-backend=epoll"}).config->reactor_backend == ReactorBackend::kEpoll);
+    CHECK(parse({"--reactor-backend", "auto"}).config->reactor_backend == ReactorBackend::kAuto);
+    CHECK(error_of({"--reactor-backend", "kqueue"}) ==
+          "--reactor-backend: want auto, io_uring or epoll, got \"kqueue\"");
+  }
 }

@@ -2,9 +2,12 @@
 // (docs/admin.md: bad flags exit 2 with one line; docs/contract.md: SIGTERM /
 // SIGINT drain and exit 0).
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,7 +116,11 @@ TEST_SUITE("runtime") {
     const Run r = run_to_exit({"--tls-cert-file", IC_SERVER_BINARY, "--tls-key-file",
                                IC_SERVER_BINARY, "--grpc-bind-address", "127.0.0.1:0"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err.rfind("inferencecache-server: --tls-cert-file: ", 0) == 0);
+    // Read after the log is set up: one line of the server's log (JSON by default).
+    CHECK(r.err.rfind("{\"ts\":\"", 0) == 0);
+    CHECK(r.err.find(
+              "\"level\":\"error\",\"msg\":\"bad flag value\",\"error\":\"--tls-cert-file: ") !=
+          std::string::npos);
     CHECK(r.err.find('\n') == r.err.size() - 1);
   }
 
@@ -171,5 +178,29 @@ TEST_SUITE("runtime") {
       CHECK(log.find(" tls=false auth=no token file: control requests refused threads=") !=
             std::string::npos);
     }
+  }
+
+  TEST_CASE("binary: a port already in use is one JSON error line and exit 1, no abort") {
+    // A socket bound without SO_REUSEPORT: the server's SO_REUSEPORT bind fails.
+    const int taken = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(taken >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    REQUIRE(::bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const std::string address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    const Run r = run_to_exit({"--grpc-bind-address", address, "--http-bind-address", "127.0.0.1:0",
+                               "--snapshot-bind-address", "127.0.0.1:0", "--threads", "2"});
+    ::close(taken);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+    CHECK(r.err.rfind("{\"ts\":\"", 0) == 0);
+    CHECK(
+        r.err.find("\"level\":\"error\",\"msg\":\"cannot listen\",\"error\":\"--grpc-bind-address: "
+                   "bind " +
+                   address + ": Address already in use\"}\n") != std::string::npos);
   }
 }

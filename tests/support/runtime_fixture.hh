@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/runtime.hh"
+#include "support/reactor_backend.hh"
 
 namespace ic::runtime::testing {
 
@@ -23,12 +24,14 @@ using ic::runtime::current_reactor;
 using ic::runtime::Runtime;
 
 // `cores` reactors, mailbox depth `depth` (tasks), threads not pinned: the
-// tests share 2 CPUs with the rest of the build.
+// tests share 2 CPUs with the rest of the build; the backend of
+// IC_REACTOR_BACKEND (support/reactor_backend.hh).
 inline Runtime::Options opts(unsigned cores, std::uint32_t depth = 4096) {
   Runtime::Options o;
   o.cores = cores;
   o.mailbox_depth = depth;
   o.pin_threads = false;
+  o.backend = ic::testing::reactor_backend();
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -99,15 +100,20 @@ bool ServerProcess::launch(const ServerOptions& options) {
   if (log_fd < 0) throw std::runtime_error(std::string("mkstemps: ") + std::strerror(errno));
   log_path_ = tmpl;
 
-  std::vector<std::string> args = {options.binary.string(),
-                                   "--grpc-bind-address",
-                                   loopback(grpc_port_),
-                                   "--http-bind-address",
-                                   loopback(http_port_),
-                                   "--snapshot-bind-address",
-                                   options.snapshot_on_all_interfaces
-                                       ? "0.0.0.0:" + std::to_string(snapshot_port_)
-                                       : loopback(snapshot_port_)};
+  std::vector<std::string> args = options.wrapper;
+  args.insert(args.end(),
+              {options.binary.string(), "--grpc-bind-address", loopback(grpc_port_),
+               "--http-bind-address", loopback(http_port_), "--snapshot-bind-address",
+               options.snapshot_on_all_interfaces ? "0.0.0.0:" + std::to_string(snapshot_port_)
+                                                  : loopback(snapshot_port_)});
+  // `meson test --setup epoll` runs every server on epoll (IC_REACTOR_BACKEND),
+  // unless the test names a backend itself.
+  const char* backend = std::getenv("IC_REACTOR_BACKEND");
+  const auto& extra = options.extra_args;
+  if (backend != nullptr && *backend != '\0' &&
+      std::find(extra.begin(), extra.end(), "--reactor-backend") == extra.end()) {
+    args.insert(args.end(), {"--reactor-backend", backend});
+  }
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   pid_ = spawn_logged(std::move(args), log_fd);
   return true;

@@ -3,7 +3,9 @@
 // loopback ports, readiness by the gRPC health check, SIGTERM stop with the
 // exit status (docs/contract.md "Shutdown": exit 0; under ASan a leak report makes
 // it non-zero). The binary's path comes from the IC_SERVER_BINARY environment
-// variable that tests/integration meson.build files set.
+// variable that tests/integration meson.build files set; IC_REACTOR_BACKEND,
+// when set, is passed as --reactor-backend unless the test's own flags name
+// one.
 
 #include <sys/types.h>
 
@@ -31,6 +33,9 @@ pid_t spawn_logged(std::vector<std::string> args, int log_fd);
 struct ServerOptions {
   // Empty: server_binary().
   std::filesystem::path binary;
+  // Runs the server under this command (e.g. {no_io_uring.py}): wrapper,
+  // then the binary and its flags. Empty: the binary itself.
+  std::vector<std::string> wrapper;
   // Appended after the three bind-address flags (e.g. {"--threads", "2"}).
   std::vector<std::string> extra_args;
   // 0: a free port. Fixed: restart a server where its clients expect it (a taken port makes
