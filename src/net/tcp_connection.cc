@@ -300,9 +300,18 @@ void TcpConnection::turn_end() {
 }
 
 void TcpConnection::begin_drain() {
-  if (draining_ || finished_) return;
+  if (shutting_down_ || finished_) return;
+  shutting_down_ = true;
   draining_ = true;
   if (session_ && !closing_) session_->on_shutdown();
+  flush_wanted_ = true;
+  mark_dirty();
+}
+
+void TcpConnection::begin_age_drain() {
+  if (draining_ || finished_) return;
+  draining_ = true;
+  if (session_ && !closing_) session_->on_max_age();
   flush_wanted_ = true;
   mark_dirty();
 }
@@ -371,8 +380,9 @@ void TcpConnection::check_age(std::int64_t now) {
   if (age_goaway_us_ == 0 || now < age_goaway_us_) return;
   if (age_abort_us_ == 0) {
     age_abort_us_ = now + listener_.options.max_connection_age_grace_us;
-    // GOAWAY now; turn_end closes the connection once its calls are done.
-    begin_drain();
+    // GOAWAY now, the server stays up: calls and streams run on, turn_end
+    // closes the connection once they are done, the grace cuts the rest.
+    begin_age_drain();
   } else if (now >= age_abort_us_) {
     close(true);  // calls still in flight after the grace
   }
