@@ -33,7 +33,11 @@ packages=(
   python3-jinja2
   # hostile-peer suite and soak: raw HTTP/2 frames (tests/hostile, tests/soak)
   python3-h2
+  # ip(8): the docs recipes that start NATS in a private network namespace (tests/docs)
+  iproute2
 )
+# kubectl (>= 1.21, for the kustomize builds of tests/deploy) is not installed here: no Debian 12
+# package provides one; it comes with the machine image (tests/deploy/meson.build).
 # The machine image may ship Node.js from elsewhere (with its own npm); only
 # fall back to Debian's when there is none.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

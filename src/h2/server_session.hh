@@ -106,6 +106,9 @@ class ServerSession final : public net::Session {
   // Feeds held input first when this turn's budget allows, then sends.
   void flush() override;
   void on_shutdown() override;
+  // GOAWAY without Application::on_shutdown(): streams, long-lived ones
+  // included, run on until they end or the connection cuts them.
+  void on_max_age() override;
   // No stream open and no input held.
   bool idle() const override;
   void on_close() override;
@@ -187,6 +190,8 @@ class ServerSession final : public net::Session {
   bool dispatch();
   // mem_send until empty, then one Connection::send.
   void pump_output();
+  // Queues the one GOAWAY (NO_ERROR, last processed stream) of a graceful end.
+  void submit_goaway();
   // Pause/resume reading around the output queue cap, and while input is held.
   void apply_backpressure();
   // Input side (session_input.cc). Feeds `data` to nghttp2 in slices until it
@@ -264,6 +269,7 @@ class ServerSession final : public net::Session {
   bool paused_ = false;               // reading paused (output_full_ or input held)
   bool output_full_ = false;          // output over its cap, not yet drained to half
   bool shutting_down_ = false;
+  bool goaway_sent_ = false;  // by on_shutdown() or on_max_age()
   bool closed_ = false;
   // Last member: built after the session is complete, destroyed first.
   std::unique_ptr<Application> app_;

@@ -1,5 +1,6 @@
 // How a ServerSession ends: a graceful shutdown (GOAWAY, then the streams
-// finish), the peer's EOF, and the connection's close.
+// finish), the connection's age (GOAWAY only), the peer's EOF, and the
+// connection's close.
 
 #include <nghttp2/nghttp2.h>
 
@@ -12,13 +13,26 @@ void ServerSession::on_shutdown() {
   if (closed_ || shutting_down_) return;
   const Entry entry(*this);
   shutting_down_ = true;
+  submit_goaway();
+  app_->on_shutdown();
+  conn_.request_flush();
+}
+
+void ServerSession::on_max_age() {
+  if (closed_ || goaway_sent_) return;
+  const Entry entry(*this);
+  submit_goaway();  // the application is not told: its streams run on
+  conn_.request_flush();
+}
+
+void ServerSession::submit_goaway() {
+  if (goaway_sent_) return;
+  goaway_sent_ = true;
   // Streams up to the last one we processed finish; newer ones are refused and
   // safe for the client to retry (RFC 9113 §6.8).
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
                         nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
                         nullptr, 0);
-  app_->on_shutdown();
-  conn_.request_flush();
 }
 
 void ServerSession::on_peer_eof() {

@@ -46,8 +46,10 @@ struct ListenerOptions {
   std::int64_t idle_timeout_us = 0;
   // A connection older than this (µs; each connection's own age is jittered
   // by up to ±10%, so a fleet's connections do not all go at once) gets
-  // on_shutdown() (HTTP/2 GOAWAY), closes once its Session is idle(), and is
-  // aborted max_connection_age_grace_us after the GOAWAY. Clients then
+  // Session::on_max_age() (HTTP/2 GOAWAY; the server stays up, so its calls,
+  // long-lived streams included, run on and health watchers hear nothing),
+  // closes once its Session is idle(), and is aborted, cutting the streams
+  // still open, max_connection_age_grace_us after the GOAWAY. Clients then
   // reconnect and spread over the servers behind their balancer (grpc-go's
   // MaxConnectionAge / MaxConnectionAgeGrace). 0 disables.
   std::int64_t max_connection_age_us = 0;

@@ -87,6 +87,12 @@ class Session {
   // Graceful shutdown began: stop taking new requests (HTTP/2 GOAWAY), finish
   // in-flight ones.
   virtual void on_shutdown() = 0;
+  // The connection reached its --max-connection-age (ListenerOptions::
+  // max_connection_age_us) while the server stays up: stop taking new
+  // requests (HTTP/2 GOAWAY) but let every in-flight one run, long-lived
+  // streams included; the connection cuts what is left when the grace ends.
+  // A later on_shutdown() (server drain) still ends long-lived work.
+  virtual void on_max_age() { on_shutdown(); }
   // True when nothing is in flight, so a draining server may close it now.
   virtual bool idle() const = 0;
   // The socket is gone (peer closed, error, or close()). Called exactly once;

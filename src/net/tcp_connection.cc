@@ -9,6 +9,7 @@
 
 #include "config/log.hh"
 #include "net/address.hh"
+#include "net/age_jitter.hh"
 #include "net/core_net.hh"
 
 namespace ic::net {
@@ -16,20 +17,6 @@ namespace ic::net {
 namespace {
 // A drained output buffer bigger than this is released rather than kept.
 constexpr std::size_t kKeepBufferBytes = 256 * 1024;
-
-// `age_us` ± up to 10%, a different draw per connection (splitmix64 per core).
-std::int64_t jittered(std::int64_t age_us) {
-  thread_local std::uint64_t state =
-      static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&state)) ^ 0x9E3779B97F4A7C15u;
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15u);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-  z ^= z >> 31;
-  const std::int64_t spread = age_us / 10;
-  if (spread == 0) return age_us;
-  return age_us - spread +
-         static_cast<std::int64_t>(z % static_cast<std::uint64_t>(2 * spread + 1));
-}
 }  // namespace
 
 TcpConnection::TcpConnection(CoreNet& core, ListenerState& listener, int fd)
@@ -38,7 +25,8 @@ TcpConnection::TcpConnection(CoreNet& core, ListenerState& listener, int fd)
   if (!core.reactor().shared_recv_buffers()) rbuf_.reset(new std::byte[kRecvBufferBytes]);
   last_active_us_ = core_.reactor().now_us();
   if (listener_.options.max_connection_age_us > 0) {
-    age_goaway_us_ = last_active_us_ + jittered(listener_.options.max_connection_age_us);
+    age_goaway_us_ =
+        last_active_us_ + jittered(listener_.options.max_connection_age_us, next_age_draw());
   }
 }
 
@@ -286,9 +274,18 @@ void TcpConnection::turn_end() {
 }
 
 void TcpConnection::begin_drain() {
-  if (draining_ || finished_) return;
+  if (shutting_down_ || finished_) return;
+  shutting_down_ = true;
   draining_ = true;
   if (session_ && !closing_) session_->on_shutdown();
+  flush_wanted_ = true;
+  mark_dirty();
+}
+
+void TcpConnection::begin_age_drain() {
+  if (draining_ || finished_) return;
+  draining_ = true;
+  if (session_ && !closing_) session_->on_max_age();
   flush_wanted_ = true;
   mark_dirty();
 }
@@ -357,8 +354,9 @@ void TcpConnection::check_age(std::int64_t now) {
   if (age_goaway_us_ == 0 || now < age_goaway_us_) return;
   if (age_abort_us_ == 0) {
     age_abort_us_ = now + listener_.options.max_connection_age_grace_us;
-    // GOAWAY now; turn_end closes the connection once its calls are done.
-    begin_drain();
+    // GOAWAY now, the server stays up: calls and streams run on, turn_end
+    // closes the connection once they are done, the grace cuts the rest.
+    begin_age_drain();
   } else if (now >= age_abort_us_) {
     close(true);  // calls still in flight after the grace
   }

@@ -63,7 +63,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   // flush (work it left for the next turn, e.g. input over its per-turn
   // budget); CoreNet then queues the connection for the next turn.
   bool wants_next_turn() const { return flush_wanted_ && !closing_ && !finished_; }
-  // Server shutdown: on_shutdown() (GOAWAY), then close once idle.
+  // Server shutdown: on_shutdown() (GOAWAY, long-lived calls end), then close
+  // once idle. Also ends the calls of a connection its age already drains.
   void begin_drain();
   // The listener that accepted it.
   const ListenerState& listener() const { return listener_; }
@@ -101,6 +102,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   // ListenerOptions::max_connection_age_us: GOAWAY once past the connection's
   // jittered age, abort once the grace after it is over too.
   void check_age(std::int64_t now);
+  // Its age reached: on_max_age() (GOAWAY, calls run on), close once idle.
+  void begin_age_drain();
   void on_recv(std::int32_t res, std::span<const std::byte> data);
   void on_send(std::int32_t res);
 
@@ -122,7 +125,8 @@ class TcpConnection final : public Connection, public runtime::Reactor::IoHandle
   bool bp_paused_ = false;
   bool flush_wanted_ = false;
   bool peer_eof_ = false;
-  bool draining_ = false;
+  bool draining_ = false;       // GOAWAY sent: close once the session is idle
+  bool shutting_down_ = false;  // the server drains (begin_drain), not just the age
   bool closing_ = false;
   bool aborting_ = false;
   bool cancel_sent_ = false;

@@ -84,6 +84,9 @@ class TlsSession final : public Session, public Connection {
   void on_shutdown() override {
     if (inner_) inner_->on_shutdown();
   }
+  void on_max_age() override {
+    if (inner_) inner_->on_max_age();
+  }
   bool idle() const override { return !inner_ || inner_->idle(); }
   void on_close() override {
     if (inner_) inner_->on_close();

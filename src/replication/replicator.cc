@@ -45,11 +45,10 @@ constexpr auto kFlushAtStop = 2s;           // publishing what is buffered at st
 // this, doubled per failure up to the max; a reconnection starts over.
 constexpr auto kSetupRetryFirst = 250ms;
 constexpr auto kSetupRetryMax = 10s;
-// The same set-up problem is logged again after this, doubled per line up to the max.
-constexpr auto kProblemLogFirst = 10s;
-constexpr auto kProblemLogMax = 300s;
-// At most one "connection lost" line per this (µs); the rest are counted into the next one.
-constexpr std::int64_t kDisconnectLogUs = 10'000'000;
+// A repeated log line (the same set-up problem, the stream refused, the connection lost) goes
+// out again after this, doubled per line up to the max (LogBackoff, µs).
+constexpr std::int64_t kLogBackoffFirstUs = 10'000'000;
+constexpr std::int64_t kLogBackoffMaxUs = 300'000'000;
 const char* const kNoJetStream =
     "NATS reached, but JetStream is not enabled on it (start nats-server with -js, "
     "docs/replication.md)";
@@ -107,19 +106,24 @@ void ack_bridge(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* c
   natsMsg_Destroy(msg);
 }
 
+// A flapping connection: "lost" lines with backoff; "connected" is logged when the last line
+// said "lost" (or at the first connect), so the log never ends on a state that is over.
+LogBackoff g_disconnect_log(kLogBackoffFirstUs, kLogBackoffMaxUs);
+std::atomic<bool> g_said_lost{true};  // true before the first connect
+
 // The connection came up (first connect or reconnect): the stream set-up runs again.
 void on_reconnected(natsConnection* conn, void* closure) {
   static_cast<std::atomic<bool>*>(closure)->store(true);
+  if (!g_said_lost.exchange(false)) return;
   char url[256] = {};
   natsConnection_GetConnectedUrl(conn, url, sizeof url);
   config::log(LogLevel::info, "replication: NATS connected", {{"url", std::string(url)}});
 }
 
-config::LogRateLimit g_disconnect_log(kDisconnectLogUs);
-
 void on_disconnected(natsConnection*, void*) {
   std::uint64_t suppressed = 0;
   if (g_disconnect_log.allow(config::log_clock_us(), &suppressed)) {
+    g_said_lost.store(true);
     config::log(LogLevel::warn,
                 "replication: NATS connection lost; reconnecting, serving from local state",
                 {{"suppressed", suppressed}});
@@ -155,7 +159,9 @@ Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
       stats_(stats),
       encoder_(unique_origin()),
       outbox_(options_.buffer_bytes),
-      applier_(router, encoder_.origin(), kMaxInFlight) {
+      applier_(router, encoder_.origin(), kMaxInFlight),
+      problem_log_(kLogBackoffFirstUs, kLogBackoffMaxUs),
+      stream_log_(kLogBackoffFirstUs, kLogBackoffMaxUs) {
   applier_.resume_after(options_.resume_after);
   stream_created_ns_.store(options_.resume_stream_created_ns);
   stats_.set_enabled();
@@ -327,11 +333,11 @@ void Replicator::run() {
     if (!up) {
       retry_at = {};
       retry_after = kSetupRetryFirst;
-      note_problem({});
+      clear_problem();  // the log backoff stays: a flapping connection does not reset it
     } else if (need_setup_.load() && now >= retry_at) {
       if (set_up()) {
         retry_after = kSetupRetryFirst;
-        note_problem({});
+        clear_problem();
       } else {
         retry_at = now + retry_after;
         retry_after =
@@ -409,34 +415,30 @@ bool Replicator::jetstream_enabled() {
   return false;
 }
 
-// Replication thread: the set-up problem /readyz names ("" = none). A new problem is logged at
-// once; the same one again only after kProblemLogFirst, doubled per line (backoff).
-void Replicator::note_problem(std::string problem) {
+// Replication thread: the set-up problem /readyz names ("" = none).
+void Replicator::clear_problem() {
+  std::lock_guard lock(problem_mutex_);
+  problem_.clear();
+}
+
+// Replication thread: names `problem` in /readyz and logs it, a new problem at once, the same
+// one again only with backoff (LogBackoff); the line counts the attempts since the last one.
+void Replicator::note_problem(const std::string& problem) {
   {
     std::lock_guard lock(problem_mutex_);
-    if (problem == problem_ && problem.empty()) return;
     problem_ = problem;
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (problem.empty()) {
-    logged_problem_.clear();
-    problem_attempts_ = 0;
-    return;
+  if (problem != logged_problem_) {
+    problem_log_.restart();
+    logged_problem_ = problem;
   }
-  ++problem_attempts_;
-  if (problem == logged_problem_ && now < next_problem_log_) return;
-  problem_log_after_ =
-      problem == logged_problem_
-          ? std::min<std::chrono::steady_clock::duration>(problem_log_after_ * 2, kProblemLogMax)
-          : std::chrono::steady_clock::duration{kProblemLogFirst};
-  next_problem_log_ = now + problem_log_after_;
-  logged_problem_ = problem;
+  std::uint64_t suppressed = 0;
+  std::int64_t next_in_us = 0;
+  if (!problem_log_.allow(config::log_clock_us(), &suppressed, &next_in_us)) return;
   config::log(LogLevel::warn, "replication: " + problem + "; retrying with backoff",
               {{"url", options_.url},
-               {"attempts", problem_attempts_},
-               {"next_line_in_s",
-                std::chrono::duration_cast<std::chrono::seconds>(problem_log_after_).count()}});
-  problem_attempts_ = 0;
+               {"attempts", suppressed + 1},
+               {"next_line_in_s", next_in_us / 1'000'000}});
 }
 
 bool Replicator::ensure_stream() {
@@ -460,8 +462,14 @@ bool Replicator::ensure_stream() {
     }
   }
   if (s != NATS_OK) {
-    config::log(LogLevel::warn, "replication: stream not available",
-                {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
+    std::uint64_t suppressed = 0;
+    if (stream_log_.allow(config::log_clock_us(), &suppressed)) {
+      config::log(LogLevel::warn, "replication: stream not available",
+                  {{"stream", options_.stream},
+                   {"error", status_text(s)},
+                   {"code", int{code}},
+                   {"suppressed", suppressed}});
+    }
     return false;
   }
   check_identity(info->Created, info->State.FirstSeq);

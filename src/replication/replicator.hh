@@ -29,6 +29,7 @@
 #include "metrics/replication_stats.hh"
 #include "persist/state_saver.hh"
 #include "replication/applier.hh"
+#include "replication/log_backoff.hh"
 #include "replication/nats_tls.hh"
 #include "replication/outbox.hh"
 #include "replication/record.hh"
@@ -119,7 +120,8 @@ class Replicator final : public service::ChangeObserver {
   void run();
   bool set_up();
   bool jetstream_enabled();
-  void note_problem(std::string problem);
+  void note_problem(const std::string& problem);
+  void clear_problem();
   bool ensure_stream();
   void check_identity(std::int64_t created_ns, std::uint64_t first_sequence);
   void check_stream();
@@ -167,11 +169,11 @@ class Replicator final : public service::ChangeObserver {
   // Why the stream is not set up while NATS is up ("" = nothing known); /readyz reads it.
   mutable std::mutex problem_mutex_;
   std::string problem_;
-  // The problem's log lines (replication thread): last logged, when the next may go out.
+  // The problem's log lines (replication thread): the last one logged and its backoff; the
+  // "stream not available" lines' backoff.
   std::string logged_problem_;
-  std::chrono::steady_clock::time_point next_problem_log_{};
-  std::chrono::steady_clock::duration problem_log_after_{};
-  std::uint64_t problem_attempts_ = 0;  // set-up attempts since the last line
+  LogBackoff problem_log_;
+  LogBackoff stream_log_;
   std::thread thread_;
 };
 

@@ -334,6 +334,10 @@ def check_replicated_variant():
             % sorted(base - set(flag_names(c["args"]))))
     unknown = sorted(set(flag_names(c["args"])) - flags_of(INSTALLED["inferencecache-server"]))
     require(not unknown, "statefulset.yaml passes flags the server does not have: %s" % unknown)
+    # Scale-out rebalancing (deploy/README.md "More than one server"): connections age out.
+    require(arg_value(c, "--max-connection-age") == "30m", "replicated: no --max-connection-age=30m")
+    require(arg_value(c, "--max-connection-age-grace") == "1m",
+            "replicated: no --max-connection-age-grace=1m")
     nats = docs["Service/nats"]
     port = nats["spec"]["ports"][0]["port"]
     require(arg_value(c, "--nats-url") == "nats://nats:%d" % port, "--nats-url is not the nats Service")

@@ -14,10 +14,21 @@ Usage: check_recipes.py SOURCE_ROOT [KVEVENTS_BINARY]
 - the seccomp profile's install line of deploy/README.md "io_uring and seccomp" runs as written,
   from the repository root, in a private mount namespace whose /var/lib is an empty tmpfs, and
   leaves a byte-identical copy of the profile where the kubelet looks for it.
-Parts that need a private namespace skip (with a line saying so) where `unshare -r` is refused.
+- every `kubectl ... create secret` line (deploy/README.md, the base kustomization's comment)
+  runs as written plus `--dry-run=client -o yaml` (offline: no cluster is reached) and builds the
+  Secret the base Deployment mounts, in the base's namespace, with a 32-byte random token;
+- every `docker run` line of deploy/README.md (docker is not installed here) passes only flags
+  this check knows, publishes ports the Dockerfile EXPOSEs, names the image `docker build -t`
+  tags, and its `--security-opt seccomp=` path, taken from the repository root, is the shipped
+  profile (tests/deploy/check_seccomp.py runs the server under it).
+Parts that need a private namespace or kubectl skip (with a line saying so) where `unshare -r` is
+refused or kubectl is missing.
 """
+import base64
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -165,11 +176,116 @@ def check_seccomp_install_line():
         print("ok   ran: %s" % blocks[0])
 
 
+def command_lines(text, program):
+    """Commands starting with `program` in `text` (YAML comments' "#" prefix removed), with their
+    backslash-continued lines joined as bash would run them."""
+    lines = [re.sub(r"^\s*#?\s*", "", l) for l in text.split("\n")]
+    out = []
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith(program + " "):
+            command = lines[i]
+            while command.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                command = command[:-1] + " " + lines[i]
+            out.append(command)
+        i += 1
+    return out
+
+
+def yaml_value(text, key):
+    m = re.search(r"^\s*%s:\s*(\S+)\s*$" % re.escape(key), text, re.M)
+    return m.group(1) if m else None
+
+
+def check_secret_lines():
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        print("skip the create secret lines: no kubectl (it comes with the machine image)")
+        return
+    base = os.path.join("deploy", "kubernetes", "base")
+    secret_name = yaml_value(TEXTS[os.path.join(base, "deployment.yaml")], "secretName")
+    namespace = yaml_value(TEXTS[os.path.join(base, "kustomization.yaml")], "namespace")
+    found = 0
+    for rel in (os.path.join("deploy", "README.md"), os.path.join(base, "kustomization.yaml")):
+        for command in command_lines(TEXTS[rel], "kubectl"):
+            if " create secret " not in command:
+                continue
+            found += 1
+            r = subprocess.run(["bash", "-c", command + " --dry-run=client -o yaml"], cwd=SRC,
+                               capture_output=True, text=True, check=False, timeout=60,
+                               env=dict(os.environ, KUBECONFIG=os.devnull))
+            out = r.stdout
+            token = yaml_value(out, "token")
+            problems = []
+            if r.returncode != 0:
+                problems.append("exit %d: %s" % (r.returncode, r.stderr))
+            if yaml_value(out, "kind") != "Secret":
+                problems.append("no Secret")
+            if yaml_value(out, "name") != secret_name:
+                problems.append("not the Secret the Deployment mounts (%s)" % secret_name)
+            if yaml_value(out, "namespace") != namespace:
+                problems.append("not in the base's namespace (%s)" % namespace)
+            if token is None or len(base64.b64decode(base64.b64decode(token))) != 32:
+                problems.append("the token is not 32 random bytes, base64")
+            if problems:
+                PROBLEMS.append("%s: %s: %s" % (rel, command, "; ".join(problems)))
+            else:
+                print("ok   ran (--dry-run=client): %s" % command)
+    if found != 2:
+        PROBLEMS.append("expected the create secret line in deploy/README.md and the base "
+                        "kustomization, found %d" % found)
+
+
+def check_docker_run_lines():
+    readme = TEXTS[os.path.join("deploy", "README.md")]
+    exposed = set(re.search(r"^EXPOSE (.*)$", TEXTS[os.path.join("deploy", "Dockerfile")],
+                            re.M).group(1).split())
+    builds = command_lines(readme, "docker build")
+    tags = {shlex.split(b)[shlex.split(b).index("-t") + 1] for b in builds}
+    runs = command_lines(readme, "docker run")
+    if not runs or len(tags) != 1:
+        PROBLEMS.append("deploy/README.md: expected docker run lines and one docker build -t tag")
+        return
+    for command in runs:
+        words = shlex.split(command)[2:]
+        problems = []
+        i = 0
+        while i < len(words) and words[i].startswith("-"):
+            flag = words[i]
+            if flag == "--rm":
+                i += 1
+                continue
+            if flag not in ("-p", "--security-opt") or i + 1 >= len(words):
+                problems.append("unknown flag %s" % flag)
+                break
+            value = words[i + 1]
+            if flag == "-p" and value.split(":")[-1] not in exposed:
+                problems.append("-p %s: the image EXPOSEs %s" % (value, sorted(exposed)))
+            if flag == "--security-opt":
+                path = value.split("=", 1)[1] if value.startswith("seccomp=") else None
+                if path is None or os.path.realpath(os.path.join(SRC, path)) != os.path.realpath(PROFILE):
+                    problems.append("--security-opt %s: not seccomp=<the shipped profile>" % value)
+                else:
+                    with open(PROFILE, encoding="utf-8") as f:
+                        if "defaultAction" not in json.load(f):
+                            problems.append("the profile has no defaultAction")
+            i += 2
+        if words[i:] != sorted(tags):
+            problems.append("image %s, but docker build tags %s" % (words[i:], sorted(tags)))
+        if problems:
+            PROBLEMS.append("deploy/README.md: %s: %s" % (command, "; ".join(problems)))
+        else:
+            print("ok   checked (no docker here): %s" % command)
+
+
 check_kustomize_targets()
 check_deploy_paths_exist()
 check_sidecar_excerpt()
 check_kvevents_command_lines()
 check_seccomp_install_line()
+check_secret_lines()
+check_docker_run_lines()
 for p in PROBLEMS:
     print("FAIL " + p)
 sys.exit(1 if PROBLEMS else 0)

@@ -38,6 +38,20 @@ std::string error_of(std::initializer_list<const char*> args) {
   return out.message.substr(prefix.size());
 }
 
+// Sets an environment variable for one scope and unsets it on exit, also when a
+// REQUIRE leaves the test midway (the INFERENCECACHE_* variables are unset in a test run).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const char* value) { ::setenv(name_, value, 1); }
+
+ private:
+  const char* name_;
+};
+
 }  // namespace
 
 TEST_SUITE("runtime") {
@@ -244,35 +258,41 @@ TEST_SUITE("runtime") {
     CHECK(from_file.config->spread_tenants == std::vector<std::string>{"a", "b"});
     CHECK(from_file.config->max_connection_age_us == 3'600'000'000);
 
-    ::setenv("INFERENCECACHE_THREADS", "6", 1);
-    ::setenv("INFERENCECACHE_INDEX_TTL", "2h", 1);
-    ::setenv("INFERENCECACHE_PIN_THREADS", "false", 1);
-    ::setenv("INFERENCECACHE_LOG_FORMAT", "", 1);  // empty: as if unset
-    const FlagsOutcome env = parse({"--config", file.c_str()});
-    REQUIRE(env.config.has_value());
-    CHECK(env.config->threads == 6);                   // environment over file
-    CHECK(env.config->idle_timeout_us == 90'000'000);  // file over default
-    CHECK(env.config->index_ttl_us == 7'200'000'000);
-    CHECK_FALSE(env.config->pin_threads);
-    CHECK(env.config->log_format == ic::config::LogFormat::json);
-    const FlagsOutcome flag = parse({"--config", file.c_str(), "-threads=2"});
-    REQUIRE(flag.config.has_value());
-    CHECK(flag.config->threads == 2);                              // command line over environment
-    ::setenv("INFERENCECACHE_INSECURE_DISABLE_AUTH", "false", 1);  // a switch, from the environment
-    const FlagsOutcome off = parse({"--config", file.c_str()});
-    REQUIRE(off.config.has_value());
-    CHECK_FALSE(off.config->insecure_disable_auth);
-    ::unsetenv("INFERENCECACHE_INSECURE_DISABLE_AUTH");
-    ::setenv("INFERENCECACHE_CONFIG", file.c_str(), 1);
-    const FlagsOutcome env_config = parse({});
-    REQUIRE(env_config.config.has_value());
-    CHECK(env_config.config->log_level == ic::config::LogLevel::debug);
-    ::unsetenv("INFERENCECACHE_CONFIG");
-    ::setenv("INFERENCECACHE_THREADS", "many", 1);
-    CHECK(error_of({}) == "--threads: want an integer in [0, 1024], got \"many\"");
+    {
+      ScopedEnv threads("INFERENCECACHE_THREADS", "6");
+      const ScopedEnv ttl("INFERENCECACHE_INDEX_TTL", "2h");
+      const ScopedEnv pin("INFERENCECACHE_PIN_THREADS", "false");
+      const ScopedEnv format("INFERENCECACHE_LOG_FORMAT", "");  // empty: as if unset
+      const FlagsOutcome env = parse({"--config", file.c_str()});
+      REQUIRE(env.config.has_value());
+      CHECK(env.config->threads == 6);                   // environment over file
+      CHECK(env.config->idle_timeout_us == 90'000'000);  // file over default
+      CHECK(env.config->index_ttl_us == 7'200'000'000);
+      CHECK_FALSE(env.config->pin_threads);
+      CHECK(env.config->log_format == ic::config::LogFormat::json);
+      const FlagsOutcome flag = parse({"--config", file.c_str(), "-threads=2"});
+      REQUIRE(flag.config.has_value());
+      CHECK(flag.config->threads == 2);  // command line over environment
+      {
+        // A switch, from the environment.
+        const ScopedEnv auth("INFERENCECACHE_INSECURE_DISABLE_AUTH", "false");
+        const FlagsOutcome off = parse({"--config", file.c_str()});
+        REQUIRE(off.config.has_value());
+        CHECK_FALSE(off.config->insecure_disable_auth);
+      }
+      {
+        const ScopedEnv config("INFERENCECACHE_CONFIG", file.c_str());
+        const FlagsOutcome env_config = parse({});
+        REQUIRE(env_config.config.has_value());
+        CHECK(env_config.config->log_level == ic::config::LogLevel::debug);
+      }
+      threads.set("many");
+      CHECK(error_of({}) == "--threads: want an integer in [0, 1024], got \"many\"");
+    }
     for (const char* name : {"INFERENCECACHE_THREADS", "INFERENCECACHE_INDEX_TTL",
-                             "INFERENCECACHE_PIN_THREADS", "INFERENCECACHE_LOG_FORMAT"}) {
-      ::unsetenv(name);
+                             "INFERENCECACHE_PIN_THREADS", "INFERENCECACHE_LOG_FORMAT",
+                             "INFERENCECACHE_INSECURE_DISABLE_AUTH", "INFERENCECACHE_CONFIG"}) {
+      CHECK(::getenv(name) == nullptr);  // the guards unset them
     }
 
     const std::string bad = ic::test::write_temp_file("ic-flags", "threadz = 4\n");

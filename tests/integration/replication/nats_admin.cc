@@ -26,10 +26,10 @@ struct Js {
 }  // namespace
 
 void create_changes_stream(const std::string& url, const std::string& name,
-                           std::chrono::milliseconds max_age) {
+                           std::chrono::milliseconds max_age, const std::string& subject) {
   Js c(url);
-  const std::string subject = name + ".changes";
-  const char* subjects[] = {subject.c_str()};
+  const std::string subjects_of = subject.empty() ? name + ".changes" : subject;
+  const char* subjects[] = {subjects_of.c_str()};
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
   cfg.Name = name.c_str();

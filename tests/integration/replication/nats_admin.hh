@@ -9,10 +9,10 @@
 
 namespace ic::itest {
 
-// Creates stream `name` (subjects "<name>.changes", file storage) with
-// MaxAge `max_age`; throws std::runtime_error when JetStream refuses.
+// Creates stream `name` (subjects `subject`, by default "<name>.changes", file
+// storage) with MaxAge `max_age`; throws std::runtime_error when JetStream refuses.
 void create_changes_stream(const std::string& url, const std::string& name,
-                           std::chrono::milliseconds max_age);
+                           std::chrono::milliseconds max_age, const std::string& subject = {});
 // Messages stored in stream `name` now; -1 when it cannot be read.
 std::int64_t stream_messages(const std::string& url, const std::string& name);
 // The last sequence of stream `name` (a message holds a batch of records, so

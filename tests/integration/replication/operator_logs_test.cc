@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "fixture.hh"
+#include "nats_admin.hh"
 #include "nats_process.hh"
 
 using namespace ic::rtest;
@@ -47,6 +48,30 @@ TEST_CASE("NATS without JetStream: /readyz says so, and the log once, not every 
   std::this_thread::sleep_for(3s);
   CHECK(count_in_log(a, no_js) == 1);
   CHECK(count_in_log(a, "replication: stream not available") == 0);
+  CHECK(a.server.stop() == 0);
+}
+
+TEST_CASE(
+    "a stream JetStream refuses for good: its line once, then again only after the 10 s "
+    "backoff, counting the attempts in between") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  // Another stream holds the subject: creating INFERENCECACHE fails on every attempt.
+  ic::itest::create_changes_stream(nats.url(), "SQUATTER", std::chrono::hours(1),
+                                   "INFERENCECACHE.changes");
+  Served a(nats.url(), "", {"--nats-startup-wait", "1s"});
+  const std::string line = "\"msg\":\"replication: stream not available\"";
+  REQUIRE(eventually([&] { return count_in_log(a, line) == 1; }));
+  CHECK(count_in_log(a, line + ",\"stream\":\"INFERENCECACHE\"") == 1);
+  // Set-up is retried 250 ms, 500 ms, 1 s, 2 s, 4 s, 8 s apart: five attempts within the 10 s
+  // backoff are swallowed, the one at 15.75 s logs again and counts them; the next
+  // line is due 20 s after that.
+  std::this_thread::sleep_for(3s);
+  CHECK(count_in_log(a, line) == 1);  // without the backoff: one line per attempt
+  REQUIRE(eventually([&] { return count_in_log(a, line) == 2; }, 40s));
+  CHECK(count_in_log(a, line) == 2);
+  CHECK(count_in_log(a, "\"suppressed\":0}") == 1);
+  CHECK(count_in_log(a, "\"suppressed\":5}") == 1);
   CHECK(a.server.stop() == 0);
 }
 

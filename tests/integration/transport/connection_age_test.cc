@@ -2,15 +2,19 @@
 // connection past its age gets GOAWAY (NO_ERROR, the last stream it processed); its in-flight
 // calls finish within the grace, then it closes; a new connection is served. Calls are held in
 // flight deterministically, as in shutdown_test: their request bodies stay open across the
-// GOAWAY and complete after it.
+// GOAWAY and complete after it. The ages are 3 s (jittered to ≥ 2.7 s) so that the calls a
+// case makes before the GOAWAY are served first even on a loaded machine under ASan. An age
+// is not a shutdown: health watchers hear nothing and long-lived streams run until the grace.
 #include <doctest/doctest.h>
 
 #include <grpcpp/grpcpp.h>
 
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../admin/http_client.hh"
+#include "grpc/health/v1/health.pb.h"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "support/builders.hh"
 #include "support/grpc_channel.hh"
@@ -28,6 +32,17 @@ ServerOptions aged(const char* age, const char* grace) {
   ServerOptions options;
   options.extra_args = {"--max-connection-age", age, "--max-connection-age-grace", grace};
   return options;
+}
+
+// The grpc.health.v1 statuses in a Health/Watch response body so far.
+std::vector<int> health_statuses(const H2Response& r) {
+  std::vector<int> out;
+  for (const std::string& m : unframe(r.body)) {
+    grpc::health::v1::HealthCheckResponse response;
+    if (!response.ParseFromString(m)) return {-1};
+    out.push_back(response.status());
+  }
+  return out;
 }
 
 // One complete LookupRoute on `c`: its grpc-status.
@@ -49,7 +64,7 @@ int grpc_connections_accepted(ServerProcess& server) {
 
 TEST_CASE(
     "past --max-connection-age: GOAWAY, in-flight calls complete OK, a new connection serves") {
-  ServerProcess server(aged("1s", "30s"));
+  ServerProcess server(aged("3s", "30s"));
   H2Client c(server.grpc_port());
   std::string msg = frame_message(ic::test::numbered_lookup(1));
   const int32_t unary =
@@ -86,7 +101,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a call still in flight when --max-connection-age-grace ends: the connection closes") {
-  ServerProcess server(aged("1s", "1s"));
+  ServerProcess server(aged("3s", "1s"));
   H2Client c(server.grpc_port());
   std::string msg = frame_message(ic::test::numbered_lookup(1));
   const int32_t held = c.start(kLookupRoutePath, BodyPlan{msg.substr(0, msg.size() - 4), 0, false});
@@ -100,7 +115,7 @@ TEST_CASE("a call still in flight when --max-connection-age-grace ends: the conn
 TEST_CASE(
     "a grpc++ channel past the age reconnects on its own: the next call works on a new "
     "connection") {
-  ServerProcess server(aged("1s", "10s"));
+  ServerProcess server(aged("3s", "10s"));
   const auto channel = insecure_channel(server.grpc_port());
   const auto stub = pb::InferenceCache::NewStub(channel);
   const auto call = [&stub] {
@@ -122,6 +137,42 @@ TEST_CASE(
   CHECK(call());
   // One more gRPC connection than before the age: the channel's second.
   CHECK(grpc_connections_accepted(server) == accepted + 1);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE(
+    "past the age the server stays healthy: a Health/Watch hears no NOT_SERVING, a "
+    "StreamMetrics stream runs on until the grace ends, then both are cut") {
+  ServerOptions options = aged("3s", "3s");
+  options.extra_args.insert(options.extra_args.end(), {"--metrics-stream-interval", "200ms"});
+  ServerProcess server(options);
+  H2Client c(server.grpc_port());
+  const int32_t watch = c.start("/grpc.health.v1.Health/Watch",
+                                BodyPlan{frame_message(grpc::health::v1::HealthCheckRequest())});
+  const int32_t metrics =
+      c.start(method_path("StreamMetrics"), BodyPlan{frame_message(pb::StreamMetricsRequest())});
+  REQUIRE(c.run_until([&] { return !c.response(metrics).body.empty(); }, 10s));
+  REQUIRE(c.run_until([&] { return c.goaway_received(); }, 20s));
+  CHECK(c.goaway_error() == 0);
+  CHECK(c.goaway_last_stream_id() == metrics);
+  const std::size_t metrics_at_goaway = c.response(metrics).body.size();
+
+  // The grace: both streams stay open and the metric samples keep coming.
+  REQUIRE(c.run_until([&] { return c.eof(); }, 20s));
+  CHECK(health_statuses(c.response(watch)) ==
+        std::vector<int>{grpc::health::v1::HealthCheckResponse::SERVING});
+  CHECK(c.response(metrics).body.size() > metrics_at_goaway);
+  // Cut at the grace, not ended by the server: no trailers, no grpc-status.
+  CHECK_FALSE(c.response(watch).grpc_status().has_value());
+  CHECK_FALSE(c.response(metrics).grpc_status().has_value());
+
+  // The clients reconnect: the server is still SERVING.
+  H2Client next(server.grpc_port());
+  const int32_t again = next.start("/grpc.health.v1.Health/Watch",
+                                   BodyPlan{frame_message(grpc::health::v1::HealthCheckRequest())});
+  REQUIRE(next.run_until([&] { return !next.response(again).body.empty(); }, 10s));
+  CHECK(health_statuses(next.response(again)) ==
+        std::vector<int>{grpc::health::v1::HealthCheckResponse::SERVING});
   CHECK(server.stop() == 0);
 }
 
