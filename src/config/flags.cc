@@ -50,9 +50,10 @@ double parse_number(std::string_view flag, const std::string& text, double min, 
 }
 
 Ranking parse_ranking(const std::string& text) {
+  if (text == "work-aware") return Ranking::kWorkAware;
   if (text == "load-aware") return Ranking::kLoadAware;
   if (text == "reference") return Ranking::kReference;
-  throw FlagError{"--ranking: want load-aware or reference, got " + quote_value(text)};
+  throw FlagError{"--ranking: want work-aware, load-aware or reference, got " + quote_value(text)};
 }
 
 std::int64_t parse_duration_flag(std::string_view flag, const std::string& text,
@@ -116,7 +117,8 @@ struct RawFlags {
   std::string index_ttl = "30m";
   std::string index_max_entries = "1000000";
   std::string sweep_interval = "1m";
-  std::string ranking = "load-aware";
+  std::string ranking = "work-aware";
+  std::string prefill_rate = "10000";
   std::string load_cost_tokens = "512";
   std::string load_window = "64";
   std::string pressure_load = "16";
@@ -178,7 +180,8 @@ void define_flags(CLI::App& app, ServerConfig& c, RawFlags& raw) {
       {"--index-ttl", &raw.index_ttl, "index entry time-to-live"},
       {"--index-max-entries", &raw.index_max_entries, "global cap on (key, replica) entries"},
       {"--sweep-interval", &raw.sweep_interval, "period of the TTL sweep"},
-      {"--ranking", &raw.ranking, "load-aware|reference (tenants without a policy choice)"},
+      {"--ranking", &raw.ranking, "work-aware|load-aware|reference (tenants without a policy choice)"},
+      {"--prefill-rate", &raw.prefill_rate, "work-aware: prefill tokens/s of a replica until its rate is learned"},
       {"--load-cost-tokens", &raw.load_cost_tokens, "load-aware: prefill tokens one recent hint costs"},
       {"--load-window", &raw.load_window, "load-aware: hints the load remembers"},
       {"--pressure-load", &raw.pressure_load, "load-aware: hints a replica at pressure 1.0 counts as"},
@@ -264,6 +267,7 @@ void convert_and_validate(ServerConfig& c, const RawFlags& raw) {
                                                   std::uint64_t{1} << 40);
   c.sweep_interval_us = parse_duration_flag("--sweep-interval", raw.sweep_interval, 1000);
   c.ranking = parse_ranking(raw.ranking);
+  c.work_aware.prefill_tokens_per_s = parse_number("--prefill-rate", raw.prefill_rate, 1, 1e9);
   c.load_aware.load_cost_tokens = parse_number("--load-cost-tokens", raw.load_cost_tokens, 0, 1e9);
   c.load_aware.load_window = parse_number("--load-window", raw.load_window, 1, 1e6);
   c.load_aware.pressure_load = parse_number("--pressure-load", raw.pressure_load, 0, 1e6);
