@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "common/channel.hh"
 #include "common/cli_parse.hh"
@@ -36,6 +37,7 @@ struct Flags {
   std::string on_bad_line = "skip";
   std::int64_t limit = 0;
   std::string svg_path;
+  std::string json_path;
   bool json = false;
   bool no_progress = false;
   bool keep_state = false;
@@ -132,6 +134,8 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
   app.add_option("--svg", f.svg_path,
                  "write the chart (hit ratio, TTFT and load per replica) as SVG here");
   app.add_flag("--json", f.json, "print the results as JSON on stdout");
+  app.add_option("--json-out", f.json_path,
+                 "also write the JSON document to this file (the table still goes to stdout)");
   app.add_flag("--no-progress", f.no_progress, "no progress bar even on a terminal");
   app.add_option("--connect-timeout-ms", f.connect_timeout_ms, "wait this long for the server")
       ->capture_default_str();
@@ -197,9 +201,11 @@ int run(const Flags& f, ReplayOptions& o) {
     o.policies.push_back(*parse_policy(name));
     server_lane = server_lane || talks_to_server(o.policies.back());
   }
-  if (std::string why = check_output_path(f.svg_path); !why.empty()) {
-    std::cerr << "inferencecache-replay: error: --svg: " << why << "\n";
-    return 2;
+  for (const auto& [flag, path] : {std::pair{"--svg", f.svg_path}, {"--json-out", f.json_path}}) {
+    if (std::string why = check_output_path(path); !why.empty()) {
+      std::cerr << "inferencecache-replay: error: " << flag << ": " << why << "\n";
+      return 2;
+    }
   }
   const auto policy = *parse_bad_line_policy(f.on_bad_line);
   std::int64_t shown = 0;
@@ -251,6 +257,14 @@ int run(const Flags& f, ReplayOptions& o) {
       return 1;
     }
     if (!f.json) std::cout << "chart: " << f.svg_path << "\n";
+  }
+  if (!f.json_path.empty()) {
+    std::ofstream json(f.json_path);
+    json << render_json(result, o, info).dump(2) << "\n";
+    if (!json) {
+      std::cerr << "inferencecache-replay: error: cannot write " << f.json_path << "\n";
+      return 1;
+    }
   }
   if (result.interrupted) {
     report_interrupted(result, f.keep_state);
