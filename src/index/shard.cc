@@ -204,7 +204,13 @@ ShardSnapshot Shard::collect_snapshot() const {
       row.prefill_tokens_per_s = w.rate;
       row.completion_us = static_cast<std::int64_t>(w.latency_us);
       row.hints = w.hints;
+      row.hinted_tokens = w.hinted_tokens;
       row.predicted_hit_tokens = w.predicted_hit_tokens;
+      for (const StatsRec& st : tm.stats) {
+        if (st.replica != w.replica) continue;
+        row.engine_hit_rate = st.hit_rate;
+        row.engine_hit_rate_reported = true;
+      }
       row.bookings_completed = w.completed;
       row.bookings_expired = w.expired;
     }

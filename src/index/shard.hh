@@ -174,8 +174,9 @@ class Shard {
   // LookupRoute, steps 0–13 of docs/lookup.md. Fills `out` completely
   // (clears it first; its views stay valid until this shard's next call).
   // Never fails. Side effects: LFU access credit (tenant on LFU, delivered
-  // PREFIX_MATCH) and, under the load-aware ranking, the scope's hint count
-  // of the answered replica (docs/ranking.md "Cost").
+  // PREFIX_MATCH); under the load-aware ranking, the scope's hint count of the
+  // answered replica (docs/ranking.md "Load-aware cost"); under the work-aware
+  // ranking, a booking of the answered replica (docs/ranking.md "Bookings").
   void lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out);
 
   // GetCacheState (docs/index.md): total_prefixes = distinct keys of

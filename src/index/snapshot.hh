@@ -43,7 +43,10 @@ struct WorkRow {
   double prefill_tokens_per_s = 0;         // learned rate; 0 = none yet (the flag's)
   std::int64_t completion_us = 0;          // mean booking → completion, µs; 0 = none yet
   std::uint64_t hints = 0;                 // answers naming it on top
+  std::uint64_t hinted_tokens = 0;         // Σ prompt tokens of those answers
   std::uint64_t predicted_hit_tokens = 0;  // Σ matched tokens those answers predicted
+  double engine_hit_rate = 0;              // the replica's reported hit_rate for (tenant, model)
+  bool engine_hit_rate_reported = false;   // it reported stats for (tenant, model)
   std::uint64_t bookings_completed = 0;    // ended by the engine's report of the blocks
   std::uint64_t bookings_expired = 0;      // ended by the bound or overtaken
 };

@@ -174,10 +174,10 @@ void Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState&
     const double rate = w != nullptr ? rate_of(*w) : cfg.work_aware.prefill_tokens_per_s;
     const double queued =
         w != nullptr ? static_cast<double>(std::max<std::int64_t>(0, w->busy_until - st.now)) : 0;
-    r.uncached = std::max(0.0, prompt - static_cast<double>(matched) * fresh);
+    const double uncached = std::max(0.0, prompt - static_cast<double>(matched) * fresh);
     const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
-    work_cands.push_back(WorkCand{replica, holder, queued + r.uncached / rate * 1e6, r.uncached,
-                                  pressure >= saturation});
+    work_cands.push_back(
+        WorkCand{replica, holder, queued + uncached / rate * 1e6, pressure >= saturation});
   };
   work_cands.clear();
   for (std::size_t i = 0; i < scored.size(); ++i)
@@ -229,12 +229,13 @@ const WorkCand& Shard::Impl::pick_work(const LookupState& st) const {
 
 void Shard::Impl::book_answer(LookupState& st, const Scored& top) {
   WorkState& ws = scopes[st.scope].work;
-  const ReplicaScratch& r = replica_scratch[top.replica];
-  const double uncached = r.cand_stamp == load_stamp ? r.uncached : 0.0;
   ReplicaWork& w = work_of(ws, top.replica, st.now);
   ++w.hints;
+  w.hinted_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.effective));
   w.predicted_hit_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(0, top.matched));
-  const auto tokens = static_cast<std::int64_t>(std::llround(uncached));
+  // The tokens the engine will prefill: what the replica does not hold
+  // (freshness prices the risk in the wait, it is not work).
+  const std::int64_t tokens = st.effective - top.matched;
   if (tokens <= 0) return;
   if (work_keys.empty()) hash_request(st);
   book(ws, top.replica, st.now, tokens, st.chain, work_keys);

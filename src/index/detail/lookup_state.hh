@@ -46,7 +46,6 @@ struct WorkCand {
   std::uint32_t replica;
   std::uint32_t holder;  // index into Shard::Impl::scored, kNone = holds nothing usable
   double wait_us;        // booked work still queued + this request's uncached prefill, µs
-  double uncached;       // this request's prompt tokens it would prefill
   bool saturated;        // fresh pressure ≥ saturation_pressure
 };
 
@@ -63,7 +62,6 @@ struct ReplicaScratch {
   double pressure = 0;
   std::int64_t spec_matched = 0;  // work-aware: tokens of its longest booked run
   std::uint32_t work = 0;         // work-aware: index of its ReplicaWork in the scope
-  double uncached = 0;            // work-aware: the request's tokens it would prefill
 };
 
 // Answer of the load-aware ranking.

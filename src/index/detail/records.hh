@@ -160,7 +160,7 @@ struct ScopeMember {
   std::uint32_t entries;
 };
 // Load-aware ranking: the decayed count of hints answered with `replica` on top
-// (docs/ranking.md "Cost"). Holds an interner reference to the replica.
+// (docs/ranking.md "Load-aware cost"). Holds an interner reference to the replica.
 struct LoadRec {
   std::uint32_t replica;
   double hints;

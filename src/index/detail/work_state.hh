@@ -26,6 +26,7 @@ struct ReplicaWork {
   // Predicted vs delivered (docs/ranking.md): hints naming it on top, Σ of the hit
   // tokens they predicted, and how its bookings ended.
   std::uint64_t hints = 0;
+  std::uint64_t hinted_tokens = 0;  // Σ their prompt tokens
   std::uint64_t predicted_hit_tokens = 0;
   std::uint64_t completed = 0;  // ended by the engine's report of the booked blocks
   std::uint64_t expired = 0;    // ended by the bound, or overtaken by a later completion
