@@ -49,7 +49,8 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   }
   double prompt = static_cast<double>(st.effective);
   for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
-  gather_work_candidates(st, ws, prompt, resolve_knobs(st.pol).saturation_pressure, stamp);
+  const bool any_fresh_stats =
+      gather_work_candidates(st, ws, prompt, resolve_knobs(st.pol).saturation_pressure, stamp);
   const std::size_t known = work_cands.size();
   if (std::any_of(work_cands.begin(), work_cands.end(),
                   [](const WorkCand& c) { return !c.saturated; }))
@@ -61,9 +62,14 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   }
   const WorkCand& best = pick_work(st);
   if (best.holder == kNone) {
-    // A miss: one replica among at least two known ones, else the gateway balances.
+    // A miss: one replica among at least two known ones, else the gateway
+    // balances. Without replica stats the scope knows only the replicas that
+    // hold entries or bookings: an idle one of them is the answer, but when
+    // all are busy an idle replica may be one the scope has never seen, so
+    // the gateway balances (and the engine's report makes its pick known).
     scored.clear();
-    if (known < 2) {
+    const bool blind = !any_fresh_stats && best.queued_us > 0;
+    if (known < 2 || blind) {
       finish(st, reason::kNoHint, true);
       return true;
     }
@@ -152,14 +158,16 @@ void Shard::Impl::add_booked_holders(LookupState& st, std::uint32_t stamp) {
   if (!scored.empty()) st.outcome = Outcome::kPrefixMatch;
 }
 
-void Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState& ws, double prompt,
+bool Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState& ws, double prompt,
                                          double saturation, std::uint32_t stamp) {
   const TmRec* tmr = st.tm == kNone ? nullptr : &tms[st.tm];
+  bool any_fresh_stats = false;
   if (tmr != nullptr) {
     for (const StatsRec& s : tmr->stats) {
       if (st.now - s.stats_reported >= cfg.load_stats_window_us) continue;
       replica_scratch[s.replica].pressure_stamp = stamp;
       replica_scratch[s.replica].pressure = s.pressure;
+      any_fresh_stats = true;
     }
   }
   for (std::size_t i = 0; i < ws.replicas.size(); ++i) {
@@ -177,12 +185,12 @@ void Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState&
     const double uncached = std::max(0.0, prompt - static_cast<double>(matched) * fresh);
     const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
     work_cands.push_back(
-        WorkCand{replica, holder, queued + uncached / rate * 1e6, pressure >= saturation});
+        WorkCand{replica, holder, queued + uncached / rate * 1e6, queued, pressure >= saturation});
   };
   work_cands.clear();
   for (std::size_t i = 0; i < scored.size(); ++i)
     add(scored[i].replica, static_cast<std::uint32_t>(i), scored[i].matched, scored[i].prob);
-  if (!st.pol.affinity_routing) return;
+  if (!st.pol.affinity_routing) return any_fresh_stats;
   for (const ScopeMember& m : scopes[st.scope].members) {
     if (replica_scratch[m.replica].cand_stamp != stamp) add(m.replica, kNone, 0, 0);
   }
@@ -195,6 +203,7 @@ void Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState&
   for (const ReplicaWork& w : ws.replicas) {
     if (replica_scratch[w.replica].cand_stamp != stamp) add(w.replica, kNone, 0, 0);
   }
+  return any_fresh_stats;
 }
 
 const WorkCand& Shard::Impl::pick_work(const LookupState& st) const {

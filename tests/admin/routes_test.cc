@@ -212,7 +212,7 @@ TEST_CASE("/snapshot: auth outcomes, then the merged JSON") {
   const std::string body =
       R"({"replicas":[],"tenants":[{"tenantId":"t0","indexEntries":1,"hitRate":0,)"
       R"("hitRateReported":false,"memoryUsed":0},{"tenantId":"t1","indexEntries":2,"hitRate":0,)"
-      R"("hitRateReported":false,"memoryUsed":0}],"totalPrefixes":3,"hotPrefixes":0})";
+      R"("hitRateReported":false,"memoryUsed":0}],"totalPrefixes":3,"hotPrefixes":0,"routing":[]})";
   CHECK(h.exchange(1, true, get("/snapshot", "Authorization: Bearer tok\r\n")) ==
         cat({"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ",
              std::to_string(body.size()), "\r\nConnection: close\r\n\r\n", body}));

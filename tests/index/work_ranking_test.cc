@@ -21,12 +21,22 @@ namespace {
 
 constexpr std::int32_t kBlock = 512;  // tokens per block in these inputs
 
+// A stats-only update of `replica` for (t, m) at pressure 0.
+pb::CacheStateUpdate idle_stats(const std::string& replica, std::int64_t ts) {
+  pb::CacheStateUpdate u = scoped_update("t", "m", "vllm", replica, ts);
+  u.mutable_stats()->set_pressure(0.0f);
+  return u;
+}
+
 // Eight replicas r0..r7 known in the scope (t, m, vllm): each holds one
-// unrelated block, so no request below matches anything stored.
-void eight_replicas(Harness& h) {
+// unrelated block, so no request below matches anything stored; with
+// `stats`, each also reported ReplicaStats.
+void eight_replicas(Harness& h, bool stats = true) {
   const char* names[] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"};
-  for (std::uint64_t i = 0; i < 8; ++i)
+  for (std::uint64_t i = 0; i < 8; ++i) {
     h.ingest(chain_update("t", "m", "vllm", names[i], kNow, {100 + i}, 0, "", kBlock));
+    if (stats) h.ingest(idle_stats(names[i], kNow));
+  }
 }
 
 Harness work_harness() { return Harness({}, nullptr, ic::config::Ranking::kWorkAware); }
@@ -240,9 +250,7 @@ TEST_CASE("work-aware: one known replica â†’ misses get NO_HINT; a second one â†
   // A hit is still a hit.
   CHECK(top(h.lookup(chain_req("t", "m", "vllm", {1, 2, 3}, kBlock))) == "PREFIX_MATCH r0");
   // A second replica known from its stats alone: misses are answered again.
-  pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", "r1", kNow);
-  stats.mutable_stats()->set_pressure(0.0f);
-  h.ingest(stats);
+  h.ingest(idle_stats("r1", kNow));
   const auto miss = h.lookup(chain_req("t", "m", "vllm", {42, 43}, kBlock));
   CHECK(miss.reason_code() == "AFFINITY_HINT");
   // r0 has 512 tokens booked by the hit above: the idle r1 is the answer.
@@ -253,6 +261,8 @@ TEST_CASE("work-aware: replicas of two speeds get misses in proportion to their 
   Harness h = work_harness();
   h.ingest(chain_update("t", "m", "vllm", "fast", kNow, {100}, 0, "", kBlock));
   h.ingest(chain_update("t", "m", "vllm", "slow", kNow, {101}, 0, "", kBlock));
+  h.ingest(idle_stats("fast", kNow));
+  h.ingest(idle_stats("slow", kNow));
   // Each holds the first block of one prompt of 11 blocks: booked there
   // (5120 tokens), reported after 0.5 s (fast) and 1 s (slow).
   auto prompt = [](std::uint64_t first) {
@@ -273,4 +283,24 @@ TEST_CASE("work-aware: replicas of two speeds get misses in proportion to their 
   for (std::uint64_t i = 0; i < 12; ++i)
     ++per[replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(50000 + 10 * i, 2), kBlock)))];
   CHECK(per == std::map<std::string, int>{{"fast", 8}, {"slow", 4}});
+}
+
+TEST_CASE("work-aware without replica stats: misses go to idle known replicas, then NO_HINT") {
+  Harness h = work_harness();
+  eight_replicas(h, false);
+  // The scope knows r0..r7 only by their entries. While one of them has
+  // nothing queued, a miss goes there; once all are busy an idle replica may
+  // be one the scope never saw, so the gateway balances.
+  std::map<std::string, int> per;
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    const auto r = h.lookup(chain_req("t", "m", "vllm", blocks(1000 * (i + 1), 2), kBlock));
+    CHECK(r.reason_code() == "AFFINITY_HINT");
+    ++per[replica_of(r)];
+  }
+  CHECK(per.size() == 8);
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock))) == "NO_HINT");
+  // 102.4 ms later every replica's 1024 booked tokens are done: idle again.
+  h.clock.wall += 102'400;
+  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock)).reason_code() ==
+        "AFFINITY_HINT");
 }

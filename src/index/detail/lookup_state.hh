@@ -46,6 +46,7 @@ struct WorkCand {
   std::uint32_t replica;
   std::uint32_t holder;  // index into Shard::Impl::scored, kNone = holds nothing usable
   double wait_us;        // booked work still queued + this request's uncached prefill, µs
+  double queued_us;      // the booked work still queued alone, µs
   bool saturated;        // fresh pressure ≥ saturation_pressure
 };
 

@@ -320,8 +320,9 @@ struct Shard::Impl : detail::Records,
   // and raises stored holders whose booked run is longer (matched-tokens floor applied).
   void add_booked_holders(detail::LookupState& st, std::uint32_t stamp);
   // Fills work_cands: the holders in `scored`, then (affinity routing) every
-  // other replica known in the scope: members, fresh stats reporters and work records.
-  void gather_work_candidates(const detail::LookupState& st, const detail::WorkState& ws,
+  // other replica known in the scope: members, fresh stats reporters and work
+  // records. True when some replica reported stats for (tenant, model) lately.
+  bool gather_work_candidates(const detail::LookupState& st, const detail::WorkState& ws,
                               double prompt, double saturation, std::uint32_t stamp);
   // The cheapest candidate; among equal waits the rendezvous winner for the prompt.
   const detail::WorkCand& pick_work(const detail::LookupState& st) const;
