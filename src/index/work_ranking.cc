@@ -61,15 +61,25 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
     return false;
   }
   const WorkCand& best = pick_work(st);
-  if (best.holder == kNone) {
-    // A miss: one replica among at least two known ones, else the gateway
-    // balances. Without replica stats the scope knows only the replicas that
-    // hold entries or bookings: an idle one of them is the answer, but when
-    // all are busy an idle replica may be one the scope has never seen, so
-    // the gateway balances (and the engine's report makes its pick known).
+  // Without replica stats the scope knows only the replicas that hold entries
+  // or bookings. When even the best of them is busy and slower than a full
+  // prefill on an idle replica, that idle replica may be one the scope has
+  // never seen: the gateway balances (and the engine's report of its pick
+  // makes that replica known).
+  const ReplicaScratch& bs = replica_scratch[best.replica];
+  const double best_rate =
+      bs.work_stamp == stamp ? rate_of(ws.replicas[bs.work]) : cfg.work_aware.prefill_tokens_per_s;
+  const bool blind =
+      !any_fresh_stats && best.queued_us > 0 && best.wait_us > prompt / best_rate * 1e6;
+  if (blind) {
     scored.clear();
-    const bool blind = !any_fresh_stats && best.queued_us > 0;
-    if (known < 2 || blind) {
+    finish(st, reason::kNoHint, true);
+    return true;
+  }
+  if (best.holder == kNone) {
+    // A miss: one replica among at least two known ones, else the gateway balances.
+    scored.clear();
+    if (known < 2) {
       finish(st, reason::kNoHint, true);
       return true;
     }
