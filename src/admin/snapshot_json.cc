@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -96,7 +97,12 @@ index::ShardSnapshot merge_snapshots(std::vector<std::optional<index::ShardSnaps
       merged.tenants.push_back(std::move(row));
     }
     merged.hot_prefixes += shard->hot_prefixes;
+    for (auto& row : shard->work) merged.work.push_back(std::move(row));
   }
+  std::sort(merged.work.begin(), merged.work.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.tenant, a.model, a.hash_scheme, a.replica_id) <
+           std::tie(b.tenant, b.model, b.hash_scheme, b.replica_id);
+  });
   std::sort(merged.replicas.begin(), merged.replicas.end(), [](const auto& a, const auto& b) {
     return std::tie(a.tenant, a.replica_id) < std::tie(b.tenant, b.replica_id);
   });
@@ -133,10 +139,36 @@ std::string render_snapshot_json(const index::ShardSnapshot& merged) {
         {"memoryUsed", t.memory_used},
     });
   }
+  // The work-aware ranking's soft state (docs/ranking.md "Predicted vs delivered").
+  Json routing = Json::array();
+  for (const auto& w : merged.work) {
+    const double predicted = w.hinted_tokens > 0 ? static_cast<double>(w.predicted_hit_tokens) /
+                                                       static_cast<double>(w.hinted_tokens)
+                                                 : 0.0;
+    routing.push_back(Json{
+        {"tenant", w.tenant},
+        {"modelId", w.model},
+        {"hashScheme", w.hash_scheme},
+        {"replicaId", w.replica_id},
+        {"hints", w.hints},
+        {"hintedPromptTokens", w.hinted_tokens},
+        {"predictedHitTokens", w.predicted_hit_tokens},
+        {"predictedHitRate", rate_json(predicted)},
+        {"engineHitRate", rate_json(w.engine_hit_rate)},
+        {"engineHitRateReported", w.engine_hit_rate_reported},
+        {"openBookings", w.open_bookings},
+        {"bookedTokens", w.booked_tokens},
+        {"prefillTokensPerSecond", std::llround(w.prefill_tokens_per_s)},
+        {"completionMicros", w.completion_us},
+        {"bookingsCompleted", w.bookings_completed},
+        {"bookingsExpired", w.bookings_expired},
+    });
+  }
   const Json doc{{"replicas", std::move(replicas)},
                  {"tenants", std::move(tenants)},
                  {"totalPrefixes", merged.total_prefixes},
-                 {"hotPrefixes", merged.hot_prefixes}};
+                 {"hotPrefixes", merged.hot_prefixes},
+                 {"routing", std::move(routing)}};
   return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 

@@ -87,8 +87,10 @@ void parse_ranking(const json& v, CachePolicy& p, const std::string& where) {
     p.ranking = Ranking::kReference;
   } else if (r == "load-aware") {
     p.ranking = Ranking::kLoadAware;
+  } else if (r == "work-aware") {
+    p.ranking = Ranking::kWorkAware;
   } else if (!r.empty()) {
-    throw PolicyError(where + ": expected \"reference\" or \"load-aware\"");
+    throw PolicyError(where + ": expected \"reference\", \"load-aware\" or \"work-aware\"");
   }
 }
 

@@ -24,8 +24,22 @@ enum class EvictionAlgorithm : std::uint8_t { kLru, kLfu };
 //   kReference:     docs/lookup.md "Scoring" (score by matched tokens, pressure factor,
 //                   distinguishing power; AFFINITY_HINT by SHA-256 over the scope's replicas).
 //   kLoadAware:     cost in tokens = uncached prompt tokens + load_cost_tokens × load,
-//                   lowest cost first (docs/ranking.md "Cost").
-enum class Ranking : std::uint8_t { kServerDefault, kReference, kLoadAware };
+//                   lowest cost first (docs/ranking.md "The load-aware ranking").
+//   kWorkAware:     the estimated wait until the request's first token, from the prefill
+//                   work booked on each replica and its learned rate, shortest first; every
+//                   answer books its work (docs/ranking.md "Cost", "Bookings").
+enum class Ranking : std::uint8_t { kServerDefault, kReference, kLoadAware, kWorkAware };
+
+// Knobs of the work-aware ranking (server flags, docs/ranking.md "Knobs").
+struct WorkAwareKnobs {
+  // Prefill rate of a replica before its first completed booking, tokens/s (> 0).
+  double prefill_tokens_per_s = 10'000;
+  // A booking's bound before the scope has timed a completion, µs (> 0); after that,
+  // 4 × the mean booking-to-completion time, and never before twice its own estimate.
+  std::int64_t first_bound_us = 10'000'000;
+
+  bool operator==(const WorkAwareKnobs&) const = default;
+};
 
 // Knobs of the load-aware ranking (policy `loadAware`, docs/ranking.md "Knobs");
 // a negative value means "the server's flag".
@@ -65,7 +79,7 @@ struct CachePolicy {
   bool enable_chain_matching = true;
   bool require_chain = false;
   bool enable_tenant_hot = true;
-  // `ranking` ("reference" | "load-aware"; absent = the server's default).
+  // `ranking` ("reference" | "load-aware" | "work-aware"; absent = the server's default).
   Ranking ranking = Ranking::kServerDefault;
   // `loadAware` knobs; absent ones are the server's flags.
   LoadAwareKnobs load_aware{};

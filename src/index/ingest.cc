@@ -48,6 +48,7 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::uint
     e = create_entry(k, replica);
     tenant_replica_add(tenant, replica, seen);
     changed = true;
+    ++ingest_new_entries;
   }
   EntryFields& er = entry(e);
   er.token_count = tokens;
@@ -87,9 +88,12 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
                                 std::uint32_t replica, IngestResult& r) {
   const std::uint8_t tier = stored_tier(p.tier);
   const std::uint32_t tm = domains[domain].tm;
+  // Work-aware bookings this report completes (bookings.cc), when the scope has any.
+  WorkState& ws = scopes[domains[domain].scope].work;
   if (p.block_hashes.empty()) {
-    upsert(domain, p.prefix_hash, group_hash(tm, p.prefix_hash), p.token_count, seen, tier, replica,
-           r);
+    const std::uint64_t h = group_hash(tm, p.prefix_hash);
+    upsert(domain, p.prefix_hash, h, p.token_count, seen, tier, replica, r);
+    if (ws.live > 0) note_stored_key(ws, replica, h);
     return;
   }
   // The blocks' slots and key records are independent random reads: block j
@@ -111,9 +115,12 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
     sum += p.block_token_counts[j];
     upsert(domain, p.block_hashes[j], chain_keys[j], saturate32(sum), seen, tier, replica, r);
   }
-  if (!p.prefix_hash.empty())
-    upsert(domain, p.prefix_hash, group_hash(tm, p.prefix_hash), saturate32(sum), seen, tier,
-           replica, r);
+  if (ws.live > 0) note_stored_chain(ws, replica, std::span(chain_keys.data(), n));
+  if (!p.prefix_hash.empty()) {
+    const std::uint64_t h = group_hash(tm, p.prefix_hash);
+    upsert(domain, p.prefix_hash, h, saturate32(sum), seen, tier, replica, r);
+    if (ws.live > 0) note_stored_key(ws, replica, h);
+  }
 }
 
 void Shard::Impl::settle_ingest(std::uint32_t tenant, IngestResult& r) {
@@ -136,10 +143,11 @@ IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
   // A temporary reference keeps the replica id alive while entries are added.
   const std::uint32_t replica = replicas.acquire(u.replica_id);
   std::uint32_t tenant = kNone;
+  std::uint32_t domain = kNone;
+  ingest_new_entries = 0;
   if (u.hash_scheme.empty()) {
     r.prefixes_dropped = static_cast<std::uint32_t>(u.prefixes.size());
   } else {
-    std::uint32_t domain = kNone;
     std::string_view domain_adapter;
     for (const PrefixReport& p : u.prefixes) {
       const bool chain = !p.block_hashes.empty() || !p.block_token_counts.empty();
@@ -157,6 +165,8 @@ IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
       ingest_prefix(domain, p, seen, replica, r);
     }
   }
+  // One update is one scope: settle the bookings it completed (docs/ranking.md).
+  if (domain != kNone) settle_stored(domains[domain].scope, replica, now, ingest_new_entries > 0);
   if (u.stats) {
     const std::uint32_t t = tenants.acquire(u.tenant_id);
     const std::uint32_t m = models.acquire(u.model_id);

@@ -48,8 +48,10 @@ void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupR
   st.start = ctx.start_mono_us >= 0 ? ctx.start_mono_us : clock.monotonic_us();
   st.now = clock.wall_us();
   st.ttl = ttl_for_policy(pol);
-  st.load_aware = (pol.ranking == config::Ranking::kServerDefault ? cfg.ranking : pol.ranking) ==
-                  config::Ranking::kLoadAware;
+  const config::Ranking ranking =
+      pol.ranking == config::Ranking::kServerDefault ? cfg.ranking : pol.ranking;
+  st.load_aware = ranking == config::Ranking::kLoadAware;
+  st.work_aware = ranking == config::Ranking::kWorkAware;
   // Step 2: deadline = the tighter of grpc-timeout and lookupTimeoutMs.
   st.deadline = ctx.deadline_mono_us;
   if (pol.lookup_timeout_ms > 0)
@@ -86,7 +88,7 @@ void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupR
   if (st.past_deadline()) return finish(st, reason::kTimeout, false);
   // Steps 8–11, then 12 (AFFINITY_HINT, or the load-aware ranking), then 13.
   apply_gates(st);
-  if (rank_by_load(st) || affinity_hint(st)) return;
+  if (rank_by_load(st) || rank_by_work(st) || affinity_hint(st)) return;
   build_result(st);
 }
 
@@ -214,11 +216,12 @@ double Shard::Impl::pressure_factor(const LookupState& st, std::uint32_t replica
 }
 
 // The reference score of a holder before the distinguishing power: matched
-// tokens × freshness × pressure factor × SLO bias; 0 under the load-aware
-// ranking, which prices the replicas itself (ranking.cc).
+// tokens × freshness × pressure factor × SLO bias; 0 under the load-aware and
+// work-aware rankings, which price the replicas themselves (ranking.cc,
+// work_ranking.cc).
 double Shard::Impl::holder_score(const LookupState& st, std::uint32_t replica, std::int64_t matched,
                                  double fresh) const {
-  if (st.load_aware) return 0.0;
+  if (st.cost_ranked()) return 0.0;
   const double slo = st.slo_tight ? 1.0 + fresh * cfg.slo_bias : 1.0;
   return static_cast<double>(matched) * fresh * pressure_factor(st, replica) * slo;
 }
@@ -329,7 +332,7 @@ void Shard::Impl::score_chain_runs(const LookupState& st) {
     const double score = holder_score(st, c.replica, c.matched, fresh);
     scored.push_back(Scored{c.replica, score, c.matched, fresh, c.coldest, c.run, kNone});
   }
-  if (st.load_aware) return;
+  if (st.cost_ranked()) return;
   // Depth-aware distinguishing power: m = replicas at least this deep.
   for (Scored& s : scored) {
     std::size_t m = 0;
@@ -409,8 +412,8 @@ void Shard::Impl::apply_gates(LookupState& st) {
     std::erase_if(scored, [&](const Scored& s) { return s.matched < floor; });
     if (scored.empty()) st.outcome = Outcome::kNone;
   }
-  if (!st.load_aware && st.outcome == Outcome::kPrefixMatch && pol.routing_floor_score > 0) {
-    // Step 11: routing floor on the top score (the load-aware ranking has its own cost).
+  if (!st.cost_ranked() && st.outcome == Outcome::kPrefixMatch && pol.routing_floor_score > 0) {
+    // Step 11: routing floor on the top score (the cost rankings have their own cost).
     double top = 0;
     for (const Scored& s : scored) top = std::max(top, s.score);
     if (top < pol.routing_floor_score) st.outcome = Outcome::kNone;

@@ -2,9 +2,9 @@
 // and built. Step 12: AFFINITY_HINT when nothing matched — the reference pick
 // (SHA-256 of the input over the scope's replicas) — or, for a load-aware
 // tenant, the load-aware ranking (docs/ranking.md), which also re-ranks
-// PREFIX_MATCH by cost. Step 13: credit the delivered PREFIX_MATCH on LFU
-// tenants ("LFU credit"), then the result — replicas by score descending
-// then replica_id, the reason code, the echoes and the latency.
+// PREFIX_MATCH by cost (the work-aware ranking is in work_ranking.cc). Step 13: credit the
+// delivered PREFIX_MATCH on LFU tenants ("LFU credit"), then the result — replicas by score
+// descending then replica_id, the reason code, the echoes and the latency.
 //
 // The load-aware ranking gives every candidate replica a cost in prompt tokens,
 //
@@ -63,7 +63,7 @@ bool Shard::Impl::rank_by_load(LookupState& st) {
 }
 
 bool Shard::Impl::affinity_hint(LookupState& st) {
-  if (st.load_aware || st.outcome != Outcome::kNone || !st.pol.affinity_routing ||
+  if (st.cost_ranked() || st.outcome != Outcome::kNone || !st.pol.affinity_routing ||
       st.serving == 0 || (!st.chain && st.exact_hash.empty()))
     return false;
   EVP_DigestInit_ex(sha, EVP_sha256(), nullptr);
@@ -258,6 +258,7 @@ void Shard::Impl::finish(LookupState& st, std::string_view code, bool echo_adapt
 void Shard::Impl::credit_lfu(const LookupState& st) {
   for (const Scored& s : scored) {
     if (!st.chain) {
+      if (s.entry == kNone) continue;  // a booked (speculative) holder: no entry to credit
       ++entry(s.entry).access_count;
       on_order_change(s.entry);
       continue;
@@ -282,6 +283,7 @@ void Shard::Impl::build_result(LookupState& st) {
   });
   if (st.load_aware && match)
     record_hint(st.scope, scored.front().replica, resolve_knobs(st.pol).load_window);
+  if (st.work_aware && match) book_answer(st, scored.front());
   const bool hot = st.outcome == Outcome::kTenantHot;
   for (const Scored& s : scored) {
     ReplicaScore& rs = st.out.replica_scores.emplace_back();

@@ -154,6 +154,7 @@ void Shard::Impl::remove_domain(std::uint32_t d) {
     sr.members.clear();
     sr.members.shrink_to_fit();
     clear_loads(sr);
+    clear_work(sr.work);
     scope_free.push_back(dr.scope);
   }
   domain_ids.erase(k);

@@ -190,6 +190,31 @@ ShardSnapshot Shard::collect_snapshot() const {
   for (std::size_t i = 0; i < snap.tenants.size(); ++i) {
     if (with_stats[i] > 0) snap.tenants[i].hit_rate /= static_cast<double>(with_stats[i]);
   }
+  for (const ScopeRec& sc : s.scopes) {
+    if (!sc.live) continue;
+    const TmRec& tm = s.tms[sc.tm];
+    for (const ReplicaWork& w : sc.work.replicas) {
+      WorkRow& row = snap.work.emplace_back();
+      row.tenant = s.tenants.name(tm.tenant);
+      row.model = s.models.name(tm.model);
+      row.hash_scheme = s.schemes.name(sc.scheme);
+      row.replica_id = s.replicas.name(w.replica);
+      row.open_bookings = w.open;
+      row.booked_tokens = w.open_tokens;
+      row.prefill_tokens_per_s = w.rate;
+      row.completion_us = static_cast<std::int64_t>(w.latency_us);
+      row.hints = w.hints;
+      row.hinted_tokens = w.hinted_tokens;
+      row.predicted_hit_tokens = w.predicted_hit_tokens;
+      for (const StatsRec& st : tm.stats) {
+        if (st.replica != w.replica) continue;
+        row.engine_hit_rate = st.hit_rate;
+        row.engine_hit_rate_reported = true;
+      }
+      row.bookings_completed = w.completed;
+      row.bookings_expired = w.expired;
+    }
+  }
   return snap;
 }
 
@@ -201,8 +226,13 @@ std::size_t Shard::memory_bytes() const noexcept {
   b += s.domains.capacity() * sizeof(DomainRec) + s.domain_ids.size() * 48;
   b += s.tms.capacity() * sizeof(TmRec) + s.tm_ids.size() * 32;
   b += s.scopes.capacity() * sizeof(ScopeRec) + s.scope_ids.size() * 32;
-  for (const ScopeRec& sc : s.scopes)
+  for (const ScopeRec& sc : s.scopes) {
     b += sc.members.capacity() * sizeof(ScopeMember) + sc.loads.capacity() * sizeof(LoadRec);
+    b += sc.work.replicas.capacity() * sizeof(ReplicaWork) +
+         sc.work.bookings.capacity() * sizeof(Booking);
+    for (const Booking& bk : sc.work.bookings) b += bk.blocks.capacity() * sizeof(std::uint64_t);
+  }
+  b += s.work_cands.capacity() * sizeof(WorkCand) + s.work_keys.capacity() * sizeof(std::uint64_t);
   b += s.replica_scratch.capacity() * sizeof(ReplicaScratch);
   for (const TmRec& tm : s.tms) b += tm.stats.capacity() * sizeof(StatsRec);
   b += s.tenant_recs.capacity() * sizeof(TenantRec) + s.tenant_replicas.size() * 48;

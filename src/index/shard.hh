@@ -50,12 +50,16 @@ struct IndexConfig {
   std::size_t max_token_ids = 1'048'576;   // more token_ids → fail-open NO_HINT
   std::size_t max_prompt_bytes = 1 << 20;  // longer prompt_text → fail-open NO_HINT
   // Ranking of tenants whose policy does not choose one (`--ranking`, docs/ranking.md).
-  config::Ranking ranking = config::Ranking::kLoadAware;
+  config::Ranking ranking = config::Ranking::kWorkAware;
   // Load-aware knobs of tenants whose policy leaves them out (docs/ranking.md "Knobs"):
   // 512 prefill tokens per recent hint, a 64-hint memory, pressure 1.0 = 16 hints,
   // saturated at pressure ≥ 1.0. All must be ≥ 0 (load_window ≥ 1).
   config::LoadAwareKnobs load_aware{512.0, 64.0, 16.0, 1.0};
-  // Stats younger than this make a replica a load-aware candidate and its pressure count.
+  // Work-aware knobs (docs/ranking.md "Knobs"): the prefill rate until one is learned, the
+  // booking bound until a completion is timed.
+  config::WorkAwareKnobs work_aware{};
+  // Stats younger than this make a replica a load-aware or work-aware candidate and its
+  // pressure count; a replica's work record idle this long is forgotten.
   std::int64_t load_stats_window_us = 5LL * 60 * 1'000'000;
   // Seed of the key table's hash; 0 = each shard draws its own from the
   // system's random source, so no peer can choose prefix hashes that share a
@@ -170,8 +174,9 @@ class Shard {
   // LookupRoute, steps 0–13 of docs/lookup.md. Fills `out` completely
   // (clears it first; its views stay valid until this shard's next call).
   // Never fails. Side effects: LFU access credit (tenant on LFU, delivered
-  // PREFIX_MATCH) and, under the load-aware ranking, the scope's hint count
-  // of the answered replica (docs/ranking.md "Cost").
+  // PREFIX_MATCH); under the load-aware ranking, the scope's hint count of the
+  // answered replica (docs/ranking.md "Load-aware cost"); under the work-aware
+  // ranking, a booking of the answered replica (docs/ranking.md "Bookings").
   void lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out);
 
   // GetCacheState (docs/index.md): total_prefixes = distinct keys of

@@ -34,10 +34,28 @@ struct TenantRow {
   std::int64_t memory_used = 0;    // sum of its replicas' cache_memory_bytes
 };
 
+// One (tenant, model, hash scheme, replica) row of the work-aware ranking's
+// soft state (docs/ranking.md "Predicted vs delivered"): never stored entries.
+struct WorkRow {
+  std::string tenant, model, hash_scheme, replica_id;
+  std::int64_t open_bookings = 0;          // bookings not ended yet
+  std::int64_t booked_tokens = 0;          // their uncached prompt tokens
+  double prefill_tokens_per_s = 0;         // learned rate; 0 = none yet (the flag's)
+  std::int64_t completion_us = 0;          // mean booking → completion, µs; 0 = none yet
+  std::uint64_t hints = 0;                 // answers naming it on top
+  std::uint64_t hinted_tokens = 0;         // Σ prompt tokens of those answers
+  std::uint64_t predicted_hit_tokens = 0;  // Σ matched tokens those answers predicted
+  double engine_hit_rate = 0;              // the replica's reported hit_rate for (tenant, model)
+  bool engine_hit_rate_reported = false;   // it reported stats for (tenant, model)
+  std::uint64_t bookings_completed = 0;    // ended by the engine's report of the blocks
+  std::uint64_t bookings_expired = 0;      // ended by the bound or overtaken
+};
+
 // One shard's part; total_prefixes = Σ tenants' index_entries; hot_prefixes = 0.
 struct ShardSnapshot {
   std::vector<ReplicaRow> replicas;
   std::vector<TenantRow> tenants;
+  std::vector<WorkRow> work;  // unsorted
   std::int64_t total_prefixes = 0;
   std::int64_t hot_prefixes = 0;
 };

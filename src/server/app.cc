@@ -37,6 +37,7 @@ ic::index::IndexConfig index_config(const ServerConfig& config) {
   ic.engine_block_size = static_cast<std::int32_t>(config.engine_block_size);
   ic.ranking = config.ranking;
   ic.load_aware = config.load_aware;
+  ic.work_aware = config.work_aware;
   return ic;
 }
 

@@ -241,7 +241,7 @@ TEST_CASE("/snapshot: auth outcomes, then the merged JSON") {
   const std::string body =
       R"({"replicas":[],"tenants":[{"tenantId":"t0","indexEntries":1,"hitRate":0,)"
       R"("hitRateReported":false,"memoryUsed":0},{"tenantId":"t1","indexEntries":2,"hitRate":0,)"
-      R"("hitRateReported":false,"memoryUsed":0}],"totalPrefixes":3,"hotPrefixes":0})"
+      R"("hitRateReported":false,"memoryUsed":0}],"totalPrefixes":3,"hotPrefixes":0,"routing":[]})"
       "\n";
   CHECK(h.exchange(1, true, get("/snapshot", "Authorization: Bearer tok\r\n")) ==
         cat({"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ",

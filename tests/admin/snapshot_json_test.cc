@@ -81,7 +81,42 @@ TEST_CASE("float figures render at float precision") {
 TEST_CASE("an empty index renders empty arrays") {
   std::vector<std::optional<ShardSnapshot>> none;
   CHECK(render_snapshot_json(merge_snapshots(none)) ==
-        R"({"replicas":[],"tenants":[],"totalPrefixes":0,"hotPrefixes":0})");
+        R"({"replicas":[],"tenants":[],"totalPrefixes":0,"hotPrefixes":0,"routing":[]})");
+}
+
+TEST_CASE("routing rows: merged from the shards, sorted, predicted beside delivered") {
+  std::vector<std::optional<ShardSnapshot>> shards(2);
+  shards[0].emplace();
+  shards[1].emplace();
+  shards[1]->work.push_back(ic::index::WorkRow{.tenant = "t",
+                                               .model = "m",
+                                               .hash_scheme = "vllm",
+                                               .replica_id = "r2",
+                                               .open_bookings = 2,
+                                               .booked_tokens = 3072,
+                                               .prefill_tokens_per_s = 6000.4,
+                                               .completion_us = 410000,
+                                               .hints = 40,
+                                               .hinted_tokens = 81920,
+                                               .predicted_hit_tokens = 20480,
+                                               .engine_hit_rate = 0.24,
+                                               .engine_hit_rate_reported = true,
+                                               .bookings_completed = 37,
+                                               .bookings_expired = 1});
+  shards[0]->work.push_back(
+      ic::index::WorkRow{.tenant = "t", .model = "m", .hash_scheme = "vllm", .replica_id = "r1"});
+  CHECK(render_snapshot_json(merge_snapshots(shards)) ==
+        R"({"replicas":[],"tenants":[],"totalPrefixes":0,"hotPrefixes":0,"routing":[)"
+        R"({"tenant":"t","modelId":"m","hashScheme":"vllm","replicaId":"r1","hints":0,)"
+        R"("hintedPromptTokens":0,"predictedHitTokens":0,"predictedHitRate":0,"engineHitRate":0,)"
+        R"("engineHitRateReported":false,"openBookings":0,"bookedTokens":0,)"
+        R"("prefillTokensPerSecond":0,"completionMicros":0,"bookingsCompleted":0,)"
+        R"("bookingsExpired":0},)"
+        R"({"tenant":"t","modelId":"m","hashScheme":"vllm","replicaId":"r2","hints":40,)"
+        R"("hintedPromptTokens":81920,"predictedHitTokens":20480,"predictedHitRate":0.25,)"
+        R"("engineHitRate":0.24,"engineHitRateReported":true,"openBookings":2,)"
+        R"("bookedTokens":3072,"prefillTokensPerSecond":6000,"completionMicros":410000,)"
+        R"("bookingsCompleted":37,"bookingsExpired":1}]})");
 }
 
 TEST_CASE("invalid UTF-8 in an id is replaced, never thrown") {
@@ -91,5 +126,5 @@ TEST_CASE("invalid UTF-8 in an id is replaced, never thrown") {
   CHECK(render_snapshot_json(s) ==
         "{\"replicas\":[],\"tenants\":[{\"tenantId\":\"bad\xEF\xBF\xBD\",\"indexEntries\":1,"
         "\"hitRate\":0,\"hitRateReported\":false,\"memoryUsed\":0}],\"totalPrefixes\":1,"
-        "\"hotPrefixes\":0}");
+        "\"hotPrefixes\":0,\"routing\":[]}");
 }

@@ -170,7 +170,8 @@ TEST_CASE("ranking and loadAware (docs/ranking.md)") {
   auto s = parse_ok(
       R"({"version":7,"policies":[{"namespace":"a","ranking":"reference"},)"
       R"({"namespace":"b","ranking":"load-aware","loadAware":{"loadCostTokens":256,"loadWindow":32,"pressureLoad":0,"saturationPressure":0.9}},)"
-      R"({"namespace":"c","loadAware":{"loadWindow":1}},{"namespace":"d","ranking":""}]})");
+      R"({"namespace":"c","loadAware":{"loadWindow":1}},{"namespace":"d","ranking":""},)"
+      R"({"namespace":"e","ranking":"work-aware"}]})");
   CHECK(s->policy_for("a").ranking == Ranking::kReference);
   CHECK(s->policy_for("a").load_aware == LoadAwareKnobs{});
   const CachePolicy& b = s->policy_for("b");
@@ -179,6 +180,7 @@ TEST_CASE("ranking and loadAware (docs/ranking.md)") {
   CHECK(s->policy_for("c").ranking == Ranking::kServerDefault);
   CHECK(s->policy_for("c").load_aware == LoadAwareKnobs{-1.0, 1.0, -1.0, -1.0});
   CHECK(s->policy_for("d").ranking == Ranking::kServerDefault);
+  CHECK(s->policy_for("e").ranking == Ranking::kWorkAware);
   CHECK(s->policy_for("none").ranking == Ranking::kServerDefault);
   CHECK(s->policy_for("none").load_aware == LoadAwareKnobs{});
 
@@ -186,7 +188,7 @@ TEST_CASE("ranking and loadAware (docs/ranking.md)") {
     return R"({"version":7,"policies":[{"namespace":"a",)" + fields + "}]}";
   };
   CHECK(parse_err(p(R"("ranking":"fastest")")) ==
-        "policies[0].ranking: expected \"reference\" or \"load-aware\"");
+        "policies[0].ranking: expected \"reference\", \"load-aware\" or \"work-aware\"");
   CHECK(parse_err(p(R"("ranking":1)")) == "policies[0].ranking: expected a string");
   CHECK(parse_err(p(R"("loadAware":{"loadCostTokens":-1})")) ==
         "policies[0].loadAware.loadCostTokens: expected a number >= 0");

@@ -172,7 +172,8 @@ TEST_SUITE("runtime") {
   TEST_CASE("flags: the ranking and its load-aware knobs (docs/ranking.md)") {
     const FlagsOutcome def = parse({});
     REQUIRE(def.config.has_value());
-    CHECK(def.config->ranking == ic::config::Ranking::kLoadAware);
+    CHECK(def.config->ranking == ic::config::Ranking::kWorkAware);
+    CHECK(def.config->work_aware.prefill_tokens_per_s == 10'000.0);
     CHECK(def.config->load_aware == ic::config::LoadAwareKnobs{512.0, 64.0, 16.0, 1.0});
     const FlagsOutcome set =
         parse({"--ranking", "reference", "--load-cost-tokens", "128.5", "--load-window", "16",
@@ -180,8 +181,14 @@ TEST_SUITE("runtime") {
     REQUIRE(set.config.has_value());
     CHECK(set.config->ranking == ic::config::Ranking::kReference);
     CHECK(set.config->load_aware == ic::config::LoadAwareKnobs{128.5, 16.0, 0.0, 0.95});
+    const FlagsOutcome load = parse({"--ranking", "load-aware", "--prefill-rate", "6000"});
+    REQUIRE(load.config.has_value());
+    CHECK(load.config->ranking == ic::config::Ranking::kLoadAware);
+    CHECK(load.config->work_aware.prefill_tokens_per_s == 6000.0);
     CHECK(error_of({"--ranking", "best"}) ==
-          "--ranking: want load-aware or reference, got \"best\"");
+          "--ranking: want work-aware, load-aware or reference, got \"best\"");
+    CHECK(error_of({"--prefill-rate", "0"}) ==
+          "--prefill-rate: want a number in [1, 1e+09], got \"0\"");
     CHECK(error_of({"--load-window", "0"}) ==
           "--load-window: want a number in [1, 1e+06], got \"0\"");
     CHECK(error_of({"--load-cost-tokens", "-1"}) ==
@@ -228,7 +235,8 @@ TEST_SUITE("runtime") {
              "--metrics-stream-interval DURATION >= 100ms=10s",
              "--log-format {json,text}=json",
              "--log-level {debug,info,warn,error}=info",
-             "--ranking {load-aware,reference}=load-aware",
+             "--ranking {work-aware,load-aware,reference}=work-aware",
+             "--reactor-backend {auto,io_uring,epoll}=auto",
              "--pin-threads {true,false}=true",
              "--load-window NUMBER in [1, 1e+06]=64",
              "--max-connection-age DURATION=0",

@@ -12,11 +12,12 @@
 
 namespace ic::tools::replay {
 
-// Tokens of one trace time window [index·window_ms, (index+1)·window_ms).
+// Requests that ARRIVED in one trace time window [index·window_ms, (index+1)·window_ms).
 struct Window {
   std::int64_t hit_tokens = 0;
   std::int64_t prompt_tokens = 0;
   std::vector<std::int64_t> requests;  // per replica
+  double ttft_ms_sum = 0;              // Σ TTFT of those requests, ms
 };
 
 // max / mean of per-replica request counts (1.0 = perfectly even; N = all on one replica);
@@ -34,9 +35,10 @@ class PolicyAccount {
  public:
   PolicyAccount(std::size_t replicas, std::int64_t window_ms);
 
-  // Records one served request at trace time `timestamp_ms`.
+  // Records one served request that arrived at trace time `timestamp_ms`: its prefix hit, its
+  // time to first token (ms) and the prefill work it cost its replica (uncached tokens / rate, ms).
   void add(std::int64_t timestamp_ms, std::size_t replica, std::int64_t hit_tokens,
-           std::int64_t prompt_tokens);
+           std::int64_t prompt_tokens, double ttft_ms = 0, double work_ms = 0);
 
   // Totals over the run: hit tokens, prompt tokens, requests.
   std::int64_t hit_tokens() const { return hit_tokens_; }
@@ -50,6 +52,12 @@ class PolicyAccount {
   const std::vector<Window>& windows() const { return windows_; }
   // Load balance over the run and over the non-empty windows.
   Balance balance() const;
+  // Every request's TTFT in µs (rounded to the nearest), in the order they finished.
+  const std::vector<std::uint64_t>& ttft_us() const { return ttft_us_; }
+  // Prefill work per replica over the run (Σ uncached tokens / rate), ms.
+  const std::vector<double>& work_ms_per_replica() const { return work_ms_; }
+  // max / mean of work_ms_per_replica (1.0 = even; 0 when no work).
+  double work_max_over_mean() const;
 
  private:
   Window& window_at(std::int64_t timestamp_ms);
@@ -59,6 +67,8 @@ class PolicyAccount {
   std::int64_t prompt_tokens_ = 0;
   std::int64_t requests_ = 0;
   std::vector<std::int64_t> per_replica_;
+  std::vector<double> work_ms_;
+  std::vector<std::uint64_t> ttft_us_;
   std::vector<Window> windows_;
 };
 

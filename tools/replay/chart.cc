@@ -41,50 +41,66 @@ std::string svg_open(double height) {
          "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
 }
 
-// The hit-ratio panel (everything but the <svg> element), kHeight tall.
-std::string hit_ratio_panel(const std::string& title, const std::vector<Series>& series,
-                            double window_minutes) {
+// The y axis of a line panel: hit ratios in percent, or TTFT in seconds.
+enum class Axis { kPercent, kSeconds };
+
+// A tick step giving 3-10 round ticks up to `top` seconds.
+double seconds_step(double top) {
+  for (double step : {0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0}) {
+    if (top / step <= 10) return step;
+  }
+  return 200.0;
+}
+
+// A line panel (everything but the <svg> element), kHeight tall from y = `y0`.
+std::string line_panel(const std::string& title, const std::vector<Series>& series,
+                       double window_minutes, Axis axis, const std::string& y_label, double y0) {
   std::size_t windows = 0;
-  double top = 0.1;
+  double top = axis == Axis::kPercent ? 0.1 : 1.0;
   for (const auto& s : series) {
     windows = std::max(windows, s.values.size());
     for (double v : s.values) {
       if (!std::isnan(v)) top = std::max(top, v);
     }
   }
-  top = std::ceil(top * 10.0) / 10.0;  // y axis to the next 10 %
+  // y axis to the next 10 % or the next tick.
+  const double tick_step = axis == Axis::kPercent ? (top <= 0.3 ? 0.05 : 0.1) : seconds_step(top);
+  top = axis == Axis::kPercent ? std::ceil(top * 10.0) / 10.0
+                               : std::ceil(top / tick_step) * tick_step;
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   const double minutes = std::max(1.0, static_cast<double>(windows) * window_minutes);
   auto x_of = [&](double minute) { return kLeft + plot_w * minute / minutes; };
-  auto y_of = [&](double ratio) { return kTop + plot_h * (1.0 - ratio / top); };
+  auto y_of = [&](double value) { return y0 + kTop + plot_h * (1.0 - value / top); };
 
   std::string svg;
-  svg += fmt("<text x=\"%.0f\" y=\"28\" font-size=\"16\">", kLeft) + escape(title) + "</text>\n";
-  const double tick_step = top <= 0.3 ? 0.05 : 0.1;  // round percentages on the y axis
+  svg += fmt("<text x=\"%.0f\" y=\"%.1f\" font-size=\"16\">", kLeft, y0 + 28) + escape(title) +
+         "</text>\n";
   const int ticks = static_cast<int>(std::lround(top / tick_step));
   for (int tick = 0; tick <= ticks; ++tick) {
-    const double ratio = tick_step * tick;
-    const double y = y_of(ratio);
+    const double value = tick_step * tick;
+    const double y = y_of(value);
     svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n",
                kLeft, y, kLeft + plot_w, y);
-    svg += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f%%</text>\n", kLeft - 6, y + 4,
-               ratio * 100.0);
+    svg += axis == Axis::kPercent
+               ? fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f%%</text>\n", kLeft - 6,
+                     y + 4, value * 100.0)
+               : fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g s</text>\n", kLeft - 6,
+                     y + 4, value);
   }
   const double step = minutes > 30 ? 10 : (minutes > 10 ? 5 : 1);
   for (double m = 0; m <= minutes + 1e-9; m += step) {
     svg += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", x_of(m),
-               kTop + plot_h + 18, m);
+               y0 + kTop + plot_h + 18, m);
   }
   svg +=
       fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
           "stroke=\"black\"/>\n",
-          kLeft, kTop, plot_w, plot_h);
+          kLeft, y0 + kTop, plot_w, plot_h);
   svg += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">trace time (minutes)</text>\n",
-             kLeft + plot_w / 2, kHeight - 18);
-  svg +=
-      fmt("<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">"
-          "prefix-hit ratio (hit tokens / prompt tokens)</text>\n",
-          kTop + plot_h / 2, kTop + plot_h / 2);
+             kLeft + plot_w / 2, y0 + kHeight - 18);
+  svg += fmt("<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">",
+             y0 + kTop + plot_h / 2, y0 + kTop + plot_h / 2) +
+         escape(y_label) + "</text>\n";
   for (std::size_t i = 0; i < series.size(); ++i) {
     const auto& s = series[i];
     const char* color = kColors[i % std::size(kColors)];
@@ -104,7 +120,7 @@ std::string hit_ratio_panel(const std::string& title, const std::vector<Series>&
                     y_of(s.values[w]));
     }
     flush();
-    const double ly = kTop + 20.0 + 22.0 * static_cast<double>(i);
+    const double ly = y0 + kTop + 20.0 + 22.0 * static_cast<double>(i);
     svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"2\" ",
                kLeft + plot_w + 15, ly, kLeft + plot_w + 45, ly) +
            "stroke=\"" + color + "\"" + (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
@@ -160,15 +176,29 @@ std::string load_panel(const std::vector<LoadBars>& loads, double top) {
   return svg;
 }
 
+constexpr const char* kHitLabel = "prefix-hit ratio (hit tokens / prompt tokens)";
+
 std::string render_hit_ratio_svg(const std::string& title, const std::vector<Series>& series,
                                  double window_minutes) {
-  return svg_open(kHeight) + hit_ratio_panel(title, series, window_minutes) + "</svg>\n";
+  return svg_open(kHeight) +
+         line_panel(title, series, window_minutes, Axis::kPercent, kHitLabel, 0) + "</svg>\n";
 }
 
 std::string render_replay_svg(const std::string& title, const std::vector<Series>& series,
                               double window_minutes, const std::vector<LoadBars>& loads) {
-  return svg_open(kHeight + kLoadHeight) + hit_ratio_panel(title, series, window_minutes) +
+  return svg_open(kHeight + kLoadHeight) +
+         line_panel(title, series, window_minutes, Axis::kPercent, kHitLabel, 0) +
          load_panel(loads, kHeight) + "</svg>\n";
+}
+
+std::string render_replay_svg(const std::string& title, const std::vector<Series>& hits,
+                              const std::vector<Series>& ttft, double window_minutes,
+                              const std::vector<LoadBars>& loads) {
+  return svg_open(2 * kHeight + kLoadHeight) +
+         line_panel(title, hits, window_minutes, Axis::kPercent, kHitLabel, 0) +
+         line_panel("Mean time to first token of the requests arriving in each window", ttft,
+                    window_minutes, Axis::kSeconds, "mean TTFT (queue wait + prefill)", kHeight) +
+         load_panel(loads, 2 * kHeight) + "</svg>\n";
 }
 
 }  // namespace ic::tools::replay

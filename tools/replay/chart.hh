@@ -28,4 +28,10 @@ struct LoadBars {
 std::string render_replay_svg(const std::string& title, const std::vector<Series>& series,
                               double window_minutes, const std::vector<LoadBars>& loads);
 
+// The replay's chart: the hit-ratio panel, a TTFT panel below it (`ttft`: mean TTFT in seconds
+// per window and policy) and the per-replica load panel at the bottom.
+std::string render_replay_svg(const std::string& title, const std::vector<Series>& hits,
+                              const std::vector<Series>& ttft, double window_minutes,
+                              const std::vector<LoadBars>& loads);
+
 }  // namespace ic::tools::replay

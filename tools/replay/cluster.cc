@@ -4,53 +4,107 @@
 
 namespace ic::tools::replay {
 
-Cluster::Cluster(std::size_t replicas, std::size_t capacity_blocks, EngineModel model)
-    : model_(model) {
-  replicas_.reserve(replicas);
-  for (std::size_t i = 0; i < replicas; ++i) replicas_.emplace_back(capacity_blocks);
+Cluster::Cluster(std::vector<double> rates, std::size_t capacity_blocks) {
+  replicas_.reserve(rates.size());
+  for (double rate : rates) replicas_.emplace_back(rate, capacity_blocks);
 }
 
-int Cluster::in_flight(std::size_t replica, std::int64_t now_ms) {
-  auto& ends = replicas_[replica].ends_ms;
-  while (!ends.empty() && ends.top() <= static_cast<double>(now_ms)) ends.pop();
-  return static_cast<int>(ends.size());
-}
-
-float Cluster::pressure(std::size_t replica, std::int64_t now_ms) {
-  const int slots = std::max(model_.slots, 1);
-  return std::min(1.0f, static_cast<float>(in_flight(replica, now_ms)) / static_cast<float>(slots));
-}
-
-std::size_t Cluster::least_loaded(std::int64_t now_ms) {
-  std::size_t best = 0;
-  int best_load = in_flight(0, now_ms);
-  for (std::size_t i = 1; i < replicas_.size(); ++i) {
-    const int load = in_flight(i, now_ms);
-    if (load < best_load || (load == best_load && replicas_[i].served < replicas_[best].served)) {
-      best = i;
-      best_load = load;
-    }
+std::int64_t Cluster::leading_tokens(const Replica& r, const TraceRequest& request,
+                                     bool count_pending) const {
+  const auto& ids = request.hash_ids;
+  std::size_t run = 0;
+  while (run < ids.size() &&
+         (r.cache.contains(ids[run]) || (count_pending && r.pending_blocks.contains(ids[run])))) {
+    ++run;
   }
-  return best;
+  if (run == ids.size()) return request.input_length;
+  return static_cast<std::int64_t>(run) * kMooncakeBlockTokens;
 }
 
-Served Cluster::serve(std::size_t replica, const TraceRequest& request) {
+std::int64_t Cluster::expected_hit_tokens(std::size_t replica, const TraceRequest& request) const {
+  return leading_tokens(replicas_[replica], request, true);
+}
+
+std::optional<double> Cluster::enqueue(std::size_t replica, std::size_t index,
+                                       const TraceRequest& request, double now_ms) {
   auto& r = replicas_[replica];
-  Served out;
+  Job job{index, &request, now_ms, request.input_length - leading_tokens(r, request, true)};
+  for (auto id : request.hash_ids) ++r.pending_blocks[id];
+  r.waiting_prompt_tokens += request.input_length;
+  ++r.routed;
+  r.waiting.push_back(job);
+  if (r.running) return std::nullopt;
+  r.running_start_ms = now_ms;
+  return start_next(r);
+}
+
+// Moves the first waiting job into prefill at running_start_ms: the engine checks its cache when
+// it schedules the request, so the hit is what is cached NOW, not what was cached at routing.
+double Cluster::start_next(Replica& r) {
+  Job job = r.waiting.front();
+  r.waiting.pop_front();
+  r.waiting_prompt_tokens -= job.trace->input_length;
+  r.running_hit_tokens = leading_tokens(r, *job.trace, false);
+  r.running_end_ms =
+      r.running_start_ms + prefill_ms(job.trace->input_length - r.running_hit_tokens, r.rate);
+  r.running = job;
+  return r.running_end_ms;
+}
+
+Finished Cluster::finish(std::size_t replica, std::optional<double>* next_end) {
+  auto& r = replicas_[replica];
+  const Job job = *r.running;
+  const TraceRequest& request = *job.trace;
+  Finished out;
   out.replica = replica;
+  out.request = job.request;
+  out.arrival_ms = job.arrival_ms;
+  out.start_ms = r.running_start_ms;
+  out.end_ms = r.running_end_ms;
+  out.hit_tokens = r.running_hit_tokens;
   out.prompt_tokens = request.input_length;
-  const auto counts = block_token_counts(request);
-  const std::size_t hits = r.cache.leading_hits(request.hash_ids);
-  for (std::size_t i = 0; i < hits; ++i) out.hit_tokens += counts[i];
   r.cache.store(request.hash_ids, &out.evicted);
-  const double service_ms =
-      static_cast<double>(out.prompt_tokens - out.hit_tokens) / model_.prefill_tokens_per_ms +
-      static_cast<double>(request.output_length) * model_.decode_ms_per_token;
-  r.ends_ms.push(static_cast<double>(request.timestamp_ms) + service_ms);
-  ++r.served;
+  for (auto id : request.hash_ids) {
+    auto it = r.pending_blocks.find(id);
+    if (--it->second == 0) r.pending_blocks.erase(it);
+  }
   r.hit_tokens += out.hit_tokens;
   r.prompt_tokens += out.prompt_tokens;
+  r.running.reset();
+  *next_end = std::nullopt;
+  if (!r.waiting.empty()) {
+    r.running_start_ms = out.end_ms;
+    *next_end = start_next(r);
+  }
   return out;
+}
+
+std::size_t Cluster::outstanding(std::size_t replica) const {
+  const auto& r = replicas_[replica];
+  return r.waiting.size() + (r.running ? 1 : 0);
+}
+
+double Cluster::outstanding_prompt_ms(std::size_t replica, double now_ms) const {
+  const auto& r = replicas_[replica];
+  double running = 0;
+  if (r.running) {
+    running = std::max(
+        0.0, prefill_ms(r.running->trace->input_length, r.rate) - (now_ms - r.running_start_ms));
+  }
+  return running + prefill_ms(r.waiting_prompt_tokens, r.rate);
+}
+
+double Cluster::expected_wait_ms(std::size_t replica, double now_ms) const {
+  const auto& r = replicas_[replica];
+  const double running = r.running ? std::max(0.0, r.running_end_ms - now_ms) : 0.0;
+  std::int64_t queued = 0;
+  for (const auto& job : r.waiting) queued += job.expected_uncached;
+  return running + prefill_ms(queued, r.rate);
+}
+
+float Cluster::pressure(std::size_t replica, int slots) const {
+  return std::min(
+      1.0f, static_cast<float>(outstanding(replica)) / static_cast<float>(std::max(slots, 1)));
 }
 
 float Cluster::hit_rate(std::size_t replica) const {

@@ -40,4 +40,21 @@ class IndexClient {
   virtual std::int64_t failed_events() const = 0;
 };
 
+// The client of a replay in which no policy asks the server: every call succeeds and does
+// nothing (LookupRoute answers an empty response with status "OFFLINE", never ok).
+class OfflineIndexClient final : public IndexClient {
+ public:
+  LookupCall lookup(const inferencecache::v1alpha1::LookupRouteRequest&,
+                    inferencecache::v1alpha1::LookupRouteResponse*) override {
+    return {false, "OFFLINE", 0};
+  }
+  bool report(std::size_t, const inferencecache::v1alpha1::CacheStateUpdate&,
+              std::string*) override {
+    return true;
+  }
+  void publish(const inferencecache::v1alpha1::CacheEvent&) override {}
+  bool finish(std::string*) override { return true; }
+  std::int64_t failed_events() const override { return 0; }
+};
+
 }  // namespace ic::tools::replay

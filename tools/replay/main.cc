@@ -1,5 +1,5 @@
 // inferencecache-replay: replays a Mooncake trace against a running InferenceCache server and
-// compares routing policies on a simulated engine cluster (tools/replay/README.md).
+// compares routing policies by time to first token on simulated prefill replicas (tools/README.md).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <utility>
 
 #include "common/channel.hh"
 #include "common/cli_parse.hh"
@@ -34,65 +37,90 @@ struct Flags {
   std::string on_bad_line = "skip";
   std::int64_t limit = 0;
   std::string svg_path;
+  std::string json_path;
   bool json = false;
   bool no_progress = false;
   bool keep_state = false;
+  bool realtime = false;
   int connect_timeout_ms = 3000;
   int rpc_timeout_ms = 2000;
   double window_s = 60;
-  double stats_interval_s = 1;
-  std::vector<std::string> policies = {"round-robin", "least-loaded", "cost-router",
+  std::string stats = "1";
+  std::string clock = "auto";
+  std::vector<std::string> policies = {"round-robin", "least-work", "full-knowledge",
                                        "inferencecache"};
   std::string gateway = "follow";
   std::string pressure = "on";
 };
 
+// "none" → 0; a positive number of seconds → ms; anything else → nullopt.
+std::optional<std::int64_t> parse_stats(const std::string& text) {
+  if (text == "none") return 0;
+  try {
+    std::size_t used = 0;
+    const double s = std::stod(text, &used);
+    if (used != text.size() || !(s > 0) || s > 86'400) return std::nullopt;
+    return static_cast<std::int64_t>(s * 1000.0);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
   app.add_option("--server", f.address, "gRPC address of the InferenceCache server")
       ->capture_default_str();
   app.add_option("--trace", f.trace, "Mooncake-format JSONL trace")->capture_default_str();
-  app.add_option("--limit", f.limit, "replay only the first N requests (0 = all)");
+  app.add_option("--requests,--limit", f.limit, "replay only the first N requests (0 = all)");
   add_choice(app, "--on-bad-line", f.on_bad_line, "malformed trace line: skip (report) or fail",
              {"skip", "fail"});
-  app.add_option("--replicas", o.replicas, "simulated engine replicas")
+  app.add_option("--replicas", o.replicas, "simulated prefill replicas")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   app.add_option("--capacity-blocks", o.capacity_blocks,
-                 "KV capacity per replica in 512-token blocks (default 3000 = 1.5M tokens, "
-                 "about one 8x80GB node serving a 70B model; the cluster then holds roughly the "
-                 "trace's 5-minute working set)")
+                 "LRU KV capacity per replica in 512-token blocks")
       ->check(CLI::Range(1, 100'000'000))
       ->capture_default_str();
-  app.add_option("--slots", o.engine.slots, "requests per replica at pressure 1.0")
+  app.add_option("--prefill-rate", o.prefill_rates,
+                 "prefill tokens/s per replica; a list (6000,3000) is cycled over the replicas")
+      ->delimiter(',')
+      ->check(CLI::Range(1.0, 1e9))
+      ->capture_default_str();
+  app.add_option("--slots", o.slots,
+                 "requests queued or in prefill at pressure 1.0 (and the override gateway's bound)")
       ->check(CLI::Range(1, 1'000'000))
-      ->capture_default_str();
-  app.add_option("--prefill-tokens-per-ms", o.engine.prefill_tokens_per_ms,
-                 "simulated prefill speed (uncached prompt tokens per ms)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--decode-ms-per-token", o.engine.decode_ms_per_token,
-                 "simulated decode time per output token")
-      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--window-s", f.window_s, "trace-time window for balance and the chart (s)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--stats-interval-s", f.stats_interval_s,
-                 "trace-time interval between ReplicaStats reports (s)")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--stats", f.stats,
+                 "ReplicaStats every S seconds of trace time, or none (only KV events reach the "
+                 "server)")
+      ->check([](const std::string& s) {
+        return parse_stats(s) ? "" : "--stats must be none or a positive number of seconds";
+      })
       ->capture_default_str();
   app.add_option("--policies", f.policies, "policies to compare, in this order")
       ->delimiter(',')
-      ->check(CLI::IsMember({"round-robin", "least-loaded", "cost-router", "inferencecache"}))
+      ->check(CLI::IsMember({"round-robin", "least-work", "full-knowledge", "inferencecache"}))
       ->capture_default_str();
   add_choice(app, "--gateway", f.gateway,
              "inferencecache lane: follow = take the top hint as given; override = skip hinted "
-             "replicas saturated in the simulation",
+             "replicas with --slots requests outstanding",
              {"follow", "override"});
+  app.add_option("--follow-fraction", o.follow_fraction,
+                 "share of hints the inferencecache gateway follows (a fixed choice per request; "
+                 "least-work for the others)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   add_choice(app, "--pressure", f.pressure,
-             "ReplicaStats carry pressure = in-flight / slots (on) or 0 (off)", {"on", "off"});
-  app.add_flag("--realtime", o.realtime, "pace requests at trace time (see --speed)");
-  app.add_option("--speed", o.speed, "speed-up factor for --realtime")
+             "ReplicaStats carry pressure = outstanding requests / slots (on) or 0 (off)",
+             {"on", "off"});
+  add_choice(app, "--clock", f.clock,
+             "auto = the wall clock (trace time / --speed) when inferencecache talks to the "
+             "server, else virtual; wall; virtual (as fast as possible)",
+             {"auto", "wall", "virtual"});
+  app.add_flag("--realtime", f.realtime, "the wall clock even without a server (= --clock wall)");
+  app.add_option("--speed", o.speed, "wall time = trace time / speed on the wall clock")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--tenant-prefix", o.tenant_prefix,
@@ -103,8 +131,11 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
       ->capture_default_str();
   app.add_flag("--keep-state", f.keep_state,
                "leave the replayed entries in the server (default: ALL_CLEARED at the end)");
-  app.add_option("--svg", f.svg_path, "write the hit-ratio-over-time chart (SVG) here");
+  app.add_option("--svg", f.svg_path,
+                 "write the chart (hit ratio, TTFT and load per replica) as SVG here");
   app.add_flag("--json", f.json, "print the results as JSON on stdout");
+  app.add_option("--json-out", f.json_path,
+                 "also write the JSON document to this file (the table still goes to stdout)");
   app.add_flag("--no-progress", f.no_progress, "no progress bar even on a terminal");
   app.add_option("--connect-timeout-ms", f.connect_timeout_ms, "wait this long for the server")
       ->capture_default_str();
@@ -137,8 +168,10 @@ std::string check_output_path(const std::string& path) {
 void report_interrupted(const ReplayResult& result, bool keep_state) {
   std::string tenants;
   for (const auto& policy : result.policies) {
+    if (!talks_to_server(policy.policy)) continue;
     tenants += (tenants.empty() ? "" : ", ") + policy.scope.tenant_id;
   }
+  if (tenants.empty()) return;  // nothing was written to the server
   if (!result.fatal_error.empty()) {
     std::cerr << "inferencecache-replay: interrupted; cleanup failed (" << result.fatal_error
               << "): entries may remain under tenants " << tenants << "\n";
@@ -155,20 +188,24 @@ void report_interrupted(const ReplayResult& result, bool keep_state) {
 
 int run(const Flags& f, ReplayOptions& o) {
   o.window_ms = static_cast<std::int64_t>(f.window_s * 1000);
-  o.stats_interval_ms = static_cast<std::int64_t>(f.stats_interval_s * 1000);
+  o.stats_interval_ms = *parse_stats(f.stats);
   o.clear_at_end = !f.keep_state;
   o.gateway = f.gateway == "override" ? Gateway::kOverride : Gateway::kFollow;
   o.report_pressure = f.pressure == "on";
+  o.clock = f.realtime || f.clock == "wall"
+                ? Clock::kWall
+                : (f.clock == "virtual" ? Clock::kVirtual : Clock::kAuto);
   o.policies.clear();
+  bool server_lane = false;
   for (const auto& name : f.policies) {
-    for (auto p : {Policy::kRoundRobin, Policy::kLeastLoaded, Policy::kCostRouter,
-                   Policy::kInferenceCache}) {
-      if (policy_name(p) == name) o.policies.push_back(p);
-    }
+    o.policies.push_back(*parse_policy(name));
+    server_lane = server_lane || talks_to_server(o.policies.back());
   }
-  if (std::string why = check_output_path(f.svg_path); !why.empty()) {
-    std::cerr << "inferencecache-replay: error: --svg: " << why << "\n";
-    return 2;
+  for (const auto& [flag, path] : {std::pair{"--svg", f.svg_path}, {"--json-out", f.json_path}}) {
+    if (std::string why = check_output_path(path); !why.empty()) {
+      std::cerr << "inferencecache-replay: error: " << flag << ": " << why << "\n";
+      return 2;
+    }
   }
   const auto policy = *parse_bad_line_policy(f.on_bad_line);
   std::int64_t shown = 0;
@@ -189,20 +226,24 @@ int run(const Flags& f, ReplayOptions& o) {
     std::cerr << "inferencecache-replay: error: no requests in " << f.trace << "\n";
     return 1;
   }
+  // Only the inferencecache policy talks to the server; without it the replay is a simulation.
   std::string error;
-  auto lookups = connect_channel(f.address, f.connect_timeout_ms, "lookup", &error);
-  auto ingest =
-      lookups ? connect_channel(f.address, f.connect_timeout_ms, "ingest", &error) : nullptr;
-  if (!lookups || !ingest) {
-    std::cerr << "inferencecache-replay: error: " << error << "\n";
-    return 1;
+  std::unique_ptr<IndexClient> client = std::make_unique<OfflineIndexClient>();
+  if (server_lane) {
+    auto lookups = connect_channel(f.address, f.connect_timeout_ms, "lookup", &error);
+    auto ingest =
+        lookups ? connect_channel(f.address, f.connect_timeout_ms, "ingest", &error) : nullptr;
+    if (!lookups || !ingest) {
+      std::cerr << "inferencecache-replay: error: " << error << "\n";
+      return 1;
+    }
+    client = std::make_unique<GrpcIndexClient>(lookups, ingest, f.rpc_timeout_ms);
   }
-  GrpcIndexClient client(lookups, ingest, f.rpc_timeout_ms);
   ProgressBar progress(static_cast<std::int64_t>(load.requests.size()), !f.no_progress);
-  const ReplayResult result = run_replay(load.requests, o, client, progress);
+  const ReplayResult result = run_replay(load.requests, o, *client, progress);
 
   const RunInfo info{f.trace, static_cast<std::int64_t>(load.requests.size()), load.bad_lines,
-                     f.address};
+                     server_lane ? f.address : "none (no policy asks it)"};
   if (f.json) {
     std::cout << render_json(result, o, info).dump(2) << "\n";
   } else {
@@ -216,6 +257,14 @@ int run(const Flags& f, ReplayOptions& o) {
       return 1;
     }
     if (!f.json) std::cout << "chart: " << f.svg_path << "\n";
+  }
+  if (!f.json_path.empty()) {
+    std::ofstream json(f.json_path);
+    json << render_json(result, o, info).dump(2) << "\n";
+    if (!json) {
+      std::cerr << "inferencecache-replay: error: cannot write " << f.json_path << "\n";
+      return 1;
+    }
   }
   if (result.interrupted) {
     report_interrupted(result, f.keep_state);

@@ -5,11 +5,35 @@
 
 namespace ic::tools::replay {
 
+namespace {
+
+constexpr std::array<std::string_view, 4> kPolicyNames = {"round-robin", "least-work",
+                                                          "inferencecache", "full-knowledge"};
+static_assert(kPolicyNames.size() == static_cast<std::size_t>(Policy::kFullKnowledge) + 1);
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+bool is_hint(const inferencecache::v1alpha1::LookupRouteResponse* response) {
+  return response != nullptr &&
+         (response->reason_code() == "PREFIX_MATCH" || response->reason_code() == "AFFINITY_HINT");
+}
+
+}  // namespace
+
 std::string_view policy_name(Policy policy) {
-  constexpr std::array<std::string_view, 4> kNames = {"round-robin", "least-loaded",
-                                                      "inferencecache", "cost-router"};
-  static_assert(kNames.size() == static_cast<std::size_t>(Policy::kCostRouter) + 1);
-  return kNames[static_cast<std::size_t>(policy)];
+  return kPolicyNames[static_cast<std::size_t>(policy)];
+}
+
+std::optional<Policy> parse_policy(std::string_view name) {
+  for (std::size_t i = 0; i < kPolicyNames.size(); ++i) {
+    if (kPolicyNames[i] == name) return static_cast<Policy>(i);
+  }
+  return std::nullopt;
 }
 
 std::string_view gateway_name(Gateway gateway) {
@@ -29,61 +53,77 @@ std::optional<std::size_t> replica_index(const std::string& id, std::size_t repl
   return index;
 }
 
-Choice Router::choose(Cluster& cluster, std::int64_t now_ms, int slots,
-                      const inferencecache::v1alpha1::LookupRouteResponse* response) {
-  Choice choice;
-  if (policy_ == Policy::kRoundRobin) {
-    choice.replica = next_++ % replicas_;
-    return choice;
-  }
-  if (policy_ == Policy::kInferenceCache && response != nullptr &&
-      (response->reason_code() == "PREFIX_MATCH" || response->reason_code() == "AFFINITY_HINT")) {
-    for (const auto& score : response->replica_scores()) {
-      auto index = replica_index(score.replica_id(), replicas_);
-      if (!index) continue;
-      if (gateway_ == Gateway::kFollow || cluster.in_flight(*index, now_ms) < slots) {
-        choice.replica = *index;
-        choice.followed_hint = true;
-        return choice;
-      }
-      choice.saturated_override = true;
-    }
-  }
-  choice.replica = cluster.least_loaded(now_ms);
-  return choice;
+bool follows_hint(std::size_t index, double follow_fraction) {
+  if (follow_fraction >= 1.0) return true;
+  if (follow_fraction <= 0.0) return false;
+  // The top 53 bits as a double in [0, 1).
+  const double u = static_cast<double>(splitmix64(index) >> 11) * 0x1.0p-53;
+  return u < follow_fraction;
 }
 
-Choice Router::choose(Cluster& cluster, const TraceRequest& request, int slots,
-                      const inferencecache::v1alpha1::LookupRouteResponse* response) {
-  if (policy_ != Policy::kCostRouter) return choose(cluster, request.timestamp_ms, slots, response);
-  Choice choice;
-  choice.replica = cheapest(cluster, request);
-  remember(choice.replica);
-  return choice;
-}
-
-std::size_t Router::cheapest(const Cluster& cluster, const TraceRequest& request) const {
+std::size_t Router::least_work(const Cluster& cluster, double now_ms) const {
   std::size_t best = 0;
-  std::int64_t best_cost = INT64_MAX;
-  const auto blocks = static_cast<std::int64_t>(request.hash_ids.size());
-  for (std::size_t r = 0; r < replicas_; ++r) {
-    const auto hits = static_cast<std::int64_t>(cluster.leading_hits(r, request));
-    const std::int64_t cost = (blocks - hits) + recent_count_[r];
-    if (cost < best_cost) {
+  for (std::size_t r = 1; r < replicas_; ++r) {
+    const double work = cluster.outstanding_prompt_ms(r, now_ms);
+    const double best_work = cluster.outstanding_prompt_ms(best, now_ms);
+    if (work < best_work || (work == best_work && cluster.routed(r) < cluster.routed(best))) {
       best = r;
-      best_cost = cost;
     }
   }
   return best;
 }
 
-void Router::remember(std::size_t replica) {
-  recent_.push_back(replica);
-  ++recent_count_[replica];
-  if (recent_.size() > kCostRouterWindow) {
-    --recent_count_[recent_.front()];
-    recent_.pop_front();
+std::size_t Router::least_expected_ttft(const Cluster& cluster, const TraceRequest& request,
+                                        double now_ms) const {
+  std::size_t best = 0;
+  double best_ttft = 0;
+  for (std::size_t r = 0; r < replicas_; ++r) {
+    const double ttft =
+        cluster.expected_wait_ms(r, now_ms) +
+        prefill_ms(request.input_length - cluster.expected_hit_tokens(r, request), cluster.rate(r));
+    if (r == 0 || ttft < best_ttft ||
+        (ttft == best_ttft && cluster.routed(r) < cluster.routed(best))) {
+      best = r;
+      best_ttft = ttft;
+    }
   }
+  return best;
+}
+
+Choice Router::choose(const Cluster& cluster, std::size_t index, const TraceRequest& request,
+                      double now_ms,
+                      const inferencecache::v1alpha1::LookupRouteResponse* response) {
+  Choice choice;
+  switch (policy_) {
+    case Policy::kRoundRobin:
+      choice.replica = next_++ % replicas_;
+      return choice;
+    case Policy::kFullKnowledge:
+      choice.replica = least_expected_ttft(cluster, request, now_ms);
+      return choice;
+    case Policy::kLeastWork:
+      break;
+    case Policy::kInferenceCache:
+      if (!is_hint(response)) break;
+      if (!follows_hint(index, follow_fraction_)) {
+        choice.ignored_hint = true;
+        break;
+      }
+      for (const auto& score : response->replica_scores()) {
+        auto hinted = replica_index(score.replica_id(), replicas_);
+        if (!hinted) continue;
+        if (gateway_ == Gateway::kFollow ||
+            cluster.outstanding(*hinted) < static_cast<std::size_t>(slots_)) {
+          choice.replica = *hinted;
+          choice.followed_hint = true;
+          return choice;
+        }
+        choice.saturated_override = true;
+      }
+      break;
+  }
+  choice.replica = least_work(cluster, now_ms);
+  return choice;
 }
 
 }  // namespace ic::tools::replay

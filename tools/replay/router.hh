@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,66 +13,75 @@
 namespace ic::tools::replay {
 
 // The routing policies compared (see Router::choose).
-enum class Policy { kRoundRobin, kLeastLoaded, kInferenceCache, kCostRouter };
+enum class Policy { kRoundRobin, kLeastWork, kInferenceCache, kFullKnowledge };
 
-// "round-robin", "least-loaded", "inferencecache", "cost-router".
+// "round-robin", "least-work", "inferencecache", "full-knowledge".
 std::string_view policy_name(Policy policy);
+// The policy named `name` (as policy_name spells it); nullopt for anything else.
+std::optional<Policy> parse_policy(std::string_view name);
 
-// How the simulated gateway treats an InferenceCache hint.
-//   kFollow:   takes the top replica of PREFIX_MATCH / AFFINITY_HINT as given, least-loaded on
-//              any other answer (what the contract tells gateway SDKs to do).
-//   kOverride: skips hinted replicas that are saturated in the simulation (a gateway with its
-//              own load guard), least-loaded when all are.
+// How the simulated gateway treats an InferenceCache hint it follows.
+//   kFollow:   takes the top replica of PREFIX_MATCH / AFFINITY_HINT as given (what the contract
+//              tells gateway SDKs to do).
+//   kOverride: skips hinted replicas that are saturated in the simulation (requests queued or in
+//              prefill >= slots: a gateway's own load guard), least-work when all are.
 enum class Gateway { kFollow, kOverride };
 
 // "follow", "override".
 std::string_view gateway_name(Gateway gateway);
 
-// Assignments the cost router remembers: its load term counts a replica's requests among them.
-inline constexpr std::size_t kCostRouterWindow = 64;
-
 // Index of a "replica-K" id below `replicas`; nullopt for anything else (a foreign replica).
 std::optional<std::size_t> replica_index(const std::string& id, std::size_t replicas);
+
+// Whether the gateway follows the hint for trace request `index` under `follow_fraction`
+// (0..1): 1 follows every hint, 0 none; otherwise a fixed pseudo-random choice per request
+// (SplitMix64 of the index, as a fraction of 2^64, < follow_fraction), the same in every run.
+bool follows_hint(std::size_t index, double follow_fraction);
 
 // Where a request goes and why.
 struct Choice {
   std::size_t replica = 0;
   bool followed_hint = false;       // took a replica from replica_scores
-  bool saturated_override = false;  // every hinted replica was saturated: fell back to least-loaded
+  bool ignored_hint = false;        // had a hint but --follow-fraction said not to follow it
+  bool saturated_override = false;  // override gateway: every hinted replica was saturated
 };
 
 class Router {
  public:
-  // A router for `replicas` replicas named replica-0 … replica-(N−1).
-  Router(Policy policy, std::size_t replicas, Gateway gateway = Gateway::kOverride)
-      : policy_(policy), gateway_(gateway), replicas_(replicas), recent_count_(replicas, 0) {}
+  // A router for `replicas` replicas named replica-0 … replica-(N−1). `slots`: the override
+  // gateway's saturation bound; `follow_fraction`: see follows_hint.
+  Router(Policy policy, std::size_t replicas, Gateway gateway = Gateway::kFollow, int slots = 16,
+         double follow_fraction = 1.0)
+      : policy_(policy),
+        gateway_(gateway),
+        replicas_(replicas),
+        slots_(slots),
+        follow_fraction_(follow_fraction) {}
 
-  // round-robin: i mod N. least-loaded: Cluster::least_loaded. inferencecache, override gateway:
-  // on PREFIX_MATCH or AFFINITY_HINT, the first replica of replica_scores (best score first) that
-  // is not saturated (in-flight < slots, like a gateway's load guard); otherwise — any other
-  // reason, a failed call (`response` null) or all hinted replicas saturated — least-loaded.
-  // inferencecache, follow gateway: the first replica of replica_scores on PREFIX_MATCH or
-  // AFFINITY_HINT, whatever its load; least-loaded otherwise. (cost-router needs the request:
-  // see the overload below; here it falls back to least-loaded.)
-  Choice choose(Cluster& cluster, std::int64_t now_ms, int slots,
-                const inferencecache::v1alpha1::LookupRouteResponse* response);
-
-  // Same, for `request` at its trace time; cost-router: the full-knowledge router that sees every
-  // simulated cache, cost = blocks of `request` not cached on the replica + 1 × the replica's
-  // requests among the last kCostRouterWindow assignments; lowest cost, then lowest index.
-  Choice choose(Cluster& cluster, const TraceRequest& request, int slots,
-                const inferencecache::v1alpha1::LookupRouteResponse* response);
+  // Picks the replica for trace request `index` (`request`) arriving at trace time now_ms.
+  //   round-robin:    i mod N over the requests this router has routed.
+  //   least-work:     least Cluster::outstanding_prompt_ms (no cache knowledge), then fewest
+  //                   requests routed, then the lowest index.
+  //   full-knowledge: least expected TTFT = Cluster::expected_wait_ms + (prompt −
+  //                   Cluster::expected_hit_tokens) / rate (queue wait + uncached prefill, the
+  //                   rule of Mooncake's conductor), then fewest routed, then the lowest index.
+  //   inferencecache: on PREFIX_MATCH or AFFINITY_HINT (and when follows_hint says so), the
+  //                   first replica of replica_scores (override gateway: the first unsaturated);
+  //                   anything else — another reason, a failed call (`response` null) — least-work.
+  Choice choose(const Cluster& cluster, std::size_t index, const TraceRequest& request,
+                double now_ms, const inferencecache::v1alpha1::LookupRouteResponse* response);
 
  private:
-  std::size_t cheapest(const Cluster& cluster, const TraceRequest& request) const;
-  void remember(std::size_t replica);
+  std::size_t least_work(const Cluster& cluster, double now_ms) const;
+  std::size_t least_expected_ttft(const Cluster& cluster, const TraceRequest& request,
+                                  double now_ms) const;
 
   Policy policy_;
   Gateway gateway_;
   std::size_t replicas_;
+  int slots_;
+  double follow_fraction_;
   std::size_t next_ = 0;
-  std::deque<std::size_t> recent_;          // the cost router's last assignments, oldest first
-  std::vector<std::int64_t> recent_count_;  // per replica: its entries in recent_
 };
 
 }  // namespace ic::tools::replay

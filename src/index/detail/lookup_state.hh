@@ -41,14 +41,28 @@ struct LoadCand {
   bool saturated;        // fresh pressure ≥ saturation_pressure
 };
 
-// Per-replica-id scratch of the load-aware ranking: what one lookup gathered about a replica
-// (valid when the stamp equals Shard::Impl::load_stamp; no clearing between lookups).
+// One candidate replica of the work-aware ranking (work_ranking.cc).
+struct WorkCand {
+  std::uint32_t replica;
+  std::uint32_t holder;  // index into Shard::Impl::scored, kNone = holds nothing usable
+  double wait_us;        // booked work still queued + this request's uncached prefill, µs
+  double queued_us;      // the booked work still queued alone, µs
+  bool saturated;        // fresh pressure ≥ saturation_pressure
+};
+
+// Per-replica-id scratch of the load-aware and work-aware rankings: what one
+// lookup gathered about a replica (valid when the stamp equals
+// Shard::Impl::load_stamp; no clearing between lookups).
 struct ReplicaScratch {
   std::uint32_t hints_stamp = 0;     // `hints` is this lookup's
   std::uint32_t pressure_stamp = 0;  // `pressure` is this lookup's (fresh stats)
   std::uint32_t cand_stamp = 0;      // already a candidate
+  std::uint32_t spec_stamp = 0;      // `spec_matched` is this lookup's
+  std::uint32_t work_stamp = 0;      // `work` is this lookup's
   double hints = 0;
   double pressure = 0;
+  std::int64_t spec_matched = 0;  // work-aware: tokens of its longest booked run
+  std::uint32_t work = 0;         // work-aware: index of its ReplicaWork in the scope
 };
 
 // Answer of the load-aware ranking.
@@ -77,6 +91,8 @@ struct LookupScratch {
   std::vector<LoadCand> load_cands;
   std::vector<Scored> load_scratch;
   std::vector<ReplicaScratch> replica_scratch;  // by replica id
+  std::vector<WorkCand> work_cands;
+  std::vector<std::uint64_t> work_keys;  // the request's key hashes (work-aware bookings)
   std::uint32_t load_stamp = 0;
   EVP_MD_CTX* sha = nullptr;  // AFFINITY_HINT digest (ranking.cc)
 };
@@ -124,7 +140,8 @@ struct LookupState {
   std::int64_t now = 0;       // wall µs (step 0)
   std::int64_t ttl = 0;       // the tenant's entry TTL, µs
   std::int64_t deadline = 0;  // monotonic µs, INT64_MAX = none (step 2)
-  bool load_aware = false;    // docs/ranking.md ranking for this tenant
+  bool load_aware = false;    // docs/ranking.md load-aware ranking for this tenant
+  bool work_aware = false;    // docs/ranking.md work-aware ranking for this tenant
   bool echo_tokens = false;   // step 5 resolved token_ids made from prompt_text
   // Step 5: the resolved input. A chain lives in LookupScratch::chain_*.
   bool chain = false;
@@ -139,6 +156,8 @@ struct LookupState {
   bool slo_tight = false;
   Outcome outcome = Outcome::kNone;
 
+  // A cost ranking (load-aware or work-aware) replaces the reference scores.
+  bool cost_ranked() const { return load_aware || work_aware; }
   bool past_deadline() const { return deadline != INT64_MAX && clock.monotonic_us() >= deadline; }
 };
 

@@ -26,6 +26,7 @@
 #include "index/detail/interner.hh"
 #include "index/detail/key_table.hh"
 #include "index/detail/slab.hh"
+#include "index/detail/work_state.hh"
 
 namespace ic::index::detail {
 
@@ -159,7 +160,7 @@ struct ScopeMember {
   std::uint32_t entries;
 };
 // Load-aware ranking: the decayed count of hints answered with `replica` on top
-// (docs/ranking.md "Cost"). Holds an interner reference to the replica.
+// (docs/ranking.md "Load-aware cost"). Holds an interner reference to the replica.
 struct LoadRec {
   std::uint32_t replica;
   double hints;
@@ -169,6 +170,7 @@ struct ScopeRec {
   std::uint32_t domain_count = 0;
   std::vector<ScopeMember> members;  // sorted by replica name, bytewise
   std::vector<LoadRec> loads;        // unsorted; few replicas per scope
+  WorkState work;                    // work-aware bookings and rates (soft state)
   bool live = false;
 };
 

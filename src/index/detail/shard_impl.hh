@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -301,6 +302,61 @@ struct Shard::Impl : detail::Records,
   void record_hint(std::uint32_t scope, std::uint32_t replica, double window);
   // Drops the scope's hint counts (scope removal).
   void clear_loads(detail::ScopeRec& sr);
+  // ===== work-aware ranking (work_ranking.cc with step 12, docs/ranking.md) =====
+  // Step 12 for a work-aware tenant: ranks the holders (stored and booked) and,
+  // with affinity routing, every other replica known in the scope by the
+  // estimated wait until the request's first token. True when the answer is
+  // complete (AFFINITY_HINT, or NO_HINT for a miss with fewer than two known
+  // replicas); otherwise `scored` holds the PREFIX_MATCH holders with their
+  // scores (st.outcome kPrefixMatch), or nothing (kNone).
+  bool rank_by_work(detail::LookupState& st);
+  // The request's key hashes into work_keys: every chain block's, or the exact key's.
+  void hash_request(const detail::LookupState& st);
+  // Sets replica_scratch[r].spec_matched (stamp) to the longest leading run of
+  // the request a live booking of `ws` holds on r, in the request's tokens.
+  void match_bookings(const detail::LookupState& st, const detail::WorkState& ws,
+                      std::uint32_t stamp);
+  // Adds the replicas holding the request only through bookings to `scored`
+  // and raises stored holders whose booked run is longer (matched-tokens floor applied).
+  void add_booked_holders(detail::LookupState& st, std::uint32_t stamp);
+  // Fills work_cands: the holders in `scored`, then (affinity routing) every
+  // other replica known in the scope: members, fresh stats reporters and work
+  // records. True when some replica reported stats for (tenant, model) lately.
+  bool gather_work_candidates(const detail::LookupState& st, const detail::WorkState& ws,
+                              double prompt, double saturation, std::uint32_t stamp);
+  // The cheapest candidate; among equal waits the rendezvous winner for the prompt.
+  const detail::WorkCand& pick_work(const detail::LookupState& st) const;
+  // Books the answered replica: the request's uncached tokens and blocks, and
+  // its predicted hit tokens (build_result, rank_by_work).
+  void book_answer(detail::LookupState& st, const detail::Scored& top);
+
+  // ===== bookings and learned rates (bookings.cc, docs/ranking.md "Bookings") =====
+  // A replica's prefill rate, tokens/s: learned, else the knob.
+  double rate_of(const detail::ReplicaWork& w) const;
+  // The scope's work record of `replica` (created, with an interner reference).
+  detail::ReplicaWork& work_of(detail::WorkState& ws, std::uint32_t replica, std::int64_t now);
+  detail::ReplicaWork* find_work(detail::WorkState& ws, std::uint32_t replica);
+  // Books `tokens` and the key hashes `keys` (a chain's, or one exact key) on `replica`.
+  void book(detail::WorkState& ws, std::uint32_t replica, std::int64_t now, std::int64_t tokens,
+            bool chain, std::span<const std::uint64_t> keys);
+  // Frees booking `b` (counted completed or expired on its replica).
+  void end_booking(detail::WorkState& ws, detail::Booking& b, bool completed);
+  // Ends the bookings past their bound; forgets idle work records.
+  void expire_work(detail::WorkState& ws, std::int64_t now);
+  // Ingest: `replica` reported the chain of key hashes `chain` (positions from
+  // block 0), or the one key `key`: marks the bookings it completes.
+  void note_stored_chain(detail::WorkState& ws, std::uint32_t replica,
+                         std::span<const std::uint64_t> chain);
+  void note_stored_key(detail::WorkState& ws, std::uint32_t replica, std::uint64_t key);
+  // After an ingest of `replica` into `scope`: ends the completed bookings
+  // (and the older ones they overtook), learns the rate and the bound, and
+  // re-estimates the replica's queue. `new_blocks`: the report stored new entries.
+  void settle_stored(std::uint32_t scope, std::uint32_t replica, std::int64_t now, bool new_blocks);
+  // Drops the scope's bookings and work records (scope removal).
+  void clear_work(detail::WorkState& ws);
+  // Entries the current ingest created (upsert), for settle_stored.
+  std::uint32_t ingest_new_entries = 0;
+
   // ===== change reports (changes.cc; only called when `sink` is set) =====
   Change prefix_change(ChangeType type, std::uint32_t e) const;
   void report_upsert(std::uint32_t e);

@@ -259,10 +259,12 @@ TEST_CASE(
   std::vector<pb::CacheStateUpdate> updates;
   for (const auto& t : tenants) updates.push_back(update(t, "r1", "llama", 0, {{"h32", 32}}));
   s.ingest(updates);
-  // Default minimumMatchedTokens 64 drops the 32-token match; affinity answers.
+  // Default minimumMatchedTokens 64 drops the 32-token match: a miss, and with
+  // r1 the only replica known in the scope the work-aware ranking answers
+  // NO_HINT (docs/ranking.md "Candidates").
   for (const auto& t : tenants) {
     CAPTURE(t);
-    CHECK(s.lookup(exact(t, "llama", "h32")).reason_code() == "AFFINITY_HINT");
+    CHECK(s.lookup(exact(t, "llama", "h32")).reason_code() == "NO_HINT");
   }
 
   const std::uint16_t port = s.server.snapshot_port();
@@ -310,7 +312,7 @@ TEST_CASE(
             .status == 204);
   for (const auto& t : tenants) {
     CAPTURE(t);
-    CHECK(s.lookup(exact(t, "llama", "h32")).reason_code() == "AFFINITY_HINT");
+    CHECK(s.lookup(exact(t, "llama", "h32")).reason_code() == "NO_HINT");
   }
 
   const std::string scraped = s.scrape();

@@ -363,10 +363,10 @@ TEST_CASE("tenants on every core are answered correctly from every connection") 
   CHECK(s.server.stop() == 0);
 }
 
-// The load-aware ranking of the default server (docs/ranking.md) on issue 9's
-// two inputs, 512-token blocks, from a follower gateway's point of view.
-TEST_CASE("default server: a follower's hints spread over a cold scope and avoid saturation") {
-  Served s(write_policy(R"({"version":7})"), {"--threads", "2"}, false);
+// The load-aware ranking (docs/ranking.md) on issue 9's two inputs, 512-token
+// blocks, from a follower gateway's point of view.
+TEST_CASE("load-aware server: a follower's hints spread over a cold scope and avoid saturation") {
+  Served s(write_policy(R"({"version":7})"), {"--threads", "2", "--ranking", "load-aware"}, false);
   const std::int64_t future = wall_us() + 60 * kMin;
   auto with_blocks = [&](const std::string& tenant, const std::string& replica,
                          const std::vector<std::uint64_t>& blocks, float pressure) {

@@ -15,9 +15,9 @@ import sys
 import tempfile
 import time
 
-# tests/tools/replay_golden.py TRACE 500 4 3000
-GOLDEN_500x4 = {"round_robin_hit_tokens": 554104, "upper_bound_hit_tokens": 1167589,
-                "prompt_tokens": 7124855}
+# tests/tools/replay_golden.py TRACE 500 4 3000 12000
+GOLDEN_500x4 = {"round_robin_hit_tokens": 554104, "round_robin_ttft_us_sum": 2382227332,
+                "upper_bound_hit_tokens": 1167589, "prompt_tokens": 7124855}
 
 
 def fail(message):
@@ -44,8 +44,9 @@ def closed_port():
 
 
 def case_replay_golden(a, target):
-    rc, out, err = run([a.replay, "--server", target, "--trace", a.trace, "--limit", "500",
-                        "--replicas", "4", "--json", "--no-progress", "--tenant-prefix", "golden"])
+    rc, out, err = run([a.replay, "--server", target, "--trace", a.trace, "--requests", "500",
+                        "--replicas", "4", "--capacity-blocks", "3000", "--prefill-rate", "12000",
+                        "--speed", "40", "--json", "--no-progress", "--tenant-prefix", "golden"])
     check(rc == 0, "replay exit %d: %s" % (rc, err))
     doc = json.loads(out)
     pol = {p["policy"]: p for p in doc["policies"]}
@@ -55,14 +56,18 @@ def case_replay_golden(a, target):
           "round-robin hit tokens %d, want %d" % (rr["hit_tokens"],
                                                   GOLDEN_500x4["round_robin_hit_tokens"]))
     check(rr["prompt_tokens"] == GOLDEN_500x4["prompt_tokens"], "prompt tokens %d" % rr["prompt_tokens"])
+    check(rr["ttft"]["count"] == 500 and
+          rr["ttft"]["mean_us"] == GOLDEN_500x4["round_robin_ttft_us_sum"] // 500,
+          "round-robin TTFT %s" % rr["ttft"])
+    check(doc["clock"]["wall_clock"], "the inferencecache lane runs on the wall clock")
     check(doc["upper_bound"]["hit_tokens"] == GOLDEN_500x4["upper_bound_hit_tokens"],
           "upper bound %d" % doc["upper_bound"]["hit_tokens"])
     check(ic["hit_tokens"] >= rr["hit_tokens"],
           "inferencecache hits %d < round-robin %d" % (ic["hit_tokens"], rr["hit_tokens"]))
     for p in doc["policies"]:
         check(p["errors"] == {}, "%s lookup errors %s" % (p["policy"], p["errors"]))
-        # The cost router knows the simulated caches and never asks the server.
-        want = 0 if p["policy"] == "cost-router" else 500
+        # Only the inferencecache lane asks the server; the others are simulations.
+        want = 500 if p["policy"] == "inferencecache" else 0
         check(p["lookup_latency"]["count"] == want, "%s latency samples" % p["policy"])
         check(p["tenant_id"] == "golden-" + p["policy"], "tenant %s" % p["tenant_id"])
     check(ic["reasons"].get("PREFIX_MATCH", 0) > 0, "no PREFIX_MATCH at all: %s" % ic["reasons"])
@@ -280,8 +285,8 @@ def case_interrupt(a, target):
     rc, out, err = interrupt([a.replay, "--server", target, "--trace", a.trace, "--realtime",
                               "--keep-state", "--tenant-prefix", "kept"], 1.5)
     check(rc == 130 and "--keep-state: the replayed entries stay in the server under tenants "
-          "kept-round-robin" in err, "keep-state report %r" % err)
-    check(prefixes_of(a, target, "kept-round-robin") > 0, "kept entries")
+          "kept-inferencecache" in err, "keep-state report %r" % err)
+    check(prefixes_of(a, target, "kept-inferencecache") > 0, "kept entries")
     rc, out, err = interrupt([a.bench, "--server", target, "-D", "30", "-r", "100"], 1.5)
     check(rc == 130, "bench after Ctrl-C: exit %d %r" % (rc, err))
     check("(INTERRUPTED)" in out and "calls: sent" in out, "bench summary %r" % out)

@@ -1,0 +1,198 @@
+// Bookings and learned prefill rates of the work-aware ranking (docs/ranking.md
+// "Bookings", "Learned rate"). Every answered hint books the request's
+// uncached tokens and its blocks on the replica it names; a booking ends when
+// the replica's report stores its last block (ingest), when a later booking of
+// the same replica completes first (the replica prefills in arrival order, so
+// this one was not sent there), or at its bound. A replica's queue is a
+// virtual time, busy_until: each booking extends it by tokens / rate, it
+// drains as the wall clock passes it, and every report of new blocks resets it
+// to now + the tokens still booked / rate. The rate is learned from completed
+// bookings: tokens / (completion − max(booked, previous completion)).
+// Soft state of the scope on its owner core: nothing here is an entry.
+
+#include <algorithm>
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+namespace {
+
+// Bookings one scope holds at most; a new one past that ends the oldest.
+constexpr std::uint32_t kMaxBookings = 256;
+// Blocks of one booking kept as speculative entries (a longer prompt books all
+// its tokens but only its first blocks).
+constexpr std::size_t kMaxBookedBlocks = 1024;
+// A freed booking keeps its block buffer up to this capacity.
+constexpr std::size_t kKeptBlockCapacity = 256;
+// Completions the learned rate and completion time remember (decay 1 − 1/window).
+constexpr double kRateWindow = 16;
+// The bound is this many mean completion times (and at least twice the
+// booking's own estimate), at most kMaxBoundUs.
+constexpr double kBoundFactor = 4;
+constexpr std::int64_t kMaxBoundUs = 5LL * 60 * 1'000'000;
+
+std::int64_t micros(double tokens, double rate) {
+  return static_cast<std::int64_t>(tokens / rate * 1e6);
+}
+
+}  // namespace
+
+double Shard::Impl::rate_of(const ReplicaWork& w) const {
+  return w.rate > 0 ? w.rate : cfg.work_aware.prefill_tokens_per_s;
+}
+
+ReplicaWork* Shard::Impl::find_work(WorkState& ws, std::uint32_t replica) {
+  for (ReplicaWork& w : ws.replicas) {
+    if (w.replica == replica) return &w;
+  }
+  return nullptr;
+}
+
+ReplicaWork& Shard::Impl::work_of(WorkState& ws, std::uint32_t replica, std::int64_t now) {
+  if (ReplicaWork* w = find_work(ws, replica)) return *w;
+  replicas.ref(replica);
+  ReplicaWork& w = ws.replicas.emplace_back();
+  w.replica = replica;
+  w.busy_until = now;
+  w.last_active = now;
+  return w;
+}
+
+void Shard::Impl::end_booking(WorkState& ws, Booking& b, bool completed) {
+  if (ReplicaWork* w = find_work(ws, b.replica)) {
+    --w->open;
+    w->open_tokens -= b.tokens;
+    ++(completed ? w->completed : w->expired);
+  }
+  b.replica = kNone;
+  b.done = false;
+  b.blocks.clear();
+  if (b.blocks.capacity() > kKeptBlockCapacity) std::vector<std::uint64_t>().swap(b.blocks);
+  --ws.live;
+}
+
+void Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t now, std::int64_t tokens,
+                       bool chain, std::span<const std::uint64_t> keys) {
+  Booking* slot = nullptr;
+  if (ws.live >= kMaxBookings) {
+    // Full: the oldest booking makes room.
+    for (Booking& b : ws.bookings) {
+      if (b.replica != kNone && (slot == nullptr || b.seq < slot->seq)) slot = &b;
+    }
+    end_booking(ws, *slot, false);
+  } else {
+    for (Booking& b : ws.bookings) {
+      if (b.replica == kNone) {
+        slot = &b;
+        break;
+      }
+    }
+    if (slot == nullptr) slot = &ws.bookings.emplace_back();
+  }
+  ReplicaWork& w = work_of(ws, replica, now);
+  const double rate = rate_of(w);
+  w.busy_until = std::max(w.busy_until, now) + micros(static_cast<double>(tokens), rate);
+  ++w.open;
+  w.open_tokens += tokens;
+  w.last_active = now;
+  const std::int64_t learned = w.latency_us > 0
+                                   ? static_cast<std::int64_t>(kBoundFactor * w.latency_us)
+                                   : cfg.work_aware.first_bound_us;
+  const std::int64_t bound = std::min(kMaxBoundUs, std::max(2 * (w.busy_until - now), learned));
+  slot->replica = replica;
+  slot->chain = chain;
+  slot->done = false;
+  slot->seq = ws.next_seq++;
+  slot->booked_at = now;
+  slot->expires_at = now + bound;
+  slot->tokens = tokens;
+  slot->blocks.assign(keys.begin(), keys.begin() + std::min(keys.size(), kMaxBookedBlocks));
+  ws.next_expiry = std::min(ws.next_expiry, slot->expires_at);
+  ++ws.live;
+}
+
+void Shard::Impl::expire_work(WorkState& ws, std::int64_t now) {
+  if (ws.live > 0 && now >= ws.next_expiry) {
+    ws.next_expiry = INT64_MAX;
+    for (Booking& b : ws.bookings) {
+      if (b.replica == kNone) continue;
+      if (b.expires_at <= now) {
+        end_booking(ws, b, false);
+      } else {
+        ws.next_expiry = std::min(ws.next_expiry, b.expires_at);
+      }
+    }
+  }
+  // Forget the records of replicas idle for the stats window.
+  for (std::size_t i = ws.replicas.size(); i-- > 0;) {
+    ReplicaWork& w = ws.replicas[i];
+    if (w.open > 0 || now - w.last_active < cfg.load_stats_window_us) continue;
+    replicas.release(w.replica);
+    w = ws.replicas.back();
+    ws.replicas.pop_back();
+  }
+}
+
+void Shard::Impl::note_stored_chain(WorkState& ws, std::uint32_t replica,
+                                    std::span<const std::uint64_t> chain) {
+  for (Booking& b : ws.bookings) {
+    if (b.replica != replica || !b.chain || b.done || b.blocks.empty()) continue;
+    const std::size_t last = b.blocks.size() - 1;
+    if (last < chain.size() && chain[last] == b.blocks[last]) b.done = true;
+  }
+}
+
+void Shard::Impl::note_stored_key(WorkState& ws, std::uint32_t replica, std::uint64_t key) {
+  for (Booking& b : ws.bookings) {
+    if (b.replica != replica || b.done || b.blocks.empty()) continue;
+    if (b.blocks.back() == key) b.done = true;
+  }
+}
+
+void Shard::Impl::settle_stored(std::uint32_t scope, std::uint32_t replica, std::int64_t now,
+                                bool new_blocks) {
+  WorkState& ws = scopes[scope].work;
+  ReplicaWork* w = find_work(ws, replica);
+  if (w == nullptr) return;
+  const double keep = 1.0 - 1.0 / kRateWindow;
+  double tokens = 0;
+  std::int64_t first_booked = INT64_MAX;
+  std::uint64_t last_seq = 0;
+  bool completed = false;
+  for (Booking& b : ws.bookings) {
+    if (b.replica != replica || !b.done) continue;
+    completed = true;
+    tokens += static_cast<double>(b.tokens);
+    first_booked = std::min(first_booked, b.booked_at);
+    last_seq = std::max(last_seq, b.seq);
+    const double took = static_cast<double>(now - b.booked_at);
+    w->latency_us = w->latency_us > 0 ? keep * w->latency_us + (1 - keep) * took : took;
+    end_booking(ws, b, true);
+  }
+  if (!completed && !new_blocks) return;
+  if (completed) {
+    // Prefill runs in arrival order: an older booking still open was not sent here.
+    for (Booking& b : ws.bookings) {
+      if (b.replica == replica && b.seq < last_seq) end_booking(ws, b, false);
+    }
+    const std::int64_t took = now - std::max(first_booked, w->last_done);
+    if (tokens > 0 && took > 0) {
+      w->sample_tokens = keep * w->sample_tokens + tokens;
+      w->sample_us = keep * w->sample_us + static_cast<double>(took);
+      w->rate = w->sample_tokens / w->sample_us * 1e6;
+    }
+  }
+  w->last_done = now;
+  w->last_active = now;
+  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(*w));
+}
+
+void Shard::Impl::clear_work(WorkState& ws) {
+  for (const ReplicaWork& w : ws.replicas) replicas.release(w.replica);
+  ws = WorkState{};
+}
+
+}  // namespace ic::index

@@ -1,0 +1,60 @@
+#pragma once
+// The work-aware ranking's soft state of one scope (docs/ranking.md "Bookings"):
+// what each replica has been booked and how fast it prefills. Lives in the
+// scope's record on the tenant's owner core; never persisted, replicated,
+// exported or reported as stored (bookings are not entries).
+
+#include <cstdint>
+#include <vector>
+
+#include "index/detail/interner.hh"
+
+namespace ic::index::detail {
+
+// What a scope knows of one replica's prefill queue (bookings.cc).
+struct ReplicaWork {
+  std::uint32_t replica = kNone;  // holds an interner reference
+  std::int64_t busy_until = 0;    // wall µs when its booked prefill work is estimated done
+  std::int64_t last_done = 0;     // wall µs of its last report of new blocks; 0 = none
+  std::int64_t last_active = 0;   // wall µs of its last booking or report (forgetting)
+  double rate = 0;                // learned prefill tokens/s; 0 = none yet (the knob's)
+  double sample_tokens = 0;       // decayed Σ tokens of its completed bookings
+  double sample_us = 0;           // decayed Σ of their prefill times, µs
+  double latency_us = 0;          // decayed mean booking → completion, µs; 0 = none yet
+  std::uint32_t open = 0;         // open bookings
+  std::int64_t open_tokens = 0;   // their tokens
+  // Predicted vs delivered (docs/ranking.md): hints naming it on top, Σ of the hit
+  // tokens they predicted, and how its bookings ended.
+  std::uint64_t hints = 0;
+  std::uint64_t hinted_tokens = 0;  // Σ their prompt tokens
+  std::uint64_t predicted_hit_tokens = 0;
+  std::uint64_t completed = 0;  // ended by the engine's report of the booked blocks
+  std::uint64_t expired = 0;    // ended by the bound, or overtaken by a later completion
+};
+
+// One answered hint's booking: its uncached tokens on `replica`, and the
+// request's blocks as speculative entries there until it ends.
+struct Booking {
+  std::uint32_t replica = kNone;  // kNone = a free slot
+  bool chain = false;             // `blocks` are a chain's (else the one exact key)
+  bool done = false;              // the replica reported its last block (ingest, settled after)
+  std::uint64_t seq = 0;          // booking order in the scope
+  std::int64_t booked_at = 0;     // wall µs
+  std::int64_t expires_at = 0;    // wall µs: the bound
+  std::int64_t tokens = 0;        // uncached prompt tokens booked
+  // Key hashes (Shard::Impl::group_hash) of the request's blocks, or of its
+  // exact key; at most kMaxBookedBlocks. The vector's capacity is kept when
+  // the slot is reused.
+  std::vector<std::uint64_t> blocks;
+};
+
+// The bookings of one scope and its replicas' work records.
+struct WorkState {
+  std::vector<ReplicaWork> replicas;  // unsorted; few per scope
+  std::vector<Booking> bookings;      // slots; replica == kNone is free
+  std::uint32_t live = 0;             // bookings in use
+  std::uint64_t next_seq = 0;
+  std::int64_t next_expiry = INT64_MAX;  // wall µs: no booking ends by its bound before
+};
+
+}  // namespace ic::index::detail

@@ -1,0 +1,263 @@
+// The work-aware ranking (docs/ranking.md): LookupRoute step 12 for a tenant
+// whose ranking is work-aware. Every candidate replica gets the estimated wait
+// until this request's first token,
+//
+//   wait(r) = booked prefill work still queued on r, in µs (ReplicaWork::busy_until − now)
+//           + the request's prompt tokens r does not hold (stored or booked) / rate(r)
+//
+// and the shortest wait is the answer; equal waits go to the rendezvous winner
+// of the prompt. A miss goes through the same wait (nothing held anywhere), so
+// it lands where the least work waits; with fewer than two known replicas it is
+// NO_HINT (the gateway balances). The answer is booked (bookings.cc): that is
+// this ranking's side effect on LookupRoute.
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "index/detail/shard_impl.hh"
+
+namespace ic::index {
+
+using namespace detail;
+
+namespace {
+
+// Waits closer than this are equal (rendezvous order), µs.
+constexpr double kTieUs = 1.0;
+
+}  // namespace
+
+bool Shard::Impl::rank_by_work(LookupState& st) {
+  if (!st.work_aware) return false;
+  const bool rankable = st.outcome == Outcome::kPrefixMatch || st.outcome == Outcome::kNone;
+  if (!rankable || st.scope == kNone || (!st.chain && st.exact_hash.empty())) return false;
+  WorkState& ws = scopes[st.scope].work;
+  expire_work(ws, st.now);
+  if (replica_scratch.size() < replicas.capacity()) replica_scratch.resize(replicas.capacity());
+  if (++load_stamp == 0) {
+    std::fill(replica_scratch.begin(), replica_scratch.end(), ReplicaScratch{});
+    load_stamp = 1;
+  }
+  const std::uint32_t stamp = load_stamp;
+  work_keys.clear();
+  if (ws.live > 0 && !st.below_min) {
+    hash_request(st);
+    match_bookings(st, ws, stamp);
+    add_booked_holders(st, stamp);
+  }
+  double prompt = static_cast<double>(st.effective);
+  for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
+  const bool any_fresh_stats =
+      gather_work_candidates(st, ws, prompt, resolve_knobs(st.pol).saturation_pressure, stamp);
+  const std::size_t known = work_cands.size();
+  if (std::any_of(work_cands.begin(), work_cands.end(),
+                  [](const WorkCand& c) { return !c.saturated; }))
+    std::erase_if(work_cands, [](const WorkCand& c) { return c.saturated; });
+  if (work_cands.empty()) {
+    scored.clear();
+    st.outcome = Outcome::kNone;
+    return false;
+  }
+  const WorkCand& best = pick_work(st);
+  // Without replica stats the scope knows only the replicas that hold entries
+  // or bookings. When even the best of them is busy and slower than a full
+  // prefill on an idle replica, that idle replica may be one the scope has
+  // never seen: the gateway balances (and the engine's report of its pick
+  // makes that replica known).
+  const ReplicaScratch& bs = replica_scratch[best.replica];
+  const double best_rate =
+      bs.work_stamp == stamp ? rate_of(ws.replicas[bs.work]) : cfg.work_aware.prefill_tokens_per_s;
+  const bool blind =
+      !any_fresh_stats && best.queued_us > 0 && best.wait_us > prompt / best_rate * 1e6;
+  if (blind) {
+    scored.clear();
+    finish(st, reason::kNoHint, true);
+    return true;
+  }
+  if (best.holder == kNone) {
+    // A miss: one replica among at least two known ones, else the gateway balances.
+    scored.clear();
+    if (known < 2) {
+      finish(st, reason::kNoHint, true);
+      return true;
+    }
+    scored.push_back(Scored{best.replica, 0.0, 0, 0.0, 0, 0, kNone});
+    book_answer(st, scored.front());
+    ReplicaScore& rs = st.out.replica_scores.emplace_back();
+    rs.replica_id = replicas.name(best.replica);
+    finish(st, reason::kAffinityHint, true);
+    return true;
+  }
+  // PREFIX_MATCH: the unsaturated holders, score = T / (T + wait) with T the
+  // whole prompt's prefill at the knob's rate (1 = all held on an idle replica,
+  // 0.5 = as long as a full prefill on an idle one): descending score is
+  // ascending wait. build_result books the top one.
+  const double full_us = prompt / cfg.work_aware.prefill_tokens_per_s * 1e6;
+  load_scratch.clear();
+  for (const WorkCand& c : work_cands) {
+    if (c.holder == kNone) continue;
+    Scored s = scored[c.holder];
+    s.score = full_us > 0 ? full_us / (full_us + c.wait_us) : 0.0;
+    load_scratch.push_back(s);
+  }
+  scored.swap(load_scratch);
+  st.outcome = Outcome::kPrefixMatch;
+  return false;
+}
+
+void Shard::Impl::hash_request(const LookupState& st) {
+  work_keys.clear();
+  const GroupHasher hash = group_hasher(st.tm);
+  if (st.chain) {
+    for (std::string_view h : chain_hashes) work_keys.push_back(hash(h));
+  } else {
+    work_keys.push_back(hash(st.exact_hash));
+  }
+}
+
+void Shard::Impl::match_bookings(const LookupState& st, const WorkState& ws, std::uint32_t stamp) {
+  const std::size_t n = work_keys.size();
+  for (const Booking& b : ws.bookings) {
+    if (b.replica == kNone || b.chain != st.chain || b.blocks.empty() || n == 0) continue;
+    if (b.blocks[0] != work_keys[0]) continue;
+    std::int64_t matched = st.exact_tokens;
+    if (st.chain) {
+      // A block's hash names its whole prefix, so the blocks both hold form a
+      // leading run: binary search for its end.
+      std::size_t lo = 0, hi = std::min(n, b.blocks.size()) - 1;
+      if (b.blocks[hi] == work_keys[hi]) {
+        lo = hi;
+      } else {
+        while (lo + 1 < hi) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          (b.blocks[mid] == work_keys[mid] ? lo : hi) = mid;
+        }
+      }
+      matched = run_tokens[lo + 1];
+    }
+    ReplicaScratch& r = replica_scratch[b.replica];
+    if (r.spec_stamp != stamp) {
+      r.spec_stamp = stamp;
+      r.spec_matched = 0;
+    }
+    r.spec_matched = std::max(r.spec_matched, matched);
+  }
+}
+
+void Shard::Impl::add_booked_holders(LookupState& st, std::uint32_t stamp) {
+  const std::int64_t floor = st.pol.minimum_matched_tokens;
+  for (Scored& s : scored) {
+    ReplicaScratch& r = replica_scratch[s.replica];
+    if (r.spec_stamp != stamp) continue;
+    if (r.spec_matched > s.matched) {
+      s.matched = r.spec_matched;
+      s.prob = 1.0;
+    }
+    r.spec_stamp = 0;  // listed
+  }
+  for (const Booking& b : scopes[st.scope].work.bookings) {
+    if (b.replica == kNone) continue;
+    ReplicaScratch& r = replica_scratch[b.replica];
+    if (r.spec_stamp != stamp) continue;
+    r.spec_stamp = 0;
+    if (r.spec_matched <= 0 || r.spec_matched < floor) continue;
+    scored.push_back(Scored{b.replica, 0.0, r.spec_matched, 1.0, 1, 0, kNone});
+  }
+  if (!scored.empty()) st.outcome = Outcome::kPrefixMatch;
+}
+
+bool Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState& ws, double prompt,
+                                         double saturation, std::uint32_t stamp) {
+  const TmRec* tmr = st.tm == kNone ? nullptr : &tms[st.tm];
+  bool any_fresh_stats = false;
+  if (tmr != nullptr) {
+    for (const StatsRec& s : tmr->stats) {
+      if (st.now - s.stats_reported >= cfg.load_stats_window_us) continue;
+      replica_scratch[s.replica].pressure_stamp = stamp;
+      replica_scratch[s.replica].pressure = s.pressure;
+      any_fresh_stats = true;
+    }
+  }
+  for (std::size_t i = 0; i < ws.replicas.size(); ++i) {
+    ReplicaScratch& r = replica_scratch[ws.replicas[i].replica];
+    r.work_stamp = stamp;
+    r.work = static_cast<std::uint32_t>(i);
+  }
+  auto add = [&](std::uint32_t replica, std::uint32_t holder, std::int64_t matched, double fresh) {
+    ReplicaScratch& r = replica_scratch[replica];
+    r.cand_stamp = stamp;
+    const ReplicaWork* w = r.work_stamp == stamp ? &ws.replicas[r.work] : nullptr;
+    const double rate = w != nullptr ? rate_of(*w) : cfg.work_aware.prefill_tokens_per_s;
+    const double queued =
+        w != nullptr ? static_cast<double>(std::max<std::int64_t>(0, w->busy_until - st.now)) : 0;
+    const double uncached = std::max(0.0, prompt - static_cast<double>(matched) * fresh);
+    const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
+    work_cands.push_back(
+        WorkCand{replica, holder, queued + uncached / rate * 1e6, queued, pressure >= saturation});
+  };
+  work_cands.clear();
+  for (std::size_t i = 0; i < scored.size(); ++i)
+    add(scored[i].replica, static_cast<std::uint32_t>(i), scored[i].matched, scored[i].prob);
+  if (!st.pol.affinity_routing) return any_fresh_stats;
+  for (const ScopeMember& m : scopes[st.scope].members) {
+    if (replica_scratch[m.replica].cand_stamp != stamp) add(m.replica, kNone, 0, 0);
+  }
+  if (tmr != nullptr) {
+    for (const StatsRec& s : tmr->stats) {
+      const ReplicaScratch& r = replica_scratch[s.replica];
+      if (r.pressure_stamp == stamp && r.cand_stamp != stamp) add(s.replica, kNone, 0, 0);
+    }
+  }
+  for (const ReplicaWork& w : ws.replicas) {
+    if (replica_scratch[w.replica].cand_stamp != stamp) add(w.replica, kNone, 0, 0);
+  }
+  return any_fresh_stats;
+}
+
+const WorkCand& Shard::Impl::pick_work(const LookupState& st) const {
+  const WorkCand* best = &work_cands.front();
+  for (const WorkCand& c : work_cands) {
+    if (c.wait_us < best->wait_us) best = &c;
+  }
+  const double within = best->wait_us + kTieUs;
+  std::size_t tied = 0;
+  for (const WorkCand& c : work_cands) tied += c.wait_us <= within ? 1 : 0;
+  if (tied < 2) return *best;
+  // Rendezvous hashing of the prompt over the tied replicas.
+  std::uint64_t seed = 0x1CEC0FFEEull;
+  if (st.chain) {
+    for (std::string_view h : chain_hashes) seed = XXH3_64bits_withSeed(h.data(), h.size(), seed);
+  } else {
+    seed = XXH3_64bits_withSeed(st.exact_hash.data(), st.exact_hash.size(), seed);
+  }
+  const WorkCand* pick = nullptr;
+  std::uint64_t top = 0;
+  for (const WorkCand& c : work_cands) {
+    if (c.wait_us > within) continue;
+    const std::string& name = replicas.name(c.replica);
+    const std::uint64_t weight = fmix64(seed ^ XXH3_64bits(name.data(), name.size()));
+    if (pick == nullptr || weight > top || (weight == top && name < replicas.name(pick->replica))) {
+      top = weight;
+      pick = &c;
+    }
+  }
+  return *pick;
+}
+
+void Shard::Impl::book_answer(LookupState& st, const Scored& top) {
+  WorkState& ws = scopes[st.scope].work;
+  ReplicaWork& w = work_of(ws, top.replica, st.now);
+  ++w.hints;
+  w.hinted_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.effective));
+  w.predicted_hit_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(0, top.matched));
+  // The tokens the engine will prefill: what the replica does not hold
+  // (freshness prices the risk in the wait, it is not work).
+  const std::int64_t tokens = st.effective - top.matched;
+  if (tokens <= 0) return;
+  if (work_keys.empty()) hash_request(st);
+  book(ws, top.replica, st.now, tokens, st.chain, work_keys);
+}
+
+}  // namespace ic::index

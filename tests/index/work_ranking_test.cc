@@ -1,0 +1,306 @@
+// The work-aware ranking (docs/ranking.md): the wait until the first token from
+// booked prefill work and learned rates, bookings as speculative entries, how a
+// booking ends, and NO_HINT for a miss in a scope of one known replica. Issue 26
+// acceptance 4, with exact answers. The clock is the harness's ManualClock; the
+// prefill rate before one is learned is the flag's default, 10,000 tokens/s, so
+// a 512-token block is 51.2 ms of work.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "helpers.hh"
+
+using namespace ic::index;
+using namespace ic::index::test;
+
+namespace {
+
+constexpr std::int32_t kBlock = 512;  // tokens per block in these inputs
+
+// A stats-only update of `replica` for (t, m) at pressure 0.
+pb::CacheStateUpdate idle_stats(const std::string& replica, std::int64_t ts) {
+  pb::CacheStateUpdate u = scoped_update("t", "m", "vllm", replica, ts);
+  u.mutable_stats()->set_pressure(0.0f);
+  return u;
+}
+
+// Eight replicas r0..r7 known in the scope (t, m, vllm): each holds one
+// unrelated block, so no request below matches anything stored; with
+// `stats`, each also reported ReplicaStats.
+void eight_replicas(Harness& h, bool stats = true) {
+  const char* names[] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"};
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    h.ingest(chain_update("t", "m", "vllm", names[i], kNow, {100 + i}, 0, "", kBlock));
+    if (stats) h.ingest(idle_stats(names[i], kNow));
+  }
+}
+
+Harness work_harness() { return Harness({}, nullptr, ic::config::Ranking::kWorkAware); }
+
+// "REASON replica" of the top answer.
+std::string top(const pb::LookupRouteResponse& r) {
+  if (r.replica_scores_size() == 0) return r.reason_code();
+  return r.reason_code() + " " + r.replica_scores(0).replica_id();
+}
+
+// The work row of `replica` in (t, m, vllm); a default row when there is none.
+WorkRow work_row(Harness& h, const std::string& replica) {
+  for (const WorkRow& w : h.shard->collect_snapshot().work) {
+    if (w.tenant == "t" && w.model == "m" && w.hash_scheme == "vllm" && w.replica_id == replica)
+      return w;
+  }
+  return WorkRow{};
+}
+
+// "REASON replica" as top() prints it.
+std::string named(std::string_view reason, const std::string& replica) {
+  std::string s(reason);
+  s.push_back(' ');
+  s.append(replica);
+  return s;
+}
+
+// The replica of a one-replica top answer.
+std::string replica_of(const pb::LookupRouteResponse& r) {
+  return r.replica_scores_size() > 0 ? r.replica_scores(0).replica_id() : std::string();
+}
+
+std::vector<std::uint64_t> blocks(std::uint64_t first, std::size_t n) {
+  std::vector<std::uint64_t> v;
+  for (std::size_t i = 0; i < n; ++i) v.push_back(first + i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("work-aware: a burst of 20 misses over 8 known replicas spreads by outstanding work") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  // Request i has 1 + i % 3 new blocks (512..1536 tokens); the clock stands
+  // still, so each replica's queue is exactly the tokens booked on it.
+  std::vector<std::string> answers;
+  for (std::uint64_t i = 0; i < 20; ++i)
+    answers.push_back(
+        top(h.lookup(chain_req("t", "m", "vllm", blocks(1000 * (i + 1), 1 + i % 3), kBlock))));
+  // The first eight go to the eight idle replicas (each booking makes its
+  // replica the busiest); from then on every miss goes to the replica with
+  // the least booked work (equal work: the rendezvous order of the prompt).
+  // Sizes 1, 2, 3, 1, 2, 3, … blocks; booked tokens after each answer in the comments.
+  const std::vector<std::string> want = {
+      "AFFINITY_HINT r2",   // r2 512
+      "AFFINITY_HINT r7",   // r7 1024
+      "AFFINITY_HINT r1",   // r1 1536
+      "AFFINITY_HINT r3",   // r3 512
+      "AFFINITY_HINT r5",   // r5 1024
+      "AFFINITY_HINT r4",   // r4 1536
+      "AFFINITY_HINT r6",   // r6 512
+      "AFFINITY_HINT r0",   // r0 1024: every replica busy now
+      "AFFINITY_HINT r3",   // 512 (r2, r3, r6 tied: rendezvous) → 2048
+      "AFFINITY_HINT r6",   // 512 (r2, r6) → 1024
+      "AFFINITY_HINT r2",   // 512 → 1536
+      "AFFINITY_HINT r0",   // 1024 (r7, r5, r0, r6) → 2560
+      "AFFINITY_HINT r7",   // 1024 (r7, r5, r6) → 1536
+      "AFFINITY_HINT r5",   // 1024 (r5, r6) → 2048
+      "AFFINITY_HINT r6",   // 1024 → 2560
+      "AFFINITY_HINT r2",   // 1536 (r1, r4, r2, r7) → 2048
+      "AFFINITY_HINT r4",   // 1536 (r1, r4, r7) → 2560
+      "AFFINITY_HINT r7",   // 1536 (r1, r7) → 3072
+      "AFFINITY_HINT r1",   // 1536 → 2048
+      "AFFINITY_HINT r2"};  // 2048 (r3, r5, r2, r1) → 3072
+  CHECK(answers == want);
+  // Booked tokens per replica: 39 blocks of 512 over 8 replicas, within one request.
+  std::map<std::string, std::int64_t> booked;
+  for (const WorkRow& w : h.shard->collect_snapshot().work) booked[w.replica_id] = w.booked_tokens;
+  CHECK(booked == std::map<std::string, std::int64_t>{{"r0", 2560},
+                                                      {"r1", 2048},
+                                                      {"r2", 3072},
+                                                      {"r3", 2048},
+                                                      {"r4", 2560},
+                                                      {"r5", 2048},
+                                                      {"r6", 2560},
+                                                      {"r7", 3072}});
+}
+
+TEST_CASE("work-aware: a burst of one new shared prefix follows its first booking, then moves on") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  // Shared prefix: 16 blocks (8192 tokens, 819.2 ms); each request adds one
+  // block of its own (51.2 ms). The full prefill of a request: 870.4 ms.
+  auto request = [](std::uint64_t i) {
+    std::vector<std::uint64_t> chain = blocks(5000, 16);
+    chain.push_back(9000 + i);
+    return chain_req("t", "m", "vllm", chain, kBlock);
+  };
+  std::vector<std::string> answers;
+  std::vector<std::int32_t> matched;
+  auto ask = [&](std::uint64_t i) {
+    const auto r = h.lookup(request(i));
+    answers.push_back(top(r));
+    matched.push_back(r.replica_scores_size() > 0 ? r.replica_scores(0).matched_tokens() : -1);
+  };
+  ask(0);  // t = 0: a miss, booked on its replica until 870.4 ms
+  h.clock.wall += 100'000;
+  ask(1);  // t = 100 ms: 770.4 queued + 51.2 < 870.4 elsewhere
+  h.clock.wall += 100'000;
+  ask(2);  // t = 200 ms: 721.6 + 51.2
+  // A burst at t = 200 ms: the first replica's wait grows by 51.2 ms per request
+  // (824.0, then 875.2 > 870.4); then the next idle replica, whose booking
+  // makes it as busy as a full prefill, and so on.
+  for (std::uint64_t i = 3; i < 7; ++i) ask(i);
+  const std::vector<std::string> want = {"AFFINITY_HINT r7", "PREFIX_MATCH r7",  "PREFIX_MATCH r7",
+                                         "PREFIX_MATCH r7",  "AFFINITY_HINT r6", "AFFINITY_HINT r1",
+                                         "AFFINITY_HINT r0"};
+  for (int i = 1; i < 4; ++i) CHECK(matched[i] == 16 * kBlock);  // the booked prefix
+  CHECK(answers == want);
+  // The speculative entries are not stored entries: GetCacheState still
+  // counts the eight unrelated blocks only.
+  CHECK(h.cache_state("t", "m").summary().total_prefixes() == 8);
+}
+
+TEST_CASE("work-aware: a booking ends on its completion report, and the rate is learned") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  const auto chain = blocks(7000, 2);  // 1024 tokens
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", chain, kBlock)));
+  WorkRow w = work_row(h, r);
+  CHECK(w.open_bookings == 1);
+  CHECK(w.booked_tokens == 1024);
+  CHECK(w.hints == 1);
+  // The replica reports the blocks 200 ms later: 1024 tokens in 0.2 s.
+  h.clock.wall += 200'000;
+  h.ingest(chain_update("t", "m", "vllm", r, h.clock.wall, chain, 0, "", kBlock));
+  w = work_row(h, r);
+  CHECK(w.open_bookings == 0);
+  CHECK(w.booked_tokens == 0);
+  CHECK(w.bookings_completed == 1);
+  CHECK(w.bookings_expired == 0);
+  CHECK(w.prefill_tokens_per_s == doctest::Approx(5120.0));
+  CHECK(w.completion_us == 200'000);
+  // Now stored: the same prompt is a PREFIX_MATCH with nothing to book, and
+  // the hint predicted its 1024 hit tokens.
+  const auto again = h.lookup(chain_req("t", "m", "vllm", chain, kBlock));
+  CHECK(top(again) == named("PREFIX_MATCH", r));
+  w = work_row(h, r);
+  CHECK(w.open_bookings == 0);
+  CHECK(w.hints == 2);
+  CHECK(w.predicted_hit_tokens == 1024);
+}
+
+TEST_CASE("work-aware: a booking never completed ends at its learned bound") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  // One timed completion on r: 1024 tokens in 200 ms (bound = 4 × 200 ms).
+  const auto chain = blocks(7000, 2);
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", chain, kBlock)));
+  h.clock.wall += 200'000;
+  h.ingest(chain_update("t", "m", "vllm", r, h.clock.wall, chain, 0, "", kBlock));
+  // A prompt that extends the stored one by two blocks goes to r (it holds
+  // the first two), books 1024 tokens there (200 ms at the learned rate, so
+  // the bound is max(2 × 200, 4 × 200) = 800 ms), and its report never comes.
+  auto longer = blocks(7000, 4);
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", longer, kBlock))) == named("PREFIX_MATCH", r));
+  CHECK(work_row(h, r).open_bookings == 1);
+  CHECK(work_row(h, r).booked_tokens == 1024);
+  // A fully stored prompt (books nothing) lets the scope check its bounds.
+  h.clock.wall += 799'999;
+  h.lookup(chain_req("t", "m", "vllm", chain, kBlock));
+  CHECK(work_row(h, r).open_bookings == 1);
+  h.clock.wall += 1;
+  h.lookup(chain_req("t", "m", "vllm", chain, kBlock));
+  const WorkRow w = work_row(h, r);
+  CHECK(w.open_bookings == 0);
+  CHECK(w.booked_tokens == 0);
+  CHECK(w.bookings_completed == 1);
+  CHECK(w.bookings_expired == 1);
+}
+
+TEST_CASE("work-aware: a later completion ends the older bookings it overtook") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  // Two bookings on one replica (the second prompt follows the first's
+  // booked blocks); only the second one's report arrives: the first was not
+  // sent there, since prefill runs in arrival order.
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(7000, 8), kBlock)));
+  // At 400 ms the first booking (409.6 ms) is nearly done there: a prompt
+  // sharing its first seven blocks waits 9.6 + 51.2 ms there.
+  h.clock.wall += 400'000;
+  auto second = blocks(7000, 7);
+  second.push_back(8000);
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", second, kBlock))) == named("PREFIX_MATCH", r));
+  CHECK(work_row(h, r).open_bookings == 2);
+  h.clock.wall += 500'000;
+  h.ingest(chain_update("t", "m", "vllm", r, h.clock.wall, second, 0, "", kBlock));
+  const WorkRow w = work_row(h, r);
+  CHECK(w.open_bookings == 0);
+  CHECK(w.bookings_completed == 1);
+  CHECK(w.bookings_expired == 1);
+  // 512 tokens from max(booked, previous completion) = 400 ms to 900 ms.
+  CHECK(w.prefill_tokens_per_s == doctest::Approx(1024.0));
+}
+
+TEST_CASE("work-aware: one known replica → misses get NO_HINT; a second one → AFFINITY_HINT") {
+  Harness h = work_harness();
+  h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {1, 2}, 0, "", kBlock));
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", {42, 43}, kBlock))) == "NO_HINT");
+  CHECK(work_row(h, "r0").hints == 0);  // nothing booked
+  // A hit is still a hit.
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", {1, 2, 3}, kBlock))) == "PREFIX_MATCH r0");
+  // A second replica known from its stats alone: misses are answered again.
+  h.ingest(idle_stats("r1", kNow));
+  const auto miss = h.lookup(chain_req("t", "m", "vllm", {42, 43}, kBlock));
+  CHECK(miss.reason_code() == "AFFINITY_HINT");
+  // r0 has 512 tokens booked by the hit above: the idle r1 is the answer.
+  CHECK(top(miss) == "AFFINITY_HINT r1");
+}
+
+TEST_CASE("work-aware: replicas of two speeds get misses in proportion to their learned rates") {
+  Harness h = work_harness();
+  h.ingest(chain_update("t", "m", "vllm", "fast", kNow, {100}, 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "slow", kNow, {101}, 0, "", kBlock));
+  h.ingest(idle_stats("fast", kNow));
+  h.ingest(idle_stats("slow", kNow));
+  // Each holds the first block of one prompt of 11 blocks: booked there
+  // (5120 tokens), reported after 0.5 s (fast) and 1 s (slow).
+  auto prompt = [](std::uint64_t first) {
+    auto chain = blocks(first * 100, 10);
+    chain.insert(chain.begin(), first);
+    return chain;
+  };
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", prompt(100), kBlock))) == "PREFIX_MATCH fast");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", prompt(101), kBlock))) == "PREFIX_MATCH slow");
+  h.clock.wall += 500'000;
+  h.ingest(chain_update("t", "m", "vllm", "fast", h.clock.wall, prompt(100), 0, "", kBlock));
+  h.clock.wall += 500'000;
+  h.ingest(chain_update("t", "m", "vllm", "slow", h.clock.wall, prompt(101), 0, "", kBlock));
+  CHECK(work_row(h, "fast").prefill_tokens_per_s == doctest::Approx(10240.0));
+  CHECK(work_row(h, "slow").prefill_tokens_per_s == doctest::Approx(5120.0));
+  // 12 simultaneous misses of 1024 tokens: 100 ms each on fast, 200 ms on slow.
+  std::map<std::string, int> per;
+  for (std::uint64_t i = 0; i < 12; ++i)
+    ++per[replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(50000 + 10 * i, 2), kBlock)))];
+  CHECK(per == std::map<std::string, int>{{"fast", 8}, {"slow", 4}});
+}
+
+TEST_CASE("work-aware without replica stats: misses go to idle known replicas, then NO_HINT") {
+  Harness h = work_harness();
+  eight_replicas(h, false);
+  // The scope knows r0..r7 only by their entries. While one of them has
+  // nothing queued, a miss goes there; once all are busy an idle replica may
+  // be one the scope never saw, so the gateway balances.
+  std::map<std::string, int> per;
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    const auto r = h.lookup(chain_req("t", "m", "vllm", blocks(1000 * (i + 1), 2), kBlock));
+    CHECK(r.reason_code() == "AFFINITY_HINT");
+    ++per[replica_of(r)];
+  }
+  CHECK(per.size() == 8);
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock))) == "NO_HINT");
+  // 102.4 ms later every replica's 1024 booked tokens are done: idle again.
+  h.clock.wall += 102'400;
+  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock)).reason_code() ==
+        "AFFINITY_HINT");
+}
