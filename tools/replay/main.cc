@@ -96,7 +96,7 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
                  "ReplicaStats every S seconds of trace time, or none (only KV events reach the "
                  "server)")
       ->check([](const std::string& s) {
-        return parse_stats(s) ? "" : "--stats must be none or a positive number of seconds";
+        return parse_stats(s) ? "" : "must be none or a positive number of seconds";
       })
       ->capture_default_str();
   app.add_option("--policies", f.policies, "policies to compare, in this order")

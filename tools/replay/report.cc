@@ -46,14 +46,26 @@ std::string rates_text(const ReplayOptions& options) {
   return out;
 }
 
+// Events running this late (p99, in trace time) behind their wall time distort what the server
+// sees: a warning is printed.
+constexpr double kLagWarningTraceMs = 250;
+
 std::string clock_text(const ReplayResult& result, const ReplayOptions& options) {
   if (!result.paced) return printf_string("virtual time (%.1f s of wall time)", result.wall_s);
   auto lag = result.lag_us;
   const auto summary = summarize(lag);
-  return printf_string(
+  std::string out = printf_string(
       "wall clock at trace time / %.2f (%.1f s; events late by p99 %.1f ms, max %.1f ms)",
       options.speed, result.wall_s, static_cast<double>(summary.p99_us) / 1000.0,
       static_cast<double>(summary.max_us) / 1000.0);
+  const double p99_trace_ms = static_cast<double>(summary.p99_us) / 1000.0 * options.speed;
+  if (p99_trace_ms > kLagWarningTraceMs) {
+    out += printf_string(
+        "\n  WARNING: p99 lag = %.0f ms of trace time: the server saw a distorted time line "
+        "(a busy machine or a stalled call); rerun, or lower --speed",
+        p99_trace_ms);
+  }
+  return out;
 }
 
 std::string stats_text(const ReplayOptions& options) {

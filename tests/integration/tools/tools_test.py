@@ -202,7 +202,9 @@ def case_usage(a, target):
     for cmd in ([a.cli], [a.cli, "lookup"], [a.cli, "nope"], [a.cli, "health", "--bogus"],
                 [a.cli, "report", "--tier", "9", "--tenant", "t", "--model", "m", "--replica", "r"],
                 [a.replay, "--replicas", "0"], [a.replay, "--policies", "random"],
-                [a.replay, "extra"], [a.bench, "-c", "x"], [a.bench, "--rpc", "nope"]):
+                [a.replay, "extra"], [a.replay, "--stats", "often"], [a.replay, "--stats", "0"],
+                [a.replay, "--prefill-rate", "0"], [a.replay, "--follow-fraction", "1.5"],
+                [a.bench, "-c", "x"], [a.bench, "--rpc", "nope"]):
         rc, out, err = run(cmd)
         check(rc == 2, "%s: exit %d %r" % (cmd[1:], rc, err))
         check(": error: " in err and err.endswith("run with --help for usage\n"), "%r" % err)
