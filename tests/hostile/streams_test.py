@@ -155,7 +155,10 @@ def case_rounds(binary):
             print("round %d: RSS %.1f MiB, open streams %d, connections kept %d" % (
                 round_no, rss[-1] / 2**20, open_streams(srv), len(kept)))
         steady = rss[0]
-        assert max(rss[1:]) <= 1.5 * steady, ["%.1f MiB" % (r / 2**20) for r in rss]
+        # ASan's quarantine keeps freed memory resident: RSS says nothing
+        # there, so a sanitizer build prints the rounds and checks the streams.
+        if os.environ.get("IC_SANITIZED") != "1":
+            assert max(rss[1:]) <= 1.5 * steady, ["%.1f MiB" % (r / 2**20) for r in rss]
         ingest.close()
         for s in kept:
             s.close()

@@ -261,7 +261,7 @@ TEST_CASE(
   s.ingest(updates);
   // Default minimumMatchedTokens 64 drops the 32-token match: a miss, and with
   // r1 the only replica known in the scope the work-aware ranking answers
-  // NO_HINT (docs/ranking.md "Candidates").
+  // NO_HINT (docs/ranking.md "Cost", its Candidates paragraph).
   for (const auto& t : tenants) {
     CAPTURE(t);
     CHECK(s.lookup(exact(t, "llama", "h32")).reason_code() == "NO_HINT");
