@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "index_world.hh"
+#include "metrics/registry.hh"
 #include "placement/copy_export.hh"
 #include "placement/spread.hh"
 #include "runtime/runtime.hh"
@@ -165,7 +166,9 @@ void BM_SingleTenantOwner(benchmark::State& state) {
     d.senders_left = static_cast<int>(senders);
     std::vector<Sender> states(senders + 1);
     d.start = std::chrono::steady_clock::now();
+    ic::metrics::Registry metrics(senders + 1);  // reactor threads count into a bound registry
     runtime.start([&](unsigned core) {
+      metrics.bind_current_thread(core);
       if (core == kOwner) {
         d.owner_cpu_start_ns = thread_cpu_ns();
         return;
@@ -255,7 +258,9 @@ void BM_SpreadLookup(benchmark::State& state) {
     run.runtime = &runtime;
     run.left = static_cast<int>(k);
     run.start = std::chrono::steady_clock::now();
+    ic::metrics::Registry metrics(k);
     runtime.start([&](unsigned core) {
+      metrics.bind_current_thread(core);
       Shard& shard = core == 0 ? *w.shard : spread_copy(core);
       answer_locally(&run, shard, requests, w.clock, core);
     });
@@ -340,7 +345,9 @@ void BM_SpreadIngest(benchmark::State& state) {
       index.set_placement(placement.get());
     }
     IngestRun run{&runtime, &index, &updates, index.owner("tenant-s")};
+    ic::metrics::Registry metrics(cores);
     runtime.start([&](unsigned core) {
+      metrics.bind_current_thread(core);
       if (core == run.owner) ingest_slice(&run);
     });
     runtime.join();

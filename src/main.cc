@@ -7,8 +7,8 @@
 #include <exception>
 #include <string>
 
+#include "base/log.hh"
 #include "config/flags.hh"
-#include "config/log.hh"
 #include "server/app.hh"
 
 int main(int argc, char** argv) {
@@ -31,16 +31,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "inferencecache-server: %s\n", error.c_str());
     return ic::server::kExitUsage;
   }
-  ic::config::configure_logging(config.log_format, config.log_level);
-  ic::config::start_log_writer();
+  ic::base::configure_logging(config.log_format, config.log_level);
+  ic::base::start_log_writer();
   int code = ic::server::kExitStartup;
   try {
     code = ic::server::run(config);
   } catch (const std::exception& e) {
     // Whatever a start step threw (a resource the kernel refused): one log
     // line and exit 1, never std::terminate's abort.
-    ic::config::log(ic::config::LogLevel::error, "server failed", {{"error", e.what()}});
+    ic::base::log(ic::base::LogLevel::error, "server failed", {{"error", e.what()}});
   }
-  ic::config::stop_log_writer();
+  ic::base::stop_log_writer();
   return code;
 }

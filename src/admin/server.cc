@@ -5,7 +5,7 @@
 
 #include "admin/auth.hh"
 #include "admin/snapshot_json.hh"
-#include "config/log.hh"
+#include "base/log.hh"
 #include "metrics/prometheus.hh"
 #include "metrics/scrape.hh"
 #include "runtime/map_reduce.hh"
@@ -20,10 +20,10 @@ constexpr std::string_view kDefaultPolicyJson = R"({"version":7,"policies":[],"t
 // At most one "control request refused" line per 10 s across all cores; the
 // rest are counted into the next line (and always in *_auth_total).
 constexpr std::int64_t kAuthLogIntervalUs = 10'000'000;
-config::LogRateLimit g_auth_log_limit(kAuthLogIntervalUs);
+base::LogRateLimit g_auth_log_limit(kAuthLogIntervalUs);
 
 void log_policy_rejected(std::string_view why) {
-  config::log(config::LogLevel::warn, "policy rejected", {{"source", "http"}, {"error", why}});
+  base::log(base::LogLevel::warn, "policy rejected", {{"source", "http"}, {"error", why}});
 }
 
 HttpResponse not_found() { return HttpResponse::text(404, "not found"); }
@@ -115,10 +115,10 @@ void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Res
           }
         }
         metrics::local().add_policy_reload(metrics::PolicySource::kHttp, true);
-        config::log(config::LogLevel::info, "policy accepted",
-                    {{"source", "http"},
-                     {"policies", set->policy_count()},
-                     {"quotas", set->quota_count()}});
+        base::log(base::LogLevel::info, "policy accepted",
+                  {{"source", "http"},
+                   {"policies", set->policy_count()},
+                   {"quotas", set->quota_count()}});
         HttpResponse r;
         r.status = 204;
         respond(std::move(r));
@@ -132,12 +132,12 @@ bool authorized(TokenAuth& auth, metrics::AuthEndpoint endpoint, const HttpReque
   metrics::local().add_auth(endpoint, decision.result);
   if (decision.result == metrics::AuthResult::kOk) return true;
   std::uint64_t suppressed = 0;
-  if (g_auth_log_limit.allow(config::log_clock_us(), &suppressed)) {
-    config::log(config::LogLevel::warn, "control request refused",
-                {{"path", request.path()},
-                 {"status", decision.status},
-                 {"reason", decision.reason},
-                 {"suppressed", suppressed}});
+  if (g_auth_log_limit.allow(base::log_clock_us(), &suppressed)) {
+    base::log(base::LogLevel::warn, "control request refused",
+              {{"path", request.path()},
+               {"status", decision.status},
+               {"reason", decision.reason},
+               {"suppressed", suppressed}});
   }
   HttpResponse r = HttpResponse::text(decision.status, decision.reason);
   if (decision.status == 401) {

@@ -12,10 +12,15 @@
 #include <string_view>
 #include <vector>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "config/policy.hh"
 
 namespace ic::config {
+
+// The logger lives in src/base/ (net and rpc use it without the flags);
+// --log-format and --log-level name its types.
+using base::LogFormat;
+using base::LogLevel;
 
 // --reactor-backend (docs/architecture.md "Reactor backends"): kAuto is
 // io_uring, or epoll when this process may not use io_uring.

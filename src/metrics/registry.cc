@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstdio>
 
+#include "base/check.hh"
+#include "runtime/runtime.hh"
+
 namespace ic::metrics {
 
 namespace {
@@ -39,6 +42,10 @@ ProcessFigures Registry::process_figures() const {
 
 CoreMetrics& local() {
   if (bound_core != nullptr) return *bound_core;
+  // A reactor thread is a core: its counts must reach its registry, or a
+  // scrape would silently miss them.
+  IC_CHECK(!runtime::on_reactor_thread(),
+           "metrics::local() on a reactor thread its Registry was not bound to");
   thread_local CoreMetrics scratch(0);
   return scratch;
 }

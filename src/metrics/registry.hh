@@ -65,8 +65,9 @@ class Registry {
 };
 
 // The calling thread's core registry (bound by Registry::bind_current_thread).
-// On an unbound thread (tests, tools) it returns a thread-local scratch
-// registry whose values are never scraped, so callers need no checks.
+// A thread that is no core (not a reactor: unit tests, tools, helper threads)
+// gets a thread-local scratch registry whose values are never scraped. A
+// reactor thread must be bound (checked: aborts otherwise).
 CoreMetrics& local();
 
 // Resident set size of this process in bytes (/proc/self/statm field 2 ×

@@ -7,7 +7,7 @@
 
 #include <cerrno>
 
-#include "config/log.hh"
+#include "base/log.hh"
 
 namespace ic::net {
 
@@ -17,7 +17,7 @@ namespace {
 constexpr std::int64_t kAcceptRetryUs = 50'000;
 enum : std::uint8_t { kAcceptOp = 1 };
 // "connection limit reached": one line per 10 s across cores and listeners.
-config::LogRateLimit g_limit_log(10'000'000);
+base::LogRateLimit g_limit_log(10'000'000);
 }  // namespace
 
 // ---- Acceptor ----
@@ -92,11 +92,11 @@ void Acceptor::accept_one(int fd) {
     listener_.stats.open.fetch_sub(1, std::memory_order_relaxed);
     listener_.stats.rejected_total.fetch_add(1, std::memory_order_relaxed);
     std::uint64_t suppressed = 0;
-    if (g_limit_log.allow(config::log_clock_us(), &suppressed)) {
-      config::log(config::LogLevel::warn, "connection limit reached: connection refused",
-                  {{"listener", listener_.options.name},
-                   {"max_connections", listener_.options.max_connections},
-                   {"suppressed", suppressed}});
+    if (g_limit_log.allow(base::log_clock_us(), &suppressed)) {
+      base::log(base::LogLevel::warn, "connection limit reached: connection refused",
+                {{"listener", listener_.options.name},
+                 {"max_connections", listener_.options.max_connections},
+                 {"suppressed", suppressed}});
     }
     ::close(fd);
     return;
@@ -106,12 +106,12 @@ void Acceptor::accept_one(int fd) {
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   auto* conn = new TcpConnection(core_, listener_, fd);
-  if (config::log_enabled(config::LogLevel::debug)) {
-    config::log(config::LogLevel::debug, "connection accepted",
-                {{"listener", listener_.options.name},
-                 {"peer", conn->peer()},
-                 {"core", core_.core()},
-                 {"open", open + 1}});
+  if (base::log_enabled(base::LogLevel::debug)) {
+    base::log(base::LogLevel::debug, "connection accepted",
+              {{"listener", listener_.options.name},
+               {"peer", conn->peer()},
+               {"core", core_.core()},
+               {"open", open + 1}});
   }
   core_.link(conn);
   conn->start(listener_.options.factory(*conn));

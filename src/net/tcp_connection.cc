@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "net/address.hh"
 #include "net/age_jitter.hh"
 #include "net/core_net.hh"
@@ -292,12 +292,12 @@ void TcpConnection::begin_age_drain() {
 
 void TcpConnection::finish() {
   finished_ = true;
-  if (config::log_enabled(config::LogLevel::debug)) {
-    config::log(config::LogLevel::debug, "connection closed",
-                {{"listener", listener_.options.name},
-                 {"peer", peer()},
-                 {"aborted", aborting_},
-                 {"peer_eof", peer_eof_}});
+  if (base::log_enabled(base::LogLevel::debug)) {
+    base::log(base::LogLevel::debug, "connection closed",
+              {{"listener", listener_.options.name},
+               {"peer", peer()},
+               {"aborted", aborting_},
+               {"peer_eof", peer_eof_}});
   }
   if (idle_timer_ != 0) {
     core_.reactor().cancel_timer(idle_timer_);

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "config/log.hh"
+#include "base/log.hh"
 
 namespace ic::net {
 
@@ -15,7 +15,7 @@ namespace {
 constexpr std::size_t kPlainChunk = 16 * 1024;  // one TLS record of plaintext
 // A scanner or a client with the wrong CA fails every handshake: one line
 // per 10 s across all cores, with the count of the ones not logged.
-config::LogRateLimit g_handshake_log_limit(10'000'000);
+base::LogRateLimit g_handshake_log_limit(10'000'000);
 
 std::string openssl_error() {
   const unsigned long code = ERR_get_error();
@@ -145,9 +145,9 @@ class TlsSession final : public Session, public Connection {
 
   void log_handshake_failure(const std::string& why) {
     std::uint64_t suppressed = 0;
-    if (!g_handshake_log_limit.allow(config::log_clock_us(), &suppressed)) return;
-    config::log(config::LogLevel::warn, "TLS handshake failed",
-                {{"peer", outer_.peer()}, {"error", why}, {"suppressed", suppressed}});
+    if (!g_handshake_log_limit.allow(base::log_clock_us(), &suppressed)) return;
+    base::log(base::LogLevel::warn, "TLS handshake failed",
+              {{"peer", outer_.peer()}, {"error", why}, {"suppressed", suppressed}});
   }
 
   bool read_plaintext() {

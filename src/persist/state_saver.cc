@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "persist/snapshot_codec.hh"
 #include "runtime/submit.hh"
 
@@ -188,8 +188,8 @@ void StateSaver::run() {
       continue;
     }
     if (std::string error = save_live(); !error.empty() && !stopping_.load()) {
-      config::log(config::LogLevel::warn, "state file save failed",
-                  {{"path", options_.path}, {"error", error}});
+      base::log(base::LogLevel::warn, "state file save failed",
+                {{"path", options_.path}, {"error", error}});
     } else if (error.empty() && options_.on_saved) {
       options_.on_saved();
     }
@@ -303,11 +303,11 @@ std::string StateSaver::finish(StateFileWriter& writer, std::int64_t entries,
                      static_cast<double>(ended - started_us) / 1e6,
                      static_cast<std::int64_t>(writer.bytes_written()), entries);
   if (error.empty()) {
-    config::log(config::LogLevel::debug, "state file saved",
-                {{"path", options_.path},
-                 {"entries", entries},
-                 {"bytes", writer.bytes_written()},
-                 {"duration_ms", (ended - started_us) / 1000}});
+    base::log(base::LogLevel::debug, "state file saved",
+              {{"path", options_.path},
+               {"entries", entries},
+               {"bytes", writer.bytes_written()},
+               {"duration_ms", (ended - started_us) / 1000}});
   }
   return error;
 }

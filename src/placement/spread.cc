@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "index/partition.hh"
 #include "metrics/registry.hh"
 #include "placement/copy_export.hh"
@@ -331,11 +331,11 @@ void SpreadPlacement::resync(Tenant& t, unsigned core) {
   link.queued.clear();
   link.queued_bytes = 0;  // the export is what a resync costs, whatever its size
   counters_.resyncs.fetch_add(1, std::memory_order_relaxed);
-  config::log(config::LogLevel::warn, "spread tenant copy resynchronized: its core fell behind",
-              {{"tenant", t.id},
-               {"core", core},
-               {"max_queued", options_.max_queued},
-               {"max_queued_bytes", options_.max_queued_bytes}});
+  base::log(base::LogLevel::warn, "spread tenant copy resynchronized: its core fell behind",
+            {{"tenant", t.id},
+             {"core", core},
+             {"max_queued", options_.max_queued},
+             {"max_queued_bytes", options_.max_queued_bytes}});
   Change reset;
   reset.reset =
       std::make_shared<const std::vector<std::string>>(export_tenant(*owners_[t.owner], t.id));

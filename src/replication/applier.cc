@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "config/policy.hh"
 
 namespace ic::replication {
@@ -77,16 +77,16 @@ void Applier::add(std::uint64_t sequence, OwnChange&& change) {
 void Applier::add_policy(std::uint64_t sequence, const std::string& json) {
   config::PolicyParseResult parsed = config::parse_policy_json(json);
   if (!parsed.ok()) {
-    config::log(config::LogLevel::warn, "replicated policy rejected: kept the current one",
-                {{"stream_sequence", sequence}, {"error", parsed.error}});
+    base::log(base::LogLevel::warn, "replicated policy rejected: kept the current one",
+              {{"stream_sequence", sequence}, {"error", parsed.error}});
     return;
   }
   std::shared_ptr<const config::PolicySet> set = std::move(parsed.set);
-  config::log(config::LogLevel::info, "policy accepted",
-              {{"source", "replication"},
-               {"stream_sequence", sequence},
-               {"policies", set->policy_count()},
-               {"quotas", set->quota_count()}});
+  base::log(base::LogLevel::info, "policy accepted",
+            {{"source", "replication"},
+             {"stream_sequence", sequence},
+             {"policies", set->policy_count()},
+             {"quotas", set->quota_count()}});
   for (Batch& b : pending_) {
     b.ops.push_back(Item{set});
     b.last = sequence;

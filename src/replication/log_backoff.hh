@@ -17,7 +17,7 @@ class LogBackoff {
   LogBackoff(std::int64_t first_us, std::int64_t max_us) : first_us_(first_us), max_us_(max_us) {}
 
   // True when a line may be written at `now_us` (monotonic µs, e.g.
-  // config::log_clock_us()); then `*suppressed` is the number of events
+  // base::log_clock_us()); then `*suppressed` is the number of events
   // swallowed since the last line and `*next_in_us` (may be null) the wait
   // before the next line may go out.
   bool allow(std::int64_t now_us, std::uint64_t* suppressed, std::int64_t* next_in_us = nullptr);

@@ -11,14 +11,14 @@
 #include <fstream>
 #include <iterator>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "replication/snapshot.hh"
 #include "replication/state_store.hh"
 
 namespace ic::replication {
 namespace {
 
-using config::LogLevel;
+using base::LogLevel;
 using namespace std::chrono_literals;
 
 constexpr std::size_t kPublishBatch = 512;                   // records per publish round
@@ -117,16 +117,16 @@ void on_reconnected(natsConnection* conn, void* closure) {
   if (!g_said_lost.exchange(false)) return;
   char url[256] = {};
   natsConnection_GetConnectedUrl(conn, url, sizeof url);
-  config::log(LogLevel::info, "replication: NATS connected", {{"url", std::string(url)}});
+  base::log(LogLevel::info, "replication: NATS connected", {{"url", std::string(url)}});
 }
 
 void on_disconnected(natsConnection*, void*) {
   std::uint64_t suppressed = 0;
-  if (g_disconnect_log.allow(config::log_clock_us(), &suppressed)) {
+  if (g_disconnect_log.allow(base::log_clock_us(), &suppressed)) {
     g_said_lost.store(true);
-    config::log(LogLevel::warn,
-                "replication: NATS connection lost; reconnecting, serving from local state",
-                {{"suppressed", suppressed}});
+    base::log(LogLevel::warn,
+              "replication: NATS connection lost; reconnecting, serving from local state",
+              {{"suppressed", suppressed}});
   }
 }
 
@@ -206,10 +206,10 @@ void Replicator::settle(std::uint64_t first, std::uint64_t last, bool ok, bool d
     const std::uint64_t n = stats_.add_duplicate_ack();
     id_epoch_.fetch_add(1);
     if ((n & (n - 1)) == 0) {  // 1, 2, 4, 8, ...: a flood of them is not a flood of lines
-      config::log(LogLevel::error,
-                  "replication: a new batch was dropped as a duplicate (its message id was "
-                  "published by someone else); republishing it under a new id",
-                  {{"first", first}, {"last", last}, {"duplicates", n}});
+      base::log(LogLevel::error,
+                "replication: a new batch was dropped as a duplicate (its message id was "
+                "published by someone else); republishing it under a new id",
+                {{"first", first}, {"last", last}, {"duplicates", n}});
     }
     requeue(body);
     return;
@@ -278,7 +278,7 @@ void Replicator::start() {
   natsOptions* o = nats_->options;
   natsOptions_SetURL(o, options_.url.c_str());
   if (std::string error = apply_tls(o, options_.tls); !error.empty()) {
-    config::log(LogLevel::error, "replication: NATS TLS options not usable", {{"error", error}});
+    base::log(LogLevel::error, "replication: NATS TLS options not usable", {{"error", error}});
   }
   natsOptions_SetName(o, "inferencecache-server");
   natsOptions_SetMaxReconnect(o, -1);  // forever: NATS may be away for long
@@ -295,14 +295,14 @@ void Replicator::start() {
   if (s == NATS_OK) {
     on_reconnected(nats_->conn, &need_setup_);  // connected at once: no callback says it
   } else if (s != NATS_NOT_YET_CONNECTED) {
-    config::log(LogLevel::warn, "replication: NATS connection not created",
-                {{"url", options_.url}, {"error", status_text(s)}});
+    base::log(LogLevel::warn, "replication: NATS connection not created",
+              {{"url", options_.url}, {"error", status_text(s)}});
   }
-  config::log(LogLevel::info, "replication starting",
-              {{"url", options_.url},
-               {"stream", options_.stream},
-               {"origin", encoder_.origin()},
-               {"resume_after", options_.resume_after}});
+  base::log(LogLevel::info, "replication starting",
+            {{"url", options_.url},
+             {"stream", options_.stream},
+             {"origin", encoder_.origin()},
+             {"resume_after", options_.resume_after}});
   started_at_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] { run(); });
 }
@@ -316,7 +316,7 @@ void Replicator::stop() {
   stopping_.store(true);
   thread_.join();
   if (!applier_.drain(5s)) {
-    config::log(LogLevel::warn, "replication: records still queued to cores at stop");
+    base::log(LogLevel::warn, "replication: records still queued to cores at stop");
   }
   nats_.reset();
   nats_CloseAndWait(2000);
@@ -381,7 +381,7 @@ bool Replicator::set_up() {
     jo.PublishAsync.AckHandler = ack_bridge;
     jo.PublishAsync.AckHandlerClosure = this;
     if (const natsStatus s = natsConnection_JetStream(&nats_->js, nats_->conn, &jo); s != NATS_OK) {
-      config::log(LogLevel::warn, "replication: no JetStream context", {{"error", status_text(s)}});
+      base::log(LogLevel::warn, "replication: no JetStream context", {{"error", status_text(s)}});
       need_setup_.store(true);
       return false;
     }
@@ -397,7 +397,7 @@ bool Replicator::set_up() {
   }
   // The durable side (policy, snapshots): without it the changes still flow.
   if (std::string error; !StateStore(nats_->js, options_.stream).ensure(&error)) {
-    config::log(LogLevel::warn, "replication: state stream not available", {{"error", error}});
+    base::log(LogLevel::warn, "replication: state stream not available", {{"error", error}});
   }
   return true;
 }
@@ -434,11 +434,11 @@ void Replicator::note_problem(const std::string& problem) {
   }
   std::uint64_t suppressed = 0;
   std::int64_t next_in_us = 0;
-  if (!problem_log_.allow(config::log_clock_us(), &suppressed, &next_in_us)) return;
-  config::log(LogLevel::warn, "replication: " + problem + "; retrying with backoff",
-              {{"url", options_.url},
-               {"attempts", suppressed + 1},
-               {"next_line_in_s", next_in_us / 1'000'000}});
+  if (!problem_log_.allow(base::log_clock_us(), &suppressed, &next_in_us)) return;
+  base::log(LogLevel::warn, "replication: " + problem + "; retrying with backoff",
+            {{"url", options_.url},
+             {"attempts", suppressed + 1},
+             {"next_line_in_s", next_in_us / 1'000'000}});
 }
 
 bool Replicator::ensure_stream() {
@@ -457,18 +457,18 @@ bool Replicator::ensure_stream() {
     cfg.Duplicates = kDuplicateWindowNs;
     s = js_AddStream(&info, nats_->js, &cfg, nullptr, &code);
     if (s == NATS_OK) {
-      config::log(LogLevel::info, "replication: stream created",
-                  {{"stream", options_.stream}, {"subject", subject_}});
+      base::log(LogLevel::info, "replication: stream created",
+                {{"stream", options_.stream}, {"subject", subject_}});
     }
   }
   if (s != NATS_OK) {
     std::uint64_t suppressed = 0;
-    if (stream_log_.allow(config::log_clock_us(), &suppressed)) {
-      config::log(LogLevel::warn, "replication: stream not available",
-                  {{"stream", options_.stream},
-                   {"error", status_text(s)},
-                   {"code", int{code}},
-                   {"suppressed", suppressed}});
+    if (stream_log_.allow(base::log_clock_us(), &suppressed)) {
+      base::log(LogLevel::warn, "replication: stream not available",
+                {{"stream", options_.stream},
+                 {"error", status_text(s)},
+                 {"code", int{code}},
+                 {"suppressed", suppressed}});
     }
     return false;
   }
@@ -478,20 +478,20 @@ bool Replicator::ensure_stream() {
   // again: resume at its first record rather than wait for our old sequence.
   const std::uint64_t last = info->State.LastSeq;
   if (applier_.next_sequence() > last + 1) {
-    config::log(LogLevel::warn, "replication: stream is behind this server's position; resuming",
-                {{"stream", options_.stream},
-                 {"applied_through", applier_.next_sequence() - 1},
-                 {"stream_last", last}});
+    base::log(LogLevel::warn, "replication: stream is behind this server's position; resuming",
+              {{"stream", options_.stream},
+               {"applied_through", applier_.next_sequence() - 1},
+               {"stream_last", last}});
     applier_.skip(info->State.FirstSeq > 0 ? info->State.FirstSeq - 1 : 0);
   }
   const std::uint64_t first = info->State.FirstSeq;
   if (applier_.next_sequence() > 1 && applier_.next_sequence() < first) {
-    config::log(LogLevel::warn,
-                "replication: records aged out of the stream before this server "
-                "read them; their changes are missing until re-reported",
-                {{"stream", options_.stream},
-                 {"from_sequence", applier_.next_sequence()},
-                 {"stream_first", first}});
+    base::log(LogLevel::warn,
+              "replication: records aged out of the stream before this server "
+              "read them; their changes are missing until re-reported",
+              {{"stream", options_.stream},
+               {"from_sequence", applier_.next_sequence()},
+               {"stream_first", first}});
   }
   jsStreamInfo_Destroy(info);
   return true;
@@ -507,14 +507,14 @@ void Replicator::check_identity(std::int64_t created_ns, std::uint64_t first_seq
   if (known == created_ns) return;
   if (known != 0) {
     stats_.add_stream_reset();
-    config::log(LogLevel::warn,
-                "replication: the stream was deleted or re-created; applying the new one from its "
-                "first record",
-                {{"stream", options_.stream},
-                 {"applied_through", applier_.next_sequence() - 1},
-                 {"old_created_ns", known},
-                 {"created_ns", created_ns},
-                 {"from_sequence", first_sequence > 0 ? first_sequence : 1}});
+    base::log(LogLevel::warn,
+              "replication: the stream was deleted or re-created; applying the new one from its "
+              "first record",
+              {{"stream", options_.stream},
+               {"applied_through", applier_.next_sequence() - 1},
+               {"old_created_ns", known},
+               {"created_ns", created_ns},
+               {"from_sequence", first_sequence > 0 ? first_sequence : 1}});
     applier_.skip(first_sequence > 0 ? first_sequence - 1 : 0);
     if (!caught_up_) target_known_ = false;  // wait for the new stream's last record instead
   }
@@ -535,8 +535,8 @@ void Replicator::check_stream() {
   if (s == NATS_NOT_FOUND) {
     if (!stream_missing_logged_) {
       stream_missing_logged_ = true;
-      config::log(LogLevel::warn, "replication: the stream is gone (deleted?); creating it again",
-                  {{"stream", options_.stream}});
+      base::log(LogLevel::warn, "replication: the stream is gone (deleted?); creating it again",
+                {{"stream", options_.stream}});
     }
     need_setup_.store(true);
   } else if (s == NATS_OK) {
@@ -554,10 +554,10 @@ void Replicator::set_catch_up_target(std::uint64_t last_sequence, std::uint64_t 
   target_known_ = true;
   target_ = messages == 0 ? 0 : last_sequence;
   stats_.set_catch_up_target(target_);
-  config::log(LogLevel::info, "replication: catching up",
-              {{"stream", options_.stream},
-               {"target", target_},
-               {"from_sequence", applier_.next_sequence()}});
+  base::log(LogLevel::info, "replication: catching up",
+            {{"stream", options_.stream},
+             {"target", target_},
+             {"from_sequence", applier_.next_sequence()}});
 }
 
 void Replicator::check_caught_up() {
@@ -572,11 +572,11 @@ void Replicator::check_caught_up() {
   stats_.set_applied_sequence(through);
   stats_.set_caught_up();
   if (reached) {
-    config::log(LogLevel::info, "replication: caught up",
-                {{"stream", options_.stream}, {"applied_through", through}});
+    base::log(LogLevel::info, "replication: caught up",
+              {{"stream", options_.stream}, {"applied_through", through}});
   } else {
-    config::log(LogLevel::warn, "replication: stream not reached; ready from local state",
-                {{"stream", options_.stream}, {"waited_ms", options_.startup_wait_us / 1000}});
+    base::log(LogLevel::warn, "replication: stream not reached; ready from local state",
+              {{"stream", options_.stream}, {"waited_ms", options_.startup_wait_us / 1000}});
   }
   if (options_.on_caught_up) options_.on_caught_up();
 }
@@ -595,14 +595,14 @@ bool Replicator::subscribe() {
   const natsStatus s =
       js_SubscribeSync(&nats_->sub, nats_->js, subject_.c_str(), nullptr, &so, &code);
   if (s != NATS_OK) {
-    config::log(LogLevel::warn, "replication: subscription failed",
-                {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
+    base::log(LogLevel::warn, "replication: subscription failed",
+              {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
     return false;
   }
   natsSubscription_SetPendingLimits(nats_->sub, -1, kPendingBytes);
   stats_.add_reconnect();
-  config::log(LogLevel::info, "replication: subscribed",
-              {{"stream", options_.stream}, {"from_sequence", next}});
+  base::log(LogLevel::info, "replication: subscribed",
+            {{"stream", options_.stream}, {"from_sequence", next}});
   return true;
 }
 
@@ -671,8 +671,8 @@ void Replicator::receive_round() {
     const natsStatus s = natsSubscription_NextMsg(&msg, nats_->sub, i == 0 ? kIdleWaitMs : 1);
     if (s == NATS_TIMEOUT) return;
     if (s != NATS_OK) {
-      config::log(LogLevel::warn, "replication: subscription lost; resubscribing",
-                  {{"error", status_text(s)}});
+      base::log(LogLevel::warn, "replication: subscription lost; resubscribing",
+                {{"error", status_text(s)}});
       need_setup_.store(true);
       return;
     }
@@ -726,8 +726,8 @@ void Replicator::keep_policy(std::uint64_t sequence, const state_pb::Replication
   policy.set_origin(record.origin());
   policy.set_accepted_at_us(record.accepted_at_us());
   if (std::string error; !StateStore(nats_->js, options_.stream).keep_policy(policy, &error)) {
-    config::log(LogLevel::warn, "replication: policy not kept in the state stream",
-                {{"stream_sequence", sequence}, {"error", error}});
+    base::log(LogLevel::warn, "replication: policy not kept in the state stream",
+              {{"stream_sequence", sequence}, {"error", error}});
   }
 }
 
@@ -777,14 +777,14 @@ void Replicator::publish_snapshot(const std::string& state_file) {
       const std::string id = encoder_.origin() + "/" + std::to_string(now);
       if (store.publish_snapshot(split_snapshot(bytes, id, sequence, now), &error)) {
         stats_.add_snapshot_published(sequence);
-        config::log(LogLevel::info, "replication: snapshot published",
-                    {{"stream_sequence", sequence}, {"bytes", bytes.size()}});
+        base::log(LogLevel::info, "replication: snapshot published",
+                  {{"stream_sequence", sequence}, {"bytes", bytes.size()}});
       }
     }
   }
   if (!error.empty()) {
     stats_.add_snapshot_failure();
-    config::log(LogLevel::warn, "replication: snapshot not published", {{"error", error}});
+    base::log(LogLevel::warn, "replication: snapshot not published", {{"error", error}});
   }
   jsCtx_Destroy(js);
 }

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "metrics/registry.hh"
 #include "rpc/call_state.hh"
 #include "rpc/timeout.hh"
@@ -259,14 +259,14 @@ std::size_t ServerCalls::unsent_bytes(const detail::CallState& call) {
 void ServerCalls::log_message_limit(const detail::CallState& call) {
   // A misconfigured client sends every request over the limit: one line per
   // 10 s across all cores, the rest counted.
-  static config::LogRateLimit limit(10'000'000);
+  static base::LogRateLimit limit(10'000'000);
   std::uint64_t suppressed = 0;
-  if (!limit.allow(config::log_clock_us(), &suppressed)) return;
-  config::log(config::LogLevel::warn, "message limit hit: call refused",
-              {{"peer", h2_.connection().peer()},
-               {"method", call.method->path},
-               {"max_message_bytes", context_.options.max_message_bytes},
-               {"suppressed", suppressed}});
+  if (!limit.allow(base::log_clock_us(), &suppressed)) return;
+  base::log(base::LogLevel::warn, "message limit hit: call refused",
+            {{"peer", h2_.connection().peer()},
+             {"method", call.method->path},
+             {"max_message_bytes", context_.options.max_message_bytes},
+             {"suppressed", suppressed}});
 }
 
 void ServerCalls::record_handled(const detail::CallState& call, StatusCode code) {
@@ -279,12 +279,12 @@ void ServerCalls::finish_call(detail::CallState& call, const Status& status) {
   if (call.finished) return;
   call.finished = true;
   record_handled(call, status.code);
-  if (!status.is_ok() && config::log_enabled(config::LogLevel::debug)) {
-    config::log(config::LogLevel::debug, "call failed",
-                {{"peer", h2_.connection().peer()},
-                 {"method", call.method->path},
-                 {"grpc_code", status_name(status.code)},
-                 {"grpc_message", status.message}});
+  if (!status.is_ok() && base::log_enabled(base::LogLevel::debug)) {
+    base::log(base::LogLevel::debug, "call failed",
+              {{"peer", h2_.connection().peer()},
+               {"method", call.method->path},
+               {"grpc_code", status_name(status.code)},
+               {"grpc_message", status.message}});
   }
   if (call.deadline_timer) {
     context_.timers->cancel_timer(*call.deadline_timer);

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "base/check.hh"
 #include "runtime/reactor_impl.hh"
 
 namespace ic::runtime {
@@ -31,7 +32,14 @@ std::vector<int> allowed_cpus() {
 
 }  // namespace
 
-unsigned current_core() { return tls_reactor != nullptr ? tls_reactor->core() : 0; }
+unsigned current_core() {
+  // Off a reactor there is no core: answering 0 would read or write core 0's
+  // per-core state from a foreign thread.
+  IC_CHECK(tls_reactor != nullptr, "runtime::current_core() off a reactor thread");
+  return tls_reactor->core();
+}
+
+bool on_reactor_thread() { return tls_reactor != nullptr; }
 
 Reactor& current_reactor() { return *tls_reactor; }
 

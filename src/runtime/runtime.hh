@@ -27,8 +27,10 @@ class EpollBackend;
 class Runtime;
 
 // Index of the core whose reactor runs on the calling thread. Precondition:
-// called on a reactor thread (returns 0 on any other thread).
+// called on a reactor thread (checked: aborts on any other thread).
 unsigned current_core();
+// True on a reactor thread (of any Runtime).
+bool on_reactor_thread();
 // The reactor of the calling thread. Precondition: called on a reactor thread.
 Reactor& current_reactor();
 // Names of the IORING_SETUP_* flags in `flags` the reactor asks for, "|"

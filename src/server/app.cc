@@ -14,8 +14,8 @@
 
 #include "admin/auth.hh"
 #include "admin/server.hh"
+#include "base/log.hh"
 #include "buildinfo/build_info.hh"
-#include "config/log.hh"
 #include "metrics/labels.hh"
 #include "metrics/scrape.hh"
 #include "net/address.hh"
@@ -25,7 +25,7 @@ namespace ic::server {
 
 namespace {
 
-using ic::config::LogLevel;
+using ic::base::LogLevel;
 
 // Entry slots one TTL sweep slice examines (docs/index.md: bounded slices).
 constexpr std::size_t kSweepSliceBudget = 4096;
@@ -126,8 +126,8 @@ bool App::load_policies() {
   if (config.policy_file.empty()) return true;
   policy_file = std::make_unique<ic::config::PolicyStore>(config.policy_file);
   if (!policy_file->load()) {
-    ic::config::log(LogLevel::error, "bad flag value",
-                    {{"error", "--policy-file: " + policy_file->last_error()}});
+    ic::base::log(LogLevel::error, "bad flag value",
+                  {{"error", "--policy-file: " + policy_file->last_error()}});
     return false;
   }
   initial_policies = policy_file->current();
@@ -142,7 +142,7 @@ bool App::load_tls() {
   tls = std::make_unique<ic::net::TlsCertificateStore>(config.tls_cert_file, config.tls_key_file,
                                                        std::vector<std::string>{"h2"});
   if (!tls->load(&error)) {
-    ic::config::log(LogLevel::error, "bad flag value", {{"error", error}});
+    ic::base::log(LogLevel::error, "bad flag value", {{"error", error}});
     return false;
   }
   registry.set_grpc_tls_enabled(true);
@@ -161,23 +161,23 @@ bool App::load_tokenizer_models() {
   std::vector<ic::prompt_text::LoadReport> reports;
   std::string error;
   if (!tokenizer_models.load_dir(config.tokenizer_models_dir, reports, error)) {
-    ic::config::log(LogLevel::error, "bad flag value",
-                    {{"error", "--tokenizer-models-dir: " + error}});
+    ic::base::log(LogLevel::error, "bad flag value",
+                  {{"error", "--tokenizer-models-dir: " + error}});
     return false;
   }
   for (const auto& r : reports) {
     if (r.loaded) {
-      ic::config::log(LogLevel::info, "tokenizer model loaded",
-                      {{"model", r.model_id}, {"detail", r.detail}});
+      ic::base::log(LogLevel::info, "tokenizer model loaded",
+                    {{"model", r.model_id}, {"detail", r.detail}});
     } else {
-      ic::config::log(LogLevel::warn, "tokenizer model not loaded: prompt_text fails open for it",
-                      {{"model", r.model_id},
-                       {"folder", config.tokenizer_models_dir + "/" + r.model_id},
-                       {"error", r.detail}});
+      ic::base::log(LogLevel::warn, "tokenizer model not loaded: prompt_text fails open for it",
+                    {{"model", r.model_id},
+                     {"folder", config.tokenizer_models_dir + "/" + r.model_id},
+                     {"error", r.detail}});
     }
   }
-  ic::config::log(LogLevel::info, "tokenizer models",
-                  {{"dir", config.tokenizer_models_dir}, {"loaded", tokenizer_models.size()}});
+  ic::base::log(LogLevel::info, "tokenizer models",
+                {{"dir", config.tokenizer_models_dir}, {"loaded", tokenizer_models.size()}});
   return true;
 }
 
@@ -212,8 +212,8 @@ std::optional<int> App::load_state() {
     if (std::optional<int> stop = lock_state_file()) return stop;
     got = load_state_file();
     if (got.interrupted) {
-      ic::config::log(LogLevel::info, "stopped during start-up: state file load interrupted",
-                      {{"path", config.state_file}});
+      ic::base::log(LogLevel::info, "stopped during start-up: state file load interrupted",
+                    {{"path", config.state_file}});
       return 0;
     }
   }
@@ -241,13 +241,13 @@ std::optional<int> App::lock_state_file() {
   std::string error;
   state_lock = ic::persist::StateLock::acquire(config.state_file, &error);
   if (!state_lock) {
-    ic::config::log(LogLevel::error, "state file in use by another server: not starting",
-                    {{"path", config.state_file}, {"error", error}});
+    ic::base::log(LogLevel::error, "state file in use by another server: not starting",
+                  {{"path", config.state_file}, {"error", error}});
     return kExitStartup;
   }
   if (const std::size_t removed = state_lock->remove_stale_temps(); removed > 0) {
-    ic::config::log(LogLevel::info, "state file: removed temp files of interrupted saves",
-                    {{"path", config.state_file}, {"removed", removed}});
+    ic::base::log(LogLevel::info, "state file: removed temp files of interrupted saves",
+                  {{"path", config.state_file}, {"removed", removed}});
   }
   return std::nullopt;
 }
@@ -271,18 +271,18 @@ ic::persist::LoadOutcome App::load_state_file() {
   const std::string_view result = ic::persist::load_status_name(got.status);
   registry.persist().record_load(static_cast<int>(got.status), got.entries);
   if (got.status != ic::persist::LoadStatus::kOk) {
-    ic::config::log(
+    ic::base::log(
         got.status == ic::persist::LoadStatus::kMissing ? LogLevel::info : LogLevel::warn,
         "state file not loaded: starting cold",
         {{"path", config.state_file}, {"result", std::string(result)}, {"error", got.error}});
     if (got.status != ic::persist::LoadStatus::kMissing) keep_state_file_aside();
   } else {
-    ic::config::log(LogLevel::info, "state file loaded",
-                    {{"path", config.state_file},
-                     {"entries", got.entries},
-                     {"file_entries", got.file_entries},
-                     {"written_by", got.server_version},
-                     {"age_s", (clock.wall_us() - got.created_at_us) / 1'000'000}});
+    ic::base::log(LogLevel::info, "state file loaded",
+                  {{"path", config.state_file},
+                   {"entries", got.entries},
+                   {"file_entries", got.file_entries},
+                   {"written_by", got.server_version},
+                   {"age_s", (clock.wall_us() - got.created_at_us) / 1'000'000}});
     install_saved_policy(got.policy_json, "saved");
   }
   return got;
@@ -292,12 +292,12 @@ ic::persist::LoadOutcome App::load_state_file() {
 void App::keep_state_file_aside() {
   const std::int64_t now_s = clock.wall_us() / 1'000'000;
   if (std::string error = ic::persist::keep_aside(config.state_file, now_s); !error.empty()) {
-    ic::config::log(LogLevel::warn, "state file not kept aside", {{"error", error}});
+    ic::base::log(LogLevel::warn, "state file not kept aside", {{"error", error}});
     return;
   }
-  ic::config::log(LogLevel::warn, "state file kept aside",
-                  {{"path", config.state_file},
-                   {"kept_as", ic::persist::kept_aside_path(config.state_file, now_s)}});
+  ic::base::log(LogLevel::warn, "state file kept aside",
+                {{"path", config.state_file},
+                 {"kept_as", ic::persist::kept_aside_path(config.state_file, now_s)}});
 }
 
 // A policy document from a state file, a snapshot or the group's kept one;
@@ -306,8 +306,8 @@ void App::install_saved_policy(const std::string& json, std::string_view source)
   if (policy_file || json.empty()) return;
   ic::config::PolicyParseResult parsed = ic::config::parse_policy_json(json);
   if (!parsed.ok()) {
-    ic::config::log(LogLevel::warn, "policy rejected: using the current one",
-                    {{"source", std::string(source)}, {"error", parsed.error}});
+    ic::base::log(LogLevel::warn, "policy rejected: using the current one",
+                  {{"source", std::string(source)}, {"error", parsed.error}});
     return;
   }
   for (unsigned core = 0; core < shards.size(); ++core) index->set_policies(core, parsed.set);
@@ -321,8 +321,8 @@ void App::load_from_stream(ic::persist::LoadOutcome& got) {
       ic::replication::fetch_bootstrap(config.nats_url, nats_tls(config), config.nats_stream,
                                        !have_position, std::chrono::seconds(5));
   if (!fetched.reached) {
-    ic::config::log(LogLevel::warn, "replication: no snapshot or kept policy fetched",
-                    {{"error", fetched.error}});
+    ic::base::log(LogLevel::warn, "replication: no snapshot or kept policy fetched",
+                  {{"error", fetched.error}});
     return;
   }
   if (fetched.manifest) {
@@ -331,28 +331,28 @@ void App::load_from_stream(ic::persist::LoadOutcome& got) {
                                            clock.wall_us());
     });
     if (snap.status == ic::persist::LoadStatus::kOk && snap.stream_name == config.nats_stream) {
-      ic::config::log(LogLevel::info, "replication: snapshot loaded",
-                      {{"snapshot", fetched.manifest->snapshot_id()},
-                       {"entries", snap.entries},
-                       {"stream_sequence", snap.stream_sequence}});
+      ic::base::log(LogLevel::info, "replication: snapshot loaded",
+                    {{"snapshot", fetched.manifest->snapshot_id()},
+                     {"entries", snap.entries},
+                     {"stream_sequence", snap.stream_sequence}});
       registry.replication().set_snapshot_loaded(snap.stream_sequence);
       install_saved_policy(snap.policy_json, "snapshot");
       got = std::move(snap);
     } else {
-      ic::config::log(LogLevel::warn, "replication: snapshot not loaded",
-                      {{"result", std::string(ic::persist::load_status_name(snap.status))},
-                       {"error", snap.error}});
+      ic::base::log(LogLevel::warn, "replication: snapshot not loaded",
+                    {{"result", std::string(ic::persist::load_status_name(snap.status))},
+                     {"error", snap.error}});
     }
   } else if (!have_position && !fetched.error.empty()) {
-    ic::config::log(LogLevel::warn, "replication: snapshot not read", {{"error", fetched.error}});
+    ic::base::log(LogLevel::warn, "replication: snapshot not read", {{"error", fetched.error}});
   }
   const std::uint64_t position =
       got.status == ic::persist::LoadStatus::kOk && got.stream_name == config.nats_stream
           ? got.stream_sequence
           : 0;
   if (fetched.policy && fetched.policy->stream_sequence() > position) {
-    ic::config::log(LogLevel::info, "replication: kept policy installed",
-                    {{"stream_sequence", fetched.policy->stream_sequence()}});
+    ic::base::log(LogLevel::info, "replication: kept policy installed",
+                  {{"stream_sequence", fetched.policy->stream_sequence()}});
     install_saved_policy(fetched.policy->policy_json(), "kept");
   }
 }
@@ -386,10 +386,10 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
 void App::save_final_state() {
   if (!state_saver) return;
   if (std::string error = state_saver->save_stopped(); !error.empty()) {
-    ic::config::log(LogLevel::error, "state file not saved at shutdown",
-                    {{"path", config.state_file}, {"error", error}});
+    ic::base::log(LogLevel::error, "state file not saved at shutdown",
+                  {{"path", config.state_file}, {"error", error}});
   } else {
-    ic::config::log(LogLevel::info, "state file saved", {{"path", config.state_file}});
+    ic::base::log(LogLevel::info, "state file saved", {{"path", config.state_file}});
   }
 }
 
@@ -538,25 +538,24 @@ void App::log_serving() {
   // Details and warnings first: once the "serving" line is out, they are too.
   if (tls) {
     const auto ctx = tls->current();
-    ic::config::log(
+    ic::base::log(
         LogLevel::info, "TLS certificate loaded",
         {{"path", tls->cert_file()}, {"subject", ctx->subject()}, {"not_after", ctx->not_after()}});
   }
   if (config.insecure_disable_auth && !loopback_only(config.snapshot_bind_address)) {
-    ic::config::log(LogLevel::warn,
-                    "control listener has no auth and is reachable from other hosts",
-                    {{"snapshot_address", config.snapshot_bind_address},
-                     {"hint",
-                      "anyone who can connect may read /snapshot and replace the policy via "
-                      "/policy; bind --snapshot-bind-address to 127.0.0.1 or use "
-                      "--control-token-file"}});
+    ic::base::log(LogLevel::warn, "control listener has no auth and is reachable from other hosts",
+                  {{"snapshot_address", config.snapshot_bind_address},
+                   {"hint",
+                    "anyone who can connect may read /snapshot and replace the policy via "
+                    "/policy; bind --snapshot-bind-address to 127.0.0.1 or use "
+                    "--control-token-file"}});
   }
   if (!runtime.fallback_reason().empty()) {
-    ic::config::log(LogLevel::warn, "io_uring refused: running on epoll",
-                    {{"cause", runtime.fallback_reason()}, {"hint", kIoUringHint}});
+    ic::base::log(LogLevel::warn, "io_uring refused: running on epoll",
+                  {{"cause", runtime.fallback_reason()}, {"hint", kIoUringHint}});
   }
   const ic::buildinfo::BuildInfo& build = ic::buildinfo::build_info();
-  ic::config::log(
+  ic::base::log(
       LogLevel::info, "serving",
       {{"version", build.version},
        {"commit", build.git_commit},

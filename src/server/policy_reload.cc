@@ -4,13 +4,13 @@
 #include <atomic>
 
 #include "admin/auth.hh"
-#include "config/log.hh"
+#include "base/log.hh"
 #include "runtime/map_reduce.hh"
 #include "server/app.hh"
 
 namespace ic::server {
 
-using ic::config::LogLevel;
+using ic::base::LogLevel;
 
 // A full mailbox retries from a timer (every ms): a policy change must not be lost.
 void App::broadcast_policies(std::shared_ptr<const ic::config::PolicySet> set) {
@@ -32,27 +32,27 @@ void App::report_policy_file(bool installed, std::uint64_t errors_before) {
   if (installed) {
     ic::metrics::local().add_policy_reload(ic::metrics::PolicySource::kFile, true);
     const auto set = policy_file->current();
-    ic::config::log(LogLevel::info, "policy accepted",
-                    {{"source", "file"},
-                     {"path", policy_file->path()},
-                     {"policies", set->policy_count()},
-                     {"quotas", set->quota_count()}});
+    ic::base::log(LogLevel::info, "policy accepted",
+                  {{"source", "file"},
+                   {"path", policy_file->path()},
+                   {"policies", set->policy_count()},
+                   {"quotas", set->quota_count()}});
     if (replicator) replicator->accepted_policy(set->source_json());
     broadcast_policies(set);
   } else if (policy_file->error_count() != errors_before) {
     // poll() only re-reads a changed file, so each failure is logged once.
     ic::metrics::local().add_policy_reload(ic::metrics::PolicySource::kFile, false);
-    ic::config::log(LogLevel::warn, "policy rejected",
-                    {{"source", "file"},
-                     {"path", policy_file->path()},
-                     {"error", policy_file->last_error()},
-                     {"kept", "last good policy"}});
+    ic::base::log(LogLevel::warn, "policy rejected",
+                  {{"source", "file"},
+                   {"path", policy_file->path()},
+                   {"error", policy_file->last_error()},
+                   {"kept", "last good policy"}});
   }
 }
 // SIGHUP: re-read everything that comes from a file. Each part logs its own
 // outcome; a bad file keeps the last good state.
 void App::reload(std::string_view why) {
-  ic::config::log(LogLevel::info, "reloading", {{"trigger", why}});
+  ic::base::log(LogLevel::info, "reloading", {{"trigger", why}});
   reload_policy_file();
   reload_token_file();
   reload_tls(true);
@@ -65,7 +65,7 @@ void App::reload_policy_file() {
     const std::uint64_t errors = policy_file->error_count();
     report_policy_file(policy_file->load(), errors);
   });
-  if (!posted) ic::config::log(LogLevel::warn, "policy reload not queued: core 0 mailbox full");
+  if (!posted) ic::base::log(LogLevel::warn, "policy reload not queued: core 0 mailbox full");
 }
 
 void App::reload_token_file() {
@@ -73,13 +73,12 @@ void App::reload_token_file() {
   ic::admin::force_token_reload();
   if (std::string problem = ic::admin::token_file_problem(config.control_token_file);
       !problem.empty()) {
-    ic::config::log(LogLevel::warn, "control token rejected",
-                    {{"path", config.control_token_file},
-                     {"error", problem},
-                     {"effect", "control requests answer 503 until the file is fixed"}});
+    ic::base::log(LogLevel::warn, "control token rejected",
+                  {{"path", config.control_token_file},
+                   {"error", problem},
+                   {"effect", "control requests answer 503 until the file is fixed"}});
   } else {
-    ic::config::log(LogLevel::info, "control token reloaded",
-                    {{"path", config.control_token_file}});
+    ic::base::log(LogLevel::info, "control token reloaded", {{"path", config.control_token_file}});
   }
 }
 
@@ -91,13 +90,13 @@ void App::reload_tls(bool forced) {
   using Outcome = ic::net::TlsCertificateStore::Outcome;
   if (outcome == Outcome::kReloaded) {
     const auto ctx = tls->current();
-    ic::config::log(LogLevel::info, "TLS certificate reloaded",
-                    {{"path", tls->cert_file()},
-                     {"subject", ctx->subject()},
-                     {"not_after", ctx->not_after()},
-                     {"trigger", forced ? "SIGHUP" : "file changed"}});
+    ic::base::log(LogLevel::info, "TLS certificate reloaded",
+                  {{"path", tls->cert_file()},
+                   {"subject", ctx->subject()},
+                   {"not_after", ctx->not_after()},
+                   {"trigger", forced ? "SIGHUP" : "file changed"}});
   } else if (outcome == Outcome::kFailed) {
-    ic::config::log(
+    ic::base::log(
         LogLevel::warn, "TLS certificate rejected",
         {{"path", tls->cert_file()}, {"error", error}, {"kept", "last good certificate"}});
   }

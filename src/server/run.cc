@@ -4,14 +4,14 @@
 
 #include <atomic>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "server/app.hh"
 
 namespace ic::server {
 
 namespace {
 
-using ic::config::LogLevel;
+using ic::base::LogLevel;
 
 // How often the signal thread stats the TLS certificate and key for changes.
 constexpr timespec kTlsPoll{1, 0};
@@ -38,7 +38,7 @@ void wait_drained(const std::atomic<bool>& drained, const sigset_t& set) {
   const timespec tick{0, 10'000'000};
   while (!drained.load(std::memory_order_acquire)) {
     if (sigtimedwait(&set, nullptr, &tick) > 0) {
-      ic::config::log(LogLevel::warn, "second signal: stopping without waiting for calls");
+      ic::base::log(LogLevel::warn, "second signal: stopping without waiting for calls");
       return;
     }
   }
@@ -61,12 +61,12 @@ int run(const ServerConfig& config) {
   app.build_shards();
   if (std::optional<int> stop = app.load_state()) return *stop;
   if (std::string error = app.add_listeners(); !error.empty()) {
-    ic::config::log(LogLevel::error, "cannot listen", {{"error", error}});
+    ic::base::log(LogLevel::error, "cannot listen", {{"error", error}});
     return kExitStartup;
   }
   app.install_collectors();
   if (std::string error = app.start_runtime(); !error.empty()) {
-    ic::config::log(
+    ic::base::log(
         LogLevel::error, "reactors not started",
         {{"reactor_backend", std::string(ic::runtime::backend_name(app.runtime.backend()))},
          {"error", error},
@@ -77,10 +77,10 @@ int run(const ServerConfig& config) {
   if (app.state_saver) app.state_saver->start();
 
   const int sig = serve_signals(app);
-  ic::config::log(LogLevel::info, "shutting down",
-                  {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
-                   {"grace_ms", config.shutdown_grace_us / 1000},
-                   {"grpc_connections", app.server.stats("grpc")->open.load()}});
+  ic::base::log(LogLevel::info, "shutting down",
+                {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+                 {"grace_ms", config.shutdown_grace_us / 1000},
+                 {"grpc_connections", app.server.stats("grpc")->open.load()}});
   app.readiness.set_draining();
   app.registry.set_server_up(false);
   std::atomic<bool> drained{false};
@@ -93,7 +93,7 @@ int run(const ServerConfig& config) {
   app.runtime.stop();
   app.runtime.join();
   app.save_final_state();
-  ic::config::log(LogLevel::info, "stopped", {{"exit_code", 0}});
+  ic::base::log(LogLevel::info, "stopped", {{"exit_code", 0}});
   return 0;
 }
 }  // namespace ic::server

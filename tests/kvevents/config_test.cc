@@ -96,8 +96,8 @@ TEST_CASE("--log-format and --log-level are checked as the server checks them") 
   const auto o = parse(
       {"--replica-id", "r", "--model-id", "m", "--log-format", "text", "--log-level", "warn"});
   REQUIRE(o.config.has_value());
-  CHECK(o.config->log_format == ic::config::LogFormat::text);
-  CHECK(o.config->log_level == ic::config::LogLevel::warn);
+  CHECK(o.config->log_format == ic::base::LogFormat::text);
+  CHECK(o.config->log_level == ic::base::LogLevel::warn);
 }
 
 TEST_CASE("DP endpoints, replica names, LoRA maps") {

@@ -64,8 +64,8 @@ TEST_SUITE("runtime") {
     CHECK(c.snapshot_bind_address == ":8081");
     CHECK(c.tls_cert_file.empty());
     CHECK(c.engine_block_size == 16);
-    CHECK(c.log_format == ic::config::LogFormat::json);
-    CHECK(c.log_level == ic::config::LogLevel::info);
+    CHECK(c.log_format == ic::base::LogFormat::json);
+    CHECK(c.log_level == ic::base::LogLevel::info);
     CHECK_FALSE(c.insecure_disable_auth);
     CHECK(c.threads == 0);
     CHECK(c.pin_threads);
@@ -111,8 +111,8 @@ TEST_SUITE("runtime") {
     const auto& c = *out.config;
     CHECK(c.grpc_bind_address == "127.0.0.1:0");
     CHECK(c.http_bind_address == "[::1]:18080");
-    CHECK(c.log_format == ic::config::LogFormat::text);
-    CHECK(c.log_level == ic::config::LogLevel::debug);
+    CHECK(c.log_format == ic::base::LogFormat::text);
+    CHECK(c.log_level == ic::base::LogLevel::debug);
     CHECK(c.insecure_disable_auth);
     CHECK(c.threads == 3);
     CHECK(c.idle_timeout_us == 90'000'000);
@@ -261,7 +261,7 @@ TEST_SUITE("runtime") {
     REQUIRE(from_file.config.has_value());
     CHECK(from_file.config->threads == 4);
     CHECK(from_file.config->idle_timeout_us == 90'000'000);
-    CHECK(from_file.config->log_level == ic::config::LogLevel::debug);
+    CHECK(from_file.config->log_level == ic::base::LogLevel::debug);
     CHECK(from_file.config->insecure_disable_auth);
     CHECK(from_file.config->spread_tenants == std::vector<std::string>{"a", "b"});
     CHECK(from_file.config->max_connection_age_us == 3'600'000'000);
@@ -277,7 +277,7 @@ TEST_SUITE("runtime") {
       CHECK(env.config->idle_timeout_us == 90'000'000);  // file over default
       CHECK(env.config->index_ttl_us == 7'200'000'000);
       CHECK_FALSE(env.config->pin_threads);
-      CHECK(env.config->log_format == ic::config::LogFormat::json);
+      CHECK(env.config->log_format == ic::base::LogFormat::json);
       const FlagsOutcome flag = parse({"--config", file.c_str(), "-threads=2"});
       REQUIRE(flag.config.has_value());
       CHECK(flag.config->threads == 2);  // command line over environment
@@ -292,7 +292,7 @@ TEST_SUITE("runtime") {
         const ScopedEnv config("INFERENCECACHE_CONFIG", file.c_str());
         const FlagsOutcome env_config = parse({});
         REQUIRE(env_config.config.has_value());
-        CHECK(env_config.config->log_level == ic::config::LogLevel::debug);
+        CHECK(env_config.config->log_level == ic::base::LogLevel::debug);
       }
       threads.set("many");
       CHECK(error_of({}) == "--threads: want an integer in [0, 1024], got \"many\"");
@@ -329,7 +329,7 @@ TEST_SUITE("runtime") {
     REQUIRE(out.config.has_value());
     CHECK(out.config->grpc_bind_address == ":9090");
     CHECK(out.config->threads == 4);
-    CHECK(out.config->log_level == ic::config::LogLevel::debug);
+    CHECK(out.config->log_level == ic::base::LogLevel::debug);
     CHECK(out.config->max_connection_age_us == 1'800'000'000);
     CHECK_FALSE(out.config->pin_threads);
     CHECK(out.config->spread_tenants == std::vector<std::string>{"team-a", "team-b"});

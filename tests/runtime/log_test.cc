@@ -1,10 +1,10 @@
-#include "config/log.hh"
+#include "base/log.hh"
 
 #include <doctest/doctest.h>
 
-using ic::config::format_log_line;
-using ic::config::LogFormat;
-using ic::config::LogLevel;
+using ic::base::format_log_line;
+using ic::base::LogFormat;
+using ic::base::LogLevel;
 
 TEST_SUITE("runtime") {
   // 2026-01-02T03:04:05.678Z
@@ -39,7 +39,7 @@ TEST_SUITE("runtime") {
   }
 
   TEST_CASE("log rate limit: one line per interval, the rest counted into the next") {
-    ic::config::LogRateLimit limit(1000);
+    ic::base::LogRateLimit limit(1000);
     std::uint64_t suppressed = 99;
     CHECK(limit.allow(5000, &suppressed));
     CHECK(suppressed == 0);
@@ -53,23 +53,23 @@ TEST_SUITE("runtime") {
   }
 
   TEST_CASE("log writer: a full queue drops lines instead of blocking, and counts them") {
-    ic::config::configure_logging(LogFormat::json, LogLevel::info);
-    const std::uint64_t before = ic::config::log_lines_dropped();
+    ic::base::configure_logging(LogFormat::json, LogLevel::info);
+    const std::uint64_t before = ic::base::log_lines_dropped();
     // A queue smaller than any line: every line is dropped, none blocks.
-    ic::config::start_log_writer(8);
-    for (int i = 0; i < 5; ++i) ic::config::log(LogLevel::info, "dropped on purpose", {{"i", i}});
-    ic::config::stop_log_writer();
-    CHECK(ic::config::log_lines_dropped() - before == 5);
+    ic::base::start_log_writer(8);
+    for (int i = 0; i < 5; ++i) ic::base::log(LogLevel::info, "dropped on purpose", {{"i", i}});
+    ic::base::stop_log_writer();
+    CHECK(ic::base::log_lines_dropped() - before == 5);
     // Stopped: log() writes inline again and drops nothing.
-    ic::config::log(LogLevel::debug, "below the level: not written");
-    CHECK(ic::config::log_lines_dropped() - before == 5);
+    ic::base::log(LogLevel::debug, "below the level: not written");
+    CHECK(ic::base::log_lines_dropped() - before == 5);
   }
 
   TEST_CASE("log level filter") {
-    ic::config::configure_logging(LogFormat::json, LogLevel::warn);
-    CHECK_FALSE(ic::config::log_enabled(LogLevel::info));
-    CHECK(ic::config::log_enabled(LogLevel::warn));
-    CHECK(ic::config::log_enabled(LogLevel::error));
-    ic::config::configure_logging(LogFormat::json, LogLevel::info);
+    ic::base::configure_logging(LogFormat::json, LogLevel::warn);
+    CHECK_FALSE(ic::base::log_enabled(LogLevel::info));
+    CHECK(ic::base::log_enabled(LogLevel::warn));
+    CHECK(ic::base::log_enabled(LogLevel::error));
+    ic::base::configure_logging(LogFormat::json, LogLevel::info);
   }
 }

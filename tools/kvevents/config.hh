@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "kvevents/engine_stats.hh"
 #include "kvevents/pipeline.hh"
 #include "kvevents/replica_state.hh"
@@ -32,8 +32,8 @@ struct AdapterConfig {
   std::int64_t replay_timeout_us = 2'000'000;  // no reply this long: resync
   std::size_t max_buffered_batches = 10000;    // live batches held during a replay
   std::string http_bind_address = ":9102";     // /metrics and /healthz; empty = off
-  config::LogFormat log_format = config::LogFormat::json;
-  config::LogLevel log_level = config::LogLevel::info;
+  base::LogFormat log_format = base::LogFormat::json;
+  base::LogLevel log_level = base::LogLevel::info;
 };
 
 struct ConfigOutcome {

@@ -5,8 +5,8 @@
 #include <iostream>
 #include <thread>
 
+#include "base/log.hh"
 #include "common/interrupt.hh"
-#include "config/log.hh"
 #include "kvevents/config.hh"
 #include "kvevents/http_endpoint.hh"
 #include "kvevents/scraper.hh"
@@ -16,7 +16,7 @@
 namespace {
 
 using namespace ic::tools::kvevents;
-using ic::config::LogLevel;
+using ic::base::LogLevel;
 
 // Grace for queued messages at shutdown (SIGTERM).
 constexpr int kShutdownGraceMs = 5000;
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     return outcome.exit_code;
   }
   const AdapterConfig& config = *outcome.config;
-  ic::config::configure_logging(config.log_format, config.log_level);
+  ic::base::configure_logging(config.log_format, config.log_level);
   ic::tools::install_interrupt_handler();
 
   Counters counters;
@@ -63,13 +63,13 @@ int main(int argc, char** argv) {
   Scraper scraper(config, replicas_of(config), counters, sender);
   sender.start();
   if (!config.engine_metrics_url.empty()) scraper.start();
-  ic::config::log(LogLevel::info, "inferencecache-kvevents started",
-                  {{"engine_endpoint", config.engine_endpoint},
-                   {"replay_endpoint", config.replay_endpoint},
-                   {"server", config.sender.server},
-                   {"replica_id", config.replica_id},
-                   {"dp_size", std::to_string(config.dp_size)},
-                   {"http_bind_address", config.http_bind_address}});
+  ic::base::log(LogLevel::info, "inferencecache-kvevents started",
+                {{"engine_endpoint", config.engine_endpoint},
+                 {"replay_endpoint", config.replay_endpoint},
+                 {"server", config.sender.server},
+                 {"replica_id", config.replica_id},
+                 {"dp_size", std::to_string(config.dp_size)},
+                 {"http_bind_address", config.http_bind_address}});
 
   std::atomic<bool> stop{false};
   std::thread watcher([&] {
@@ -81,6 +81,6 @@ int main(int argc, char** argv) {
   scraper.stop();
   sender.stop(kShutdownGraceMs);
   http.stop();
-  ic::config::log(LogLevel::info, "inferencecache-kvevents stopped");
+  ic::base::log(LogLevel::info, "inferencecache-kvevents stopped");
   return 0;
 }

@@ -5,7 +5,7 @@
 #include <limits>
 #include <span>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "fingerprint/fingerprint.hh"
 
 namespace ic::tools::kvevents {
@@ -92,10 +92,10 @@ void ReplicaState::stored(const BlockStored& e, ChangeSink& sink) {
     counters_.add(Metric::block_size_mismatch);
     if (!block_size_logged_) {
       block_size_logged_ = true;
-      config::log(config::LogLevel::warn, "engine block size differs from --engine-block-size",
-                  {{"engine_block_size", std::to_string(e.block_size)},
-                   {"server_block_size", std::to_string(options_.engine_block_size)},
-                   {"effect", "token_ids lookups cannot match these blocks"}});
+      base::log(base::LogLevel::warn, "engine block size differs from --engine-block-size",
+                {{"engine_block_size", std::to_string(e.block_size)},
+                 {"server_block_size", std::to_string(options_.engine_block_size)},
+                 {"effect", "token_ids lookups cannot match these blocks"}});
     }
   }
   const auto prefixes = fingerprint::prefix_hashes(std::span(e.token_ids),

@@ -2,7 +2,7 @@
 
 #include <httplib.h>
 
-#include "config/log.hh"
+#include "base/log.hh"
 
 namespace ic::tools::kvevents {
 
@@ -97,8 +97,8 @@ void Scraper::tick() {
   if (!stats[0]) {
     counters_.add(Metric::scrape_errors);
     if (++failures_in_a_row_ == 3) {
-      config::log(config::LogLevel::warn, "load_signal_stale",
-                  {{"url", config_.engine_metrics_url}, {"why", why}});
+      base::log(base::LogLevel::warn, "load_signal_stale",
+                {{"url", config_.engine_metrics_url}, {"why", why}});
     }
     return;
   }

@@ -11,15 +11,15 @@
 #include <climits>
 #include <stdexcept>
 
+#include "base/log.hh"
 #include "bench/h2_connection.hh"
 #include "common/cli_parse.hh"
 #include "common/grpc_frame.hh"
-#include "config/log.hh"
 
 namespace ic::tools::kvevents {
 
 namespace v1 = inferencecache::v1alpha1;
-using config::LogLevel;
+using base::LogLevel;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
@@ -140,9 +140,9 @@ bool Sender::connect() {
         host_, port_, 1000, [this](bench::CallOutcome&& outcome) { on_done(std::move(outcome)); });
   } catch (const std::runtime_error& e) {
     std::uint64_t suppressed = 0;
-    if (unreachable_log_.allow(config::log_clock_us(), &suppressed)) {
-      config::log(LogLevel::warn, "cannot reach the InferenceCache server; retrying with backoff",
-                  {{"server", options_.server}, {"why", e.what()}, {"suppressed", suppressed}});
+    if (unreachable_log_.allow(base::log_clock_us(), &suppressed)) {
+      base::log(LogLevel::warn, "cannot reach the InferenceCache server; retrying with backoff",
+                {{"server", options_.server}, {"why", e.what()}, {"suppressed", suppressed}});
     }
     return false;
   }
@@ -163,8 +163,8 @@ bool Sender::connect() {
     connected_ = true;
   }
   snapshot_requested_ = true;
-  config::log(LogLevel::info, "connected to the InferenceCache server",
-              {{"server", options_.server}});
+  base::log(LogLevel::info, "connected to the InferenceCache server",
+            {{"server", options_.server}});
   return true;
 }
 
@@ -224,8 +224,8 @@ void Sender::on_done(bench::CallOutcome&& outcome) {
     if (!writes_ended_) {
       if (failure_.empty()) failure_ = "ReportCacheState ended: " + outcome.status;
     } else if (outcome.status != "OK") {
-      config::log(LogLevel::warn, "ReportCacheState ended with an error",
-                  {{"status", outcome.status}});
+      base::log(LogLevel::warn, "ReportCacheState ended with an error",
+                {{"status", outcome.status}});
     }
     return;
   }
@@ -265,8 +265,8 @@ void Sender::wait_io(int timeout_ms) {
 bool Sender::stop_finished() {
   if (!conn_ || (writes_ended_ && stream_id_ < 0)) return true;
   if (SteadyClock::now() < stop_deadline_) return false;
-  config::log(LogLevel::warn, "shutdown grace over before the server took everything",
-              {{"events_in_flight", std::to_string(events_in_flight_)}});
+  base::log(LogLevel::warn, "shutdown grace over before the server took everything",
+            {{"events_in_flight", std::to_string(events_in_flight_)}});
   return true;
 }
 
@@ -274,8 +274,8 @@ void Sender::fail(const std::string& why) {
   counters_.add(Metric::send_errors);
   disconnect();
   discard_queue();
-  config::log(LogLevel::warn, "lost the InferenceCache server; reconnecting",
-              {{"server", options_.server}, {"why", why}});
+  base::log(LogLevel::warn, "lost the InferenceCache server; reconnecting",
+            {{"server", options_.server}, {"why", why}});
   failure_.clear();
 }
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "kvevents/counters.hh"
 #include "kvevents/outbox.hh"
 #include "kvevents/sender_options.hh"
@@ -79,7 +79,7 @@ class Sender final : public Outbox {
 
   SenderOptions options_;
   Counters& counters_;
-  config::LogRateLimit unreachable_log_;  // "cannot reach the server" lines
+  base::LogRateLimit unreachable_log_;  // "cannot reach the server" lines
   std::string host_;
   int port_ = 0;
   int wake_fd_ = -1;  // eventfd: push() and stop() wake the sender thread's poll

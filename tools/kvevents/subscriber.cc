@@ -5,14 +5,14 @@
 
 #include <set>
 
-#include "config/log.hh"
+#include "base/log.hh"
 #include "kvevents/decode.hh"
 #include "kvevents/sequencer.hh"
 
 namespace ic::tools::kvevents {
 
 using Clock = std::chrono::steady_clock;
-using config::LogLevel;
+using base::LogLevel;
 
 namespace {
 
@@ -71,10 +71,10 @@ class Subscriber::Link final : public SequenceHandler {
       dropped = true;
     }
     if (!dropped) return;
-    config::log(LogLevel::warn,
-                "engine connection dropped (a message over 64 MiB, or the engine went away); "
-                "reconnecting",
-                {{"endpoint", endpoint_}});
+    base::log(LogLevel::warn,
+              "engine connection dropped (a message over 64 MiB, or the engine went away); "
+              "reconnecting",
+              {{"endpoint", endpoint_}});
     open_sub();
   }
 
@@ -123,7 +123,7 @@ class Subscriber::Link final : public SequenceHandler {
 
   void check_timeout(std::int64_t now_us) {
     if (!sequencer_.replaying() || now_us < replay_deadline_us_) return;
-    config::log(LogLevel::warn, "replay timed out; resyncing", {{"endpoint", endpoint_}});
+    base::log(LogLevel::warn, "replay timed out; resyncing", {{"endpoint", endpoint_}});
     // A fresh DEALER so a late answer to this replay cannot be taken for the next one.
     open_dealer();
     sequencer_.on_replay_timeout();
@@ -137,8 +137,8 @@ class Subscriber::Link final : public SequenceHandler {
       owner_.counters_.add(Metric::batches_malformed);
       if (!malformed_logged_) {
         malformed_logged_ = true;
-        config::log(LogLevel::warn, "skipping a malformed event batch (logged once per rank)",
-                    {{"endpoint", endpoint_}, {"error", r.error}});
+        base::log(LogLevel::warn, "skipping a malformed event batch (logged once per rank)",
+                  {{"endpoint", endpoint_}, {"error", r.error}});
       }
       return;
     }
@@ -163,12 +163,12 @@ class Subscriber::Link final : public SequenceHandler {
     if (!zmq::send_multipart(*dealer_, frames, zmq::send_flags::dontwait)) {
       replay_deadline_us_ = 0;  // times out at the next turn: resync
     }
-    config::log(LogLevel::info, "sequence gap; asking for a replay",
-                {{"endpoint", endpoint_}, {"from_seq", std::to_string(first_seq)}});
+    base::log(LogLevel::info, "sequence gap; asking for a replay",
+              {{"endpoint", endpoint_}, {"from_seq", std::to_string(first_seq)}});
   }
 
   void resync(Metric reason) override {
-    config::log(LogLevel::warn, "resyncing replica state (ALL_CLEARED)", {{"endpoint", endpoint_}});
+    base::log(LogLevel::warn, "resyncing replica state (ALL_CLEARED)", {{"endpoint", endpoint_}});
     for (std::int64_t r : ranks_) {
       owner_.pipeline_.resync(replica_name(owner_.config_.replica_id, owner_.config_.dp_size, r),
                               reason);

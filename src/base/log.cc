@@ -1,4 +1,6 @@
-#include "config/log.hh"
+#include "base/log.hh"
+
+#include "base/json_text.hh"
 
 #include <time.h>
 #include <unistd.h>
@@ -8,10 +10,9 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 
-namespace ic::config {
+namespace ic::base {
 
 namespace {
 
@@ -49,20 +50,24 @@ std::int64_t clock_us(clockid_t clock) {
   return std::int64_t{ts.tv_sec} * 1'000'000 + ts.tv_nsec / 1000;
 }
 
-nlohmann::ordered_json to_json(const LogValue& v) {
-  return std::visit([](const auto& x) { return nlohmann::ordered_json(x); }, v.value);
-}
-
-std::string to_text(const LogValue& v) {
-  return std::visit(
-      [](const auto& x) -> std::string {
+// A field value as JSON (`json`) or as text: strings, true/false and numbers
+// spelled the same in both except that JSON quotes and escapes strings.
+void append_value(std::string& out, const LogValue& v, bool json) {
+  std::visit(
+      [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) {
-          return x;
+          if (json) {
+            append_json_string(out, x);
+          } else {
+            out += x;
+          }
         } else if constexpr (std::is_same_v<T, bool>) {
-          return x ? "true" : "false";
+          out += x ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, double>) {
+          append_json_double(out, x);
         } else {
-          return nlohmann::json(x).dump();
+          out += std::to_string(x);
         }
       },
       v.value);
@@ -129,13 +134,21 @@ bool log_enabled(LogLevel level) { return level >= g_level; }
 std::string format_log_line(LogFormat format, LogLevel level, std::int64_t wall_us,
                             std::string_view msg, std::initializer_list<LogField> fields) {
   if (format == LogFormat::json) {
-    // ordered_json keeps ts, level, msg first, as log readers expect.
-    nlohmann::ordered_json line;
-    line["ts"] = rfc3339_ms(wall_us);
-    line["level"] = level_name(level, false);
-    line["msg"] = msg;
-    for (const auto& [key, value] : fields) line[std::string(key)] = to_json(value);
-    return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    // ts, level, msg first, as log readers expect; then the fields in order.
+    std::string line = "{\"ts\":";
+    append_json_string(line, rfc3339_ms(wall_us));
+    line += ",\"level\":";
+    append_json_string(line, level_name(level, false));
+    line += ",\"msg\":";
+    append_json_string(line, msg);
+    for (const auto& [key, value] : fields) {
+      line += ',';
+      append_json_string(line, key);
+      line += ':';
+      append_value(line, value, true);
+    }
+    line += '}';
+    return line;
   }
   std::string line = rfc3339_ms(wall_us);
   line += ' ';
@@ -146,7 +159,7 @@ std::string format_log_line(LogFormat format, LogLevel level, std::int64_t wall_
     line += ' ';
     line += key;
     line += '=';
-    line += to_text(value);
+    append_value(line, value, false);
   }
   return line;
 }
@@ -171,6 +184,11 @@ void log(LogLevel level, std::string_view msg, std::initializer_list<LogField> f
     }
   }
   write_all(line);
+}
+
+void log_now(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
+  if (!log_enabled(level)) return;
+  write_all(format_log_line(g_format, level, clock_us(CLOCK_REALTIME), msg, fields) + "\n");
 }
 
 void start_log_writer(std::size_t max_queued_bytes) {
@@ -215,4 +233,4 @@ bool LogRateLimit::allow(std::int64_t now_us, std::uint64_t* suppressed) {
   return false;
 }
 
-}  // namespace ic::config
+}  // namespace ic::base

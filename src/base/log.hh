@@ -20,7 +20,7 @@
 #include <utility>
 #include <variant>
 
-namespace ic::config {
+namespace ic::base {
 
 enum class LogFormat { json, text };
 enum class LogLevel { debug = 0, info = 1, warn = 2, error = 3 };
@@ -56,6 +56,11 @@ using LogField = std::pair<std::string_view, LogValue>;
 // "<key>":<value>,...} or text "<ts> INFO msg key=value ...".
 void log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields = {});
 
+// Same as log(), but written now by the calling thread even while the writer
+// thread runs (the queue is bypassed, not flushed): for the last line before
+// the process aborts (base/check.hh).
+void log_now(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields = {});
+
 // The line log() would write (without the trailing newline) at wall time
 // `wall_us` (µs since the Unix epoch); exposed for tests.
 std::string format_log_line(LogFormat format, LogLevel level, std::int64_t wall_us,
@@ -88,4 +93,4 @@ class LogRateLimit {
 // Monotonic clock for LogRateLimit, µs.
 std::int64_t log_clock_us();
 
-}  // namespace ic::config
+}  // namespace ic::base
