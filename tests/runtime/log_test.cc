@@ -72,4 +72,31 @@ TEST_SUITE("runtime") {
     CHECK(ic::base::log_enabled(LogLevel::error));
     ic::base::configure_logging(LogFormat::json, LogLevel::info);
   }
+
+  TEST_CASE("log lines: JSON strings escape quotes, controls and invalid UTF-8 as nlohmann did") {
+    // Control bytes: by name where JSON has one, else \u00xx; valid UTF-8 as
+    // is; each maximal invalid subpart one U+FFFD ("\xE2\x82" is a truncated
+    // 3-byte sequence, "\xC0" never starts one, "\xED\xA0\x80" a surrogate).
+    CHECK(
+        format_log_line(LogFormat::json, LogLevel::info, kWallUs, "a\"b\\c\n\t\x01\x7f",
+                        {{"k\x1f", "\xC3\xA9\xE2\x82x\xC0\xED\xA0\x80"}}) ==
+        "{\"ts\":\"2026-01-02T03:04:05.678Z\",\"level\":\"info\",\"msg\":"
+        "\"a\\\"b\\\\c\\n\\t\\u0001\x7f\","
+        "\"k\\u001f\":\"\xC3\xA9\xEF\xBF\xBDx\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"}");
+  }
+
+  TEST_CASE("log lines: doubles as JSON numbers, non-finite ones as null") {
+    CHECK(format_log_line(LogFormat::json, LogLevel::info, kWallUs, "x",
+                          {{"a", 2.0},
+                           {"b", 1e20},
+                           {"c", 1.5e-5},
+                           {"d", 0.25},
+                           {"e", -0.0},
+                           {"f", 1.0 / 0.0},
+                           {"g", 123456.5}}) ==
+          R"({"ts":"2026-01-02T03:04:05.678Z","level":"info","msg":"x",)"
+          R"("a":2.0,"b":1e+20,"c":1.5e-05,"d":0.25,"e":-0.0,"f":null,"g":123456.5})");
+    CHECK(format_log_line(LogFormat::text, LogLevel::info, kWallUs, "x", {{"grace_s", 2.0}}) ==
+          "2026-01-02T03:04:05.678Z INFO x grace_s=2.0");
+  }
 }
