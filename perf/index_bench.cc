@@ -34,7 +34,7 @@
 #include "index/shard.hh"
 #include "index_floors.hh"
 #include "index_world.hh"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 // GCC pairs the replaced operator delete's free() with `new` expressions it
 // inlined and warns; the pair below is malloc/free on both sides.
@@ -75,7 +75,7 @@ pb::LookupRouteResponse answer(World& w, const pb::LookupRouteRequest& req) {
   pb::LookupRouteResponse out;
   LookupContext ctx;
   ctx.clock = &w.clock;
-  ic::service::wire::lookup_route(*w.shard, req, ctx, &out);
+  ic::sharding::wire::lookup_route(*w.shard, req, ctx, &out);
   return out;
 }
 
@@ -93,12 +93,12 @@ void run_lookups(benchmark::State& state, World& w, const std::vector<pb::Lookup
   std::vector<std::vector<std::string_view>> hashes(reqs.size());
   std::vector<LookupQuery> queries;
   for (std::size_t r = 0; r < reqs.size(); ++r)
-    queries.push_back(ic::service::wire::to_query(reqs[r], hashes[r]));
+    queries.push_back(ic::sharding::wire::to_query(reqs[r], hashes[r]));
   std::size_t i = 0;
   const std::uint64_t allocs = g_allocs.load(std::memory_order_relaxed);
   for (auto _ : state) {
     if (wire) {
-      ic::service::wire::lookup_route(*w.shard, reqs[i], ctx, &out);
+      ic::sharding::wire::lookup_route(*w.shard, reqs[i], ctx, &out);
       benchmark::DoNotOptimize(out);
     } else {
       w.shard->lookup(queries[i], ctx, &result);
@@ -170,7 +170,7 @@ BENCHMARK(BM_ExactLookup_Index_Cold);
 // index's value types (views into the messages, translated beforehand).
 struct IngestBatch {
   std::vector<pb::CacheStateUpdate> messages;
-  std::vector<ic::service::wire::UpdateBuffers> buffers;
+  std::vector<ic::sharding::wire::UpdateBuffers> buffers;
   std::vector<Update> values;
   std::mt19937_64 rng{7};
 
@@ -194,7 +194,7 @@ struct IngestBatch {
     buffers.resize(messages.size());
     values.clear();
     for (std::size_t i = 0; i < messages.size(); ++i)
-      values.push_back(ic::service::wire::to_update(messages[i], buffers[i]));
+      values.push_back(ic::sharding::wire::to_update(messages[i], buffers[i]));
   }
 };
 
@@ -216,7 +216,7 @@ void ingest_chains(benchmark::State& state, bool wire) {
       state.ResumeTiming();
     }
     if (wire) {
-      ic::service::wire::ingest(shard, batch.messages[i], kNow);
+      ic::sharding::wire::ingest(shard, batch.messages[i], kNow);
     } else {
       shard.ingest(batch.values[i], kNow);
     }
@@ -242,7 +242,7 @@ void BM_IngestRefresh16(benchmark::State& state) {
   auto u = chain_update("tenant-a", "replica-0", chain, kNow);
   std::int64_t blocks = 0;
   for (auto _ : state) {
-    ic::service::wire::ingest(*w.shard, u, kNow);
+    ic::sharding::wire::ingest(*w.shard, u, kNow);
     blocks += 16;
   }
   state.SetItemsProcessed(blocks);
@@ -270,8 +270,8 @@ void BM_PrefixEvicted(benchmark::State& state) {
     for (std::size_t c = 0; c < keys.size(); c += 16) {
       std::vector<std::uint64_t> blocks(keys.begin() + static_cast<long>(c),
                                         keys.begin() + static_cast<long>(c + 16));
-      ic::service::wire::ingest(*w.shard, chain_update("tenant-a", "replica-3", blocks, kNow),
-                                kNow);
+      ic::sharding::wire::ingest(*w.shard, chain_update("tenant-a", "replica-3", blocks, kNow),
+                                 kNow);
     }
   };
   refill();
@@ -286,7 +286,7 @@ void BM_PrefixEvicted(benchmark::State& state) {
       state.ResumeTiming();
     }
     ev.set_prefix_hash(ic::test::block_hash(keys[i++]));
-    removed += ic::service::wire::apply_event(*w.shard, ev, kNow);
+    removed += ic::sharding::wire::apply_event(*w.shard, ev, kNow);
   }
   if (removed != static_cast<std::size_t>(state.iterations())) state.SkipWithError("missed");
 }
@@ -315,8 +315,8 @@ void BM_AllClearedSmallTenant(benchmark::State& state) {
   for (int c = 0; c < tenant_chains; ++c) chains.push_back(small_chain(rng));
   auto refill = [&] {
     for (const auto& blocks : chains)
-      ic::service::wire::ingest(*w.shard, chain_update("tenant-small", "replica-s", blocks, kNow),
-                                kNow);
+      ic::sharding::wire::ingest(*w.shard, chain_update("tenant-small", "replica-s", blocks, kNow),
+                                 kNow);
   };
   const pb::CacheEvent ev = event(pb::CacheEvent::ALL_CLEARED, "tenant-small", "replica-s");
   std::size_t removed = 0;
@@ -324,7 +324,7 @@ void BM_AllClearedSmallTenant(benchmark::State& state) {
     state.PauseTiming();
     refill();
     state.ResumeTiming();
-    removed += ic::service::wire::apply_event(*w.shard, ev, kNow);
+    removed += ic::sharding::wire::apply_event(*w.shard, ev, kNow);
   }
   if (removed != static_cast<std::size_t>(16 * tenant_chains * state.iterations()))
     state.SkipWithError("missed");
@@ -351,7 +351,7 @@ void BM_QuotaEvictSmallTenant(benchmark::State& state) {
   std::mt19937_64 rng(6);
   std::int64_t ts = kNow;
   auto add = [&] {
-    ic::service::wire::ingest(
+    ic::sharding::wire::ingest(
         *w.shard, chain_update("tenant-small", "replica-s", small_chain(rng), ++ts), kNow);
   };
   for (int c = 0; c < kSmallChains; ++c) add();

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "index/shard.hh"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 namespace {
 
@@ -74,7 +74,7 @@ void BM_BytesPerEntry(benchmark::State& state) {
       for (auto& h : *p->mutable_block_hashes()) h = hb(rng());
       for (int r = 0; r < replicas; ++r) {
         u.set_replica_id(std::string("replica-").append(std::to_string(r)));
-        ic::service::wire::ingest(*shard, u, 1'700'000'000'000'000);
+        ic::sharding::wire::ingest(*shard, u, 1'700'000'000'000'000);
       }
     }
     state.PauseTiming();

@@ -13,7 +13,7 @@
 #include "index/clock.hh"
 #include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 #include "text.hh"
 
 namespace ic::perf {
@@ -57,8 +57,8 @@ struct World {
       for (int i = 0; i < 64; ++i) chain.push_back(rng());
       for (int k = 0; k < 8; ++k) {
         std::vector<std::uint64_t> held(chain.begin(), chain.end() - 4 * k);
-        ic::service::wire::ingest(*shard, chain_update("tenant-a", name("replica-", k), held, kNow),
-                                  kNow);
+        ic::sharding::wire::ingest(*shard,
+                                   chain_update("tenant-a", name("replica-", k), held, kNow), kNow);
       }
     }
     probe = probes[0];
@@ -67,7 +67,7 @@ struct World {
       std::vector<std::uint64_t> blocks(16);
       for (auto& b : blocks) b = rng();
       const std::string tenant = i % 2 == 0 ? std::string("tenant-a") : name("tenant-", i % 100);
-      ic::service::wire::ingest(
+      ic::sharding::wire::ingest(
           *shard, chain_update(tenant, name("replica-", i % 8), blocks, kNow - 1000), kNow);
       ++i;
     }

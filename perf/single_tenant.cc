@@ -44,7 +44,7 @@
 #include "placement/spread.hh"
 #include "runtime/runtime.hh"
 #include "runtime/submit.hh"
-#include "service/sharded_index.hh"
+#include "sharding/sharded_index.hh"
 
 namespace {
 
@@ -78,7 +78,7 @@ std::vector<pb::LookupRouteRequest> lookup_requests(World& w, bool exact) {
 // One run: shared by the reactors; each field is written by one core.
 struct Drive {
   Runtime* runtime = nullptr;
-  ic::service::ShardedIndex* index = nullptr;
+  ic::sharding::ShardedIndex* index = nullptr;
   const std::vector<pb::LookupRouteRequest>* requests = nullptr;
   ic::index::LookupContext ctx;
   int window = 0;
@@ -126,7 +126,7 @@ void send(Sender* s) {
       d->index->cores(), kOwner, std::move(req),
       [shard = &d->index->shard(kOwner), ctx = d->ctx](pb::LookupRouteRequest& r) {
         pb::LookupRouteResponse response;
-        ic::service::wire::lookup_route(*shard, r, ctx, &response);
+        ic::sharding::wire::lookup_route(*shard, r, ctx, &response);
         return response;
       },
       [s](pb::LookupRouteResponse&& response) {
@@ -156,7 +156,7 @@ void BM_SingleTenantOwner(benchmark::State& state) {
       idle.push_back(std::make_unique<Shard>(IndexConfig{}, nullptr));
       shards.push_back(idle.back().get());
     }
-    ic::service::ShardedIndex index(runtime, shards, w.clock);
+    ic::sharding::ShardedIndex index(runtime, shards, w.clock);
     Drive d;
     d.runtime = &runtime;
     d.index = &index;
@@ -235,7 +235,7 @@ void answer_locally(SpreadRun* run, Shard& shard, const std::vector<pb::LookupRo
   ctx.clock = &clock;
   pb::LookupRouteResponse response;
   for (int i = 0; i < kCallsPerSender; ++i) {
-    ic::service::wire::lookup_route(shard, reqs[(core * 97 + i) % reqs.size()], ctx, &response);
+    ic::sharding::wire::lookup_route(shard, reqs[(core * 97 + i) % reqs.size()], ctx, &response);
     if (response.reason_code().empty()) ++run->wrong;
   }
   run->cpu_ns += thread_cpu_ns() - cpu0;
@@ -291,7 +291,7 @@ BENCHMARK(BM_SpreadLookup)
 // kIngestSlice per loop turn (so each turn ends with its forwards sent).
 struct IngestRun {
   Runtime* runtime = nullptr;
-  ic::service::ShardedIndex* index = nullptr;
+  ic::sharding::ShardedIndex* index = nullptr;
   const std::vector<pb::CacheStateUpdate>* updates = nullptr;
   unsigned owner = 0;
   std::size_t next = 0;
@@ -336,7 +336,7 @@ void BM_SpreadIngest(benchmark::State& state) {
     }
     ManualClock clock;
     clock.wall = kNow;
-    ic::service::ShardedIndex index(runtime, pointers, clock);
+    ic::sharding::ShardedIndex index(runtime, pointers, clock);
     std::unique_ptr<ic::placement::SpreadPlacement> placement;
     if (spread) {
       placement = std::make_unique<ic::placement::SpreadPlacement>(

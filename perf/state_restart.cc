@@ -28,12 +28,12 @@
 #include "index/partition.hh"
 #include "persist/snapshot_codec.hh"
 #include "persist/state_saver.hh"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 #include "text.hh"
 
 namespace {
 
-namespace pb = ic::service::wire::pb;
+namespace pb = ic::sharding::wire::pb;
 using Clock = std::chrono::steady_clock;
 
 constexpr unsigned kCores = 2;
@@ -122,7 +122,7 @@ std::vector<std::string> answers(Index& idx, std::int64_t now) {
     ic::index::LookupContext ctx;
     ctx.clock = &clock;
     pb::LookupRouteResponse resp;
-    ic::service::wire::lookup_route(idx.owner(r.tenant_id()), r, ctx, &resp);
+    ic::sharding::wire::lookup_route(idx.owner(r.tenant_id()), r, ctx, &resp);
     resp.set_lookup_latency_us(0);
     out.push_back(resp.SerializeAsString());
   }
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
   Index before;
   auto t0 = Clock::now();
   for (int i = 0; i < kChains; ++i)
-    ic::service::wire::ingest(before.owner(name("tenant-", i % kTenants)), chain(i, now), now);
+    ic::sharding::wire::ingest(before.owner(name("tenant-", i % kTenants)), chain(i, now), now);
   const double fill_s = seconds_since(t0);
   const Rss filling = rss();
   const Rss filled = settled();

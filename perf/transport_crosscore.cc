@@ -98,7 +98,7 @@ void BM_LocalCall(benchmark::State& state) {
     Runtime runtime(Runtime::Options{.cores = 1, .pin_threads = false});
     std::int64_t elapsed_ns = 0;
     const bool verb = state.range(0) == 1;
-    // Through the interface, as service/sharded_index.hh calls it.
+    // Through the interface, as sharding/sharded_index.hh calls it.
     ic::runtime::Cores& cores = runtime;
     runtime.start([&](unsigned) {
       std::uint64_t x = 1;

@@ -1,6 +1,6 @@
 #include "sharded_index.hh"
 
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 #include <cstdint>
 #include <limits>
@@ -55,14 +55,14 @@ void ShardedIndex::lookup(const pb::LookupRouteRequest& request,
       deadline_to_monotonic_us(deadline, std::chrono::system_clock::now(), ctx.start_mono_us);
   Slot& slot = *slots_[shard_of(request.tenant_id())];
   std::lock_guard<std::mutex> lock(slot.mutex);
-  ic::service::wire::lookup_route(slot.shard, request, ctx, &out);
+  ic::sharding::wire::lookup_route(slot.shard, request, ctx, &out);
 }
 
 index::IngestResult ShardedIndex::ingest(const pb::CacheStateUpdate& update) {
   const std::int64_t now = clock_.wall_us();
   Slot& slot = *slots_[shard_of(update.tenant_id())];
   std::lock_guard<std::mutex> lock(slot.mutex);
-  return ic::service::wire::ingest(slot.shard, update, now);
+  return ic::sharding::wire::ingest(slot.shard, update, now);
 }
 
 void ShardedIndex::sweep_loop(std::chrono::milliseconds interval) {

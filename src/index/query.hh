@@ -1,7 +1,7 @@
 #pragma once
 // The index's own LookupRoute types (docs/lookup.md): what a lookup asks and
 // what it answers, free of any wire format. The service translates the gRPC
-// messages at its edge (service/index_wire.hh).
+// messages at its edge (sharding/index_wire.hh).
 //
 // Both sides are views: a LookupQuery points into the caller's request and a
 // LookupResult into the query and the shard, so a lookup copies no string.

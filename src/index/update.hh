@@ -1,7 +1,7 @@
 #pragma once
 // The index's own ingest types (docs/index.md "Ingest", "Events"): one
 // replica's report of cached prefixes and stats, and one cache event, free of
-// any wire format (service/index_wire.hh translates the gRPC messages).
+// any wire format (sharding/index_wire.hh translates the gRPC messages).
 // Views: the caller keeps the viewed bytes alive during the call.
 
 #include <cstdint>

@@ -3,11 +3,11 @@
 #include "persist/snapshot_codec.hh"
 
 #include "index/partition.hh"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 namespace ic::persist {
 
-namespace pb = service::wire::pb;
+namespace pb = sharding::wire::pb;
 
 namespace {
 
@@ -81,13 +81,13 @@ void restore_owned(const state_pb::StateChunk& chunk, index::Shard& shard, unsig
                    unsigned cores, std::int64_t now_wall_us, RestoreCounts* counts) {
   for (const pb::CacheStateUpdate& u : chunk.updates()) {
     if (index::owner_core(u.tenant_id(), cores) != core) continue;
-    service::wire::ingest(shard, u, now_wall_us);
+    sharding::wire::ingest(shard, u, now_wall_us);
     counts->entries += u.prefixes_size();
     counts->stats += u.has_stats() ? 1 : 0;
   }
   for (const pb::CacheEvent& e : chunk.liveness()) {
     if (index::owner_core(e.tenant_id(), cores) == core)
-      service::wire::apply_event(shard, e, now_wall_us);
+      sharding::wire::apply_event(shard, e, now_wall_us);
   }
 }
 

@@ -11,7 +11,7 @@
 #include "index/partition.hh"
 #include "metrics/registry.hh"
 #include "placement/copy_export.hh"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 namespace ic::placement {
 
@@ -353,9 +353,9 @@ void SpreadPlacement::apply_batch(Tenant& t, unsigned core, Batch& batch) {
       load_chunks(*copy.shard, *change.reset);
       copy.applied.store(change.generation, std::memory_order_release);
     } else if (change.update) {
-      service::wire::ingest(*copy.shard, *change.update, change.wall_us);
+      sharding::wire::ingest(*copy.shard, *change.update, change.wall_us);
     } else {
-      service::wire::apply_event(*copy.shard, *change.event, change.wall_us);
+      sharding::wire::apply_event(*copy.shard, *change.event, change.wall_us);
     }
   }
 }

@@ -33,7 +33,7 @@
 #include "config/policy.hh"
 #include "index/shard.hh"
 #include "runtime/cores.hh"
-#include "service/placement.hh"
+#include "sharding/placement.hh"
 
 namespace ic::placement {
 
@@ -60,7 +60,7 @@ struct SpreadCounters {
   std::atomic<std::uint64_t> resyncs{0};       // copies rebuilt after a queue overflow
 };
 
-class SpreadPlacement final : public service::Placement {
+class SpreadPlacement final : public sharding::Placement {
  public:
   // `owners[c]` is core c's shard (the tenant-hash owners). Copies are built
   // with `config` (their cap made unreachable), register in `globals` (their
@@ -83,7 +83,7 @@ class SpreadPlacement final : public service::Placement {
   const index::Shard* copy(unsigned core, std::string_view tenant) const;
   const SpreadCounters& counters() const { return counters_; }
 
-  // service::Placement
+  // sharding::Placement
   index::Shard* copy_for(unsigned core, std::string_view tenant) override;
   void before_apply(unsigned core, std::string_view tenant) override;
   void applied(unsigned core, const pb::CacheStateUpdate& update,

@@ -13,11 +13,11 @@ constexpr auto kWaitStep = std::chrono::microseconds(200);
 
 }  // namespace
 
-bool post_to_core(service::ShardedIndex& router, unsigned core, runtime::Task task) {
+bool post_to_core(sharding::ShardedIndex& router, unsigned core, runtime::Task task) {
   return router.cores().try_push(core, task);
 }
 
-Applier::Applier(service::ShardedIndex& router, std::string origin, std::int64_t max_in_flight)
+Applier::Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight)
     : router_(router),
       origin_(std::move(origin)),
       max_in_flight_(max_in_flight),

@@ -31,7 +31,7 @@
 #include "replication/echo_filter.hh"
 #include "replication/record.hh"
 #include "runtime/task.hh"
-#include "service/sharded_index.hh"
+#include "sharding/sharded_index.hh"
 
 namespace ic::replication {
 
@@ -40,13 +40,13 @@ namespace pb = ::inferencecache::v1alpha1;
 
 // The cross-core hop of this module: queues `task` on `core` from the
 // replication thread. False when it was not queued.
-bool post_to_core(service::ShardedIndex& router, unsigned core, runtime::Task task);
+bool post_to_core(sharding::ShardedIndex& router, unsigned core, runtime::Task task);
 
 class Applier {
  public:
   // `router` (its shards and clock) outlives the applier. `origin`: this
   // server's (RecordEncoder::origin), whose records are its echoes.
-  Applier(service::ShardedIndex& router, std::string origin, std::int64_t max_in_flight = 4096);
+  Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight = 4096);
   ~Applier();  // drain()s
   Applier(const Applier&) = delete;
   Applier& operator=(const Applier&) = delete;
@@ -109,7 +109,7 @@ class Applier {
   void apply(unsigned core, Item& item);
   void queue(unsigned core, std::uint64_t sequence, Item&& item);
 
-  service::ShardedIndex& router_;
+  sharding::ShardedIndex& router_;
   const std::string origin_;
   const std::int64_t max_in_flight_;
   const unsigned cores_;

@@ -151,7 +151,7 @@ struct Replicator::Nats {
   }
 };
 
-Replicator::Replicator(ReplicatorOptions options, service::ShardedIndex& router,
+Replicator::Replicator(ReplicatorOptions options, sharding::ShardedIndex& router,
                        metrics::ReplicationStats& stats)
     : options_(std::move(options)),
       subject_(options_.stream + ".changes"),

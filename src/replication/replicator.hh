@@ -33,8 +33,8 @@
 #include "replication/nats_tls.hh"
 #include "replication/outbox.hh"
 #include "replication/record.hh"
-#include "service/change_observer.hh"
-#include "service/sharded_index.hh"
+#include "sharding/change_observer.hh"
+#include "sharding/sharded_index.hh"
 
 namespace ic::replication {
 
@@ -66,10 +66,10 @@ struct ReplicatorOptions {
   std::uint64_t snapshot_max_bytes = std::uint64_t{256} << 20;
 };
 
-class Replicator final : public service::ChangeObserver {
+class Replicator final : public sharding::ChangeObserver {
  public:
   // `router` and `stats` outlive the replicator.
-  Replicator(ReplicatorOptions options, service::ShardedIndex& router,
+  Replicator(ReplicatorOptions options, sharding::ShardedIndex& router,
              metrics::ReplicationStats& stats);
   ~Replicator() override;  // stop()s
   Replicator(const Replicator&) = delete;
@@ -140,7 +140,7 @@ class Replicator final : public service::ChangeObserver {
 
   ReplicatorOptions options_;
   std::string subject_;
-  service::ShardedIndex& router_;
+  sharding::ShardedIndex& router_;
   metrics::ReplicationStats& stats_;
   RecordEncoder encoder_;
   Outbox outbox_;

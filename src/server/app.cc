@@ -188,7 +188,7 @@ void App::build_shards() {
   }
   std::vector<ic::index::Shard*> shard_ptrs;
   for (auto& shard : shards) shard_ptrs.push_back(shard.get());
-  index = std::make_unique<ic::service::ShardedIndex>(runtime, shard_ptrs, clock);
+  index = std::make_unique<ic::sharding::ShardedIndex>(runtime, shard_ptrs, clock);
   if (!config.spread_tenants.empty()) {
     placement = std::make_unique<ic::placement::SpreadPlacement>(
         runtime, std::move(shard_ptrs), index_config(config), &index_globals, initial_policies,

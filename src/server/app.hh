@@ -45,7 +45,7 @@
 #include "service/event_fanout.hh"
 #include "service/grpc_server.hh"
 #include "service/prompt_input.hh"
-#include "service/sharded_index.hh"
+#include "sharding/sharded_index.hh"
 
 namespace ic::server {
 
@@ -122,7 +122,7 @@ struct App {
   std::unique_ptr<ic::replication::Replicator> replicator;  // --nats-url
   // Routes each tenant's calls to its owner core's shard (rule 8).
   ic::index::SystemClock clock;
-  std::unique_ptr<ic::service::ShardedIndex> index;
+  std::unique_ptr<ic::sharding::ShardedIndex> index;
   // --spread-tenants: read copies on other cores (docs/placement.md).
   std::unique_ptr<ic::placement::SpreadPlacement> placement;
   std::unique_ptr<ic::service::EventFanout> events;  // StreamCacheEvents

@@ -29,9 +29,11 @@
 
 #include "index/change.hh"
 #include "rpc/call.hh"
-#include "service/sharded_index.hh"
+#include "sharding/sharded_index.hh"
 
 namespace ic::service {
+
+using sharding::ShardedIndex;  // the cross-core index (src/sharding/)
 
 // Subscriber bounds (bytes of framed CacheEvent messages). One subscriber
 // holds at most max_queued_bytes + max_unsent_bytes + 64 KiB per owner core

@@ -9,7 +9,7 @@
 //   opts.ready = [&] { return ready_flag.load(std::memory_order_relaxed); };
 //   // once, before Runtime::start: shards[c] = core c's index::Shard
 //   static ic::index::SystemClock clock;
-//   static ic::service::ShardedIndex index(runtime, shards, clock);
+//   static ic::sharding::ShardedIndex index(runtime, shards, clock);
 //   opts.index = &index;
 //   static ic::service::EventFanout events(index);  // StreamCacheEvents
 //   opts.events = &events;
@@ -35,9 +35,13 @@
 #include "service/health.hh"
 #include "service/metric_stream.hh"
 
+namespace ic::sharding {
+class ShardedIndex;
+}  // namespace ic::sharding
+
 namespace ic::service {
 
-class ShardedIndex;
+using sharding::ShardedIndex;  // the cross-core index (src/sharding/)
 class EventFanout;
 struct PromptTextConfig;
 
@@ -49,7 +53,7 @@ struct GrpcServiceOptions {
   // Health reports SERVING while this returns true; nullptr = always ready.
   ReadyFn ready;
   // Index routing for LookupRoute / ReportCacheState / PublishEvent /
-  // GetCacheState (service/sharded_index.hh); nullptr = contract defaults.
+  // GetCacheState (sharding/sharded_index.hh); nullptr = contract defaults.
   // Shared by every core's server; outlives them.
   ShardedIndex* index = nullptr;
   // StreamCacheEvents (service/event_fanout.hh), shared by every core's

@@ -10,12 +10,16 @@
 #include "rpc/typed.hh"
 #include "runtime/runtime.hh"
 #include "runtime/submit.hh"
-#include "service/index_wire.hh"
 #include "service/lookup_clock.hh"
 #include "service/prompt_scheduler.hh"
+#include "sharding/index_wire.hh"
 
 namespace ic::service::index_methods {
 namespace {
+
+namespace pb = ::inferencecache::v1alpha1;
+namespace wire = sharding::wire;
+using sharding::Placement;
 
 using TimerId = runtime::Timers::TimerId;
 
@@ -86,7 +90,7 @@ struct LookupTimes {
 // look up and answer now, into this core's reusable response message
 // (to_response clears it; Clear keeps the replica score elements and their
 // strings for the next call). `Request` is the message or its views
-// (service/lookup_request_view.hh).
+// (sharding/lookup_request_view.hh).
 template <typename Request>
 void answer_here(index::Shard& shard, const index::LookupContext& ctx, rpc::CallHandle& call,
                  const Request& request, std::string_view model_id) {
@@ -242,7 +246,7 @@ struct HeldLookup {
 
 // LookupRoute's handler: rpc::SingleRequestHandler's contract (one message,
 // then half-close; the same errors) with a fast path. The message is kept as
-// bytes and decoded into views (service/lookup_request_view.hh); at
+// bytes and decoded into views (sharding/lookup_request_view.hh); at
 // half-close a tenant this core owns is looked up from the views, with no
 // protobuf message filled. A request the views do not take, or for a tenant
 // owned elsewhere, is parsed into a pooled message and goes through lookup().

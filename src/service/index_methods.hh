@@ -1,7 +1,7 @@
 #pragma once
 // The four index-backed InferenceCache methods (docs/contract.md "RPCs",
 // docs/index.md, docs/lookup.md) over the sharded index
-// (service/sharded_index.hh); service/inference_cache.cc registers them.
+// (sharding/sharded_index.hh); service/inference_cache.cc registers them.
 //   LookupRoute      unary; deadline = grpc-timeout, handed to the shard's
 //                    pipeline (answers reason_code TIMEOUT) and guarded on the
 //                    connection's core by a timer that answers TIMEOUT if the
@@ -25,9 +25,11 @@
 
 #include "rpc/call.hh"
 #include "service/prompt_input.hh"
-#include "service/sharded_index.hh"
+#include "sharding/sharded_index.hh"
 
 namespace ic::service::index_methods {
+
+using sharding::ShardedIndex;  // the cross-core index (src/sharding/)
 
 // Each returns the method's table entry; `index` (and `prompt`, when not
 // nullptr) outlive the sessions. `prompt` nullptr: prompt_text always fails

@@ -14,12 +14,16 @@
 
 #include "rpc/call.hh"
 
+namespace ic::sharding {
+class ShardedIndex;
+}  // namespace ic::sharding
+
 namespace ic::service {
 
 // Service name and the method path prefix.
 inline constexpr std::string_view kInferenceCacheService = "inferencecache.v1alpha1.InferenceCache";
 
-class ShardedIndex;
+using sharding::ShardedIndex;  // the cross-core index (src/sharding/)
 struct PromptTextConfig;
 
 // Registers the eight methods in `methods`, once each: LookupRoute,

@@ -19,7 +19,7 @@
 
 #include "config/policy.hh"
 #include "index/shard.hh"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 namespace {
 
@@ -138,7 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           s->set_pressure(op & 0x20 ? INFINITY : static_cast<float>(in.byte()) / 255);
           s->set_cache_memory_bytes(in.byte());
         }
-        ic::service::wire::ingest(shard, u, clock.wall);
+        ic::sharding::wire::ingest(shard, u, clock.wall);
         break;
       }
       case 2: {
@@ -163,7 +163,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ctx.clock = &clock;
         if (shape & 0x80) ctx.deadline_mono_us = clock.mono + in.byte() % 3;
         pb::LookupRouteResponse out;
-        ic::service::wire::lookup_route(shard, r, ctx, &out);
+        ic::sharding::wire::lookup_route(shard, r, ctx, &out);
         require(!out.reason_code().empty());
         for (int i = 1; i < out.replica_scores_size(); ++i) {
           const auto& a = out.replica_scores(i - 1);
@@ -185,7 +185,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ev.set_replica_id(in.pick(kReplicas));
         ev.set_adapter_id(in.pick(kAdapters));
         ev.set_prefix_hash(in.hash());
-        ic::service::wire::apply_event(shard, ev, clock.wall);
+        ic::sharding::wire::apply_event(shard, ev, clock.wall);
         break;
       }
       case 4:
@@ -203,7 +203,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     g.set_tenant_id(in.pick(kTenants));
     g.set_model_id(in.pick(kModels));
     pb::GetCacheStateResponse gs;
-    ic::service::wire::get_cache_state(shard, g, &gs);
+    ic::sharding::wire::get_cache_state(shard, g, &gs);
     require(gs.summary().total_prefixes() >= 0);
   }
   return 0;

@@ -11,7 +11,7 @@
 
 #include "config/policy.hh"
 #include "index/shard.hh"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 #include "support/builders.hh"
 
 namespace ic::index::test {
@@ -93,11 +93,11 @@ struct Harness {
     g.set_tenant_id(tenant);
     g.set_model_id(model);
     pb::GetCacheStateResponse out;
-    ic::service::wire::get_cache_state(*shard, g, &out);
+    ic::sharding::wire::get_cache_state(*shard, g, &out);
     return out;
   }
   IngestResult ingest(const pb::CacheStateUpdate& u) {
-    return ic::service::wire::ingest(*shard, u, clock.wall);
+    return ic::sharding::wire::ingest(*shard, u, clock.wall);
   }
   pb::LookupRouteResponse lookup(const pb::LookupRouteRequest& r,
                                  std::int64_t deadline = INT64_MAX) {
@@ -105,7 +105,7 @@ struct Harness {
     ctx.clock = &clock;
     ctx.deadline_mono_us = deadline;
     pb::LookupRouteResponse out;
-    ic::service::wire::lookup_route(*shard, r, ctx, &out);
+    ic::sharding::wire::lookup_route(*shard, r, ctx, &out);
     return out;
   }
   std::size_t event(pb::CacheEvent::Type type, const std::string& tenant, const std::string& model,
@@ -119,7 +119,7 @@ struct Harness {
     ev.set_prefix_hash(hash);
     ev.set_adapter_id(adapter);
     ev.set_timestamp_us(ts);
-    return ic::service::wire::apply_event(*shard, ev, clock.wall);
+    return ic::sharding::wire::apply_event(*shard, ev, clock.wall);
   }
 };
 

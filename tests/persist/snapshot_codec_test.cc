@@ -46,7 +46,7 @@ struct Index {
     return *shards[index::owner_core(tenant, kCores)];
   }
   void ingest(const pb::CacheStateUpdate& u) {
-    ic::service::wire::ingest(owner(u.tenant_id()), u, clock.wall);
+    ic::sharding::wire::ingest(owner(u.tenant_id()), u, clock.wall);
   }
   void event(pb::CacheEvent::Type type, const std::string& tenant, const std::string& replica,
              std::int64_t ts) {
@@ -56,13 +56,13 @@ struct Index {
     ev.set_model_id("m");
     ev.set_replica_id(replica);
     ev.set_timestamp_us(ts);
-    ic::service::wire::apply_event(owner(tenant), ev, clock.wall);
+    ic::sharding::wire::apply_event(owner(tenant), ev, clock.wall);
   }
   std::string lookup(const pb::LookupRouteRequest& r) {
     index::LookupContext ctx;
     ctx.clock = &clock;
     pb::LookupRouteResponse out;
-    ic::service::wire::lookup_route(owner(r.tenant_id()), r, ctx, &out);
+    ic::sharding::wire::lookup_route(owner(r.tenant_id()), r, ctx, &out);
     return out.ShortDebugString();
   }
 };

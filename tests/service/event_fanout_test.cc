@@ -11,8 +11,8 @@
 #include "index/partition.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "service/event_fanout.hh"
-#include "service/sharded_index.hh"
 #include "service_fixture.hh"
+#include "sharding/sharded_index.hh"
 #include "support/builders.hh"
 #include "two_core_index.hh"
 

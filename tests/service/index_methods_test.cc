@@ -5,8 +5,8 @@
 
 #include "index/partition.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
-#include "service/sharded_index.hh"
 #include "service_fixture.hh"
+#include "sharding/sharded_index.hh"
 #include "two_core_index.hh"
 
 namespace pb = ::inferencecache::v1alpha1;

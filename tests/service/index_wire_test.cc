@@ -1,7 +1,7 @@
-// The protobuf ⇄ index translation (service/index_wire.hh), field by field:
+// The protobuf ⇄ index translation (sharding/index_wire.hh), field by field:
 // requests become views into the message, answers carry every field.
 
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 namespace {
 
 namespace pb = ::inferencecache::v1alpha1;
-namespace wire = ic::service::wire;
+namespace wire = ic::sharding::wire;
 using ic::index::EventType;
 
 TEST_CASE("index_wire: LookupRouteRequest becomes a LookupQuery viewing the request") {

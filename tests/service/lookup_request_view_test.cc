@@ -1,9 +1,9 @@
-// LookupRouteRequest decoded as views (service/lookup_request_view.hh): the
+// LookupRouteRequest decoded as views (sharding/lookup_request_view.hh): the
 // plain encoding is taken with protobuf's values, everything else is left to
 // protobuf, and whatever the views take protobuf parses to the same query
 // (checked on hand-written edge cases and on random and mutated wire bytes).
 
-#include "service/lookup_request_view.hh"
+#include "sharding/lookup_request_view.hh"
 
 #include <doctest/doctest.h>
 
@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 namespace {
 
 namespace pb = ::inferencecache::v1alpha1;
-namespace wire = ic::service::wire;
+namespace wire = ic::sharding::wire;
 
 void put_varint(std::string& out, std::uint64_t v) {
   while (v >= 0x80) {

@@ -11,7 +11,7 @@
 #include "index/clock.hh"
 #include "index/shard.hh"
 #include "metrics/registry.hh"
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 namespace pb = ::inferencecache::v1alpha1;
 using ic::metrics::PromptTextFailure;
@@ -168,18 +168,18 @@ TEST_CASE("the index echoes tokens made from prompt_text, and only those") {
   ic::index::LookupContext ctx;
   ctx.clock = &clock;
   pb::LookupRouteResponse out;
-  ic::service::wire::lookup_route(shard, r, ctx, &out);
+  ic::sharding::wire::lookup_route(shard, r, ctx, &out);
   CHECK(out.reason_code() == "NO_HINT");
   CHECK(out.token_ids_size() == 0);  // the caller's own token_ids: no echo
   ctx.token_ids_from_prompt = true;
-  ic::service::wire::lookup_route(shard, r, ctx, &out);
+  ic::sharding::wire::lookup_route(shard, r, ctx, &out);
   CHECK(out.reason_code() == "NO_HINT");
   REQUIRE(out.token_ids_size() == 40);
   CHECK(out.token_ids(39) == 39);
   // A chain wins over token_ids: nothing resolved from the prompt, no echo.
   r.add_block_hashes("12345678");
   r.add_block_token_counts(16);
-  ic::service::wire::lookup_route(shard, r, ctx, &out);
+  ic::sharding::wire::lookup_route(shard, r, ctx, &out);
   CHECK(out.token_ids_size() == 0);
 }
 

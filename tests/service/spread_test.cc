@@ -11,8 +11,8 @@
 #include "config/policy.hh"
 #include "index/partition.hh"
 #include "placement/spread.hh"
-#include "service/index_wire.hh"
 #include "service_fixture.hh"
+#include "sharding/index_wire.hh"
 #include "two_core_index.hh"
 
 namespace pb = ::inferencecache::v1alpha1;
@@ -114,7 +114,7 @@ struct Spread : ic::test::TwoCoreIndex {
     ic::index::LookupContext ctx;
     ctx.clock = &clock;
     pb::LookupRouteResponse response;
-    ic::service::wire::lookup_route(shard, r, ctx, &response);
+    ic::sharding::wire::lookup_route(shard, r, ctx, &response);
     return response.SerializeAsString();
   }
   pb::LookupRouteResponse parsed(const std::string& bytes) {

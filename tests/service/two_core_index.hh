@@ -7,7 +7,7 @@
 #include "fake_link.hh"
 #include "index/clock.hh"
 #include "index/shard.hh"
-#include "service/sharded_index.hh"
+#include "sharding/sharded_index.hh"
 
 namespace ic::test {
 
@@ -29,7 +29,7 @@ struct TwoCoreIndex {
   index::IndexGlobals globals;
   index::Shard shard0;
   index::Shard shard1;
-  service::ShardedIndex index;
+  sharding::ShardedIndex index;
 };
 
 }  // namespace ic::test

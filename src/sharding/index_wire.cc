@@ -1,8 +1,8 @@
-#include "service/index_wire.hh"
+#include "sharding/index_wire.hh"
 
 #include <span>
 
-namespace ic::service::wire {
+namespace ic::sharding::wire {
 namespace {
 
 // Views of a repeated bytes field, appended to `out`.
@@ -198,4 +198,4 @@ void get_cache_state(const index::Shard& shard, const pb::GetCacheStateRequest& 
   to_response(state, out);
 }
 
-}  // namespace ic::service::wire
+}  // namespace ic::sharding::wire

@@ -1,8 +1,8 @@
-#include "service/lookup_request_view.hh"
+#include "sharding/lookup_request_view.hh"
 
 #include <cstring>
 
-namespace ic::service::wire {
+namespace ic::sharding::wire {
 namespace {
 
 // The tags (field number << 3 | wire type) of LookupRouteRequest's fields
@@ -200,4 +200,4 @@ index::LookupQuery to_query(const LookupRequestView& view) {
           .slo_ttft_ms = view.slo_ttft_ms};
 }
 
-}  // namespace ic::service::wire
+}  // namespace ic::sharding::wire

@@ -13,7 +13,7 @@
 // the owner, and it already decides locality (deadline guard, fail-open
 // answer), so a facade call would only forward (docs/architecture.md
 // "LookupRoute path").
-// An opt-in Placement (service/placement.hh, docs/placement.md) adds read
+// An opt-in Placement (sharding/placement.hh, docs/placement.md) adds read
 // copies of chosen tenants on other cores: the owner stays the one writer,
 // applies every change first (apply_ingest / apply_event_now) and the
 // placement forwards it; LookupRoute asks placement()->copy_for first.
@@ -28,11 +28,11 @@
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "runtime/cores.hh"
 #include "runtime/submit.hh"
-#include "service/change_observer.hh"
-#include "service/index_wire.hh"
-#include "service/placement.hh"
+#include "sharding/change_observer.hh"
+#include "sharding/index_wire.hh"
+#include "sharding/placement.hh"
 
-namespace ic::service {
+namespace ic::sharding {
 
 namespace pb = ::inferencecache::v1alpha1;
 
@@ -167,4 +167,4 @@ std::optional<pb::GetCacheStateRequest> ShardedIndex::get_cache_state(
       std::move(reply));
 }
 
-}  // namespace ic::service
+}  // namespace ic::sharding

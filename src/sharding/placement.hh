@@ -17,7 +17,7 @@
 #include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
-namespace ic::service {
+namespace ic::sharding {
 
 class Placement {
  public:
@@ -45,4 +45,4 @@ class Placement {
   virtual void set_change_sink(unsigned core, index::ChangeSink* sink) = 0;
 };
 
-}  // namespace ic::service
+}  // namespace ic::sharding

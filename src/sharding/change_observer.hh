@@ -10,7 +10,7 @@
 
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
-namespace ic::service {
+namespace ic::sharding {
 
 class ChangeObserver {
  public:
@@ -28,4 +28,4 @@ class ChangeObserver {
   virtual bool early_apply(unsigned core, std::string_view tenant_id, std::uint64_t sequence) = 0;
 };
 
-}  // namespace ic::service
+}  // namespace ic::sharding

@@ -1,9 +1,9 @@
-#include "service/sharded_index.hh"
+#include "sharding/sharded_index.hh"
 
 #include "index/partition.hh"
 #include "metrics/registry.hh"
 
-namespace ic::service {
+namespace ic::sharding {
 
 ShardedIndex::ShardedIndex(runtime::Cores& cores, std::vector<index::Shard*> shards,
                            index::Clock& clock)
@@ -80,4 +80,4 @@ void ShardedIndex::hand_off_cap(int slot, unsigned hops) {
   metrics::local().add_cross_core_post(!refused);
 }
 
-}  // namespace ic::service
+}  // namespace ic::sharding

@@ -15,7 +15,7 @@
 
 #include "index/query.hh"
 
-namespace ic::service::wire {
+namespace ic::sharding::wire {
 
 struct LookupRequestView {
   // Views into the decoded bytes (the caller keeps them alive).
@@ -44,4 +44,4 @@ bool decode(std::span<const char> bytes, LookupRequestView& out);
 // to_query(const pb::LookupRouteRequest&) without prompt_text.
 index::LookupQuery to_query(const LookupRequestView& view);
 
-}  // namespace ic::service::wire
+}  // namespace ic::sharding::wire

@@ -15,9 +15,9 @@
 
 #include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
-#include "service/lookup_request_view.hh"
+#include "sharding/lookup_request_view.hh"
 
-namespace ic::service::wire {
+namespace ic::sharding::wire {
 
 namespace pb = ::inferencecache::v1alpha1;
 
@@ -57,7 +57,7 @@ void to_response(const index::CacheState& state, pb::GetCacheStateResponse* out)
 // LookupRoute on `shard` (index::Shard::lookup).
 void lookup_route(index::Shard& shard, const pb::LookupRouteRequest& request,
                   const index::LookupContext& ctx, pb::LookupRouteResponse* out);
-// The same for a request decoded into views (service/lookup_request_view.hh).
+// The same for a request decoded into views (sharding/lookup_request_view.hh).
 void lookup_route(index::Shard& shard, const LookupRequestView& request,
                   const index::LookupContext& ctx, pb::LookupRouteResponse* out);
 // ReportCacheState of one message (index::Shard::ingest).
@@ -75,4 +75,4 @@ std::size_t apply_event(index::Shard& shard, const pb::CacheEvent& event, std::i
 void get_cache_state(const index::Shard& shard, const pb::GetCacheStateRequest& request,
                      pb::GetCacheStateResponse* out);
 
-}  // namespace ic::service::wire
+}  // namespace ic::sharding::wire
