@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/check.hh"
+#include "metrics/group.hh"
 #include "metrics/grpc_server_metrics.hh"
 #include "metrics/labels.hh"
 #include "metrics/sample.hh"
@@ -87,10 +89,20 @@ class CoreMetrics {
   // An HTTP/2 stream opened / closed on a gRPC connection of this core.
   void stream_opened() { ++sample_.open_streams; }
   void stream_closed() { --sample_.open_streams; }
-  // A gRPC connection's peer hit a hostile-peer limit
-  // (inferencecache_peer_limit_hits_total{kind}, docs/hostile-peers.md).
-  void add_peer_limit_hit(h2::LimitHit hit) {
-    ++sample_.peer_limit_hits[static_cast<std::size_t>(hit)];
+  // `n` more on the counter of label value `value` (an index into the
+  // family's values) of a registered CounterFamily (metrics/group.hh); an
+  // unregistered family counts nothing.
+  void add(CounterFamilyId family, std::size_t value, std::uint64_t n = 1) {
+    if (family.first == CounterFamilyId::kNone) return;
+    IC_CHECK(value < family.size, "label value outside its CounterFamily");
+    const std::size_t at = family.first + value;
+    // A scratch registry (metrics::local() off a reactor) saw no registration.
+    if (at >= sample_.counters.size()) sample_.counters.resize(at + 1);
+    sample_.counters[at] += n;
+  }
+  // Makes room for `counters` registered counters (Registry::add_counter_family).
+  void reserve_counters(std::size_t counters) {
+    if (sample_.counters.size() < counters) sample_.counters.resize(counters);
   }
   // One admin HTTP request answered (any status).
   void add_http_request() { ++sample_.http_requests; }

@@ -9,7 +9,6 @@
 #include <initializer_list>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 namespace ic::metrics {
 
@@ -42,32 +41,16 @@ void render_process(Writer& w, const ProcessFigures& p) {
            p.start_time_seconds);
 }
 
-// Only with --state-file: a server without one has no such figures.
-void render_persist(Writer& w, const PersistFigures& p) {
-  if (!p.enabled) return;
-  w.family("state_loads_total", "counter",
-           "Startup loads of --state-file by result (ok, missing, unreadable, wrong_version, "
-           "truncated, corrupt); anything but ok starts the index cold.");
-  if (p.load_result >= 0) {
-    w.sample("state_loads_total",
-             {{"result", kStateLoadResults[static_cast<std::size_t>(p.load_result)]}}, 1);
+// The subsystems' process-wide families (Registry::add_group), in
+// registration order.
+void render_groups(Writer& w, const std::vector<Group>& groups) {
+  for (const Group& group : groups) {
+    if (!group.shown()) continue;
+    for (const Family& family : group.families) {
+      w.family(family.name, family.type, family.help);
+      family.samples(w, family.name);
+    }
   }
-  w.single("state_restored_entries", "gauge",
-           "(key, replica) entries restored from --state-file at startup.",
-           p.restored_entries.load());
-  w.family("state_saves_total", "counter", "State file saves by result (ok, error).");
-  w.sample("state_saves_total", {{"result", "ok"}}, p.saves_ok.load());
-  w.sample("state_saves_total", {{"result", "error"}}, p.saves_failed.load());
-  w.single("state_last_save_timestamp_seconds", "gauge",
-           "Unix time the last good state file was written; 0 = none yet.",
-           p.last_save_unix_seconds.load());
-  w.single("state_last_save_duration_seconds", "gauge",
-           "Wall time of the last good save, from the first slice to the rename.",
-           p.last_save_duration_seconds.load());
-  w.single("state_last_save_bytes", "gauge", "Size of the last good state file in bytes.",
-           p.last_save_bytes.load());
-  w.single("state_last_save_entries", "gauge",
-           "(key, replica) entries in the last good state file.", p.last_save_entries.load());
 }
 
 void render_lookups(Writer& w, const Sample& s) {
@@ -162,12 +145,23 @@ void render_traffic(Writer& w, const Sample& s) {
   w.single("open_streams", "gauge", "Open HTTP/2 streams on gRPC connections.", s.open_streams);
   w.single("http_requests_total", "counter", "HTTP requests answered by the admin listeners.",
            s.http_requests);
-  w.family("peer_limit_hits_total", "counter",
-           "Hostile-peer limits hit on gRPC connections by kind (docs/hostile-peers.md).");
-  for (std::size_t k = 0; k < h2::kLimitHitCount; ++k) {
-    w.sample("peer_limit_hits_total", {{"kind", h2::to_label(static_cast<h2::LimitHit>(k))}},
-             s.peer_limit_hits[k]);
+}
+
+// The subsystems' per-core counter families (Registry::add_counter_family),
+// summed over the cores, in registration order.
+void render_counter_families(Writer& w, const Sample& s,
+                             const std::vector<CounterFamily>& families) {
+  std::size_t at = 0;
+  for (const CounterFamily& family : families) {
+    w.family(family.name, "counter", family.help);
+    for (const std::string_view value : family.values) {
+      w.sample(family.name, {{family.label, value}}, at < s.counters.size() ? s.counters[at] : 0);
+      ++at;
+    }
   }
+}
+
+void render_reloads(Writer& w, const Sample& s) {
   w.family("policy_reloads_total", "counter",
            "Policy snapshots applied (ok) or rejected (error) by source.");
   for (std::size_t src = 0; src < kPolicySourceCount; ++src) {
@@ -216,71 +210,21 @@ void render_cores(Writer& w, const Sample& s) {
   }
 }
 
-// Only with --nats-url (docs/replication.md "Metrics"): one unlabelled family
-// per figure. A bool renders as 1 or 0, a signed figure as an integer, an
-// unsigned one (counters, stream sequences) as a float.
-void render_replication(Writer& w, const ReplicationFigures& r) {
-  if (!r.enabled) return;
-  struct Row {
-    std::string_view name, type, help;
-    std::variant<Relaxed<bool> ReplicationFigures::*, Relaxed<std::int64_t> ReplicationFigures::*,
-                 Relaxed<std::uint64_t> ReplicationFigures::*>
-        figure;
-  };
-  // One family per line, however long its help.
-  // clang-format off
-  const Row rows[] = {
-      {"replication_connected", "gauge", "1 while connected to NATS with the replication stream subscribed.", &ReplicationFigures::connected},
-      {"replication_last_applied_sequence", "gauge", "Stream sequence up to which every record is applied on every core.", &ReplicationFigures::last_applied_sequence},
-      {"replication_lag_records", "gauge", "Stream records not yet applied here (last known; frozen while disconnected).", &ReplicationFigures::lag_records},
-      {"replication_pending_bytes", "gauge", "Accepted changes buffered for publishing (queued or awaiting the stream's ack).", &ReplicationFigures::pending_bytes},
-      {"replication_pending_records", "gauge", "Records behind replication_pending_bytes.", &ReplicationFigures::pending_records},
-      {"replication_published_total", "counter", "Records the stream acknowledged (a republished duplicate counts again).", &ReplicationFigures::published},
-      {"replication_publish_failures_total", "counter", "Publish attempts that failed or timed out; each is retried.", &ReplicationFigures::publish_failures},
-      {"replication_dropped_total", "counter", "Accepted changes not buffered for publishing (--nats-buffer-bytes full): applied here only, other servers miss them.", &ReplicationFigures::dropped},
-      {"replication_applied_total", "counter", "Stream records applied here.", &ReplicationFigures::applied},
-      {"replication_skipped_total", "counter", "Stream records not applied: unparsable or of an unknown format version.", &ReplicationFigures::skipped},
-      {"replication_echoes_skipped_total", "counter", "This server's own stream records not applied again: their early apply already stood in stream order.", &ReplicationFigures::echoes_skipped},
-      {"replication_resubscribes_total", "counter", "Times the stream was subscribed again (reconnect, consumer loss).", &ReplicationFigures::reconnects},
-      {"replication_catch_up_target_sequence", "gauge", "The stream's last sequence when this server first reached it; /readyz waits for it.", &ReplicationFigures::catch_up_target},
-      {"replication_caught_up", "gauge", "1 once every record up to the catch-up target is applied (or NATS was not reached within --nats-startup-wait).", &ReplicationFigures::caught_up},
-      {"replication_snapshots_published_total", "counter", "Index snapshots this server published to JetStream.", &ReplicationFigures::snapshots_published},
-      {"replication_snapshot_failures_total", "counter", "Snapshots due but not published (JetStream error, or larger than --nats-snapshot-max-bytes).", &ReplicationFigures::snapshot_failures},
-      {"replication_snapshot_published_sequence", "gauge", "Stream sequence covered by the last snapshot this server published.", &ReplicationFigures::snapshot_published_sequence},
-      {"replication_snapshot_loaded_sequence", "gauge", "Stream sequence covered by the snapshot loaded at start (0: none).", &ReplicationFigures::snapshot_loaded_sequence},
-      {"replication_stream_resets_total", "counter", "Times the stream was found deleted or re-created; the new one was applied from its first record.", &ReplicationFigures::stream_resets},
-      {"replication_duplicate_acks_total", "counter", "New batches the stream dropped as duplicates (their message id published by someone else); each republished under a new id.", &ReplicationFigures::duplicate_acks},
-  };
-  // clang-format on
-  for (const Row& row : rows) {
-    std::visit(
-        [&](auto figure) {
-          const auto value = (r.*figure).load();
-          if constexpr (std::is_same_v<decltype(value), const bool>) {
-            w.single(row.name, row.type, row.help, value ? 1 : 0);
-          } else if constexpr (std::is_signed_v<decltype(value)>) {
-            w.single(row.name, row.type, row.help, value);
-          } else {
-            w.single(row.name, row.type, row.help, static_cast<double>(value));
-          }
-        },
-        row.figure);
-  }
-}
-
 }  // namespace
 
-std::string render_prometheus(const Sample& sample, const ProcessFigures& process) {
+std::string render_prometheus(const Sample& sample, const ProcessFigures& process,
+                              const Registrations& registered) {
   std::string out;
   out.reserve(4096 + sample.lookups.size() * 2048);
   Writer w(out);
   render_process(w, process);
-  render_persist(w, process.persist);
-  render_replication(w, process.replication);
+  render_groups(w, registered.groups);
   render_lookups(w, sample);
   render_evictions(w, sample);
   render_auth(w, sample);
   render_traffic(w, sample);
+  render_counter_families(w, sample, registered.counter_families);
+  render_reloads(w, sample);
   render_cores(w, sample);
   render_process_collector(out, process.stats, process.start_time_seconds);
   render_grpc_server(out, sample.rpc);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "metrics/exposition.hh"  // append_label_value, format_double
+#include "metrics/group.hh"
 #include "metrics/sample.hh"
 
 namespace ic::metrics {
@@ -19,10 +20,13 @@ inline constexpr std::string_view kPrometheusContentType =
 // Renders the merged sample and process figures: the docs/admin.md families
 // plus the operator ones (build_info, process RSS and start time, ingest,
 // events, connections, streams, HTTP requests, policy reloads, per-core
-// lookups, cross-core posts/drops, mailbox depth, shard entries). Dynamic
-// labels (model, tenant_id) sorted bytewise, fixed labels in enum order;
-// lookup call series with a zero count are omitted. Deterministic: equal
-// inputs give equal bytes.
-std::string render_prometheus(const Sample& sample, const ProcessFigures& process);
+// lookups, cross-core posts/drops, mailbox depth, shard entries), and what
+// the subsystems registered (`registered`: their groups after the process
+// families, their per-core counter families after the connection ones).
+// Dynamic labels (model, tenant_id) sorted bytewise, fixed labels in enum
+// order; lookup call series with a zero count are omitted. Deterministic:
+// equal inputs give equal bytes.
+std::string render_prometheus(const Sample& sample, const ProcessFigures& process,
+                              const Registrations& registered = {});
 
 }  // namespace ic::metrics

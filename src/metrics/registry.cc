@@ -25,6 +25,12 @@ Registry::Registry(unsigned cores)
   }
 }
 
+Registry::~Registry() {
+  for (const auto& core : cores_) {
+    if (bound_core == core.get()) bound_core = nullptr;
+  }
+}
+
 void Registry::bind_current_thread(unsigned core) { bound_core = &this->core(core); }
 
 ProcessFigures Registry::process_figures() const {
@@ -35,9 +41,16 @@ ProcessFigures Registry::process_figures() const {
       .start_time_seconds = start_time_seconds_,
       .build = buildinfo::build_info(),
       .stats = read_process_stats(),
-      .persist = persist_.figures(),
-      .replication = replication_.figures(),
   };
+}
+
+CounterFamilyId Registry::add_counter_family(CounterFamily family) {
+  const CounterFamilyId id{.first = static_cast<std::uint32_t>(counters_),
+                           .size = static_cast<std::uint32_t>(family.values.size())};
+  counters_ += family.values.size();
+  for (auto& core : cores_) core->reserve_counters(counters_);
+  registered_.counter_families.push_back(std::move(family));
+  return id;
 }
 
 CoreMetrics& local() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "metrics/core_metrics.hh"
+#include "metrics/group.hh"
 #include "metrics/sample.hh"
 
 namespace ic::metrics {
@@ -19,6 +20,9 @@ class Registry {
  public:
   // `cores` = the runtime's core count (≥ 1).
   explicit Registry(unsigned cores);
+  // Unbinds the calling thread if it was bound to one of its cores (tests
+  // bind their own thread; a later local() must not reach a freed core).
+  ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
@@ -35,10 +39,17 @@ class Registry {
   // inferencecache_server_grpc_tls_enabled; set once at startup.
   void set_grpc_tls_enabled(bool on) { tls_.store(on, std::memory_order_relaxed); }
 
-  // Warm-restart figures (--state-file); any thread.
-  PersistStats& persist() { return persist_; }
-  // NATS JetStream replication figures (--nats-url); any thread.
-  ReplicationStats& replication() { return replication_; }
+  // Registers a subsystem's process-wide families (metrics/group.hh),
+  // rendered after the process families in registration order. Before the
+  // runtime starts; whatever `group` reads must outlive the Registry.
+  void add_group(Group group) { registered_.groups.push_back(std::move(group)); }
+  // Registers a per-core counter family: every core gets one zeroed counter
+  // per label value; count with CoreMetrics::add(returned id, value index).
+  // Rendered after the connection families in registration order. Before
+  // the runtime starts.
+  CounterFamilyId add_counter_family(CounterFamily family);
+  // What add_group and add_counter_family registered, for the renderer.
+  const Registrations& registrations() const { return registered_; }
 
   // Reads the process-wide gauges and RSS now (one small /proc read).
   ProcessFigures process_figures() const;
@@ -59,8 +70,8 @@ class Registry {
   std::atomic<bool> server_up_{false};
   std::atomic<bool> tls_{false};
   double start_time_seconds_;
-  PersistStats persist_;
-  ReplicationStats replication_;
+  Registrations registered_;
+  std::size_t counters_ = 0;  // registered per-core counters so far
   GlobalCollector global_collector_;
 };
 

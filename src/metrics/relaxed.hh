@@ -1,5 +1,5 @@
 #pragma once
-// One figure of a stats block (persist_stats.hh, replication_stats.hh):
+// One figure of a stats block (persist/stats.hh, replication/stats.hh):
 // written and read by several threads, each value standing alone, so relaxed
 // atomics. Copying one is a relaxed load, so copying a block of them is the
 // plain copy a scrape renders.

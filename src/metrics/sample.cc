@@ -53,11 +53,12 @@ void Sample::merge(const Sample& other) {
   add_arrays(accepted_connections, other.accepted_connections);
   open_streams += other.open_streams;
   http_requests += other.http_requests;
-  add_arrays(peer_limit_hits, other.peer_limit_hits);
   add_arrays(policy_reloads, other.policy_reloads);
   add_arrays(prompt_text_failures, other.prompt_text_failures);
   cores.insert(cores.end(), other.cores.begin(), other.cores.end());
   rpc.merge(other.rpc);
+  if (counters.size() < other.counters.size()) counters.resize(other.counters.size());
+  for (std::size_t i = 0; i < other.counters.size(); ++i) counters[i] += other.counters[i];
 }
 
 }  // namespace ic::metrics

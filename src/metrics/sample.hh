@@ -10,12 +10,9 @@
 #include <vector>
 
 #include "buildinfo/build_info.hh"
-#include "h2/limits.hh"
 #include "metrics/grpc_server_metrics.hh"
 #include "metrics/labels.hh"
-#include "metrics/persist_stats.hh"
 #include "metrics/process.hh"
-#include "metrics/replication_stats.hh"
 
 namespace ic::metrics {
 
@@ -72,14 +69,15 @@ struct Sample {
   std::array<std::uint64_t, kListenerCount> accepted_connections{};
   std::int64_t open_streams = 0;    // HTTP/2 streams open on gRPC connections
   std::uint64_t http_requests = 0;  // admin HTTP requests answered
-  // Hostile-peer limits hit on gRPC connections, by h2::LimitHit.
-  std::array<std::uint64_t, h2::kLimitHitCount> peer_limit_hits{};
   // policy_reloads[source][ok ? 0 : 1]
   std::array<std::array<std::uint64_t, 2>, kPolicySourceCount> policy_reloads{};
   // prompt_text lookups that failed open, by PromptTextFailure
   std::array<std::uint64_t, kPromptTextFailureCount> prompt_text_failures{};
   std::vector<CoreFigures> cores;  // one row per core that answered, by core
   RpcSample rpc;                   // grpc_server_* per method
+  // The counters of the registered CounterFamily's (metrics/group.hh), at
+  // their CounterFamilyId positions.
+  std::vector<std::uint64_t> counters;
 
   // Adds `other` into this sample (counters and gauges summed per label set;
   // other.cores appended).
@@ -95,8 +93,6 @@ struct ProcessFigures {
   buildinfo::BuildInfo build{};                   // build_info labels
   std::string_view reactor_backend = "io_uring";  // build_info's too: "io_uring" or "epoll"
   ProcessStats stats;                             // the standard process_* families
-  PersistFigures persist;                         // --state-file load/save figures
-  ReplicationFigures replication;                 // --nats-url replication figures
 };
 
 }  // namespace ic::metrics

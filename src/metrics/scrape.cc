@@ -28,7 +28,7 @@ void scrape(runtime::Runtime& rt, Registry& registry,
         registry.collect_global(merged);
         ProcessFigures process = registry.process_figures();
         process.reactor_backend = runtime::backend_name(rt.backend());
-        done(render_prometheus(merged, process));
+        done(render_prometheus(merged, process, registry.registrations()));
       });
 }
 

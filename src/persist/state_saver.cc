@@ -165,7 +165,7 @@ struct StateSaver::Slot {
 };
 
 StateSaver::StateSaver(Options options, runtime::Runtime& runtime,
-                       std::vector<index::Shard*> shards, metrics::PersistStats& stats)
+                       std::vector<index::Shard*> shards, PersistStats& stats)
     : options_(std::move(options)), runtime_(runtime), shards_(std::move(shards)), stats_(stats) {}
 
 StateSaver::~StateSaver() { stop(); }

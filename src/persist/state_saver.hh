@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "index/shard.hh"
-#include "metrics/persist_stats.hh"
 #include "persist/state_file.hh"
+#include "persist/stats.hh"
 #include "runtime/runtime.hh"
 
 namespace ic::persist {
@@ -90,7 +90,7 @@ class StateSaver {
 
   // `shards[c]` is core c's shard; all must outlive the saver.
   StateSaver(Options options, runtime::Runtime& runtime, std::vector<index::Shard*> shards,
-             metrics::PersistStats& stats);
+             PersistStats& stats);
   ~StateSaver();  // stop()s
   StateSaver(const StateSaver&) = delete;
   StateSaver& operator=(const StateSaver&) = delete;
@@ -119,7 +119,7 @@ class StateSaver {
   Options options_;
   runtime::Runtime& runtime_;
   std::vector<index::Shard*> shards_;
-  metrics::PersistStats& stats_;
+  PersistStats& stats_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

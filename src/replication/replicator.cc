@@ -152,7 +152,7 @@ struct Replicator::Nats {
 };
 
 Replicator::Replicator(ReplicatorOptions options, sharding::ShardedIndex& router,
-                       metrics::ReplicationStats& stats)
+                       ReplicationStats& stats)
     : options_(std::move(options)),
       subject_(options_.stream + ".changes"),
       router_(router),
@@ -242,7 +242,7 @@ persist::StreamPosition Replicator::position() const {
 }
 
 std::string Replicator::readiness_detail() const {
-  const metrics::ReplicationFigures f = stats_.figures();
+  const ReplicationFigures f = stats_.figures();
   std::string line = "replication: ";
   if (f.connected) {
     line += "connected";

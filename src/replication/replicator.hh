@@ -26,13 +26,13 @@
 #include <thread>
 #include <vector>
 
-#include "metrics/replication_stats.hh"
 #include "persist/state_saver.hh"
 #include "replication/applier.hh"
 #include "replication/log_backoff.hh"
 #include "replication/nats_tls.hh"
 #include "replication/outbox.hh"
 #include "replication/record.hh"
+#include "replication/stats.hh"
 #include "sharding/change_observer.hh"
 #include "sharding/sharded_index.hh"
 
@@ -69,8 +69,7 @@ struct ReplicatorOptions {
 class Replicator final : public sharding::ChangeObserver {
  public:
   // `router` and `stats` outlive the replicator.
-  Replicator(ReplicatorOptions options, sharding::ShardedIndex& router,
-             metrics::ReplicationStats& stats);
+  Replicator(ReplicatorOptions options, sharding::ShardedIndex& router, ReplicationStats& stats);
   ~Replicator() override;  // stop()s
   Replicator(const Replicator&) = delete;
   Replicator& operator=(const Replicator&) = delete;
@@ -141,7 +140,7 @@ class Replicator final : public sharding::ChangeObserver {
   ReplicatorOptions options_;
   std::string subject_;
   sharding::ShardedIndex& router_;
-  metrics::ReplicationStats& stats_;
+  ReplicationStats& stats_;
   RecordEncoder encoder_;
   Outbox outbox_;
   Applier applier_;

@@ -30,9 +30,8 @@ enum class FrameError : std::uint8_t {
 // whole inside one given span is handed out as a view into that span (no
 // copy); one split across spans is gathered in an owned buffer that is sized
 // only after its length passed the limit check.
-//
-// Implemented in rpc/server_calls.cc, with the gRPC layer that reads every
-// request stream through it: the framing is part of that layer's path.
+// The server reads every request stream through it (rpc/server_calls.cc),
+// the tools' clients every response (tools/common/grpc_frame.hh).
 class MessageReader {
  public:
   // `max_message_bytes`: largest accepted Message-Length (default 4 MiB per

@@ -20,6 +20,7 @@
 #include "metrics/scrape.hh"
 #include "net/address.hh"
 #include "net/tls.hh"
+#include "rpc/peer_limit_metrics.hh"
 
 namespace ic::server {
 
@@ -119,6 +120,12 @@ ic::runtime::BackendChoice backend_choice(ic::config::ReactorBackend flag) {
       break;
   }
   return ic::runtime::BackendChoice::kAuto;
+}
+
+void App::register_metrics() {
+  registry.add_group(ic::persist::metric_group(persist_stats));
+  registry.add_group(ic::replication::metric_group(replication_stats));
+  ic::rpc::register_peer_limit_metrics(registry);
 }
 
 bool App::load_policies() {
@@ -231,7 +238,7 @@ std::optional<int> App::load_state() {
   options.interval_us = config.state_save_interval_us;
   options.server_version = IC_SERVER_VERSION;
   state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
-                                                          registry.persist());
+                                                          persist_stats);
   return std::nullopt;
 }
 
@@ -253,7 +260,7 @@ std::optional<int> App::lock_state_file() {
 }
 
 ic::persist::LoadOutcome App::load_state_file() {
-  registry.persist().set_enabled();
+  persist_stats.set_enabled();
   ic::persist::LoadOptions options;
   options.max_file_bytes = ic::persist::state_file_limit(config.index_max_entries);
   // SIGTERM/SIGINT are blocked (taken by sigtimedwait later): a pending one
@@ -269,7 +276,7 @@ ic::persist::LoadOutcome App::load_state_file() {
   });
   if (got.interrupted) return got;
   const std::string_view result = ic::persist::load_status_name(got.status);
-  registry.persist().record_load(static_cast<int>(got.status), got.entries);
+  persist_stats.record_load(static_cast<int>(got.status), got.entries);
   if (got.status != ic::persist::LoadStatus::kOk) {
     ic::base::log(
         got.status == ic::persist::LoadStatus::kMissing ? LogLevel::info : LogLevel::warn,
@@ -335,7 +342,7 @@ void App::load_from_stream(ic::persist::LoadOutcome& got) {
                     {{"snapshot", fetched.manifest->snapshot_id()},
                      {"entries", snap.entries},
                      {"stream_sequence", snap.stream_sequence}});
-      registry.replication().set_snapshot_loaded(snap.stream_sequence);
+      replication_stats.set_snapshot_loaded(snap.stream_sequence);
       install_saved_policy(snap.policy_json, "snapshot");
       got = std::move(snap);
     } else {
@@ -377,8 +384,7 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
     options.resume_after = loaded.stream_sequence;
     options.resume_stream_created_ns = loaded.stream_created_ns;
   }
-  replicator =
-      std::make_unique<ic::replication::Replicator>(options, *index, registry.replication());
+  replicator = std::make_unique<ic::replication::Replicator>(options, *index, replication_stats);
   index->set_observer(replicator.get());
 }
 

@@ -75,8 +75,13 @@ struct App {
                                               .backend = backend_choice(cfg.reactor_backend)}),
         registry(runtime.cores()),
         readiness(runtime.cores()),
-        server(runtime) {}
+        server(runtime) {
+    register_metrics();
+  }
 
+  // The subsystems' own metric families (metrics/group.hh), in the order
+  // /metrics shows them.
+  void register_metrics();
   bool load_policies();
   bool load_tls();
   bool load_tokenizer_models();
@@ -109,6 +114,9 @@ struct App {
 
   const ServerConfig& config;
   ic::runtime::Runtime runtime;
+  // --state-file and --nats-url figures, registered with (and outliving) the registry.
+  ic::persist::PersistStats persist_stats;
+  ic::replication::ReplicationStats replication_stats;
   ic::metrics::Registry registry;
   ic::admin::Readiness readiness;
   // gRPC listener TLS, when configured; re-read on SIGHUP and on change.

@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include "metrics/group.hh"
 #include "metrics/relaxed.hh"
 
-namespace ic::metrics {
+namespace ic::persist {
 
-// Outcome of the startup load, as persist::load_status_name() spells it.
+using metrics::Relaxed;
+
+// Outcome of the startup load, as load_status_name() spells it.
 inline constexpr std::array<std::string_view, 6> kStateLoadResults = {
     "ok", "missing", "unreadable", "wrong_version", "truncated", "corrupt"};
 
@@ -54,4 +57,9 @@ class PersistStats {
   PersistFigures f_;
 };
 
-}  // namespace ic::metrics
+// The state_* families (docs/admin.md "Metrics"), read from `stats` at each
+// scrape and shown only once set_enabled() ran (a server without
+// --state-file has no such figures); `stats` must outlive the Registry.
+metrics::Group metric_group(const PersistStats& stats);
+
+}  // namespace ic::persist

@@ -6,9 +6,12 @@
 
 #include <cstdint>
 
+#include "metrics/group.hh"
 #include "metrics/relaxed.hh"
 
-namespace ic::metrics {
+namespace ic::replication {
+
+using metrics::Relaxed;
 
 // The figures; ReplicationStats::figures() copies them for one scrape.
 struct ReplicationFigures {
@@ -80,4 +83,9 @@ class ReplicationStats {
   ReplicationFigures f_;
 };
 
-}  // namespace ic::metrics
+// The replication_* families (docs/replication.md "Metrics"), one unlabelled
+// family per figure, read from `stats` at each scrape and shown only once
+// set_enabled() ran (--nats-url); `stats` must outlive the Registry.
+metrics::Group metric_group(const ReplicationStats& stats);
+
+}  // namespace ic::replication
