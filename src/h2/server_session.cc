@@ -293,7 +293,8 @@ ServerSession::ServerSession(net::Connection& connection, const Limits& limits,
   // Each call fails only on allocation failure or an argument out of the
   // range nghttp2 documents (nghttp2.h): neither leaves a session worth serving.
   nghttp2_option* option = nullptr;
-  IC_CHECK(nghttp2_option_new(&option) == 0, "nghttp2_option_new");
+  const int optioned = nghttp2_option_new(&option);
+  IC_CHECK(optioned == 0, "nghttp2_option_new");
   nghttp2_option_set_stream_reset_rate_limit(option, limits_.reset_burst, limits_.reset_rate_per_s);
   nghttp2_option_set_max_continuations(option, limits_.max_continuations);
   const int created = nghttp2_session_server_new2(&session_, Callbacks::table(), this, option);
@@ -305,14 +306,14 @@ ServerSession::ServerSession(net::Connection& connection, const Limits& limits,
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits_.max_header_list_bytes},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits_.initial_window_bytes},
   };
-  IC_CHECK(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)) == 0,
-           "nghttp2_submit_settings (a limit outside RFC 9113 §6.5.2's ranges)");
+  const int submitted =
+      nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  IC_CHECK(submitted == 0, "nghttp2_submit_settings (a limit outside RFC 9113 §6.5.2's ranges)");
   // The connection window starts at 64 KiB whatever SETTINGS say (RFC 9113
   // §6.9.2); widen it so concurrent uploads are not serialised on it.
-  IC_CHECK(nghttp2_session_set_local_window_size(
-               session_, NGHTTP2_FLAG_NONE, 0,
-               static_cast<std::int32_t>(limits_.initial_window_bytes)) == 0,
-           "nghttp2_session_set_local_window_size");
+  const int widened = nghttp2_session_set_local_window_size(
+      session_, NGHTTP2_FLAG_NONE, 0, static_cast<std::int32_t>(limits_.initial_window_bytes));
+  IC_CHECK(widened == 0, "nghttp2_session_set_local_window_size");
   app_ = make_app(*this);
 }
 
