@@ -1,5 +1,6 @@
 #include "sharding/sharded_index.hh"
 
+#include "base/check.hh"
 #include "index/partition.hh"
 #include "metrics/registry.hh"
 
@@ -8,7 +9,11 @@ namespace ic::sharding {
 ShardedIndex::ShardedIndex(runtime::Cores& cores, std::vector<index::Shard*> shards,
                            index::Clock& clock)
     : cores_(cores), shards_(std::move(shards)), clock_(clock) {
+  // owner() partitions tenants over shards_.size(); the verb posts to
+  // cores_: the two must be the same cores.
+  IC_CHECK(shards_.size() == cores_.cores(), "ShardedIndex: one shard per core");
   for (unsigned core = 0; core < shards_.size(); ++core) {
+    IC_CHECK(shards_[core] != nullptr, "ShardedIndex: a core without its shard");
     const int slot = shards_[core]->cap_slot();
     if (slot < 0) continue;
     if (slot_core_.size() <= static_cast<std::size_t>(slot)) slot_core_.resize(slot + 1, -1);

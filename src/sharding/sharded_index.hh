@@ -39,10 +39,10 @@ namespace pb = ::inferencecache::v1alpha1;
 class ShardedIndex {
  public:
   // `shards[c]` is core c's index shard, touched only on core c
-  // (shards.size() == cores.cores()). `clock`: monotonic µs for latency and
-  // deadlines (same clock as the reactor's now_us, i.e. CLOCK_MONOTONIC) and
-  // wall µs for ingest; safe to read from every core (index::SystemClock
-  // is). All three outlive this object.
+  // (shards.size() == cores.cores(), none null: checked, aborts otherwise).
+  // `clock`: monotonic µs for latency and deadlines (same clock as the
+  // reactor's now_us, i.e. CLOCK_MONOTONIC) and wall µs for ingest; safe to
+  // read from every core (index::SystemClock is). All three outlive this object.
   ShardedIndex(runtime::Cores& cores, std::vector<index::Shard*> shards, index::Clock& clock);
 
   runtime::Cores& cores() const { return cores_; }
