@@ -306,3 +306,48 @@ TEST_CASE("cache-bust diagnosis: a volatile value before a large stable section"
   CHECK_FALSE(f.out.cache_bust);
   CHECK(f.out.stable_token_count > 0);
 }
+
+namespace {
+
+// The ```json blocks of docs/templates.md, in order.
+std::vector<std::string> doc_examples() {
+  const std::string text =
+      ic::templates::test::read_file(std::string(IC_DOCS_DIR) + "/templates.md");
+  std::vector<std::string> out;
+  for (std::size_t at = text.find("```json\n"); at != std::string::npos;
+       at = text.find("```json\n", at)) {
+    const std::size_t begin = at + 8;
+    const std::size_t end = text.find("```", begin);
+    REQUIRE(end != std::string::npos);
+    out.push_back(text.substr(begin, end - begin));
+    at = end + 3;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("docs/templates.md: its documents load, and the reordering does what it says") {
+  const std::vector<std::string> examples = doc_examples();
+  REQUIRE(examples.size() == 3);
+  const auto first = parse_ok(examples[0]);
+  CHECK(first->find("team-a", "agent") != nullptr);
+  const std::string rules(2000, 'r');
+  const std::vector<VariableView> vars = {
+      {"today", "2026-12-02"}, {"rules", rules}, {"question", "Why?"}};
+  const auto before = parse_ok(examples[1]);
+  const Call b = render(*before->find("team-a", "support"), vars);
+  REQUIRE_MESSAGE(b.ok, b.error);
+  CHECK(b.out.volatile_byte_offset == 9);
+  CHECK(b.out.stable_token_count == 0);
+  CHECK(b.out.cache_bust);
+  const auto after = parse_ok(examples[2]);
+  const Call a = render(*after->find("team-a", "support"), vars);
+  REQUIRE_MESSAGE(a.ok, a.error);
+  CHECK_FALSE(a.out.cache_bust);
+  CHECK(a.out.stable_token_count > 2000 / 8);  // the rules' tokens, in whole blocks of 16
+  const Call other = render(*after->find("team-a", "support"),
+                            {{"today", "2027-01-01"}, {"rules", rules}, {"question", "How?"}});
+  REQUIRE(other.ok);
+  CHECK(other.out.stable_prefix_hash == a.out.stable_prefix_hash);
+}
