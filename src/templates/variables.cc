@@ -1,8 +1,11 @@
 #include "templates/variables.hh"
 
+#include <xxhash.h>
+
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace ic::templates {
 namespace {
@@ -12,6 +15,17 @@ using json = nlohmann::ordered_json;
 
 // Nesting a json variable may have: the conversion recurses once per level.
 constexpr int kMaxJsonDepth = 64;
+// json values of at least this many bytes are kept per thread, parsed: a
+// family's stable tool schemas are parsed once, not on every call.
+constexpr std::size_t kCachedJsonBytes = 256;
+constexpr std::size_t kJsonCacheSlots = 256;
+
+struct JsonSlot {
+  XXH128_hash_t key{0, 0};
+  std::size_t bytes = 0;
+  bool used = false;
+  Value value;
+};
 
 bool to_value(const json& j, int depth, Value& out) {
   if (depth > kMaxJsonDepth) return false;
@@ -67,6 +81,32 @@ bool to_value(const json& j, int depth, Value& out) {
   }
 }
 
+// A JSON text as a template value. Template values of lists and dicts are
+// never changed by a render (only namespaces are), so one parsed value may
+// serve every render of the thread.
+bool json_value(std::string_view text, Value& out) {
+  JsonSlot* slot = nullptr;
+  XXH128_hash_t key{0, 0};
+  if (text.size() >= kCachedJsonBytes) {
+    thread_local std::vector<JsonSlot> cache(kJsonCacheSlots);
+    key = XXH3_128bits(text.data(), text.size());
+    slot = &cache[key.low64 % kJsonCacheSlots];
+    if (slot->used && slot->bytes == text.size() && XXH128_isEqual(slot->key, key)) {
+      out = slot->value;
+      return true;
+    }
+  }
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !to_value(j, 0, out)) return false;
+  if (slot != nullptr) {
+    slot->key = key;
+    slot->bytes = text.size();
+    slot->used = true;
+    slot->value = out;
+  }
+  return true;
+}
+
 // The value of `text` as `type`; false when it is not one.
 bool typed(VariableType type, std::string_view text, Value& out) {
   const char* end = text.data() + text.size();
@@ -92,10 +132,8 @@ bool typed(VariableType type, std::string_view text, Value& out) {
       if (text != "true" && text != "false") return false;
       out = Value(text == "true");
       return true;
-    case VariableType::kJson: {
-      const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-      return !j.is_discarded() && to_value(j, 0, out);
-    }
+    case VariableType::kJson:
+      return json_value(text, out);
   }
   return false;
 }
