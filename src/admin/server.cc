@@ -17,6 +17,8 @@ namespace {
 constexpr std::string_view kJsonContentType = "application/json";
 // GET /policy before any policy arrived: the defaults, as a document PUT accepts.
 constexpr std::string_view kDefaultPolicyJson = R"({"version":7,"policies":[],"tenants":[]})";
+// GET /templates before any template arrived: the empty document.
+constexpr std::string_view kEmptyTemplatesJson = R"({"version":1,"templates":[]})";
 // At most one "control request refused" line per 10 s across all cores; the
 // rest are counted into the next line (and always in *_auth_total).
 constexpr std::int64_t kAuthLogIntervalUs = 10'000'000;
@@ -125,6 +127,62 @@ void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Res
       });
 }
 
+// GET /templates: the document in force (docs/templates.md "Reading it back").
+void serve_templates_in_force(const AdminContext& ctx, const Responder& respond) {
+  if (!ctx.current_templates) {
+    respond(HttpResponse::text(503, "template store not available"));
+    return;
+  }
+  const std::shared_ptr<const templates::TemplateSet> set = ctx.current_templates();
+  HttpResponse r;
+  r.content_type = std::string(kJsonContentType);
+  r.body = set == nullptr || set->source_json().empty() ? std::string(kEmptyTemplatesJson)
+                                                        : set->source_json();
+  if (r.body.empty() || r.body.back() != '\n') r.body += '\n';
+  respond(std::move(r));
+}
+
+// POST|PUT /templates: parse, install on every core, 204 once all have (a
+// caller's next RenderTemplate sees it whatever core serves it).
+void serve_templates(const AdminContext& ctx, const HttpRequest& request,
+                     const Responder& respond) {
+  templates::TemplateParseResult parsed =
+      templates::parse_templates_json(request.body, ctx.default_block_size);
+  if (!parsed.ok()) {
+    base::log(base::LogLevel::warn, "templates rejected",
+                {{"source", "http"}, {"error", parsed.error}});
+    respond(HttpResponse::text(400, parsed.error));
+    return;
+  }
+  if (!ctx.apply_templates) {
+    respond(HttpResponse::text(503, "template store not available"));
+    return;
+  }
+  auto apply = ctx.apply_templates;
+  std::shared_ptr<const templates::TemplateSet> set = std::move(parsed.set);
+  runtime::map_reduce<bool>(
+      *ctx.runtime,
+      [apply, set](unsigned core) {
+        apply(core, set);
+        return true;
+      },
+      [respond, set](std::vector<std::optional<bool>> applied) {
+        for (const auto& core : applied) {
+          if (!core) {
+            base::log(base::LogLevel::warn, "templates rejected",
+                        {{"source", "http"}, {"error", "not applied on every core"}});
+            respond(HttpResponse::text(503, "templates not applied on every core; retry"));
+            return;
+          }
+        }
+        base::log(base::LogLevel::info, "templates accepted",
+                    {{"source", "http"}, {"templates", set->size()}});
+        HttpResponse r;
+        r.status = 204;
+        respond(std::move(r));
+      });
+}
+
 // Runs the bearer check for `endpoint`, counts it, answers refusals.
 bool authorized(TokenAuth& auth, metrics::AuthEndpoint endpoint, const HttpRequest& request,
                 const Responder& respond) {
@@ -193,6 +251,18 @@ HttpHandler make_control_handler(std::shared_ptr<const AdminContext> ctx, TokenA
           serve_policy_in_force(*ctx, respond);
         } else {
           serve_policy(*ctx, request, respond);
+        }
+      }
+    } else if (path == "/templates") {
+      const bool read = is_get(request);
+      if (!read && request.method != "POST" && request.method != "PUT") {
+        respond(HttpResponse::method_not_allowed("GET, HEAD, POST, PUT"));
+      } else if (authorized(auth, metrics::AuthEndpoint::kPolicy, request, respond)) {
+        // The same bearer check as /policy, counted with it.
+        if (read) {
+          serve_templates_in_force(*ctx, respond);
+        } else {
+          serve_templates(*ctx, request, respond);
         }
       }
     } else {

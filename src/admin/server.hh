@@ -16,7 +16,8 @@
 // 503 "not ready" (starting) / 503 "draining" (SIGTERM grace); GET /metrics → Prometheus text
 // 0.0.4. Control listener
 // (:8081): GET /snapshot (JSON, newline-terminated), GET /policy (the document in force),
-// POST|PUT /policy (docs/policy.md) → 204 / 400. HEAD answers as GET without the body.
+// POST|PUT /policy (docs/policy.md) → 204 / 400, GET /templates (the template document in force),
+// POST|PUT /templates (docs/templates.md) → 204 / 400. HEAD answers as GET without the body.
 // Unknown path 404; wrong method 405 with Allow. Control requests need
 // "Authorization: Bearer <token>" (401 missing/not Bearer, 403 wrong token,
 // 503 token file unreadable) unless insecure_disable_auth.
@@ -33,6 +34,7 @@
 #include "metrics/registry.hh"
 #include "net/session.hh"
 #include "runtime/runtime.hh"
+#include "templates/template_set.hh"
 
 namespace ic::admin {
 
@@ -52,6 +54,14 @@ struct AdminContext {
       apply_policy;
   // Runs ON `core`: the policy set that core's next call uses (GET /policy).
   std::function<std::shared_ptr<const config::PolicySet>(unsigned core)> current_policy;
+  // Runs ON `core`: make `set` that core's prompt templates from its next
+  // RenderTemplate (docs/templates.md).
+  std::function<void(unsigned core, std::shared_ptr<const templates::TemplateSet> set)>
+      apply_templates;
+  // Any thread: the template set in force (GET /templates).
+  std::function<std::shared_ptr<const templates::TemplateSet>()> current_templates;
+  // --engine-block-size: the block size of a template that gives none (tokens).
+  std::int32_t default_block_size = 16;
   // Bearer token file of the control listener; re-read when it changes.
   std::string control_token_file;
   bool insecure_disable_auth = false;

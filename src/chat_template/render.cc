@@ -1,5 +1,6 @@
 #include "chat_template/render.hh"
 
+#include <algorithm>
 #include <cmath>
 
 #include "chat_template/builtins.hh"
@@ -86,21 +87,32 @@ std::vector<std::size_t> slice_indices(std::int64_t n, const Value& start, const
 
 }  // namespace
 
-Renderer::Renderer(Dict scope, std::string& out) : out_(&out) {
+Renderer::Renderer(Dict scope, std::string& out, const RenderOptions& options)
+    : out_(&out),
+      root_(&out),
+      max_output_bytes_(std::min(options.max_output_bytes, kMaxOutputBytes)),
+      probe_(options.probe) {
   frames_.push_back(std::move(scope));
 }
 
 void Renderer::run(const Body& body) { exec(body); }
 
 void Renderer::emit(const std::string& text) {
-  if (out_->size() + text.size() > kMaxOutputBytes)
-    throw RenderError("output over " + std::to_string(kMaxOutputBytes) + " bytes");
+  if (out_->size() + text.size() > max_output_bytes_)
+    throw RenderError("output over " + std::to_string(max_output_bytes_) + " bytes");
   *out_ += text;
 }
 
-Value Renderer::lookup(const std::string& name) const {
+Value Renderer::lookup(const std::string& name) {
   for (auto f = frames_.rbegin(); f != frames_.rend(); ++f) {
-    if (const Value* v = find(*f, name)) return *v;
+    const Value* v = find(*f, name);
+    if (v == nullptr) continue;
+    // frames_.front() is the outermost scope (in a macro too).
+    if (probe_ != nullptr && f + 1 == frames_.rend() &&
+        std::find(probe_->watched.begin(), probe_->watched.end(), name) != probe_->watched.end()) {
+      if (watched_reads_++ == 0) probe_->first_read = root_->size();
+    }
+    return *v;
   }
   return Value();
 }
@@ -130,9 +142,15 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
       case Stmt::kText:
         emit(s.text);
         return Flow::kNormal;
-      case Stmt::kOutput:
+      case Stmt::kOutput: {
+        const std::size_t reads = watched_reads_;
+        const std::size_t before = root_->size();
         emit(eval(*s.expr).str());
+        if (watched_reads_ != reads && out_ == root_) {
+          probe_->watched_output_bytes += root_->size() - before;
+        }
         return Flow::kNormal;
+      }
       case Stmt::kIf:
         for (const auto& [cond, body] : s.branches) {
           if (eval(*cond).truthy()) return exec(body);

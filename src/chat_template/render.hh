@@ -4,6 +4,7 @@
 #include <string>
 
 #include "chat_template/ast.hh"
+#include "chat_template/template.hh"
 #include "chat_template/value.hh"
 
 namespace ic::chat_template::detail {
@@ -11,7 +12,7 @@ namespace ic::chat_template::detail {
 class Renderer {
  public:
   // `scope` (globals and variables) is the outermost frame.
-  Renderer(Dict scope, std::string& out);
+  Renderer(Dict scope, std::string& out, const RenderOptions& options = {});
   // Runs `body`; throws RenderError.
   void run(const Body& body);
 
@@ -27,12 +28,16 @@ class Renderer {
   Value eval_index(const Value& object, const Value& key);
   Value eval_slice(const Expr& e);
   Value eval_call(const Expr& e);
-  Value lookup(const std::string& name) const;
+  Value lookup(const std::string& name);
   void assign(const std::string& name, Value value);
   void emit(const std::string& text);
 
   std::vector<Dict> frames_;
   std::string* out_;
+  std::string* root_;  // the final output (out_ is a macro's while it runs)
+  std::size_t max_output_bytes_;
+  RenderProbe* probe_;
+  std::size_t watched_reads_ = 0;
   std::size_t iterations_ = 0;
   int macro_depth_ = 0;
 };

@@ -22,12 +22,17 @@ std::unique_ptr<Template> Template::parse(std::string_view source, std::string& 
 }
 
 bool Template::render(const Dict& variables, std::string& out, std::string& error) const {
+  return render(variables, out, error, RenderOptions{});
+}
+
+bool Template::render(const Dict& variables, std::string& out, std::string& error,
+                      const RenderOptions& options) const {
   // Variables first: a lookup takes the first match, so they shadow globals.
   Dict scope = variables;
   for (auto& global : make_globals()) scope.push_back(std::move(global));
   out.clear();
   try {
-    detail::Renderer(std::move(scope), out).run(body_);
+    detail::Renderer(std::move(scope), out, options).run(body_);
   } catch (const RenderError& e) {
     error = e.what();
     return false;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "chat_template/ast.hh"
 #include "chat_template/value.hh"
@@ -28,6 +29,30 @@ inline constexpr std::size_t kMaxOutputBytes = 8u << 20;
 inline constexpr std::size_t kMaxLoopIterations = 1'000'000;
 inline constexpr int kMaxMacroDepth = 32;
 
+// What one render tells about the reads of some top-scope names (a prompt
+// template's volatile variables, src/templates): where the output stood at
+// the first read, and how much output came from `{{ }}` that read one.
+struct RenderProbe {
+  // Names watched, looked up in the outermost scope (variables and globals);
+  // a local that shadows one is not a read of it.
+  std::vector<std::string> watched;
+  // Bytes of the final output written when the first watched read happened
+  // (a macro's own output counts only once its call's result is written);
+  // npos when none was read. Nothing before it depends on a watched value.
+  std::size_t first_read = std::string::npos;
+  // Bytes written by top-level `{{ }}` statements whose evaluation read a
+  // watched name (a volatile variable's own output, roughly).
+  std::size_t watched_output_bytes = 0;
+};
+
+// Bounds and probe of one render.
+struct RenderOptions {
+  // Output size limit (bytes, ≤ kMaxOutputBytes): over it the render fails.
+  std::size_t max_output_bytes = kMaxOutputBytes;
+  // nullptr: no probing.
+  RenderProbe* probe = nullptr;
+};
+
 class Template {
  public:
   // nullptr + `error` ("line N: …") when `source` is outside the subset.
@@ -36,6 +61,9 @@ class Template {
   // Renders with `variables` (plus the globals) into `out`; false + `error`
   // on a render error (raise_exception's message, a type error, a limit).
   bool render(const Dict& variables, std::string& out, std::string& error) const;
+  // The same with `options`' output limit and probe.
+  bool render(const Dict& variables, std::string& out, std::string& error,
+              const RenderOptions& options) const;
 
  private:
   Body body_;

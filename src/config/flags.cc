@@ -271,6 +271,8 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--saturation-pressure", number_in(&c.load_aware.saturation_pressure, 0, 1e6), "load-aware: pressure at which a replica is saturated"},
       {"--metrics-stream-interval", duration_at_least(&c.metrics_stream_interval_us, 100'000), "period of StreamMetrics samples (docs/streams.md)"},
       {"--policy-file", text(&c.policy_file), "CachePolicy JSON loaded at start"},
+      {"--templates-file", text(&c.templates_file),
+       "prompt-template JSON loaded at start and on SIGHUP"},
       {"--control-token-file", text(&c.control_token_file), "bearer token for the control listener"},
       {"--state-file", text(&c.state_file), "warm restart: index state loaded at start, saved periodically and at exit"},
       {"--state-save-interval", duration_at_least(&c.state_save_interval_us, 100'000), "period of --state-file saves"},
@@ -357,6 +359,7 @@ void validate(const ServerConfig& c) {
   require_readable("--tls-cert-file", c.tls_cert_file);
   require_readable("--tls-key-file", c.tls_key_file);
   require_readable("--policy-file", c.policy_file);
+  require_readable("--templates-file", c.templates_file);
   require_readable("--control-token-file", c.control_token_file);
   require_state_dir(c.state_file);
   require_stream_name(c.nats_stream);

@@ -96,6 +96,9 @@ struct ServerConfig {
   std::int64_t metrics_stream_interval_us = 10 * 1'000'000LL;
   // CachePolicy JSON loaded at start (docs/policy.md); empty: defaults.
   std::string policy_file;
+  // Prompt-template JSON loaded at start and on SIGHUP (docs/templates.md);
+  // empty: none until POST /templates.
+  std::string templates_file;
   // File holding the bearer token for the control listener (/snapshot,
   // /policy); empty with auth enabled: every control request is refused.
   std::string control_token_file;

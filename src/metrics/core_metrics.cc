@@ -41,6 +41,10 @@ void CoreMetrics::add_tenant_evictions(std::string_view tenant_id, std::uint64_t
   slot(tenant_evictions_, tenant_id) += keys;
 }
 
+void CoreMetrics::add_template_cache_bust(std::string_view template_key) {
+  ++slot(template_cache_busts_, template_key);
+}
+
 void CoreMetrics::set_tenant_evictions(std::string_view tenant_id, std::uint64_t total) {
   slot(tenant_evictions_, tenant_id) = total;
 }
@@ -56,6 +60,7 @@ Sample CoreMetrics::collect() {
   copy.lookups.insert(lookups_.begin(), lookups_.end());
   copy.index_entries.insert(index_entries_.begin(), index_entries_.end());
   copy.tenant_evictions.insert(tenant_evictions_.begin(), tenant_evictions_.end());
+  copy.template_cache_busts.insert(template_cache_busts_.begin(), template_cache_busts_.end());
   copy.rpc = rpc_.copy();
   return copy;
 }

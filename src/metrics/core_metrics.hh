@@ -66,6 +66,11 @@ class CoreMetrics {
   // `keys` whole keys of `tenant_id` dropped by its quota
   // (inferencecache_tenant_evictions_total{tenant_id, reason="over_entries"}).
   void add_tenant_evictions(std::string_view tenant_id, std::uint64_t keys);
+  // One RenderTemplate whose volatile part began before a large stable
+  // section (docs/templates.md "Cache-bust diagnosis"), by
+  // "<tenant_id>/<template name>"
+  // (inferencecache_template_cache_busts_total{template}).
+  void add_template_cache_bust(std::string_view template_key);
   // `entries` (key, replica) entries evicted
   // (inferencecache_index_evictions_total{algorithm, reason}).
   void add_index_evictions(EvictionAlgorithm algorithm, EvictionReason reason,
@@ -179,6 +184,7 @@ class CoreMetrics {
   LookupSeries* last_series_ = nullptr;  // its series (node-stable map)
   LabelMap<std::int64_t> index_entries_;
   LabelMap<std::uint64_t> tenant_evictions_;
+  LabelMap<std::uint64_t> template_cache_busts_;
   std::vector<Collector> collectors_;
   RpcMetrics rpc_;
 };

@@ -96,6 +96,11 @@ void render_evictions(Writer& w, const Sample& s) {
   for (const auto& [tenant, n] : s.tenant_evictions) {
     w.sample("tenant_evictions_total", {{"tenant_id", tenant}, {"reason", "over_entries"}}, n);
   }
+  w.family("template_cache_busts_total", "counter",
+           "RenderTemplate calls whose volatile part began before a large stable section.");
+  for (const auto& [key, n] : s.template_cache_busts) {
+    w.sample("template_cache_busts_total", {{"template", key}}, n);
+  }
   w.family("index_evictions_total", "counter",
            "(key, replica) entries evicted by the global cap or the TTL sweep.");
   for (std::size_t a = 0; a < kEvictionAlgorithmCount; ++a) {

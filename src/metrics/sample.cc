@@ -44,6 +44,7 @@ void Sample::merge(const Sample& other) {
   add_maps(lookups, other.lookups);
   add_maps(index_entries, other.index_entries);
   add_maps(tenant_evictions, other.tenant_evictions);
+  add_maps(template_cache_busts, other.template_cache_busts);
   add_arrays(index_evictions, other.index_evictions);
   add_arrays(auth, other.auth);
   ingest_messages += other.ingest_messages;

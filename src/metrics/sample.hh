@@ -57,6 +57,8 @@ struct Sample {
   std::map<std::string, LookupSeries, std::less<>> lookups;            // by model
   std::map<std::string, std::int64_t, std::less<>> index_entries;      // by model
   std::map<std::string, std::uint64_t, std::less<>> tenant_evictions;  // by tenant_id
+  // by "<tenant_id>/<template name>"
+  std::map<std::string, std::uint64_t, std::less<>> template_cache_busts;
   // index_evictions[algorithm][reason]
   std::array<std::array<std::uint64_t, kEvictionReasonCount>, kEvictionAlgorithmCount>
       index_evictions{};

@@ -132,6 +132,7 @@ LoadOutcome load_from(StateFileReader& reader, const std::vector<index::Shard*>&
   if (!ok) return out;
   const state_pb::StateHeader& header = reader.header();
   out.policy_json = header.policy_json();
+  out.templates_json = header.templates_json();
   out.server_version = header.server_version();
   out.created_at_us = header.created_at_us();
   out.stream_name = header.stream_name();
@@ -287,6 +288,7 @@ std::unique_ptr<StateFileWriter> StateSaver::open_file(std::int64_t started_us,
   head.set_server_version(options_.server_version);
   head.set_created_at_us(started_us);
   head.set_policy_json(std::move(policy_json));
+  if (options_.templates_json) head.set_templates_json(options_.templates_json());
   head.set_stream_name(position.stream);
   head.set_stream_sequence(position.sequence);
   head.set_stream_created_ns(position.created_ns);

@@ -33,6 +33,7 @@ struct LoadOutcome {
   std::int64_t file_entries = 0;  // (key, replica) entries the file held
   bool interrupted = false;       // LoadOptions::interrupted said stop (status kUnreadable)
   std::string policy_json;        // the saved policy document ("" = defaults)
+  std::string templates_json;     // the saved prompt-template document ("" = none)
   std::string server_version;     // version that wrote the file
   std::int64_t created_at_us = 0;
   std::string stream_name;             // replication stream of stream_sequence ("" = none)
@@ -86,6 +87,9 @@ class StateSaver {
     // Called on the saver thread after each successful periodic save (PATH
     // holds the new file); empty = nothing. Not called for save_stopped().
     std::function<void()> on_saved;
+    // Any thread: the prompt-template document in force (docs/templates.md),
+    // read after stream_position; empty function = none saved.
+    std::function<std::string()> templates_json;
   };
 
   // `shards[c]` is core c's shard; all must outlive the saver.

@@ -3,16 +3,10 @@
 #include <string>
 
 namespace ic::prompt_text {
-namespace {
-
-// Per reactor thread: the tokenizer's workspace (nothing of it is kept
-// between two steps of a job).
 tokenizer::Workspace& thread_workspace() {
   thread_local tokenizer::Workspace workspace;
   return workspace;
 }
-
-}  // namespace
 
 bool render_prompt(const Model& model, std::string_view text, std::string& out,
                    std::string& error) {

@@ -16,6 +16,10 @@
 
 namespace ic::prompt_text {
 
+// This reactor thread's tokenizer workspace (nothing of it is kept between
+// two encodes or two steps of a job): every tokenizing on the thread shares it.
+tokenizer::Workspace& thread_workspace();
+
 enum class EncodeResult {
   kOk,
   kTemplate,  // the template's render failed (raise_exception, a limit)

@@ -81,6 +81,13 @@ std::string RecordEncoder::encode_policy(std::string_view policy_json, std::int6
   return record.SerializeAsString();
 }
 
+std::string RecordEncoder::encode_templates(std::string_view templates_json,
+                                            std::int64_t now_wall_us, std::uint64_t* sequence) {
+  state_pb::ReplicationRecord record = start(now_wall_us, sequence);
+  record.set_templates_json(std::string(templates_json));
+  return record.SerializeAsString();
+}
+
 std::string message_id(std::string_view origin, std::uint64_t sequence) {
   std::string id(origin);
   id += ':';

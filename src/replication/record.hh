@@ -37,6 +37,8 @@ class RecordEncoder {
                      std::uint64_t* sequence);
   std::string encode_policy(std::string_view policy_json, std::int64_t now_wall_us,
                             std::uint64_t* sequence);
+  std::string encode_templates(std::string_view templates_json, std::int64_t now_wall_us,
+                               std::uint64_t* sequence);
 
  private:
   state_pb::ReplicationRecord start(std::int64_t now_wall_us, std::uint64_t* sequence);

@@ -191,6 +191,13 @@ void Replicator::accepted_policy(std::string_view policy_json) {
   offer(sequence, std::move(body));
 }
 
+void Replicator::accepted_templates(std::string_view templates_json) {
+  std::uint64_t sequence = 0;
+  std::string body =
+      encoder_.encode_templates(templates_json, router_.clock().wall_us(), &sequence);
+  offer(sequence, std::move(body));
+}
+
 bool Replicator::offer(std::uint64_t sequence, std::string body) {
   if (outbox_.offer(sequence, std::move(body))) return true;
   stats_.add_dropped();
@@ -712,6 +719,12 @@ void Replicator::apply_message(std::uint64_t sequence, natsMsg* msg) {
     }
     auto& record = std::get<state_pb::ReplicationRecord>(received);
     if (record.has_policy_json()) keep_policy(sequence, record);
+    // This process's own documents are in force already (an echo could only
+    // bring back an older one for a moment).
+    if (record.has_templates_json() && options_.on_templates &&
+        record.origin() != encoder_.origin()) {
+      options_.on_templates(sequence, record.templates_json());
+    }
     applier_.add(sequence, std::move(record));
   }
 }

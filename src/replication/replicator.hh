@@ -59,6 +59,10 @@ struct ReplicatorOptions {
   // thread) when every record up to the stream's last sequence at the first
   // contact is applied, or when NATS was not reached within startup_wait_us.
   std::function<void()> on_caught_up;
+  // Replication thread: another server's prompt-template document (record
+  // `sequence`), to parse and install on every core (docs/templates.md
+  // "Replication"). Empty: template records are passed over.
+  std::function<void(std::uint64_t sequence, const std::string& templates_json)> on_templates;
   std::int64_t startup_wait_us = 30 * 1'000'000LL;
   // Snapshots (docs/replication.md "Snapshots"): at most one publication per
   // interval (0 = never), none larger than max bytes.
@@ -91,6 +95,9 @@ class Replicator final : public sharding::ChangeObserver {
   }
   // A policy document this server accepted (/policy, --policy-file). Any thread.
   void accepted_policy(std::string_view policy_json);
+  // A prompt-template document this server accepted (/templates,
+  // --templates-file). Any thread.
+  void accepted_templates(std::string_view templates_json);
 
   // The state saver's thread, after a periodic save of `state_file`:
   // publishes it as the group's snapshot when one is due (interval passed,

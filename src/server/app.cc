@@ -21,6 +21,7 @@
 #include "net/address.hh"
 #include "net/tls.hh"
 #include "rpc/peer_limit_metrics.hh"
+#include "service/inference_cache.hh"
 
 namespace ic::server {
 
@@ -235,6 +236,7 @@ std::optional<int> App::load_state() {
     options.on_saved = [this] { replicator->publish_snapshot(config.state_file); };
   }
   options.path = config.state_file;
+  options.templates_json = [this] { return templates->latest()->source_json(); };
   options.interval_us = config.state_save_interval_us;
   options.server_version = IC_SERVER_VERSION;
   state_saver = std::make_unique<ic::persist::StateSaver>(options, runtime, shard_pointers(shards),
@@ -291,6 +293,7 @@ ic::persist::LoadOutcome App::load_state_file() {
                    {"written_by", got.server_version},
                    {"age_s", (clock.wall_us() - got.created_at_us) / 1'000'000}});
     install_saved_policy(got.policy_json, "saved");
+    install_saved_templates(got.templates_json, "saved");
   }
   return got;
 }
@@ -344,6 +347,7 @@ void App::load_from_stream(ic::persist::LoadOutcome& got) {
                      {"stream_sequence", snap.stream_sequence}});
       replication_stats.set_snapshot_loaded(snap.stream_sequence);
       install_saved_policy(snap.policy_json, "snapshot");
+      install_saved_templates(snap.templates_json, "snapshot");
       got = std::move(snap);
     } else {
       ic::base::log(LogLevel::warn, "replication: snapshot not loaded",
@@ -377,6 +381,9 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   // /readyz waits for the catch-up (docs/replication.md "Readiness").
   readiness.set_catching_up(true);
   options.on_caught_up = [this] { readiness.set_catching_up(false); };
+  options.on_templates = [this](std::uint64_t sequence, const std::string& json) {
+    replicated_templates(sequence, json);
+  };
   options.startup_wait_us = config.nats_startup_wait_us;
   options.snapshot_interval_us = config.nats_snapshot_interval_us;
   options.snapshot_max_bytes = config.nats_snapshot_max_bytes;
@@ -430,6 +437,17 @@ std::string App::add_listeners() {
     index->set_policies(core, policies);
   };
   admin->current_policy = [this](unsigned core) { return shards[core]->policies(); };
+  admin->apply_templates = [this](unsigned core,
+                                  std::shared_ptr<const ic::templates::TemplateSet> set) {
+    // Core 0's install stands for the whole push: replicated and saved once.
+    if (core == 0) {
+      if (replicator) replicator->accepted_templates(set->source_json());
+      templates->set_latest(set);
+    }
+    templates->install_on_core(core, std::move(set));
+  };
+  admin->current_templates = [this] { return templates->latest(); };
+  admin->default_block_size = static_cast<std::int32_t>(config.engine_block_size);
   if (replicator) admin->readiness_detail = [this] { return replicator->readiness_detail(); };
   admin->control_token_file = config.control_token_file;
   admin->insecure_disable_auth = config.insecure_disable_auth;
@@ -526,6 +544,10 @@ void App::start_core(unsigned core) {
   opts.scrape_metrics = [this](auto done) { ic::metrics::scrape(runtime, registry, done); };
   opts.metrics_interval_us = config.metrics_stream_interval_us;
   opts.prompt_text = &prompt_text;
+  opts.add_methods = [this](ic::rpc::MethodTable& methods) {
+    methods.add("/" + std::string(ic::service::kInferenceCacheService) + "/RenderTemplate",
+                ic::templates::render_template_method(render_service));
+  };
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();
   runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });

@@ -46,6 +46,8 @@
 #include "service/grpc_server.hh"
 #include "service/prompt_input.hh"
 #include "sharding/sharded_index.hh"
+#include "templates/catalog.hh"
+#include "templates/render_method.hh"
 
 namespace ic::server {
 
@@ -111,6 +113,13 @@ struct App {
   void poll_policy_file();
   void report_policy_file(bool installed, std::uint64_t errors_before);
   void broadcast_policies(std::shared_ptr<const ic::config::PolicySet> set);
+  // Prompt templates (server/templates.cc, docs/templates.md).
+  bool load_templates();
+  void reload_templates_file();
+  void install_saved_templates(const std::string& json, std::string_view source);
+  void install_templates_everywhere(std::shared_ptr<const ic::templates::TemplateSet> set);
+  void broadcast_templates(std::shared_ptr<const ic::templates::TemplateSet> set);
+  void replicated_templates(std::uint64_t sequence, const std::string& json);
 
   const ServerConfig& config;
   ic::runtime::Runtime runtime;
@@ -137,6 +146,9 @@ struct App {
   // --tokenizer-models-dir, loaded before the reactors start; read-only after.
   ic::prompt_text::ModelSet tokenizer_models;
   ic::service::PromptTextConfig prompt_text;
+  // Prompt templates per core and the RenderTemplate method's view of them.
+  std::unique_ptr<ic::templates::Catalog> templates;
+  ic::templates::RenderService render_service;
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
   std::atomic<unsigned> cores_serving{0};

@@ -54,6 +54,7 @@ void App::report_policy_file(bool installed, std::uint64_t errors_before) {
 void App::reload(std::string_view why) {
   ic::base::log(LogLevel::info, "reloading", {{"trigger", why}});
   reload_policy_file();
+  reload_templates_file();
   reload_token_file();
   reload_tls(true);
 }

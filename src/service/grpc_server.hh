@@ -25,6 +25,7 @@
 // stream is left, and the session closes its connection itself once the
 // GOAWAY is out and the last stream ended.
 
+#include <functional>
 #include <memory>
 
 #include "net/session.hh"
@@ -70,6 +71,9 @@ struct GrpcServiceOptions {
   // prompt_text lookups (service/prompt_input.hh); nullptr: they fail open.
   // Shared by every core's server; outlives them.
   const PromptTextConfig* prompt_text = nullptr;
+  // Methods of other rooms, added after the defaults (one of the same path
+  // replaces the default): RenderTemplate (templates/render_method.hh).
+  std::function<void(rpc::MethodTable& methods)> add_methods;
 };
 
 // One core's gRPC server: the method table (InferenceCache, Health,

@@ -4,7 +4,8 @@
 // Contract defaults (no index attached; service/index_methods.hh otherwise): LookupRoute →
 // {reason_code NO_HINT}; ReportCacheState drains the stream and answers Ack{accepted:true} on
 // half-close; PublishEvent → Ack{accepted:true}; GetCacheState → empty;
-// RenderTemplate → {reason_code "OK"}; LookupPDRoute → {reason_code
+// RenderTemplate → {reason_code "OK"} (the server replaces it with
+// templates/render_method.hh); LookupPDRoute → {reason_code
 // "NO_HINT"}; StreamCacheEvents / StreamMetrics close at once with OK
 // (service/event_fanout.hh and service/metric_stream.hh replace them when
 // the server has an index and a metrics source).

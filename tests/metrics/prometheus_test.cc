@@ -46,6 +46,7 @@ TEST_CASE("a known registry renders byte for byte") {
     self.set_ring_setup_flags(12424);  // SINGLE_ISSUER|DEFER_TASKRUN|SUBMIT_ALL|CQSIZE
   });
   core.add_tenant_evictions("team-a", 2);
+  core.add_template_cache_bust("team-a/agent");
   core.add_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, 3);
   core.add_auth(AuthEndpoint::kSnapshot, AuthResult::kOk);
   core.add_prompt_text_failure(ic::metrics::PromptTextFailure::kNoTokenizer);
@@ -131,6 +132,10 @@ TEST_CASE("a known registry renders byte for byte") {
       "quota.\n"
       "# TYPE inferencecache_tenant_evictions_total counter\n"
       "inferencecache_tenant_evictions_total{tenant_id=\"team-a\",reason=\"over_entries\"} 2\n"
+      "# HELP inferencecache_template_cache_busts_total RenderTemplate calls whose volatile part "
+      "began before a large stable section.\n"
+      "# TYPE inferencecache_template_cache_busts_total counter\n"
+      "inferencecache_template_cache_busts_total{template=\"team-a/agent\"} 1\n"
       "# HELP inferencecache_index_evictions_total (key, replica) entries evicted by the global "
       "cap or the TTL sweep.\n"
       "# TYPE inferencecache_index_evictions_total counter\n"

@@ -129,7 +129,7 @@ TEST_CASE("GetCacheState on a cold index is empty") {
   CHECK(s.stop() == 0);
 }
 
-TEST_CASE("RenderTemplate and LookupPDRoute answer the contract defaults") {
+TEST_CASE("RenderTemplate of an unknown template and LookupPDRoute's contract default") {
   Served s;
   {
     pb::RenderTemplateRequest req;
@@ -138,7 +138,9 @@ TEST_CASE("RenderTemplate and LookupPDRoute answer the contract defaults") {
     req.set_tenant_id("team-a");
     pb::RenderTemplateResponse resp;
     REQUIRE(call_unary(*s.stub, &Stub::RenderTemplate, req, &resp).ok());
-    CHECK(resp.ShortDebugString() == R"(reason_code: "OK")");  // every other field empty
+    // No template set (docs/templates.md): a reason code, never a gRPC error.
+    CHECK(resp.ShortDebugString() ==
+          R"(tenant_namespace: "team-a" reason_code: "TEMPLATE_NOT_FOUND")");
   }
   {
     pb::LookupPDRouteRequest req;

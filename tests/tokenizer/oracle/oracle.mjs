@@ -4,6 +4,9 @@
 //
 //   node oracle.mjs corpus <model_dir>   → {"cases": [{name, text, ids, prompt, prompt_ids}]}
 //   node oracle.mjs render <model_dir> <text_file>  → {"prompt", "prompt_ids"}
+//   node oracle.mjs template <model_dir> <case_file> → {"prompt", "prompt_ids", "ids"}
+//     (tests/templates: case_file is {"source", "variables", "encode": [texts]}; the
+//     source is rendered with the variables alone, "ids" are the texts' tokens)
 //
 // <model_dir> holds tokenizer.json and tokenizer_config.json. The corpus is
 // generated from a fixed seed, so every run produces the same cases.
@@ -158,7 +161,16 @@ function main() {
     process.stdout.write(JSON.stringify({ prompt, prompt_ids: model.encode(prompt) }));
     return;
   }
-  if (mode !== "corpus") throw new Error("usage: oracle.mjs corpus|render <model_dir> [text_file]");
+  if (mode === "template") {
+    const c = JSON.parse(fs.readFileSync(file, "utf8"));
+    const prompt = new Template(c.source).render(c.variables);
+    const ids = (c.encode || []).map((text) => model.encode(text));
+    process.stdout.write(JSON.stringify({ prompt, prompt_ids: model.encode(prompt), ids }));
+    return;
+  }
+  if (mode !== "corpus") {
+    throw new Error("usage: oracle.mjs corpus|render|template <model_dir> [file]");
+  }
   const cases = corpus().map(({ name, text }) => {
     const prompt = model.render(text);
     return { name, text, ids: model.encode(text), prompt, prompt_ids: model.encode(prompt) };

@@ -1,0 +1,81 @@
+#include "templates/stable_prefix.hh"
+
+#include <xxhash.h>
+
+#include <array>
+#include <vector>
+
+#include "fingerprint/fingerprint.hh"
+#include "prompt_text/encoder.hh"
+
+namespace ic::templates {
+namespace {
+
+constexpr std::size_t kCacheSlots = 1024;
+
+struct CacheSlot {
+  XXH128_hash_t key{0, 0};
+  std::size_t text_bytes = 0;
+  bool used = false;
+  StablePrefix value;
+};
+
+// Per reactor thread: results of texts tokenized before.
+std::vector<CacheSlot>& thread_cache() {
+  thread_local std::vector<CacheSlot> cache(kCacheSlots);
+  return cache;
+}
+
+bool printable_non_space(char c) { return c > ' ' && c < 0x7f; }
+
+}  // namespace
+
+std::size_t stable_cut(std::string_view prompt, std::size_t volatile_at) {
+  if (volatile_at >= prompt.size()) return prompt.size();
+  for (std::size_t c = volatile_at; c > 1; --c) {
+    // c < volatile_at: the byte at c is stable too.
+    const std::size_t at = c - 1;
+    if (prompt[at - 1] == '\n' && printable_non_space(prompt[at])) return at;
+  }
+  return 0;
+}
+
+PrefixStatus stable_prefix(const tokenizer::Tokenizer& tokenizer, std::string_view revision,
+                           std::string_view text, std::int32_t block_size,
+                           const std::function<bool()>& expired, StablePrefix& out) {
+  const XXH64_hash_t seed = XXH3_64bits(revision.data(), revision.size());
+  const XXH128_hash_t key = XXH3_128bits_withSeed(text.data(), text.size(), seed);
+  CacheSlot& slot = thread_cache()[key.low64 % kCacheSlots];
+  if (slot.used && XXH128_isEqual(slot.key, key) && slot.text_bytes == text.size()) {
+    out = slot.value;
+    return PrefixStatus::kOk;
+  }
+  thread_local std::vector<tokenizer::TokenId> tokens;
+  switch (tokenizer.encode(text, prompt_text::thread_workspace(), tokens, expired)) {
+    case tokenizer::EncodeStatus::kOk:
+      break;
+    case tokenizer::EncodeStatus::kDeadline:
+    case tokenizer::EncodeStatus::kPaused:
+      return PrefixStatus::kTimeout;
+    default:
+      return PrefixStatus::kTokenize;
+  }
+  StablePrefix got;
+  got.tokens = static_cast<std::int32_t>(tokens.size());
+  const std::size_t blocks =
+      block_size > 0 ? tokens.size() / static_cast<std::size_t>(block_size) : 0;
+  got.block_tokens = static_cast<std::int32_t>(blocks * static_cast<std::size_t>(block_size));
+  if (blocks > 0) {
+    const std::vector<std::uint64_t> chain = fingerprint::prefix_hashes(tokens, block_size);
+    const auto wire = fingerprint::to_wire(chain.back());
+    got.hash.assign(reinterpret_cast<const char*>(wire.data()), wire.size());
+  }
+  slot.key = key;
+  slot.text_bytes = text.size();
+  slot.used = true;
+  slot.value = got;
+  out = std::move(got);
+  return PrefixStatus::kOk;
+}
+
+}  // namespace ic::templates

@@ -1,0 +1,56 @@
+#pragma once
+// The stable prefix of a rendered prompt (docs/templates.md "The stable
+// prefix"): where to cut the text so that its tokens are the leading tokens
+// of every prompt that shares the text before the volatile part, and the
+// fingerprint of those tokens in whole KV blocks.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "tokenizer/tokenizer.hh"
+
+namespace ic::templates {
+
+// The stable cut of `prompt` whose volatile part may begin at byte
+// `volatile_at` (≤ prompt.size(); prompt.size() when nothing volatile was
+// read: the whole prompt is stable, cut at its end). Otherwise the last
+// position c < volatile_at right after a '\n' and at a printable ASCII
+// character other than space; 0 when there is none.
+//
+// Why there: a byte-level BPE tokenizer of the supported kind (GPT-2, Qwen2+
+// and Llama 3 split regexes, added tokens without newlines) never lets a
+// pre-token run from a newline into a following non-space character, and
+// every pre-token before c is decided by the bytes up to c, so the tokens of
+// prompt[0, c) are the leading tokens of the whole prompt whatever follows c.
+// A cut right at volatile_at would not be: the volatile text may join the
+// word or the whitespace run before it.
+std::size_t stable_cut(std::string_view prompt, std::size_t volatile_at);
+
+// The tokens of one stable text and their fingerprint.
+struct StablePrefix {
+  std::int32_t tokens = 0;        // tokens of the text
+  std::int32_t block_tokens = 0;  // tokens in its whole KV blocks (≤ tokens)
+  // The `vllm` scheme prefix hash (docs/fingerprint.md) of the last whole
+  // block, wire form (8 bytes big-endian); empty with no whole block.
+  std::string hash;
+};
+
+enum class PrefixStatus : std::uint8_t {
+  kOk,
+  kTokenize,  // invalid UTF-8, the split regex gave up, a pre-token over its bound
+  kTimeout,   // `expired` turned true (the render's tokenizing budget)
+};
+
+// Tokenizes `text` with `tokenizer` (this thread's workspace) and hashes its
+// whole blocks of `block_size` tokens. A per-thread cache of 1,024 results,
+// keyed by (`revision`, XXH3-128 of `text`), answers a text seen before
+// without tokenizing: the calls of one template family share their stable
+// text. `expired` (may be empty) is polled while tokenizing.
+PrefixStatus stable_prefix(const tokenizer::Tokenizer& tokenizer, std::string_view revision,
+                           std::string_view text, std::int32_t block_size,
+                           const std::function<bool()>& expired, StablePrefix& out);
+
+}  // namespace ic::templates
