@@ -127,7 +127,7 @@ void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Res
       });
 }
 
-// GET /templates: the document in force (docs/templates.md "Reading it back").
+// GET /templates: the document in force (docs/templates.md "Two ways in").
 void serve_templates_in_force(const AdminContext& ctx, const Responder& respond) {
   if (!ctx.current_templates) {
     respond(HttpResponse::text(503, "template store not available"));

@@ -361,10 +361,11 @@ Dict make_globals() {
                    const std::int64_t step = args.size() > 2 ? args[2].as_int() : 1;
                    if (step == 0) throw RenderError("range() step must not be zero");
                    List out;
-                   for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+                   for (std::int64_t i = start; step > 0 ? i < stop : i > stop;) {
                      if (static_cast<std::int64_t>(out.size()) >= kMaxRange)
                        throw RenderError("range() too long");
                      out.emplace_back(i);
+                     if (__builtin_add_overflow(i, step, &i)) break;  // past stop either way
                    }
                    return Value(std::move(out));
                  })));

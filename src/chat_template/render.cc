@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "chat_template/builtins.hh"
 #include "chat_template/template.hh"
@@ -10,6 +11,25 @@ namespace ic::chat_template::detail {
 namespace {
 
 std::string at(int line) { return "line " + std::to_string(line) + ": "; }
+
+// int64 +, −, × as Python's ints, within int64: over it is a render error
+// (a variable of a prompt template can be any int64).
+[[noreturn]] void overflow() { throw RenderError("integer overflow"); }
+std::int64_t add_i64(std::int64_t x, std::int64_t y) {
+  std::int64_t z = 0;
+  if (__builtin_add_overflow(x, y, &z)) overflow();
+  return z;
+}
+std::int64_t sub_i64(std::int64_t x, std::int64_t y) {
+  std::int64_t z = 0;
+  if (__builtin_sub_overflow(x, y, &z)) overflow();
+  return z;
+}
+std::int64_t mul_i64(std::int64_t x, std::int64_t y) {
+  std::int64_t z = 0;
+  if (__builtin_mul_overflow(x, y, &z)) overflow();
+  return z;
+}
 
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (!a.is_number() || !b.is_number()) {
@@ -28,9 +48,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   const bool ints = !a.is_float() && !b.is_float();
   if (ints && op != "/" && op != "**") {
     const std::int64_t x = a.as_int(), y = b.as_int();
-    if (op == "-") return Value(x - y);
-    if (op == "*") return Value(x * y);
+    if (op == "-") return Value(sub_i64(x, y));
+    if (op == "*") return Value(mul_i64(x, y));
     if (y == 0) throw RenderError("division by zero");
+    if (y == -1 && x == std::numeric_limits<std::int64_t>::min()) overflow();
     std::int64_t q = x / y, r = x % y;
     if (r != 0 && ((r < 0) != (y < 0))) {  // Python floors
       --q;
@@ -43,7 +64,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "*") return Value(x * y);
   if (op == "**") {
     const double p = std::pow(x, y);
-    return ints && b.as_int() >= 0 ? Value(static_cast<std::int64_t>(p)) : Value(p);
+    if (!ints || b.as_int() < 0) return Value(p);
+    // 2^63 is the first double outside int64.
+    if (!(p >= -9223372036854775808.0 && p < 9223372036854775808.0)) overflow();
+    return Value(static_cast<std::int64_t>(p));
   }
   if (y == 0) throw RenderError("division by zero");
   if (op == "/") return Value(x / y);
@@ -60,7 +84,7 @@ Value add(const Value& a, const Value& b) {
   }
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return Value(a.as_number() + b.as_number());
-    return Value(a.as_int() + b.as_int());
+    return Value(add_i64(a.as_int(), b.as_int()));
   }
   throw RenderError("unsupported operand types for +: " + std::string(a.type_name()) + " and " +
                     std::string(b.type_name()));
@@ -80,8 +104,10 @@ std::vector<std::size_t> slice_indices(std::int64_t n, const Value& start, const
   const std::int64_t b = bound(start, step > 0 ? 0 : n - 1);
   const std::int64_t e = bound(stop, step > 0 ? n : -1);
   std::vector<std::size_t> out;
-  for (std::int64_t i = b; step > 0 ? i < e : i > e; i += step)
+  for (std::int64_t i = b; step > 0 ? i < e : i > e;) {
     out.push_back(static_cast<std::size_t>(i));
+    if (__builtin_add_overflow(i, step, &i)) break;  // past the end either way
+  }
   return out;
 }
 
@@ -339,7 +365,8 @@ Value Renderer::eval(const Expr& e) {
       if (e.name == "not") return Value(!v.truthy());
       if (!v.is_number()) throw RenderError("bad operand type for unary " + e.name);
       if (e.name == "+") return v;
-      return v.is_float() ? Value(-v.as_number()) : Value(-v.as_int());
+      if (v.is_float()) return Value(-v.as_number());
+      return Value(sub_i64(0, v.as_int()));
     }
     case Expr::kBinary:
       return eval_binary(e);

@@ -36,6 +36,13 @@ bool Template::render(const Dict& variables, std::string& out, std::string& erro
   } catch (const RenderError& e) {
     error = e.what();
     return false;
+  } catch (const std::exception& e) {
+    // A value of the wrong kind where a builtin reads it directly (range()
+    // of a string: std::bad_variant_access): the variables of a prompt
+    // template come from the caller, so this is their error, not a crash.
+    out.clear();
+    error = std::string("render error: ") + e.what();
+    return false;
   }
   return true;
 }

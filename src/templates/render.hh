@@ -54,8 +54,8 @@ struct Rendered {
 
 // Renders `t` with `variables`. False + `error` (for RENDER_ERROR): a
 // declared variable missing, an undeclared one given or one given twice, a
-// value not of its type, a render error (raise_exception, a type error, a
-// limit), a prompt over max_rendered_bytes, no tokenizer loaded for the
+// value not of its type, a render error (raise_exception, a type error, an
+// int64 overflow, a limit), a prompt over max_rendered_bytes, no tokenizer loaded for the
 // model, a stable text the tokenizer refuses, or the tokenizing budget spent.
 // `models` nullptr: no tokenizer for any model.
 bool render_template(const PromptTemplate& t, std::span<const VariableView> variables,

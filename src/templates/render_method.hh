@@ -1,6 +1,6 @@
 #pragma once
 // RenderTemplate over the per-core template sets (docs/templates.md,
-// docs/contract.md "RenderTemplate"): reason_code OK with the rendered
+// docs/contract.md "RPCs"): reason_code OK with the rendered
 // prompt and its stable prefix; TEMPLATE_NOT_FOUND for an unknown
 // (tenant_id, template_ref); RENDER_ERROR (and `error`) for the caller's
 // variables or a render that fails. The caller's mistakes never end the call

@@ -41,6 +41,7 @@ struct Harness {
   admin::Readiness readiness{kCores};
   std::shared_ptr<admin::AdminContext> ctx = std::make_shared<admin::AdminContext>();
   std::array<std::shared_ptr<const config::PolicySet>, kCores> applied{};
+  std::array<std::shared_ptr<const templates::TemplateSet>, kCores> templates_applied{};
   std::string token_path;
 
   Harness() {
@@ -63,6 +64,13 @@ struct Harness {
     };
     ctx->current_policy = [this](unsigned core) {
       return applied.at(core) ? applied.at(core) : config::PolicySet::defaults();
+    };
+    ctx->apply_templates = [this](unsigned core,
+                                  std::shared_ptr<const templates::TemplateSet> set) {
+      templates_applied.at(core) = std::move(set);  // each core writes only its own slot
+    };
+    ctx->current_templates = [this] {
+      return templates_applied.at(0) ? templates_applied.at(0) : templates::TemplateSet::empty();
     };
     for (unsigned core = 0; core < kCores; ++core) {
       registry.core(core).add_collector(
@@ -300,6 +308,39 @@ TEST_CASE("/policy: 204 installs the set on every core; 400 with a reason; 405; 
   CHECK(metrics.find("inferencecache_policy_reloads_total{source=\"http\",result=\"ok\"} 2\n"
                      "inferencecache_policy_reloads_total{source=\"http\",result=\"error\"} 3\n") !=
         std::string::npos);
+}
+
+TEST_CASE("/templates: 204 installs the set on every core; GET; 400 with a reason; 405; auth") {
+  Harness h;
+  const std::string auth = "Authorization: Bearer tok\r\n";
+  const auto json = [](std::string_view body) {
+    return cat({"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ",
+                std::to_string(body.size()), "\r\nConnection: close\r\n\r\n", body});
+  };
+  CHECK(h.exchange(0, true, get("/templates", auth)) == json("{\"version\":1,\"templates\":[]}\n"));
+  const std::string good =
+      R"({"version":1,"templates":[{"tenantID":"team-a","name":"agent","model":"m",)"
+      R"("source":"Hi {{ who }}","variables":[{"name":"who","stability":"volatile"}]}]})";
+  CHECK(h.exchange(1, true, send_body("POST", "/templates", good, auth)) ==
+        "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+  for (unsigned core = 0; core < kCores; ++core) {
+    std::promise<std::shared_ptr<const templates::TemplateSet>> seen;
+    REQUIRE(h.rt.post(core, [&h, &seen, core]() { seen.set_value(h.templates_applied[core]); }));
+    auto set = seen.get_future().get();
+    REQUIRE(set != nullptr);
+    REQUIRE(set->find("team-a", "agent") != nullptr);
+    CHECK(set->find("team-a", "agent")->block_size == 16);  // AdminContext::default_block_size
+  }
+  CHECK(h.exchange(0, true, get("/templates", auth)) == json(good + "\n"));
+  const std::string bad = h.exchange(
+      0, true, send_body("PUT", "/templates", R"({"version":1,"templates":[{"name":"x"}]})", auth));
+  CHECK(bad == text(400, "Bad Request", "templates[0]: missing \"tenantID\""));
+  CHECK(h.exchange(0, true, send_body("DELETE", "/templates", "", auth)) ==
+        text(405, "Method Not Allowed", "method not allowed", "Allow: GET, HEAD, POST, PUT\r\n"));
+  CHECK(status_line(h.exchange(
+            0, true, send_body("POST", "/templates", good, "Authorization: Bearer x\r\n"))) ==
+        "HTTP/1.1 403 Forbidden");
+  CHECK(status_line(h.exchange(0, true, get("/templates"))) == "HTTP/1.1 401 Unauthorized");
 }
 
 TEST_CASE("GET /policy: the document in force on the core, the defaults before any push") {

@@ -270,6 +270,32 @@ TEST_CASE("render errors: raise_exception, a type error, the size limit, no toke
   CHECK(c.out.prompt.empty());
   CHECK(render(*big->find("team-a", "big"), {{"n", "2"}}, small).ok);
 
+  // A caller's value where int64 arithmetic overflows, or of a kind a builtin cannot take.
+  const auto ints =
+      parse_ok(document("ints",
+                        "{{ n + 1 }}{{ n * 2 }}{{ -n }}{{ n // -1 }}{{ 2 ** n }}{% for i in "
+                        "range(0, 9223372036854775807, n) %}{{ i }}{% endfor %}",
+                        {{"n", "integer", "stable"}}));
+  c = render(*ints->find("team-a", "ints"), {{"n", "9223372036854775807"}});
+  CHECK_FALSE(c.ok);
+  CHECK(c.error == "line 1: integer overflow");
+  c = render(*ints->find("team-a", "ints"), {{"n", "-9223372036854775808"}});
+  CHECK_FALSE(c.ok);
+  CHECK(c.error == "line 1: integer overflow");
+  c = render(*ints->find("team-a", "ints"), {{"n", "4611686018427387904"}});  // 2^62
+  CHECK_FALSE(c.ok);
+  CHECK(c.error == "line 1: integer overflow");  // n * 2
+  const auto range = parse_ok(document(
+      "range", "{% for i in range(0, 9223372036854775807, n) %}{{ i }},{% endfor %}{{ range(j) }}",
+      {{"n", "integer", "stable"}, {"j", "json", "stable"}}));
+  c = render(*range->find("team-a", "range"), {{"n", "4611686018427387904"}, {"j", "\"x\""}});
+  CHECK_FALSE(c.ok);
+  CHECK(c.error.rfind("render error: ", 0) == 0);  // range() of a string
+  CHECK(c.out.prompt.empty());
+  c = render(*range->find("team-a", "range"), {{"n", "4611686018427387904"}, {"j", "2"}});
+  REQUIRE_MESSAGE(c.ok, c.error);
+  CHECK(c.out.prompt == "0,4611686018427387904,[0, 1]");  // the step past int64 ends the range
+
   const auto other = parse_ok(R"({"version":1,"templates":[{"tenantID":"t","name":"n",
       "model":"no-such-model","source":"x"}]})");
   Rendered out;
