@@ -4,7 +4,8 @@
 //
 //   decode-only  when a free decode replica would prefill fewer than the
 //                topology's minUncachedTokens itself (the prompt is short, or
-//                the replica holds the prefix): the least loaded such replica;
+//                the replica holds the prefix): the one of shortest wait for
+//                that prefill, unless a prefill replica's wait is shorter;
 //   the prefill  the work-aware ranking's wait (work_ranking.cc add_work_cand,
 //                the one cost LookupRoute uses) over the prefill pool;
 //   the decode   the least loaded free decode replica, plus the affinity
@@ -125,24 +126,32 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     r.held_stamp = stamp;
     r.held = static_cast<std::uint32_t>(i);
   }
-  gather_decode_candidates(st, pools, prompt, saturation, stamp);
+  gather_decode_candidates(st, ws, pools, prompt, saturation, stamp);
   const auto free = [](const DecodeCand& d) { return !d.full; };
   if (std::none_of(decode_cands.begin(), decode_cands.end(), free))
     return answer(pd_reason::kOverloaded);
   out->adapter_id = q.adapter_id;
 
-  // Decode-only: what a free decode replica would prefill itself is short.
+  // Decode-only: a free decode replica that would prefill fewer than the
+  // threshold itself, the one of shortest wait for that prefill; taken unless
+  // a prefill replica would be done sooner.
   const auto threshold = static_cast<double>(topo.min_uncached_tokens);
   const auto local = [&](const DecodeCand& d) {
     return !d.full && prompt - static_cast<double>(d.held) < threshold;
   };
-  const DecodeCand* decode = pick_decode(st, pools, nullptr, local);
+  const auto own_wait = [](const DecodeCand& d) { return d.wait_us; };
+  const auto load = [](const DecodeCand& d) { return d.load; };
+  const DecodeCand* decode = pick_decode(st, own_wait, local);
   std::string_view code =
       prompt < threshold ? pd_reason::kDecodeOnlyShort : pd_reason::kDecodeOnlyCached;
   if (decode == nullptr && topo.prefill.empty()) {
-    decode = pick_decode(st, pools, nullptr, free);
+    decode = pick_decode(st, load, free);
     code = pd_reason::kNoPrefillPool;
   }
+  gather_prefill_candidates(st, ws, pools, prompt, saturation, stamp);
+  const WorkCand* best = work_cands.empty() ? nullptr : &pick_work(st);
+  if (decode != nullptr && best != nullptr && best->wait_us + 1.0 < decode->wait_us)
+    decode = nullptr;  // the pair's prefill is done sooner
   if (decode != nullptr) {
     const Scored top{decode->replica, 0.0, decode->held, 1.0, 0, 0, kNone};
     if (ws != nullptr) {
@@ -157,79 +166,86 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   }
 
   // The pair: prefill by the work-aware wait, then decode near it.
-  gather_prefill_candidates(st, ws, pools, prompt, saturation, stamp);
-  if (work_cands.empty()) return answer(pd_reason::kNoDecodeInDomain);
-  const WorkCand& best = pick_work(st);
+  if (best == nullptr) return answer(pd_reason::kNoDecodeInDomain);
   const config::PdReplica& prefill =
-      topo.prefill[prefill_pool_index[static_cast<std::size_t>(&best - work_cands.data())]];
-  decode = pick_decode(st, pools, &prefill, [&](const DecodeCand& d) {
+      topo.prefill[prefill_pool_index[static_cast<std::size_t>(best - work_cands.data())]];
+  const auto near = [&](const DecodeCand& d) {
+    const auto level = config::shared_level(prefill, topo.decode[d.pool_index]);
+    return d.load + topo.affinity_weight * (1.0 - affinity(level));
+  };
+  decode = pick_decode(st, near, [&](const DecodeCand& d) {
     return !d.full && in_domain(topo, prefill, topo.decode[d.pool_index]);
   });
   // gather_prefill_candidates kept only prefill replicas with a free decode
   // replica in their domain.
   if (decode == nullptr) return answer(pd_reason::kNoDecodeInDomain);
-  const std::int64_t held = best.holder != kNone ? scored[best.holder].matched : 0;
+  const std::int64_t held = best->holder != kNone ? scored[best->holder].matched : 0;
   if (ws != nullptr) {
-    book_answer(st, Scored{best.replica, 0.0, held, 1.0, 0, 0, kNone});
+    book_answer(st, Scored{best->replica, 0.0, held, 1.0, 0, 0, kNone});
     if (work_keys.empty() && (st.chain || !st.exact_hash.empty())) hash_request(st);
     // The KV lands on the decode replica: its next turn may stay there.
     book(*ws, decode->replica, st.now, 0, st.chain, work_keys);
     book_decode(st, decode->replica, topo.decode_hold_us);
   }
   const double full_us = prompt / cfg.work_aware.prefill_tokens_per_s * 1e6;
-  out->prefill_replica_id = replicas.name(best.replica);
+  out->prefill_replica_id = replicas.name(best->replica);
   out->decode_replica_id = replicas.name(decode->replica);
   out->transport_hint = config::transport_name(topo.transport);
   out->prefill_matched_tokens = clamp32(static_cast<double>(held));
   out->decode_matched_tokens = clamp32(static_cast<double>(decode->held));
-  out->prefill_score = static_cast<float>(full_us > 0 ? full_us / (full_us + best.wait_us) : 0.0);
+  out->prefill_score = static_cast<float>(full_us > 0 ? full_us / (full_us + best->wait_us) : 0.0);
   out->decode_score = static_cast<float>(std::max(0.0, 1.0 - decode->load));
   out->uncached_tokens = clamp32(prompt - static_cast<double>(held));
   answer(pd_reason::kDisaggregated);
 }
 
-void Shard::Impl::gather_decode_candidates(const LookupState& st, const PdPools& pools,
-                                           double prompt, double saturation, std::uint32_t stamp) {
-  const WorkState* ws = st.scope != kNone ? &scopes[st.scope].work : nullptr;
+void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkState* ws,
+                                           const PdPools& pools, double prompt, double saturation,
+                                           std::uint32_t stamp) {
   decode_cands.clear();
+  work_cands.clear();
   for (std::size_t i = 0; i < pools.decode.size(); ++i) {
     const std::uint32_t replica = pools.decode[i];
     const ReplicaScratch& r = replica_scratch[replica];
+    const std::uint32_t holder = r.held_stamp == stamp ? r.held : kNone;
     const std::int64_t held =
-        r.held_stamp == stamp
-            ? std::min<std::int64_t>(scored[r.held].matched, static_cast<std::int64_t>(prompt))
+        holder != kNone
+            ? std::min<std::int64_t>(scored[holder].matched, static_cast<std::int64_t>(prompt))
             : 0;
     const std::uint32_t open =
         r.work_stamp == stamp && ws != nullptr ? ws->replicas[r.work].decode_open : 0;
     const std::int32_t slots = pools.topology->decode[i].slots;
     const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
+    // Its own prefill of what it does not hold, priced as LookupRoute prices it.
+    add_work_cand(st, ws, replica, holder, held, holder != kNone ? scored[holder].prob : 0.0,
+                  prompt, saturation, stamp);
+    const double wait_us = work_cands.back().wait_us;
+    work_cands.pop_back();
+    // Its load: the slots booked, or the engine's own pressure when that is higher
+    // (decodes this server did not book, or that outlived their booking).
+    const double load = std::max(static_cast<double>(open) / slots, pressure);
     decode_cands.push_back(
-        DecodeCand{static_cast<std::uint32_t>(i), replica, held, static_cast<double>(open) / slots,
+        DecodeCand{static_cast<std::uint32_t>(i), replica, held, load, wait_us,
                    open >= static_cast<std::uint32_t>(slots) || pressure >= saturation});
   }
 }
 
-const DecodeCand* Shard::Impl::pick_decode(const LookupState& st, const PdPools& pools,
-                                           const config::PdReplica* prefill, auto eligible) const {
-  const config::PdTopology& topo = *pools.topology;
+const DecodeCand* Shard::Impl::pick_decode(const LookupState& st, auto cost, auto eligible) const {
   const std::uint64_t seed = prompt_seed(st);
   const DecodeCand* best = nullptr;
   double best_cost = 0;
   std::uint64_t best_weight = 0;
   for (const DecodeCand& c : decode_cands) {
     if (!eligible(c)) continue;
-    const double near = prefill == nullptr
-                            ? 1.0
-                            : affinity(config::shared_level(*prefill, topo.decode[c.pool_index]));
-    const double cost = c.load + topo.affinity_weight * (1.0 - near);
+    const double v = cost(c);
     const std::string& name = replicas.name(c.replica);
     const std::uint64_t weight = fmix64(seed ^ XXH3_64bits(name.data(), name.size()));
-    const bool better = best == nullptr || cost < best_cost - kTie ||
-                        (cost <= best_cost + kTie &&
+    const bool better = best == nullptr || v < best_cost - kTie ||
+                        (v <= best_cost + kTie &&
                          (c.held != best->held ? c.held > best->held : weight > best_weight));
     if (!better) continue;
     best = &c;
-    best_cost = cost;
+    best_cost = v;
     best_weight = weight;
   }
   return best;

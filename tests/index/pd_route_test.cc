@@ -36,6 +36,8 @@ constexpr const char* kTopologies = R"({"version":7,
   {"name":"one","transport":"Mooncake","decodeHoldMs":1000,
    "prefill":[{"replica":"p0"}],"decode":[{"replica":"d0","slots":1}]},
   {"name":"nopf","transport":"Direct","decode":[{"replica":"d0"}]},
+  {"name":"wide","transport":"NIXL","prefill":[{"replica":"p0"}],
+   "decode":[{"replica":"d1","slots":16}]},
   {"name":"zoned","transport":"Direct","requiredDomain":"zone",
    "prefill":[{"replica":"p0","zone":"z0"},{"replica":"p1","zone":"z1"}],
    "decode":[{"replica":"d2","zone":"z1"}]}]})";
@@ -182,6 +184,21 @@ TEST_CASE("pd: a decode replica that holds the prefix takes the request alone") 
   CHECK(turn2.decode_matched_tokens() == 4096);
   CHECK(turn2.uncached_tokens() == 512);
   CHECK(turn2.decode_score() == 0.5f);  // turn 1 holds one of d0's two slots
+}
+
+TEST_CASE("pd: decode-only while the decode replica's own prefill is done no later than a pair's") {
+  Harness h = pd_harness();
+  // d1 holds 7 of 8 blocks of nine prompts: each decode-only answer books
+  // its last 512 tokens (51.2 ms) on d1. The ninth would wait 8 × 51.2 +
+  // 51.2 = 460.8 ms there, against 409.6 ms for the whole prompt on idle p0.
+  std::vector<std::string> answers;
+  for (std::uint64_t k = 0; k < 9; ++k) {
+    h.ingest(chain_update("t", "m", "vllm", "d1", kNow, blocks(1000 + 100 * k, 7), 0, "", kBlock));
+    answers.push_back(pair(pd(h, pd_req(blocks(1000 + 100 * k, 8), "wide"))));
+  }
+  std::vector<std::string> want(8, "DECODE_ONLY_CACHED d1");
+  want.push_back("DISAGGREGATED p0 d1 NIXL");
+  CHECK(answers == want);
 }
 
 TEST_CASE("pd: decode slots: OVERLOADED when full, freed by eviction, ALL_CLEARED and time") {

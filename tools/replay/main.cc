@@ -97,6 +97,10 @@ void add_pd_flags(CLI::App& app, Flags& f, PdOptions& o) {
       ->capture_default_str();
   app.add_option("--pd-topology", o.topology, "P/D: pd_topology_ref sent to the server")
       ->capture_default_str();
+  app.add_option("--pd-affinity-weight", o.affinity_weight,
+                 "P/D: the topology's affinityWeight in --pd-topology-out")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--pd-topology-out", f.pd_topology_out,
                  "P/D: write the policy document with this replay's topology (for the server's "
                  "--policy-file) and exit");

@@ -156,7 +156,8 @@ double PdLoop::slot_wait_ms(const Lane& lane, std::size_t d) const {
 }
 
 // The option of least expected TTFT from the true state (queues, caches with what is on its way,
-// slots); equal: the decode replica with fewer running decodes.
+// slots), decode-only only below the threshold as for every policy; equal: the decode replica
+// with fewer running decodes.
 PdChoice PdLoop::full_knowledge(const Lane& lane, const TraceRequest& r, double now) const {
   PdChoice best;
   double best_ttft = std::numeric_limits<double>::infinity();
@@ -175,7 +176,9 @@ PdChoice PdLoop::full_knowledge(const Lane& lane, const TraceRequest& r, double 
     const double step = o_.step_ms + o_.step_per_seq_ms * (lane.decodes[d].active + 1);
     const double local =
         lane.local.expected_wait_ms(d, now) + prefill_ms(r.input_length - held_d, o_.prefill_rate);
-    consider(std::nullopt, d, std::max(local, slot) + step);
+    // Decode-only under the same rule as the others: below the threshold only.
+    if (r.input_length - held_d < o_.min_uncached_tokens)
+      consider(std::nullopt, d, std::max(local, slot) + step);
     for (std::size_t p = 0; p < o_.prefill_replicas; ++p) {
       const double ready =
           lane.prefill.expected_wait_ms(p, now) +
@@ -539,7 +542,8 @@ std::string pd_topology_json(const PdOptions& o, const std::vector<TraceRequest>
   nlohmann::json topo{{"name", o.topology},
                       {"transport", "NIXL"},
                       {"disaggregation", {{"minUncachedTokens", o.min_uncached_tokens}}},
-                      {"decodeHoldMs", hold_ms}};
+                      {"decodeHoldMs", hold_ms},
+                      {"affinityWeight", o.affinity_weight}};
   const auto place = [](std::size_t k) {
     return nlohmann::json{{"host", "host-" + std::to_string(k)},
                           {"rack", "rack-" + std::to_string(k / 2)},

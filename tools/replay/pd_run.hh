@@ -51,6 +51,7 @@ struct PdOptions {
   std::string model_id = "mooncake-conversation";
   std::string hash_scheme = "mooncake";
   std::string topology = "replay-pd";  // pd_topology_ref
+  double affinity_weight = 0.1;        // the topology's affinityWeight (pd_topology_json)
   bool clear_at_end = true;
   int max_consecutive_errors = 50;
   std::vector<PdPolicy> policies = {PdPolicy::kFullKnowledge, PdPolicy::kDecodeFirst,

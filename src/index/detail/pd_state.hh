@@ -29,7 +29,8 @@ struct DecodeCand {
   std::uint32_t pool_index;  // into topology->decode / PdPools::decode
   std::uint32_t replica;
   std::int64_t held;  // prompt tokens it holds (stored or booked), unweighted
-  double load;        // open decode bookings / slots
+  double load;        // max(open decode bookings / slots, fresh reported pressure)
+  double wait_us;     // its own prefill of the rest: the work-aware wait (add_work_cand)
   bool full;          // slots all booked, or saturated by reported pressure
 };
 

@@ -386,12 +386,13 @@ struct Shard::Impl : detail::Records,
   // Re-resolves the pools of the installed policy set's topologies (set_policies).
   void resolve_pd_pools();
   // Fills decode_cands from `pools` (work records stamped with `stamp`).
-  void gather_decode_candidates(const detail::LookupState& st, const detail::PdPools& pools,
-                                double prompt, double saturation, std::uint32_t stamp);
-  // The cheapest decode candidate by load + affinity weight × (1 − affinity to
-  // `prefill`, nullptr: none) among those `eligible` accepts; ties by rendezvous.
-  const detail::DecodeCand* pick_decode(const detail::LookupState& st, const detail::PdPools& pools,
-                                        const config::PdReplica* prefill, auto eligible) const;
+  void gather_decode_candidates(const detail::LookupState& st, const detail::WorkState* ws,
+                                const detail::PdPools& pools, double prompt, double saturation,
+                                std::uint32_t stamp);
+  // The candidate of least `cost(c)` among those `eligible` accepts; equal
+  // costs: the deeper hold, then the rendezvous winner of the prompt.
+  const detail::DecodeCand* pick_decode(const detail::LookupState& st, auto cost,
+                                        auto eligible) const;
   // The prefill candidates of `pools` (work_cands, prefill_pool_index): the
   // unsaturated ones (all when every one is saturated) that have a free decode
   // replica in the required domain.
