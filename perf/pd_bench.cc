@@ -11,7 +11,7 @@
 //   BM_LookupRoute        the work-aware LookupRoute of the chain
 //   BM_LookupPDRoute      the pair (minUncachedTokens 0: always DISAGGREGATED)
 //   BM_LookupPDRoute_DecodeOnly  the default threshold (2,048 tokens): the
-//                         decode replicas hold all but ≤ 448 tokens → DECODE_ONLY_CACHED
+//                         1,024-token prompt is short → DECODE_ONLY_SHORT
 //
 // Run: ninja -C <build> perf/pd_bench, then
 //   <build>/perf/pd_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -101,7 +101,7 @@ void pd_lookup(benchmark::State& state, const std::string& ref, const std::strin
 void BM_LookupPDRoute(benchmark::State& state) { pd_lookup(state, "pair", "DISAGGREGATED"); }
 BENCHMARK(BM_LookupPDRoute);
 void BM_LookupPDRoute_DecodeOnly(benchmark::State& state) {
-  pd_lookup(state, "local", "DECODE_ONLY_CACHED");
+  pd_lookup(state, "local", "DECODE_ONLY_SHORT");
 }
 BENCHMARK(BM_LookupPDRoute_DecodeOnly);
 

@@ -5,6 +5,8 @@
 // topology's decodeHoldMs. Soft state of the scope on its owner core, beside
 // the prefill bookings (bookings.cc): never persisted, replicated or exported.
 
+#include <algorithm>
+
 #include "index/detail/shard_impl.hh"
 
 namespace ic::index {
@@ -27,10 +29,27 @@ void Shard::Impl::end_decode(WorkState& ws, DecodeBooking& b) {
 }
 
 void Shard::Impl::expire_decodes(WorkState& ws, std::int64_t now) {
-  if (ws.decodes_live == 0) return;
+  if (ws.decodes_live == 0 || now < ws.next_decode_expiry) return;
+  ws.next_decode_expiry = INT64_MAX;
   for (DecodeBooking& b : ws.decodes) {
-    if (b.replica != kNone && b.expires_at <= now) end_decode(ws, b);
+    if (b.replica == kNone) continue;
+    if (b.expires_at <= now) {
+      end_decode(ws, b);
+    } else {
+      ws.next_decode_expiry = std::min(ws.next_decode_expiry, b.expires_at);
+    }
   }
+}
+
+bool Shard::Impl::holds_booking(const WorkState& ws, std::uint32_t replica, bool chain) const {
+  const std::size_t n = std::min<std::size_t>(work_keys.size(), 1024);
+  if (n == 0) return false;
+  for (const Booking& b : ws.bookings) {
+    if (b.replica == replica && b.chain == chain && b.blocks.size() == n &&
+        b.blocks.back() == work_keys[n - 1])
+      return true;
+  }
+  return false;
 }
 
 void Shard::Impl::book_decode(LookupState& st, std::uint32_t replica, std::int64_t hold_us) {
@@ -57,6 +76,7 @@ void Shard::Impl::book_decode(LookupState& st, std::uint32_t replica, std::int64
   const std::size_t booked = std::min<std::size_t>(work_keys.size(), 1024);
   slot->replica = replica;
   slot->expires_at = st.now + hold_us;
+  ws.next_decode_expiry = std::min(ws.next_decode_expiry, slot->expires_at);
   slot->key = booked > 0 ? work_keys[booked - 1] : 0;
   ++ws.decodes_live;
 }

@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "index/detail/shard_impl.hh"
 
@@ -183,8 +184,10 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   if (ws != nullptr) {
     book_answer(st, Scored{best->replica, 0.0, held, 1.0, 0, 0, kNone});
     if (work_keys.empty() && (st.chain || !st.exact_hash.empty())) hash_request(st);
-    // The KV lands on the decode replica: its next turn may stay there.
-    book(*ws, decode->replica, st.now, 0, st.chain, work_keys);
+    // The KV lands on the decode replica: its next turn may stay there (one
+    // speculative hold per prompt and replica is enough).
+    if (!holds_booking(*ws, decode->replica, st.chain))
+      book(*ws, decode->replica, st.now, 0, st.chain, work_keys);
     book_decode(st, decode->replica, topo.decode_hold_us);
   }
   const double full_us = prompt / cfg.work_aware.prefill_tokens_per_s * 1e6;
@@ -231,22 +234,37 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
 }
 
 const DecodeCand* Shard::Impl::pick_decode(const LookupState& st, auto cost, auto eligible) const {
-  const std::uint64_t seed = prompt_seed(st);
-  const DecodeCand* best = nullptr;
-  double best_cost = 0;
-  std::uint64_t best_weight = 0;
+  // The cheapest, then the deepest hold among the cheapest; the rendezvous
+  // winner only when those tie (the prompt's seed hashes the whole chain).
+  double least = std::numeric_limits<double>::infinity();
   for (const DecodeCand& c : decode_cands) {
-    if (!eligible(c)) continue;
-    const double v = cost(c);
+    if (eligible(c)) least = std::min(least, cost(c));
+  }
+  const auto cheapest = [&](const DecodeCand& c) { return eligible(c) && cost(c) <= least + kTie; };
+  const DecodeCand* best = nullptr;
+  std::size_t tied = 0;
+  for (const DecodeCand& c : decode_cands) {
+    if (!cheapest(c)) continue;
+    if (best == nullptr || c.held > best->held) {
+      best = &c;
+      tied = 1;
+    } else if (c.held == best->held) {
+      ++tied;
+    }
+  }
+  if (tied < 2) return best;
+  const std::uint64_t seed = prompt_seed(st);
+  const std::int64_t held = best->held;
+  std::uint64_t top = 0;
+  best = nullptr;
+  for (const DecodeCand& c : decode_cands) {
+    if (!cheapest(c) || c.held != held) continue;
     const std::string& name = replicas.name(c.replica);
     const std::uint64_t weight = fmix64(seed ^ XXH3_64bits(name.data(), name.size()));
-    const bool better = best == nullptr || v < best_cost - kTie ||
-                        (v <= best_cost + kTie &&
-                         (c.held != best->held ? c.held > best->held : weight > best_weight));
-    if (!better) continue;
-    best = &c;
-    best_cost = v;
-    best_weight = weight;
+    if (best == nullptr || weight > top) {
+      best = &c;
+      top = weight;
+    }
   }
   return best;
 }

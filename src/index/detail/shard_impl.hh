@@ -404,6 +404,9 @@ struct Shard::Impl : detail::Records,
   // Frees decode bookings of `replica` in the scopes of `tm`: those whose key
   // is `key`, or every one when `all`. (PREFIX_EVICTED, ALL_CLEARED.)
   void release_decodes(std::uint32_t tm, std::uint32_t replica, std::uint64_t key, bool all);
+  // True when `replica` has an open booking of exactly the request's blocks
+  // (work_keys, hashed): a second speculative hold would add nothing.
+  bool holds_booking(const detail::WorkState& ws, std::uint32_t replica, bool chain) const;
   // Ends the decode bookings of `ws` past their bound.
   void expire_decodes(detail::WorkState& ws, std::int64_t now);
   void end_decode(detail::WorkState& ws, detail::DecodeBooking& b);

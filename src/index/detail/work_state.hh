@@ -64,9 +64,10 @@ struct WorkState {
   std::vector<Booking> bookings;      // slots; replica == kNone is free
   std::uint32_t live = 0;             // bookings in use
   std::uint64_t next_seq = 0;
-  std::int64_t next_expiry = INT64_MAX;  // wall µs: no booking ends by its bound before
-  std::vector<DecodeBooking> decodes;    // slots; replica == kNone is free
-  std::uint32_t decodes_live = 0;        // decode bookings in use
+  std::int64_t next_expiry = INT64_MAX;         // wall µs: no booking ends by its bound before
+  std::vector<DecodeBooking> decodes;           // slots; replica == kNone is free
+  std::uint32_t decodes_live = 0;               // decode bookings in use
+  std::int64_t next_decode_expiry = INT64_MAX;  // wall µs: no decode booking ends by time before
 };
 
 }  // namespace ic::index::detail
