@@ -4,8 +4,9 @@
 //
 //   decode-only  when a free decode replica would prefill fewer than the
 //                topology's minUncachedTokens itself (the prompt is short, or
-//                the replica holds the prefix): the one of shortest wait for
-//                that prefill, unless a prefill replica's wait is shorter;
+//                the replica holds the prefix): the one whose own prefill adds
+//                the least delay (its wait × (1 + the decodes it stalls)),
+//                unless a prefill replica's wait is shorter;
 //   the prefill  the work-aware ranking's wait (work_ranking.cc add_work_cand,
 //                the one cost LookupRoute uses) over the prefill pool;
 //   the decode   the least loaded free decode replica, plus the affinity
@@ -134,13 +135,15 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   out->adapter_id = q.adapter_id;
 
   // Decode-only: a free decode replica that would prefill fewer than the
-  // threshold itself, the one of shortest wait for that prefill; taken unless
-  // a prefill replica would be done sooner.
+  // threshold itself, the one adding the least delay; taken unless a prefill
+  // replica would be done sooner.
   const auto threshold = static_cast<double>(topo.min_uncached_tokens);
   const auto local = [&](const DecodeCand& d) {
     return !d.full && prompt - static_cast<double>(d.held) < threshold;
   };
-  const auto own_wait = [](const DecodeCand& d) { return d.wait_us; };
+  // Its own prefill stalls every decode running there: priced as the delay it
+  // adds up, its own wait and that of each running decode.
+  const auto own_wait = [](const DecodeCand& d) { return d.wait_us * (1.0 + d.running); };
   const auto load = [](const DecodeCand& d) { return d.load; };
   const DecodeCand* decode = pick_decode(st, own_wait, local);
   std::string_view code =
@@ -151,7 +154,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   }
   gather_prefill_candidates(st, ws, pools, prompt, saturation, stamp);
   const WorkCand* best = work_cands.empty() ? nullptr : &pick_work(st);
-  if (decode != nullptr && best != nullptr && best->wait_us + 1.0 < decode->wait_us)
+  if (decode != nullptr && best != nullptr && best->wait_us + 1.0 < own_wait(*decode))
     decode = nullptr;  // the pair's prefill is done sooner
   if (decode != nullptr) {
     const Scored top{decode->replica, 0.0, decode->held, 1.0, 0, 0, kNone};
@@ -228,7 +231,7 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
     // (decodes this server did not book, or that outlived their booking).
     const double load = std::max(static_cast<double>(open) / slots, pressure);
     decode_cands.push_back(
-        DecodeCand{static_cast<std::uint32_t>(i), replica, held, load, wait_us,
+        DecodeCand{static_cast<std::uint32_t>(i), replica, held, load, wait_us, load * slots,
                    open >= static_cast<std::uint32_t>(slots) || pressure >= saturation});
   }
 }

@@ -186,19 +186,28 @@ TEST_CASE("pd: a decode replica that holds the prefix takes the request alone") 
   CHECK(turn2.decode_score() == 0.5f);  // turn 1 holds one of d0's two slots
 }
 
-TEST_CASE("pd: decode-only while the decode replica's own prefill is done no later than a pair's") {
+TEST_CASE("pd: decode-only while the delay it adds is no longer than a pair's prefill") {
   Harness h = pd_harness();
   // d1 holds 7 of 8 blocks of nine prompts: each decode-only answer books
-  // its last 512 tokens (51.2 ms) on d1. The ninth would wait 8 × 51.2 +
-  // 51.2 = 460.8 ms there, against 409.6 ms for the whole prompt on idle p0.
+  // its last 512 tokens (51.2 ms) on d1 and one of its 16 slots. A
+  // decode-only answer costs d1's own wait × (1 + the decodes running
+  // there), a pair p0's wait (409.6 ms for the prompt on idle p0, each
+  // pair books 409.6 ms more there):
+  //   0: 51.2 × 1 = 51.2 ≤ 409.6       decode-only
+  //   1: 102.4 × 2 = 204.8 ≤ 409.6     decode-only
+  //   2: 153.6 × 3 = 460.8 > 409.6     pair (d1's slot booked too)
+  //   3: 153.6 × 4 = 614.4 ≤ 819.2     decode-only
+  //   4: 204.8 × 5 = 1024 > 819.2      pair
+  //   5: 204.8 × 6 = 1228.8 = 1228.8   decode-only (not slower)
+  //   6: 256 × 7 = 1792 > 1228.8, and on: pairs
   std::vector<std::string> answers;
   for (std::uint64_t k = 0; k < 9; ++k) {
     h.ingest(chain_update("t", "m", "vllm", "d1", kNow, blocks(1000 + 100 * k, 7), 0, "", kBlock));
     answers.push_back(pair(pd(h, pd_req(blocks(1000 + 100 * k, 8), "wide"))));
   }
-  std::vector<std::string> want(8, "DECODE_ONLY_CACHED d1");
-  want.push_back("DISAGGREGATED p0 d1 NIXL");
-  CHECK(answers == want);
+  const std::string local = "DECODE_ONLY_CACHED d1", paired = "DISAGGREGATED p0 d1 NIXL";
+  CHECK(answers == std::vector<std::string>{local, local, paired, local, paired, local, paired,
+                                            paired, paired});
 }
 
 TEST_CASE("pd: decode slots: OVERLOADED when full, freed by eviction, ALL_CLEARED and time") {

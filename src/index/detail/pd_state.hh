@@ -31,6 +31,7 @@ struct DecodeCand {
   std::int64_t held;  // prompt tokens it holds (stored or booked), unweighted
   double load;        // max(open decode bookings / slots, fresh reported pressure)
   double wait_us;     // its own prefill of the rest: the work-aware wait (add_work_cand)
+  double running;     // decodes it runs, as load × slots
   bool full;          // slots all booked, or saturated by reported pressure
 };
 
