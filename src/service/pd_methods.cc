@@ -11,12 +11,6 @@
 namespace ic::service::pd_methods {
 namespace {
 
-void record(std::string_view model, const pb::LookupPDRouteResponse& response) {
-  metrics::local().record_lookup(model, response.reason_code(),
-                                 !response.decode_replica_id().empty(),
-                                 response.lookup_latency_us());
-}
-
 void reply_default(rpc::CallHandle& call, std::string_view reason, std::int64_t latency_us) {
   pb::LookupPDRouteResponse response;
   response.set_reason_code(std::string(reason));
@@ -42,7 +36,6 @@ void lookup(ShardedIndex& index, rpc::CallHandle call, pb::LookupPDRouteRequest&
       [shard = &index.shard(owner), ctx](pb::LookupPDRouteRequest& r) {
         pb::LookupPDRouteResponse response;
         wire::lookup_pd_route(*shard, r, ctx, &response);
-        record(r.model_id(), response);  // the metrics of the core doing the work
         return response;
       },
       [call = std::move(call)](pb::LookupPDRouteResponse&& response) mutable {

@@ -6,7 +6,8 @@
 // grpc-timeout is handed to the shard (reason TIMEOUT) and the rpc layer
 // guards it; owner mailbox full → NO_HINT (fail open). prompt_text is not
 // tokenized for this method: a request with only prompt_text is NO_HINT.
-// Metrics: record_lookup per answer (metrics::local() of the owner core).
+// Metrics: add_cross_core_post per call; the answers are not counted in
+// LookupRoute's inferencecache_lookups_total (its reasons are LookupRoute's).
 
 #include "rpc/call.hh"
 #include "service/sharded_index.hh"
