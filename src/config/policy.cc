@@ -188,7 +188,7 @@ const json* find_array(const json& doc, const char* name) {
 
 std::shared_ptr<const PolicySet> parse_document(const json& doc, std::string_view body) {
   require_object(doc, "document");
-  check_fields(doc, {"version", "policies", "tenants"}, "document");
+  check_fields(doc, {"version", "policies", "tenants", "pdTopologies"}, "document");
   auto vit = doc.find("version");
   if (vit == doc.end()) throw PolicyError("missing version");
   if (!vit->is_number_integer()) throw PolicyError("version: expected an integer");
@@ -214,8 +214,16 @@ std::shared_ptr<const PolicySet> parse_document(const json& doc, std::string_vie
         quotas.insert_or_assign(std::move(id), std::move(q));
     }
   }
+  PdTopologyMap topologies;
+  if (auto it = doc.find("pdTopologies"); it != doc.end() && !it->is_null()) {
+    try {
+      topologies = parse_pd_topologies(*it);
+    } catch (const std::runtime_error& e) {
+      throw PolicyError(e.what());
+    }
+  }
   return std::make_shared<const PolicySet>(std::move(policies), std::move(quotas),
-                                           std::string(body));
+                                           std::string(body), std::move(topologies));
 }
 
 }  // namespace
@@ -223,10 +231,17 @@ std::shared_ptr<const PolicySet> parse_document(const json& doc, std::string_vie
 PolicySet::PolicySet(
     std::unordered_map<std::string, CachePolicy, StringHash, std::equal_to<>> policies,
     std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas,
-    std::string source_json)
+    std::string source_json, PdTopologyMap pd_topologies)
     : policies_(std::move(policies)),
       quotas_(std::move(quotas)),
-      source_json_(std::move(source_json)) {}
+      source_json_(std::move(source_json)),
+      pd_topologies_(std::move(pd_topologies)) {}
+
+const PdTopology* PolicySet::pd_topology(std::string_view name) const noexcept {
+  if (pd_topologies_.empty()) return nullptr;
+  auto it = pd_topologies_.find(name);
+  return it == pd_topologies_.end() ? nullptr : it->second.get();
+}
 
 const CachePolicy& PolicySet::policy_for(std::string_view tenant) const noexcept {
   if (policies_.empty()) return default_policy_;

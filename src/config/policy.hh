@@ -10,6 +10,9 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "config/pd_topology.hh"
+#include "config/string_hash.hh"
+
 namespace ic::config {
 
 // The tenant reserved for the server's self-test (docs/contract.md): never has
@@ -95,14 +98,6 @@ struct TenantQuota {
   std::string isolation_mode;
 };
 
-// Transparent string hash so lookups by string_view never allocate.
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
-};
-
 // The immutable policy state: share as std::shared_ptr<const PolicySet> and
 // swap the pointer to change it (a lookup keeps one consistent set).
 class PolicySet {
@@ -111,7 +106,7 @@ class PolicySet {
   PolicySet() = default;
   PolicySet(std::unordered_map<std::string, CachePolicy, StringHash, std::equal_to<>> policies,
             std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas,
-            std::string source_json = {});
+            std::string source_json = {}, PdTopologyMap pd_topologies = {});
 
   // Effective policy of `tenant` (its namespace's policy, else the defaults).
   // One hash probe, no allocation. The reference lives as long as this set.
@@ -127,6 +122,10 @@ class PolicySet {
   // The JSON document this set was parsed from ("" for the defaults): what a
   // state file saves so a warm restart gets the last pushed policy back.
   const std::string& source_json() const noexcept { return source_json_; }
+  // The prefill/decode topology named `name` (`pdTopologies[]`), nullptr when
+  // none has that name. One hash probe, no allocation.
+  const PdTopology* pd_topology(std::string_view name) const noexcept;
+  const PdTopologyMap& pd_topologies() const noexcept { return pd_topologies_; }
 
   // The shared empty set (all defaults).
   static std::shared_ptr<const PolicySet> defaults();
@@ -136,6 +135,7 @@ class PolicySet {
   std::unordered_map<std::string, CachePolicy, StringHash, std::equal_to<>> policies_;
   std::unordered_map<std::string, TenantQuota, StringHash, std::equal_to<>> quotas_;
   std::string source_json_;
+  PdTopologyMap pd_topologies_;
 };
 
 // Outcome of parsing a policy JSON body: exactly one of `set` / `error` is set.

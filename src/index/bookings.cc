@@ -129,7 +129,7 @@ void Shard::Impl::expire_work(WorkState& ws, std::int64_t now) {
   // Forget the records of replicas idle for the stats window.
   for (std::size_t i = ws.replicas.size(); i-- > 0;) {
     ReplicaWork& w = ws.replicas[i];
-    if (w.open > 0 || now - w.last_active < cfg.load_stats_window_us) continue;
+    if (w.open > 0 || w.decode_open > 0 || now - w.last_active < cfg.load_stats_window_us) continue;
     replicas.release(w.replica);
     w = ws.replicas.back();
     ws.replicas.pop_back();

@@ -1,6 +1,7 @@
 // PublishEvent (docs/index.md "Events"): PREFIX_EVICTED probes one group,
 // REPLICA_UPDATED refreshes liveness, ALL_CLEARED walks the tenant's keys;
-// PREFIX_ADDED and unknown types are acknowledged no-ops.
+// PREFIX_ADDED and unknown types are acknowledged no-ops. PREFIX_EVICTED and
+// ALL_CLEARED also free LookupPDRoute's decode slots (decode_bookings.cc).
 
 #include "index/detail/shard_impl.hh"
 
@@ -90,12 +91,15 @@ std::size_t Shard::Impl::apply_event(const Event& ev, std::int64_t now) {
   std::size_t removed = 0;
   switch (ev.type) {
     case EventType::kPrefixEvicted:
+      // The request's KV left the decode replica: its decode slot is free.
+      release_decodes(tm, replica, group_hash(tm, ev.prefix_hash), false);
       removed = evict_prefix(ev, tm, replica);
       break;
     case EventType::kReplicaUpdated:
       refresh_replica(ev, tm, replica, now);
       break;
     case EventType::kAllCleared:
+      release_decodes(tm, replica, 0, true);
       removed = clear_replica(ev, tenant, model, replica);
       break;
     default:

@@ -1,5 +1,6 @@
 // LookupRoute (docs/lookup.md), steps 0–11, in the order the spec lists
-// them: Shard::lookup runs the steps (Impl::lookup, the spec's outline), and
+// them: Shard::lookup runs the steps (Impl::lookup, the spec's outline;
+// run_match_steps, steps 0–11, is shared with LookupPDRoute), and
 // each step is a function below it — resolve the input (step 5), the names'
 // ids and the scoring the matchers share, match the chain or the exact key
 // and TENANT_HOT (step 7), the policy gates (steps 8–11). Steps 12 and 13
@@ -41,30 +42,44 @@ void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupR
     return;
   }
   // Step 0: the clock.
-  Clock& clock = ctx.clock != nullptr ? *ctx.clock : fallback_clock();
+  Clock& clock = clock_of(ctx);
   const bool cached = names_cached(q);
   const config::CachePolicy& pol = cached ? *name_cache.policy : policies->policy_for(q.tenant_id);
   LookupState st(q, ctx, *out, clock, pol);
-  st.start = ctx.start_mono_us >= 0 ? ctx.start_mono_us : clock.monotonic_us();
-  st.now = clock.wall_us();
-  st.ttl = ttl_for_policy(pol);
   const config::Ranking ranking =
       pol.ranking == config::Ranking::kServerDefault ? cfg.ranking : pol.ranking;
   st.load_aware = ranking == config::Ranking::kLoadAware;
   st.work_aware = ranking == config::Ranking::kWorkAware;
+  if (!run_match_steps(st, cached)) return;
+  // Step 12 (AFFINITY_HINT, or the load-aware or work-aware ranking), then 13.
+  if (rank_by_load(st) || rank_by_work(st) || affinity_hint(st)) return;
+  build_result(st);
+}
+
+Clock& Shard::Impl::clock_of(const LookupContext& ctx) {
+  return ctx.clock != nullptr ? *ctx.clock : fallback_clock();
+}
+
+bool Shard::Impl::run_match_steps(LookupState& st, bool cached) {
+  const LookupQuery& q = st.q;
+  const config::CachePolicy& pol = st.pol;
+  st.start = st.ctx.start_mono_us >= 0 ? st.ctx.start_mono_us : st.clock.monotonic_us();
+  st.now = st.clock.wall_us();
+  st.ttl = ttl_for_policy(pol);
   // Step 2: deadline = the tighter of grpc-timeout and lookupTimeoutMs.
-  st.deadline = ctx.deadline_mono_us;
+  st.deadline = st.ctx.deadline_mono_us;
   if (pol.lookup_timeout_ms > 0)
     st.deadline = std::min(st.deadline, st.start + std::int64_t{pol.lookup_timeout_ms} * 1000);
   // Step 3: TIMEOUT has the highest precedence of all.
-  if (st.past_deadline()) return finish(st, reason::kTimeout, false);
+  if (st.past_deadline()) return finish(st, reason::kTimeout, false), false;
   // Step 4: requireChain needs a valid wire chain.
   const bool wire_chain =
       !q.block_hashes.empty() && q.block_hashes.size() == q.block_token_counts.size();
-  if (pol.require_chain && !wire_chain) return finish(st, reason::kPolicyRequiresChain, false);
+  if (pol.require_chain && !wire_chain)
+    return finish(st, reason::kPolicyRequiresChain, false), false;
   // Step 5: resolve the input.
-  if (!resolve_input(st)) return finish(st, reason::kNoHint, false);
-  if (st.past_deadline()) return finish(st, reason::kTimeout, false);
+  if (!resolve_input(st)) return finish(st, reason::kNoHint, false), false;
+  if (st.past_deadline()) return finish(st, reason::kTimeout, false), false;
   // Step 6: minimum-prefix gate.
   st.effective = st.exact_tokens;
   if (st.chain) {
@@ -73,7 +88,7 @@ void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupR
   }
   st.below_min =
       pol.minimum_prefix_tokens > 0 && st.effective < std::int64_t{pol.minimum_prefix_tokens};
-  if (st.below_min && !pol.affinity_routing) return finish(st, reason::kNoHint, true);
+  if (st.below_min && !pol.affinity_routing) return finish(st, reason::kNoHint, true), false;
   // Step 7: the index lookup.
   scored.clear();
   find_scope_of(st, cached);
@@ -85,11 +100,10 @@ void Shard::Impl::lookup(const LookupQuery& q, const LookupContext& ctx, LookupR
   } else {
     match_exact(st);
   }
-  if (st.past_deadline()) return finish(st, reason::kTimeout, false);
-  // Steps 8–11, then 12 (AFFINITY_HINT, or the load-aware ranking), then 13.
+  if (st.past_deadline()) return finish(st, reason::kTimeout, false), false;
+  // Steps 8–11.
   apply_gates(st);
-  if (rank_by_load(st) || rank_by_work(st) || affinity_hint(st)) return;
-  build_result(st);
+  return true;
 }
 
 // ---- Step 5: the input ---------------------------------------------------

@@ -52,6 +52,7 @@ Shard::Impl::Impl(IndexConfig c, IndexGlobals* g, std::shared_ptr<const config::
   const unsigned n = globals->shard_count.fetch_add(1, std::memory_order_relaxed);
   if (n < IndexGlobals::kMaxShards) slot = static_cast<int>(n);
   sha = EVP_MD_CTX_new();
+  resolve_pd_pools();
 }
 
 Shard::Impl::~Impl() {
@@ -73,6 +74,7 @@ void Shard::set_policies(std::shared_ptr<const config::PolicySet> policies) {
   Impl& s = *impl_;
   s.policies = policies ? std::move(policies) : config::PolicySet::defaults();
   s.name_cache = NameCache{};  // its policy pointer points into the old set
+  s.resolve_pd_pools();        // the topologies' pointers too
   // The controller re-pushes the same snapshot every 30 s: keep the victim
   // orders unless an eviction algorithm or a quota actually changed.
   bool order_changed = false;

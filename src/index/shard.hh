@@ -24,6 +24,7 @@
 #include "index/cache_state.hh"
 #include "index/change.hh"
 #include "index/clock.hh"
+#include "index/pd_query.hh"
 #include "index/query.hh"
 #include "index/snapshot.hh"
 #include "index/update.hh"
@@ -178,6 +179,17 @@ class Shard {
   // answered replica (docs/ranking.md "Load-aware cost"); under the work-aware
   // ranking, a booking of the answered replica (docs/ranking.md "Bookings").
   void lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out);
+
+  // LookupPDRoute (docs/pd-routing.md): the prefill/decode pair of the
+  // topology `topology_ref` names in the policy set in force, for the prompt
+  // `query` describes (LookupRoute's steps 0–11 find what each replica holds).
+  // Fills `out` completely. Never fails: an empty ref or the reserved tenant
+  // is NO_HINT, an unknown ref UNKNOWN_TOPOLOGY. Side effects: the answer
+  // books prefill work on the prefilling replica (as LookupRoute's work-aware
+  // answer does) and one decode slot on the decode replica, held until an
+  // event of that replica frees its KV or the topology's decodeHoldMs passes.
+  void lookup_pd(const LookupQuery& query, std::string_view topology_ref, const LookupContext& ctx,
+                 PdResult* out);
 
   // GetCacheState (docs/index.md): total_prefixes = distinct keys of
   // (tenant, model); replicas = its stats entries sorted by replica_id.

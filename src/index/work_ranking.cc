@@ -34,21 +34,8 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   const bool rankable = st.outcome == Outcome::kPrefixMatch || st.outcome == Outcome::kNone;
   if (!rankable || st.scope == kNone || (!st.chain && st.exact_hash.empty())) return false;
   WorkState& ws = scopes[st.scope].work;
-  expire_work(ws, st.now);
-  if (replica_scratch.size() < replicas.capacity()) replica_scratch.resize(replicas.capacity());
-  if (++load_stamp == 0) {
-    std::fill(replica_scratch.begin(), replica_scratch.end(), ReplicaScratch{});
-    load_stamp = 1;
-  }
-  const std::uint32_t stamp = load_stamp;
-  work_keys.clear();
-  if (ws.live > 0 && !st.below_min) {
-    hash_request(st);
-    match_bookings(st, ws, stamp);
-    add_booked_holders(st, stamp);
-  }
-  double prompt = static_cast<double>(st.effective);
-  for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
+  const std::uint32_t stamp = begin_work(st, &ws);
+  const double prompt = prompt_tokens(st);
   const bool any_fresh_stats =
       gather_work_candidates(st, ws, prompt, resolve_knobs(st.pol).saturation_pressure, stamp);
   const std::size_t known = work_cands.size();
@@ -105,6 +92,33 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   scored.swap(load_scratch);
   st.outcome = Outcome::kPrefixMatch;
   return false;
+}
+
+std::uint32_t Shard::Impl::next_stamp() {
+  if (replica_scratch.size() < replicas.capacity()) replica_scratch.resize(replicas.capacity());
+  if (++load_stamp == 0) {
+    std::fill(replica_scratch.begin(), replica_scratch.end(), ReplicaScratch{});
+    load_stamp = 1;
+  }
+  return load_stamp;
+}
+
+std::uint32_t Shard::Impl::begin_work(LookupState& st, WorkState* ws) {
+  if (ws != nullptr) expire_work(*ws, st.now);
+  const std::uint32_t stamp = next_stamp();
+  work_keys.clear();
+  if (ws != nullptr && ws->live > 0 && !st.below_min && (st.chain || !st.exact_hash.empty())) {
+    hash_request(st);
+    match_bookings(st, *ws, stamp);
+    add_booked_holders(st, stamp);
+  }
+  return stamp;
+}
+
+double Shard::Impl::prompt_tokens(const LookupState& st) const {
+  double prompt = static_cast<double>(st.effective);
+  for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
+  return prompt;
 }
 
 void Shard::Impl::hash_request(const LookupState& st) {
@@ -168,34 +182,47 @@ void Shard::Impl::add_booked_holders(LookupState& st, std::uint32_t stamp) {
   if (!scored.empty()) st.outcome = Outcome::kPrefixMatch;
 }
 
-bool Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState& ws, double prompt,
-                                         double saturation, std::uint32_t stamp) {
-  const TmRec* tmr = st.tm == kNone ? nullptr : &tms[st.tm];
+bool Shard::Impl::stamp_work_state(const LookupState& st, const WorkState* ws,
+                                   std::uint32_t stamp) {
   bool any_fresh_stats = false;
-  if (tmr != nullptr) {
-    for (const StatsRec& s : tmr->stats) {
+  if (st.tm != kNone) {
+    for (const StatsRec& s : tms[st.tm].stats) {
       if (st.now - s.stats_reported >= cfg.load_stats_window_us) continue;
       replica_scratch[s.replica].pressure_stamp = stamp;
       replica_scratch[s.replica].pressure = s.pressure;
       any_fresh_stats = true;
     }
   }
-  for (std::size_t i = 0; i < ws.replicas.size(); ++i) {
-    ReplicaScratch& r = replica_scratch[ws.replicas[i].replica];
+  if (ws == nullptr) return any_fresh_stats;
+  for (std::size_t i = 0; i < ws->replicas.size(); ++i) {
+    ReplicaScratch& r = replica_scratch[ws->replicas[i].replica];
     r.work_stamp = stamp;
     r.work = static_cast<std::uint32_t>(i);
   }
+  return any_fresh_stats;
+}
+
+void Shard::Impl::add_work_cand(const LookupState& st, const WorkState* ws, std::uint32_t replica,
+                                std::uint32_t holder, std::int64_t matched, double fresh,
+                                double prompt, double saturation, std::uint32_t stamp) {
+  ReplicaScratch& r = replica_scratch[replica];
+  r.cand_stamp = stamp;
+  const ReplicaWork* w = r.work_stamp == stamp && ws != nullptr ? &ws->replicas[r.work] : nullptr;
+  const double rate = w != nullptr ? rate_of(*w) : cfg.work_aware.prefill_tokens_per_s;
+  const double queued =
+      w != nullptr ? static_cast<double>(std::max<std::int64_t>(0, w->busy_until - st.now)) : 0;
+  const double uncached = std::max(0.0, prompt - static_cast<double>(matched) * fresh);
+  const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
+  work_cands.push_back(
+      WorkCand{replica, holder, queued + uncached / rate * 1e6, queued, pressure >= saturation});
+}
+
+bool Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState& ws, double prompt,
+                                         double saturation, std::uint32_t stamp) {
+  const TmRec* tmr = st.tm == kNone ? nullptr : &tms[st.tm];
+  const bool any_fresh_stats = stamp_work_state(st, &ws, stamp);
   auto add = [&](std::uint32_t replica, std::uint32_t holder, std::int64_t matched, double fresh) {
-    ReplicaScratch& r = replica_scratch[replica];
-    r.cand_stamp = stamp;
-    const ReplicaWork* w = r.work_stamp == stamp ? &ws.replicas[r.work] : nullptr;
-    const double rate = w != nullptr ? rate_of(*w) : cfg.work_aware.prefill_tokens_per_s;
-    const double queued =
-        w != nullptr ? static_cast<double>(std::max<std::int64_t>(0, w->busy_until - st.now)) : 0;
-    const double uncached = std::max(0.0, prompt - static_cast<double>(matched) * fresh);
-    const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
-    work_cands.push_back(
-        WorkCand{replica, holder, queued + uncached / rate * 1e6, queued, pressure >= saturation});
+    add_work_cand(st, &ws, replica, holder, matched, fresh, prompt, saturation, stamp);
   };
   work_cands.clear();
   for (std::size_t i = 0; i < scored.size(); ++i)
@@ -216,6 +243,16 @@ bool Shard::Impl::gather_work_candidates(const LookupState& st, const WorkState&
   return any_fresh_stats;
 }
 
+std::uint64_t Shard::Impl::prompt_seed(const LookupState& st) const {
+  std::uint64_t seed = 0x1CEC0FFEEull;
+  if (st.chain) {
+    for (std::string_view h : chain_hashes) seed = XXH3_64bits_withSeed(h.data(), h.size(), seed);
+  } else {
+    seed = XXH3_64bits_withSeed(st.exact_hash.data(), st.exact_hash.size(), seed);
+  }
+  return seed;
+}
+
 const WorkCand& Shard::Impl::pick_work(const LookupState& st) const {
   const WorkCand* best = &work_cands.front();
   for (const WorkCand& c : work_cands) {
@@ -226,12 +263,7 @@ const WorkCand& Shard::Impl::pick_work(const LookupState& st) const {
   for (const WorkCand& c : work_cands) tied += c.wait_us <= within ? 1 : 0;
   if (tied < 2) return *best;
   // Rendezvous hashing of the prompt over the tied replicas.
-  std::uint64_t seed = 0x1CEC0FFEEull;
-  if (st.chain) {
-    for (std::string_view h : chain_hashes) seed = XXH3_64bits_withSeed(h.data(), h.size(), seed);
-  } else {
-    seed = XXH3_64bits_withSeed(st.exact_hash.data(), st.exact_hash.size(), seed);
-  }
+  const std::uint64_t seed = prompt_seed(st);
   const WorkCand* pick = nullptr;
   std::uint64_t top = 0;
   for (const WorkCand& c : work_cands) {

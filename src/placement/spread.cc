@@ -90,7 +90,8 @@ std::shared_ptr<const config::PolicySet> without_quotas(const config::PolicySet&
   return std::make_shared<const config::PolicySet>(
       std::unordered_map<std::string, config::CachePolicy, config::StringHash, std::equal_to<>>(
           set.policies().begin(), set.policies().end()),
-      std::unordered_map<std::string, config::TenantQuota, config::StringHash, std::equal_to<>>{});
+      std::unordered_map<std::string, config::TenantQuota, config::StringHash, std::equal_to<>>{},
+      std::string(), set.pd_topologies());
 }
 
 SpreadPlacement::SpreadPlacement(runtime::Cores& cores, std::vector<index::Shard*> owners,

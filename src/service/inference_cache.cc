@@ -7,6 +7,7 @@
 #include "metrics/registry.hh"
 #include "rpc/typed.hh"
 #include "service/index_methods.hh"
+#include "service/pd_methods.hh"
 
 namespace ic::service {
 namespace {
@@ -97,12 +98,16 @@ void add_inference_cache(rpc::MethodTable& methods, ShardedIndex* index,
                                      response.set_reason_code("OK");
                                      call.reply(response);
                                    });
-  unary<pb::LookupPDRouteRequest>(methods, "LookupPDRoute",
-                                  [](rpc::CallHandle call, pb::LookupPDRouteRequest&&) {
-                                    pb::LookupPDRouteResponse response;
-                                    response.set_reason_code("NO_HINT");
-                                    call.reply(response);
-                                  });
+  if (index != nullptr) {
+    methods.add(path("LookupPDRoute"), pd_methods::lookup_pd_route(*index));
+  } else {
+    unary<pb::LookupPDRouteRequest>(methods, "LookupPDRoute",
+                                    [](rpc::CallHandle call, pb::LookupPDRouteRequest&&) {
+                                      pb::LookupPDRouteResponse response;
+                                      response.set_reason_code("NO_HINT");
+                                      call.reply(response);
+                                    });
+  }
   empty_stream<pb::StreamEventsRequest>(methods, "StreamCacheEvents");
   empty_stream<pb::StreamMetricsRequest>(methods, "StreamMetrics");
 }

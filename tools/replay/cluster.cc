@@ -79,6 +79,12 @@ Finished Cluster::finish(std::size_t replica, std::optional<double>* next_end) {
   return out;
 }
 
+std::vector<std::uint64_t> Cluster::store(std::size_t replica, const TraceRequest& request) {
+  std::vector<std::uint64_t> evicted;
+  replicas_[replica].cache.store(request.hash_ids, &evicted);
+  return evicted;
+}
+
 std::size_t Cluster::outstanding(std::size_t replica) const {
   const auto& r = replicas_[replica];
   return r.waiting.size() + (r.running ? 1 : 0);

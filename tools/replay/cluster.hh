@@ -58,6 +58,10 @@ class Cluster {
   // Precondition: a prefill is running there.
   Finished finish(std::size_t replica, std::optional<double>* next_end);
 
+  // Stores `request`'s blocks in `replica`'s cache without a prefill (KV that arrived from
+  // another replica, P/D mode); returns the blocks the LRU evicted.
+  std::vector<std::uint64_t> store(std::size_t replica, const TraceRequest& request);
+
   // Prefill rate of `replica`, tokens/s.
   double rate(std::size_t replica) const { return replicas_[replica].rate; }
   // Requests queued or in prefill on `replica`.

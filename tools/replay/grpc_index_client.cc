@@ -56,6 +56,21 @@ LookupCall GrpcIndexClient::lookup(const v1::LookupRouteRequest& request,
   return call;
 }
 
+LookupCall GrpcIndexClient::lookup_pd(const v1::LookupPDRouteRequest& request,
+                                      v1::LookupPDRouteResponse* response) {
+  grpc::ClientContext context;
+  context.set_deadline(deadline_after(rpc_timeout_ms_));
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status status = lookup_stub_->LookupPDRoute(&context, request, response);
+  const auto end = std::chrono::steady_clock::now();
+  LookupCall call;
+  call.ok = status.ok();
+  call.status = status_name(status.error_code());
+  call.latency_us = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(end - start).count());
+  return call;
+}
+
 bool GrpcIndexClient::report(std::size_t stream_key, const v1::CacheStateUpdate& update,
                              std::string* error) {
   auto& slot = streams_[stream_key];

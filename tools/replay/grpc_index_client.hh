@@ -25,6 +25,8 @@ class GrpcIndexClient final : public IndexClient {
 
   LookupCall lookup(const inferencecache::v1alpha1::LookupRouteRequest& request,
                     inferencecache::v1alpha1::LookupRouteResponse* response) override;
+  LookupCall lookup_pd(const inferencecache::v1alpha1::LookupPDRouteRequest& request,
+                       inferencecache::v1alpha1::LookupPDRouteResponse* response) override;
   bool report(std::size_t stream, const inferencecache::v1alpha1::CacheStateUpdate& update,
               std::string* error) override;
   void publish(const inferencecache::v1alpha1::CacheEvent& event) override;

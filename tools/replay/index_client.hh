@@ -24,6 +24,12 @@ class IndexClient {
   virtual LookupCall lookup(const inferencecache::v1alpha1::LookupRouteRequest& request,
                             inferencecache::v1alpha1::LookupRouteResponse* response) = 0;
 
+  // Unary LookupPDRoute (P/D mode); fills *response when ok. Without a server: never ok.
+  virtual LookupCall lookup_pd(const inferencecache::v1alpha1::LookupPDRouteRequest&,
+                               inferencecache::v1alpha1::LookupPDRouteResponse*) {
+    return {false, "OFFLINE", 0};
+  }
+
   // Writes `update` on the long-lived ReportCacheState stream `stream` (one per simulated
   // replica and policy; opened on first use). False (and *error) when the stream broke.
   virtual bool report(std::size_t stream, const inferencecache::v1alpha1::CacheStateUpdate& update,

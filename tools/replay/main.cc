@@ -20,6 +20,7 @@
 #include "common/progress.hh"
 #include "common/trace.hh"
 #include "replay/grpc_index_client.hh"
+#include "replay/pd_run.hh"
 #include "replay/replay_run.hh"
 #include "replay/report.hh"
 
@@ -51,6 +52,9 @@ struct Flags {
                                        "inferencecache"};
   std::string gateway = "follow";
   std::string pressure = "on";
+  bool pd = false;
+  std::string pd_topology_out;
+  std::vector<std::string> pd_policies = {"full-knowledge", "decode-first", "inferencecache"};
 };
 
 // "none" → 0; a positive number of seconds → ms; anything else → nullopt.
@@ -64,6 +68,46 @@ std::optional<std::int64_t> parse_stats(const std::string& text) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+// P/D mode (docs/pd-routing.md, tools/README.md "P/D mode").
+void add_pd_flags(CLI::App& app, Flags& f, PdOptions& o) {
+  app.add_flag("--pd", f.pd,
+               "P/D mode: a prefill pool and a decode pool; compares full-knowledge, "
+               "decode-first and inferencecache (LookupPDRoute) by TTFT and time between tokens");
+  app.add_option("--prefill-replicas", o.prefill_replicas, "P/D: prefill replicas")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--decode-replicas", o.decode_replicas, "P/D: decode replicas")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--decode-slots", o.decode_slots, "P/D: decodes a decode replica runs at once")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--step-ms", o.step_ms, "P/D: decode step with one running decode, ms")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--step-per-seq-ms", o.step_per_seq_ms,
+                 "P/D: added to a decode step per running decode, ms")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--min-uncached-tokens", o.min_uncached_tokens,
+                 "P/D: disaggregate when the decode replica would prefill at least this many")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 31))
+      ->capture_default_str();
+  app.add_option("--pd-topology", o.topology, "P/D: pd_topology_ref sent to the server")
+      ->capture_default_str();
+  app.add_option("--pd-affinity-weight", o.affinity_weight,
+                 "P/D: the topology's affinityWeight in --pd-topology-out")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--pd-topology-out", f.pd_topology_out,
+                 "P/D: write the policy document with this replay's topology (for the server's "
+                 "--policy-file) and exit");
+  app.add_option("--pd-policies", f.pd_policies, "P/D: policies to compare, in this order")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"full-knowledge", "decode-first", "inferencecache"}))
+      ->capture_default_str();
 }
 
 void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
@@ -186,7 +230,72 @@ void report_interrupted(const ReplayResult& result, bool keep_state) {
   }
 }
 
-int run(const Flags& f, ReplayOptions& o) {
+// P/D mode: the trace is loaded as in the prefill-only mode.
+int run_pd(const Flags& f, const ReplayOptions& base, PdOptions& o,
+           const std::vector<TraceRequest>& trace, std::int64_t bad_lines) {
+  o.capacity_blocks = base.capacity_blocks;
+  if (!base.prefill_rates.empty()) o.prefill_rate = base.prefill_rates.front();
+  o.speed = base.speed;
+  o.clock = base.clock;
+  o.stats_interval_ms = base.stats_interval_ms;
+  o.tenant_prefix = base.tenant_prefix;
+  o.model_id = base.model_id;
+  o.hash_scheme = base.hash_scheme;
+  o.clear_at_end = base.clear_at_end;
+  if (!f.pd_topology_out.empty()) {
+    std::ofstream out(f.pd_topology_out);
+    out << pd_topology_json(o, trace) << "\n";
+    if (!out) {
+      std::cerr << "inferencecache-replay: error: cannot write " << f.pd_topology_out << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  o.policies.clear();
+  bool server_lane = false;
+  for (const auto& name : f.pd_policies) {
+    o.policies.push_back(name == "full-knowledge" ? PdPolicy::kFullKnowledge
+                         : name == "decode-first" ? PdPolicy::kDecodeFirst
+                                                  : PdPolicy::kInferenceCache);
+    server_lane = server_lane || o.policies.back() == PdPolicy::kInferenceCache;
+  }
+  std::string error;
+  std::unique_ptr<IndexClient> client = std::make_unique<OfflineIndexClient>();
+  if (server_lane) {
+    auto lookups = connect_channel(f.address, f.connect_timeout_ms, "lookup", &error);
+    auto ingest =
+        lookups ? connect_channel(f.address, f.connect_timeout_ms, "ingest", &error) : nullptr;
+    if (!lookups || !ingest) {
+      std::cerr << "inferencecache-replay: error: " << error << "\n";
+      return 1;
+    }
+    client = std::make_unique<GrpcIndexClient>(lookups, ingest, f.rpc_timeout_ms);
+  }
+  ProgressBar progress(static_cast<std::int64_t>(trace.size()), !f.no_progress);
+  const PdResult result = run_pd_replay(trace, o, *client, progress);
+  if (bad_lines > 0) std::cerr << "inferencecache-replay: " << bad_lines << " bad trace lines\n";
+  if (f.json) {
+    std::cout << render_pd_json(result, o, f.trace).dump(2) << "\n";
+  } else {
+    std::cout << render_pd_text(result, o, f.trace);
+  }
+  if (!f.json_path.empty()) {
+    std::ofstream json(f.json_path);
+    json << render_pd_json(result, o, f.trace).dump(2) << "\n";
+    if (!json) {
+      std::cerr << "inferencecache-replay: error: cannot write " << f.json_path << "\n";
+      return 1;
+    }
+  }
+  if (result.interrupted) return kInterruptedExit;
+  if (!result.fatal_error.empty()) {
+    std::cerr << "inferencecache-replay: error: " << result.fatal_error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int run(const Flags& f, ReplayOptions& o, PdOptions& pd) {
   o.window_ms = static_cast<std::int64_t>(f.window_s * 1000);
   o.stats_interval_ms = *parse_stats(f.stats);
   o.clear_at_end = !f.keep_state;
@@ -226,6 +335,7 @@ int run(const Flags& f, ReplayOptions& o) {
     std::cerr << "inferencecache-replay: error: no requests in " << f.trace << "\n";
     return 1;
   }
+  if (f.pd || !f.pd_topology_out.empty()) return run_pd(f, o, pd, load.requests, load.bad_lines);
   // Only the inferencecache policy talks to the server; without it the replay is a simulation.
   std::string error;
   std::unique_ptr<IndexClient> client = std::make_unique<OfflineIndexClient>();
@@ -284,10 +394,12 @@ int main(int argc, char** argv) {
                "inferencecache-replay"};
   Flags flags;
   ReplayOptions options;
+  PdOptions pd;
   options.tenant_prefix = "replay-" + std::to_string(std::time(nullptr));
   add_flags(app, flags, options);
+  add_pd_flags(app, flags, pd);
   standard_flags(app);
   parse_or_exit(app, argc, argv);
   install_interrupt_handler();
-  return run(flags, options);
+  return run(flags, options, pd);
 }

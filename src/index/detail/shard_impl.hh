@@ -14,6 +14,7 @@
 
 #include "index/detail/eviction_state.hh"
 #include "index/detail/lookup_state.hh"
+#include "index/detail/pd_state.hh"
 #include "index/detail/records.hh"
 #include "index/shard.hh"
 
@@ -43,6 +44,7 @@ struct ChangeReports {
 struct Shard::Impl : detail::Records,
                      detail::EvictionState,
                      detail::LookupScratch,
+                     detail::PdScratch,
                      detail::ChangeReports {
   Impl(IndexConfig c, IndexGlobals* g, std::shared_ptr<const config::PolicySet> p);
   ~Impl();
@@ -310,6 +312,27 @@ struct Shard::Impl : detail::Records,
   // replicas); otherwise `scored` holds the PREFIX_MATCH holders with their
   // scores (st.outcome kPrefixMatch), or nothing (kNone).
   bool rank_by_work(detail::LookupState& st);
+  // The next replica_scratch stamp (the scratch sized to the interner).
+  std::uint32_t next_stamp();
+  // The work-aware preparation both LookupRoute and LookupPDRoute run: ends
+  // the bookings of `ws` (nullptr: the scope is unknown) past their bound and
+  // adds the request's booked holders to `scored`. Returns this call's stamp.
+  std::uint32_t begin_work(detail::LookupState& st, detail::WorkState* ws);
+  // The request's prompt tokens: its effective tokens, never less than the deepest match.
+  double prompt_tokens(const detail::LookupState& st) const;
+  // Stamps the fresh pressures of (tenant, model) and the work records of
+  // `ws` (nullptr: none) into replica_scratch. True when some replica
+  // reported stats for (tenant, model) lately.
+  bool stamp_work_state(const detail::LookupState& st, const detail::WorkState* ws,
+                        std::uint32_t stamp);
+  // The one cost of docs/ranking.md "Cost": appends `replica` to work_cands
+  // with wait = its queued booked work + (prompt − matched × fresh) / its rate.
+  // `holder`: its index in `scored`, or kNone.
+  void add_work_cand(const detail::LookupState& st, const detail::WorkState* ws,
+                     std::uint32_t replica, std::uint32_t holder, std::int64_t matched,
+                     double fresh, double prompt, double saturation, std::uint32_t stamp);
+  // The rendezvous seed of the request (XXH3 of the chain's hashes or of the exact key).
+  std::uint64_t prompt_seed(const detail::LookupState& st) const;
   // The request's key hashes into work_keys: every chain block's, or the exact key's.
   void hash_request(const detail::LookupState& st);
   // Sets replica_scratch[r].spec_matched (stamp) to the longest leading run of
@@ -357,6 +380,37 @@ struct Shard::Impl : detail::Records,
   // Entries the current ingest created (upsert), for settle_stored.
   std::uint32_t ingest_new_entries = 0;
 
+  // ===== LookupPDRoute (pd_route.cc, decode_bookings.cc, docs/pd-routing.md) =====
+  void lookup_pd(const LookupQuery& q, std::string_view ref, const LookupContext& ctx,
+                 PdResult* out);
+  // Re-resolves the pools of the installed policy set's topologies (set_policies).
+  void resolve_pd_pools();
+  // Fills decode_cands from `pools` (work records stamped with `stamp`).
+  void gather_decode_candidates(const detail::LookupState& st, const detail::WorkState* ws,
+                                const detail::PdPools& pools, double prompt, double saturation,
+                                std::uint32_t stamp);
+  // The candidate of least `cost(c)` among those `eligible` accepts; equal
+  // costs: the deeper hold, then the rendezvous winner of the prompt.
+  const detail::DecodeCand* pick_decode(const detail::LookupState& st, auto cost,
+                                        auto eligible) const;
+  // The prefill candidates of `pools` (work_cands, prefill_pool_index): the
+  // unsaturated ones (all when every one is saturated) that have a free decode
+  // replica in the required domain.
+  void gather_prefill_candidates(const detail::LookupState& st, const detail::WorkState* ws,
+                                 const detail::PdPools& pools, double prompt, double saturation,
+                                 std::uint32_t stamp);
+  // Books decode slot and speculative blocks of a pair's (or decode-only) answer.
+  void book_decode(detail::LookupState& st, std::uint32_t replica, std::int64_t hold_us);
+  // Frees decode bookings of `replica` in the scopes of `tm`: those whose key
+  // is `key`, or every one when `all`. (PREFIX_EVICTED, ALL_CLEARED.)
+  void release_decodes(std::uint32_t tm, std::uint32_t replica, std::uint64_t key, bool all);
+  // True when `replica` has an open booking of exactly the request's blocks
+  // (work_keys, hashed): a second speculative hold would add nothing.
+  bool holds_booking(const detail::WorkState& ws, std::uint32_t replica, bool chain) const;
+  // Ends the decode bookings of `ws` past their bound.
+  void expire_decodes(detail::WorkState& ws, std::int64_t now);
+  void end_decode(detail::WorkState& ws, detail::DecodeBooking& b);
+
   // ===== change reports (changes.cc; only called when `sink` is set) =====
   Change prefix_change(ChangeType type, std::uint32_t e) const;
   void report_upsert(std::uint32_t e);
@@ -367,6 +421,13 @@ struct Shard::Impl : detail::Records,
   // ===== lookup (docs/lookup.md steps 0–13) =====
   // lookup.cc, steps 0–11: the steps in order.
   void lookup(const LookupQuery& q, const LookupContext& ctx, LookupResult* out);
+  // Steps 0 (after the clock and policy), 2–11 on `st` (its ranking flags set):
+  // false when a gate answered (`st.out` complete: TIMEOUT,
+  // POLICY_REQUIRES_CHAIN, NO_HINT); else `scored` and `st.outcome` hold the
+  // match for step 12. Shared by LookupRoute and LookupPDRoute.
+  bool run_match_steps(detail::LookupState& st, bool cached);
+  // The clock a call reads: the context's, else the system clock.
+  static Clock& clock_of(const LookupContext& ctx);
   // Step 5: false = no usable input (NO_HINT).
   bool resolve_input(detail::LookupState& st);
   // token_ids → the fingerprint chain with the engine block size; false = fail open.

@@ -23,6 +23,7 @@ struct ReplicaWork {
   double latency_us = 0;          // decayed mean booking → completion, µs; 0 = none yet
   std::uint32_t open = 0;         // open bookings
   std::int64_t open_tokens = 0;   // their tokens
+  std::uint32_t decode_open = 0;  // LookupPDRoute: open decode bookings (slots taken)
   // Predicted vs delivered (docs/ranking.md): hints naming it on top, Σ of the hit
   // tokens they predicted, and how its bookings ended.
   std::uint64_t hints = 0;
@@ -48,13 +49,25 @@ struct Booking {
   std::vector<std::uint64_t> blocks;
 };
 
+// One LookupPDRoute answer's decode slot on `replica` (docs/pd-routing.md
+// "Decode load"): held until an event of the replica frees the request's KV
+// (its last booked block evicted, or ALL_CLEARED) or until `expires_at`.
+struct DecodeBooking {
+  std::uint32_t replica = kNone;  // kNone = a free slot
+  std::int64_t expires_at = 0;    // wall µs
+  std::uint64_t key = 0;          // key hash of the request's last booked block
+};
+
 // The bookings of one scope and its replicas' work records.
 struct WorkState {
   std::vector<ReplicaWork> replicas;  // unsorted; few per scope
   std::vector<Booking> bookings;      // slots; replica == kNone is free
   std::uint32_t live = 0;             // bookings in use
   std::uint64_t next_seq = 0;
-  std::int64_t next_expiry = INT64_MAX;  // wall µs: no booking ends by its bound before
+  std::int64_t next_expiry = INT64_MAX;         // wall µs: no booking ends by its bound before
+  std::vector<DecodeBooking> decodes;           // slots; replica == kNone is free
+  std::uint32_t decodes_live = 0;               // decode bookings in use
+  std::int64_t next_decode_expiry = INT64_MAX;  // wall µs: no decode booking ends by time before
 };
 
 }  // namespace ic::index::detail

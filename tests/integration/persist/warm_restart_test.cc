@@ -1,6 +1,7 @@
 // Warm restart through the real server (docs/persistence.md): a server
 // stopped with SIGTERM, or killed after a periodic save, comes back with the
-// same LookupRoute answers and the policy pushed to /policy; a corrupt,
+// same LookupRoute answers and the policy pushed to /policy (with its P/D
+// topologies: the same LookupPDRoute answers); a corrupt,
 // truncated or other-version state file starts it cold, counted in /metrics.
 // Clients: grpc++ and raw HTTP/1.1. Timestamps lie in the future so every
 // entry stays exactly fresh (fresh = 1) across the restart. The servers rank
@@ -103,6 +104,43 @@ TEST_CASE("SIGTERM saves the index and the pushed policy; the restarted server a
   CHECK(m.find("inferencecache_state_loads_total{result=\"ok\"} 1") != std::string::npos);
   CHECK(m.find("inferencecache_state_restored_entries 48") != std::string::npos);
   CHECK(answers(again) == before);
+  CHECK(again.server.stop() == 0);
+}
+
+// A P/D topology (docs/pd-routing.md "Topology"): two prefill replicas, one
+// decode replica beside p1.
+constexpr const char* kPdPolicy = R"({"version":7,"pdTopologies":[{"name":"pd",
+  "transport":"Mooncake","prefill":[{"replica":"p0","host":"h0"},{"replica":"p1","host":"h1"}],
+  "decode":[{"replica":"d0","host":"h1"}]}]})";
+
+TEST_CASE("a P/D topology pushed to /policy survives the restart; a bad one is a 400") {
+  ic::test::TempDir dir("ic-warm");
+  // Tenant "pd-new" is unknown to the index: the answer is priced from the
+  // topology alone and books nothing, so it is the same before and after.
+  const auto request = ic::itest::pd_request("pd-new", "pd", 100, 8);
+  {
+    Served s(dir.file("state.bin"));
+    const auto bad = ic::itest::http_request(s.server.snapshot_port(), "POST", "/policy",
+                                             R"({"version":7,"pdTopologies":[{"name":"pd",
+        "transport":"RDMA","decode":[{"replica":"d0"}]}]})");
+    CHECK(bad.status == 400);
+    CHECK(bad.body == "pdTopologies[0].transport: expected \"Mooncake\", \"NIXL\" or \"Direct\"");
+    CHECK(ic::itest::pd_lookup_text(*s.stub, request) == R"(reason_code: "UNKNOWN_TOPOLOGY")");
+    CHECK(ic::itest::http_request(s.server.snapshot_port(), "POST", "/policy", kPdPolicy).status ==
+          204);
+    CHECK(ic::itest::pd_lookup_text(*s.stub, request) ==
+          R"(prefill_replica_id: "p1" decode_replica_id: "d0" transport_hint: "Mooncake" )"
+          R"(reason_code: "DISAGGREGATED" prefill_score: 0.5 decode_score: 1 )"
+          R"(uncached_tokens: 4096)");
+    CHECK(s.server.stop() == 0);
+  }
+  Served again(dir.file("state.bin"));
+  CHECK(ic::itest::http_request(again.server.snapshot_port(), "GET", "/policy").body ==
+        std::string(kPdPolicy) + "\n");
+  CHECK(ic::itest::pd_lookup_text(*again.stub, request) ==
+        R"(prefill_replica_id: "p1" decode_replica_id: "d0" transport_hint: "Mooncake" )"
+        R"(reason_code: "DISAGGREGATED" prefill_score: 0.5 decode_score: 1 )"
+        R"(uncached_tokens: 4096)");
   CHECK(again.server.stop() == 0);
 }
 

@@ -78,6 +78,29 @@ TEST_CASE("ingest, events and a policy through one server: the other two answer 
   stop_all({&a, &b, &c});
 }
 
+TEST_CASE("a P/D topology pushed through one server is answered by the other") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  Served a(nats.url(), ""), b(nats.url(), "");
+  constexpr const char* kPdPolicy = R"({"version":7,"pdTopologies":[{"name":"pd",
+    "transport":"NIXL","prefill":[{"replica":"p0","zone":"z0"},{"replica":"p1","zone":"z1"}],
+    "decode":[{"replica":"d0","zone":"z1"}],"requiredDomain":"zone"}]})";
+  // Tenant "pd-new" is unknown to the index: nothing is booked, so both
+  // servers answer the same, and only p1 shares a zone with d0.
+  const auto request = ic::itest::pd_request("pd-new", "pd", 100, 8);
+  CHECK(ic::itest::pd_lookup_text(*b.stub, request) == R"(reason_code: "UNKNOWN_TOPOLOGY")");
+  REQUIRE(ic::itest::http_request(a.server.snapshot_port(), "POST", "/policy", kPdPolicy).status ==
+          204);
+  const std::string want =
+      R"(prefill_replica_id: "p1" decode_replica_id: "d0" transport_hint: "NIXL" )"
+      R"(reason_code: "DISAGGREGATED" prefill_score: 0.5 decode_score: 1 uncached_tokens: 4096)";
+  CHECK(ic::itest::pd_lookup_text(*a.stub, request) == want);
+  CHECK(eventually([&] { return ic::itest::pd_lookup_text(*b.stub, request) == want; }));
+  CHECK(ic::itest::http_request(b.server.snapshot_port(), "GET", "/policy").body ==
+        std::string(kPdPolicy) + "\n");
+  stop_all({&a, &b});
+}
+
 // The echo rule (docs/replication.md "Applying the stream") where it must
 // apply echoes again: for each tenant in turn, A ingests replica r-a while
 // B clears it at the same moment, so the stream often holds B's clear

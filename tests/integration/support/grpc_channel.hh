@@ -56,6 +56,16 @@ grpc::Status report_cache_state(
 std::string lookup_text(inferencecache::v1alpha1::InferenceCache::Stub& stub,
                         const inferencecache::v1alpha1::LookupRouteRequest& request);
 
+// LookupPDRoute of `request` with a 10 s deadline, as lookup_text does.
+std::string pd_lookup_text(inferencecache::v1alpha1::InferenceCache::Stub& stub,
+                           const inferencecache::v1alpha1::LookupPDRouteRequest& request);
+
+// A LookupPDRoute request of (tenant, model m, hash scheme vllm) for topology
+// `ref`: a chain of `blocks` 512-token blocks first, first + 1, ...
+inferencecache::v1alpha1::LookupPDRouteRequest pd_request(const std::string& tenant,
+                                                          const std::string& ref,
+                                                          std::uint64_t first, int blocks);
+
 // Health/Watch of the server as a whole (service ""), with a 30 s deadline:
 // the server sends the current status at once, then each change
 // (grpc/grpc doc/health-checking.md).

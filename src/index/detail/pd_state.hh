@@ -1,0 +1,46 @@
+#pragma once
+// LookupPDRoute's state in a shard (pd_route.cc, docs/pd-routing.md): the
+// topologies of the policy set in force with their replicas as interned ids,
+// and the scratch of one call.
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config/pd_topology.hh"
+#include "index/detail/interner.hh"
+#include "index/query.hh"
+
+namespace ic::index::detail {
+
+// One topology with its pools' replica ids (each holds an interner reference
+// while its policy set is installed: Shard::set_policies resolves them).
+struct PdPools {
+  const config::PdTopology* topology = nullptr;  // lives in Shard::Impl::policies
+  std::vector<std::uint32_t> prefill;            // parallel to topology->prefill
+  std::vector<std::uint32_t> decode;             // parallel to topology->decode
+};
+
+using PdPoolMap = std::unordered_map<std::string, PdPools, config::StringHash, std::equal_to<>>;
+
+// One decode replica of a LookupPDRoute call.
+struct DecodeCand {
+  std::uint32_t pool_index;  // into topology->decode / PdPools::decode
+  std::uint32_t replica;
+  std::int64_t held;  // prompt tokens it holds (stored or booked), unweighted
+  double load;        // max(open decode bookings / slots, fresh reported pressure)
+  double wait_us;     // its own prefill of the rest: the work-aware wait (add_work_cand)
+  double running;     // decodes it runs, as load × slots
+  bool full;          // slots all booked, or saturated by reported pressure
+};
+
+// The scratch of LookupPDRoute (reused per call).
+struct PdScratch {
+  PdPoolMap pd_pools;
+  std::vector<DecodeCand> decode_cands;
+  std::vector<std::uint32_t> prefill_pool_index;  // parallel to work_cands in a call
+  LookupResult pd_steps_out;                      // the LookupRoute steps' fail-open answers
+};
+
+}  // namespace ic::index::detail

@@ -1,0 +1,20 @@
+#pragma once
+// LookupPDRoute (docs/pd-routing.md) over the sharded index: unary; the
+// request runs on its tenant's owner core (Shard::lookup_pd, where the
+// tenant's bookings live) and the answer comes back here. An empty
+// pd_topology_ref answers the contract default NO_HINT on this core;
+// grpc-timeout is handed to the shard (reason TIMEOUT) and the rpc layer
+// guards it; owner mailbox full → NO_HINT (fail open). prompt_text is not
+// tokenized for this method: a request with only prompt_text is NO_HINT.
+// Metrics: add_cross_core_post per call; the answers are not counted in
+// LookupRoute's inferencecache_lookups_total (its reasons are LookupRoute's).
+
+#include "rpc/call.hh"
+#include "sharding/sharded_index.hh"
+
+namespace ic::service::pd_methods {
+
+// The method's table entry; `index` outlives the sessions.
+rpc::Method lookup_pd_route(ShardedIndex& index);
+
+}  // namespace ic::service::pd_methods

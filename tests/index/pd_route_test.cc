@@ -1,0 +1,272 @@
+// LookupPDRoute (docs/pd-routing.md): every reason code with an exact
+// answer, the prefill leg priced by the work-aware wait (bookings move the
+// next request), the decode leg by slots and affinity, decode slots freed by
+// events and by time. Issue 30 acceptance 1. The prefill rate is the flag's
+// default, 10,000 tokens/s (a 512-token block is 51.2 ms of work).
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "helpers.hh"
+#include "sharding/pd_wire.hh"
+
+using namespace ic::index;
+using namespace ic::index::test;
+
+namespace {
+
+constexpr std::int32_t kBlock = 512;
+
+// Two prefill replicas (p0 on h0/r0/z0, p1 on h1/r1/z0) and three decode
+// replicas of two slots (d0 beside p0, d1 in p1's rack, d2 in another zone);
+// "one": p0 and d0 with one slot held 1 s; "nopf": no prefill pool; "zoned":
+// a decode replica only in zone z1, and z1's one prefill replica.
+constexpr const char* kTopologies = R"({"version":7,
+  "policies":[{"namespace":"strict","strategy":{"requireChain":true}}],
+  "pdTopologies":[
+  {"name":"pd","transport":"NIXL",
+   "prefill":[{"replica":"p0","host":"h0","rack":"r0","zone":"z0"},
+              {"replica":"p1","host":"h1","rack":"r1","zone":"z0"}],
+   "decode":[{"replica":"d0","host":"h0","rack":"r0","zone":"z0","slots":2},
+             {"replica":"d1","host":"h2","rack":"r1","zone":"z0","slots":2},
+             {"replica":"d2","host":"h3","rack":"r3","zone":"z1","slots":2}],
+   "disaggregation":{"minUncachedTokens":2048}},
+  {"name":"one","transport":"Mooncake","decodeHoldMs":1000,
+   "prefill":[{"replica":"p0"}],"decode":[{"replica":"d0","slots":1}]},
+  {"name":"nopf","transport":"Direct","decode":[{"replica":"d0"}]},
+  {"name":"wide","transport":"NIXL","prefill":[{"replica":"p0"}],
+   "decode":[{"replica":"d1","slots":16}]},
+  {"name":"zoned","transport":"Direct","requiredDomain":"zone",
+   "prefill":[{"replica":"p0","zone":"z0"},{"replica":"p1","zone":"z1"}],
+   "decode":[{"replica":"d2","zone":"z1"}]}]})";
+
+Harness pd_harness() {
+  Harness h({}, nullptr, ic::config::Ranking::kWorkAware);
+  h.policy(kTopologies);
+  // The scope (t, m, vllm) exists: a replica outside every pool holds a block.
+  h.ingest(chain_update("t", "m", "vllm", "other", kNow, {9}, 0, "", kBlock));
+  return h;
+}
+
+std::vector<std::uint64_t> blocks(std::uint64_t first, std::size_t n) {
+  std::vector<std::uint64_t> v;
+  for (std::size_t i = 0; i < n; ++i) v.push_back(first + i);
+  return v;
+}
+
+pb::LookupPDRouteRequest pd_req(const std::vector<std::uint64_t>& chain,
+                                const std::string& ref = "pd", const std::string& tenant = "t") {
+  pb::LookupPDRouteRequest r;
+  r.set_tenant_id(tenant);
+  r.set_model_id("m");
+  r.set_hash_scheme("vllm");
+  r.set_pd_topology_ref(ref);
+  for (std::uint64_t b : chain) {
+    r.add_block_hashes(hb(b));
+    r.add_block_token_counts(kBlock);
+  }
+  return r;
+}
+
+pb::LookupPDRouteResponse pd(Harness& h, const pb::LookupPDRouteRequest& r,
+                             std::int64_t deadline = INT64_MAX) {
+  LookupContext ctx;
+  ctx.clock = &h.clock;
+  ctx.deadline_mono_us = deadline;
+  pb::LookupPDRouteResponse out;
+  ic::sharding::wire::lookup_pd_route(*h.shard, r, ctx, &out);
+  return out;
+}
+
+// "REASON prefill decode transport", empty legs left out.
+std::string pair(const pb::LookupPDRouteResponse& r) {
+  std::string s = r.reason_code();
+  for (const std::string* f :
+       {&r.prefill_replica_id(), &r.decode_replica_id(), &r.transport_hint()}) {
+    if (!f->empty()) s += " " + *f;
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("pd: no topology named is the contract default, an unknown one UNKNOWN_TOPOLOGY") {
+  Harness h = pd_harness();
+  const auto none = pd(h, pd_req(blocks(100, 8), ""));
+  CHECK(none.ShortDebugString() == R"(reason_code: "NO_HINT")");
+  const auto unknown = pd(h, pd_req(blocks(100, 8), "nope"));
+  CHECK(pair(unknown) == "UNKNOWN_TOPOLOGY");
+  CHECK(unknown.decode_replica_id().empty());
+  // The reserved tenant never touches the index.
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "pd", "inferencecache.io/probe"))) == "NO_HINT");
+}
+
+TEST_CASE("pd: the fail-open answers are LookupRoute's") {
+  Harness h = pd_harness();
+  // TIMEOUT: the deadline has passed when the call starts.
+  CHECK(pair(pd(h, pd_req(blocks(100, 8)), h.clock.mono - 1)) == "TIMEOUT");
+  // POLICY_REQUIRES_CHAIN: tenant "strict" requires a chain; this is an exact request.
+  pb::LookupPDRouteRequest exact = pd_req({}, "pd", "strict");
+  exact.set_prefix_hash(hb(7));
+  exact.set_prefix_token_count(4096);
+  CHECK(pair(pd(h, exact)) == "POLICY_REQUIRES_CHAIN");
+  // NO_HINT: block arrays of different lengths.
+  pb::LookupPDRouteRequest bad = pd_req(blocks(100, 2));
+  bad.add_block_token_counts(kBlock);
+  CHECK(pair(pd(h, bad)) == "NO_HINT");
+  // NO_HINT: only prompt_text (no tokenizer for this method).
+  pb::LookupPDRouteRequest text = pd_req({});
+  text.set_prompt_text("hello");
+  CHECK(pair(pd(h, text)) == "NO_HINT");
+}
+
+TEST_CASE("pd: a short prompt is decode-only; a long miss is a pair near the prefill pick") {
+  Harness h = pd_harness();
+  // 1,024 tokens < minUncachedTokens 2,048: decode-only on an idle decode
+  // replica (all equal: the rendezvous winner of the prompt).
+  const auto short_one = pd(h, pd_req(blocks(100, 2)));
+  CHECK(pair(short_one) == "DECODE_ONLY_SHORT d0");
+  CHECK(short_one.uncached_tokens() == 1024);
+  CHECK(short_one.decode_score() == 1.0f);
+  CHECK(short_one.prefill_replica_id().empty());
+  CHECK(short_one.transport_hint().empty());
+  // 4,096 tokens held nowhere: both prefill replicas idle (rendezvous picks
+  // p1); the decode replica in p1's rack (affinity 0.2) beats d0 (zone, 0.05)
+  // and d2 (none).
+  const auto first = pd(h, pd_req(blocks(200, 8)));
+  CHECK(pair(first) == "DISAGGREGATED p1 d1 NIXL");
+  CHECK(first.uncached_tokens() == 4096);
+  CHECK(first.prefill_matched_tokens() == 0);
+  CHECK(first.prefill_score() == doctest::Approx(0.5));  // T / (T + T): a full prefill, idle
+  CHECK(first.decode_score() == 1.0f);
+  // The next long miss: p1 has 409.6 ms booked, p0 none → p0, and d0 on p0's host.
+  const auto second = pd(h, pd_req(blocks(300, 8)));
+  CHECK(pair(second) == "DISAGGREGATED p0 d0 NIXL");
+  CHECK(second.prefill_score() == doctest::Approx(0.5));
+  // A third: both prefill replicas have 409.6 ms queued (tie → rendezvous:
+  // p0); from p0, d0 (one of two slots taken) costs 0.5 + 0, d1 0.5 + 0.5 ×
+  // 0.95, d2 0 + 0.5 × 1: d0 and d2 tie (rendezvous: d2).
+  const auto third = pd(h, pd_req(blocks(400, 8)));
+  CHECK(pair(third) == "DISAGGREGATED p0 d2 NIXL");
+  CHECK(third.prefill_score() == doctest::Approx(409.6 / (409.6 + 819.2)));
+}
+
+TEST_CASE("pd: the prefill leg goes to the replica that holds the prefix while it is faster") {
+  Harness h = pd_harness();
+  // p0 holds the first 6 of 8 blocks: 1,024 tokens to prefill (102.4 ms)
+  // against 4,096 on p1 (409.6 ms).
+  h.ingest(chain_update("t", "m", "vllm", "p0", kNow, blocks(500, 6), 0, "", kBlock));
+  const auto r = pd(h, pd_req(blocks(500, 8)));
+  CHECK(pair(r) == "DISAGGREGATED p0 d0 NIXL");
+  CHECK(r.prefill_matched_tokens() == 3072);
+  CHECK(r.uncached_tokens() == 1024);
+  CHECK(r.prefill_score() == doctest::Approx(409.6 / (409.6 + 102.4)));
+  CHECK(r.decode_matched_tokens() == 0);
+}
+
+TEST_CASE("pd: a decode replica that holds the prefix takes the request alone") {
+  Harness h = pd_harness();
+  // d1 holds 7 of 8 blocks: 512 uncached tokens < 2,048.
+  h.ingest(chain_update("t", "m", "vllm", "d1", kNow, blocks(600, 7), 0, "", kBlock));
+  const auto r = pd(h, pd_req(blocks(600, 8)));
+  CHECK(pair(r) == "DECODE_ONLY_CACHED d1");
+  CHECK(r.decode_matched_tokens() == 3584);
+  CHECK(r.uncached_tokens() == 512);
+  // A pair books the request's blocks on its decode replica: the
+  // conversation's next turn (one more block) stays there, decode-only.
+  // (Both prefill replicas idle: rendezvous p0, and d0 on its host.)
+  const auto turn1 = pd(h, pd_req(blocks(700, 8)));
+  CHECK(pair(turn1) == "DISAGGREGATED p0 d0 NIXL");
+  const auto turn2 = pd(h, pd_req(blocks(700, 9)));
+  CHECK(pair(turn2) == "DECODE_ONLY_CACHED d0");
+  CHECK(turn2.decode_matched_tokens() == 4096);
+  CHECK(turn2.uncached_tokens() == 512);
+  CHECK(turn2.decode_score() == 0.5f);  // turn 1 holds one of d0's two slots
+}
+
+TEST_CASE("pd: decode-only while the delay it adds is no longer than a pair's prefill") {
+  Harness h = pd_harness();
+  // d1 holds 7 of 8 blocks of nine prompts: each decode-only answer books
+  // its last 512 tokens (51.2 ms) on d1 and one of its 16 slots. A
+  // decode-only answer costs d1's own wait × (1 + the decodes running
+  // there), a pair p0's wait (409.6 ms for the prompt on idle p0, each
+  // pair books 409.6 ms more there):
+  //   0: 51.2 × 1 = 51.2 ≤ 409.6       decode-only
+  //   1: 102.4 × 2 = 204.8 ≤ 409.6     decode-only
+  //   2: 153.6 × 3 = 460.8 > 409.6     pair (d1's slot booked too)
+  //   3: 153.6 × 4 = 614.4 ≤ 819.2     decode-only
+  //   4: 204.8 × 5 = 1024 > 819.2      pair
+  //   5: 204.8 × 6 = 1228.8 = 1228.8   decode-only (not slower)
+  //   6: 256 × 7 = 1792 > 1228.8, and on: pairs
+  std::vector<std::string> answers;
+  for (std::uint64_t k = 0; k < 9; ++k) {
+    h.ingest(chain_update("t", "m", "vllm", "d1", kNow, blocks(1000 + 100 * k, 7), 0, "", kBlock));
+    answers.push_back(pair(pd(h, pd_req(blocks(1000 + 100 * k, 8), "wide"))));
+  }
+  const std::string local = "DECODE_ONLY_CACHED d1", paired = "DISAGGREGATED p0 d1 NIXL";
+  CHECK(answers == std::vector<std::string>{local, local, paired, local, paired, local, paired,
+                                            paired, paired});
+}
+
+TEST_CASE("pd: decode slots: OVERLOADED when full, freed by eviction, ALL_CLEARED and time") {
+  Harness h = pd_harness();
+  const auto a = pd(h, pd_req(blocks(100, 8), "one"));
+  CHECK(pair(a) == "DISAGGREGATED p0 d0 Mooncake");
+  CHECK(pair(pd(h, pd_req(blocks(200, 8), "one"))) == "OVERLOADED");
+  // d0 evicts the last block of request a: its KV is gone, the slot is free.
+  CHECK(h.event(pb::CacheEvent::PREFIX_EVICTED, "t", "m", "d0", hb(107)) == 0);
+  CHECK(pair(pd(h, pd_req(blocks(200, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
+  CHECK(pair(pd(h, pd_req(blocks(300, 8), "one"))) == "OVERLOADED");
+  // An eviction of another block frees nothing.
+  h.event(pb::CacheEvent::PREFIX_EVICTED, "t", "m", "d0", hb(203));
+  CHECK(pair(pd(h, pd_req(blocks(300, 8), "one"))) == "OVERLOADED");
+  // ALL_CLEARED of d0 frees every slot it had.
+  h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "d0");
+  CHECK(pair(pd(h, pd_req(blocks(300, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
+  CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "OVERLOADED");
+  // decodeHoldMs (1 s) later the slot is free without any event.
+  h.clock.wall += 999'999;
+  CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "OVERLOADED");
+  h.clock.wall += 1;
+  CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
+}
+
+TEST_CASE("pd: a decode replica saturated by its reported pressure is full") {
+  Harness h = pd_harness();
+  pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", "d0", kNow);
+  stats.mutable_stats()->set_pressure(1.0f);
+  h.ingest(stats);
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "one"))) == "OVERLOADED");
+  stats.mutable_stats()->set_pressure(0.5f);
+  h.ingest(stats);
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
+}
+
+TEST_CASE("pd: no prefill pool, and no decode replica in the required domain") {
+  Harness h = pd_harness();
+  const auto nopf = pd(h, pd_req(blocks(100, 8), "nopf"));
+  CHECK(pair(nopf) == "NO_PREFILL_POOL d0");
+  CHECK(nopf.uncached_tokens() == 4096);
+  // zoned: p0 (z0) holds the prefix but only p1 shares a zone with d2.
+  h.ingest(chain_update("t", "m", "vllm", "p0", kNow, blocks(200, 6), 0, "", kBlock));
+  const auto zoned = pd(h, pd_req(blocks(200, 8), "zoned"));
+  CHECK(pair(zoned) == "DISAGGREGATED p1 d2 Direct");
+  CHECK(zoned.prefill_matched_tokens() == 0);
+  // p1 saturated by its pressure: p0, the one candidate left, has no decode
+  // replica in its zone.
+  pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", "p1", kNow);
+  stats.mutable_stats()->set_pressure(1.0f);
+  h.ingest(stats);
+  CHECK(pair(pd(h, pd_req(blocks(300, 8), "zoned"))) == "NO_DECODE_IN_DOMAIN");
+  // A short prompt needs no prefill replica: the domain does not matter.
+  CHECK(pair(pd(h, pd_req(blocks(400, 2), "zoned"))) == "DECODE_ONLY_SHORT d2");
+}
+
+TEST_CASE("pd: an unknown tenant is priced from the topology alone, with nothing booked") {
+  Harness h = pd_harness();
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "pd", "new"))) == "DISAGGREGATED p1 d1 NIXL");
+  // No scope to book in: the same answer again.
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "pd", "new"))) == "DISAGGREGATED p1 d1 NIXL");
+}
