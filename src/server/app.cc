@@ -16,6 +16,7 @@
 #include "admin/server.hh"
 #include "buildinfo/build_info.hh"
 #include "config/log.hh"
+#include "gateway/ext_proc.hh"
 #include "metrics/labels.hh"
 #include "metrics/scrape.hh"
 #include "net/address.hh"
@@ -157,6 +158,14 @@ bool App::load_tokenizer_models() {
   prompt_text.models = &tokenizer_models;
   prompt_text.max_prompt_bytes = limits.max_prompt_bytes;
   prompt_text.max_token_ids = limits.max_token_ids;
+  gateway.models = &tokenizer_models;
+  gateway.tenant_header = config.gateway_tenant_header;
+  gateway.default_tenant = config.gateway_default_tenant;
+  gateway.body_mode = static_cast<ic::gateway::BodyMode>(config.gateway_body_mode);
+  gateway.max_body_bytes = config.gateway_max_body_bytes;
+  gateway.max_token_ids = limits.max_token_ids;
+  gateway.tokenize_budget_us = config.gateway_tokenize_budget_us;
+  gateway.max_endpoints = config.gateway_max_endpoints;
   if (config.tokenizer_models_dir.empty()) return true;
   std::vector<ic::prompt_text::LoadReport> reports;
   std::string error;
@@ -520,6 +529,11 @@ void App::start_core(unsigned core) {
   opts.scrape_metrics = [this](auto done) { ic::metrics::scrape(runtime, registry, done); };
   opts.metrics_interval_us = config.metrics_stream_interval_us;
   opts.prompt_text = &prompt_text;
+  if (config.gateway && index) {
+    opts.add_methods = [this](ic::rpc::MethodTable& methods, ic::rpc::Timers&) {
+      ic::gateway::add_ext_proc(methods, gateway, *index);
+    };
+  }
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();
   runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });

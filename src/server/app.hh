@@ -38,6 +38,7 @@
 #include "persist/state_lock.hh"
 #include "persist/state_saver.hh"
 #include "placement/spread.hh"
+#include "gateway/config.hh"
 #include "prompt_text/models.hh"
 #include "replication/bootstrap.hh"
 #include "replication/replicator.hh"
@@ -129,6 +130,7 @@ struct App {
   // --tokenizer-models-dir, loaded before the reactors start; read-only after.
   ic::prompt_text::ModelSet tokenizer_models;
   ic::service::PromptTextConfig prompt_text;
+  ic::gateway::GatewayConfig gateway;  // the endpoint picker's (set before the cores start)
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
   std::atomic<unsigned> cores_serving{0};

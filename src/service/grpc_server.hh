@@ -25,6 +25,7 @@
 // stream is left, and the session closes its connection itself once the
 // GOAWAY is out and the last stream ended.
 
+#include <functional>
 #include <memory>
 
 #include "net/session.hh"
@@ -66,6 +67,10 @@ struct GrpcServiceOptions {
   // prompt_text lookups (service/prompt_input.hh); nullptr: they fail open.
   // Shared by every core's server; outlives them.
   const PromptTextConfig* prompt_text = nullptr;
+  // Methods of other rooms served on this port (the endpoint picker,
+  // gateway/ext_proc.hh): called with this core's table and timers before
+  // reflection lists the services; empty = none.
+  std::function<void(rpc::MethodTable&, rpc::Timers&)> add_methods;
 };
 
 // One core's gRPC server: the method table (InferenceCache, Health,

@@ -1,0 +1,62 @@
+#pragma once
+// One pick of the endpoint picker (docs/gateway.md "The pick"): the index
+// and ranking LookupRoute uses, reached the way LookupRoute reaches them —
+// the tenant's owner core through the runtime's one cross-core verb
+// (service/sharded_index.hh, runtime/submit.hh), inline when this core owns
+// the tenant — with LookupRoute's side effects (the work-aware booking of
+// the answered replica, docs/ranking.md "Bookings").
+//
+// On the owner: LookupRoute of (tenant, model, token ids) when there are
+// token ids, and GetCacheState of (tenant, model) for the replicas known
+// from reports. Back here, the answer is a list of endpoints, best first:
+// the ranked replicas that are endpoints (gateway/endpoints.hh) and
+// eligible, then the other eligible endpoints by load (fewest requests in
+// flight, then the shorter measured time to first byte, then the lower
+// reported pressure). Eligible: the subset hint when the gateway sent one,
+// else every endpoint known from reports (and from this core's own picks).
+// At most max_endpoints; empty → the stream answers 503.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "service/sharded_index.hh"
+
+namespace ic::gateway {
+
+// Why the first endpoint was chosen (inferencecache_gateway_picks_total{reason}).
+enum class PickReason : std::uint8_t {
+  kPrefixMatch,   // the index's PREFIX_MATCH: the endpoint holds the prompt's blocks
+  kRanked,        // another ranked answer (TENANT_HOT, AFFINITY_HINT, a work-aware miss)
+  kLoad,          // no ranked endpoint was eligible: by load
+  kFailOpen,      // the body gave no token ids (gateway::FailOpen says why): by load
+  kNoEndpoint,    // nothing eligible: 503
+};
+inline constexpr std::size_t kPickReasonCount = 5;
+std::string_view to_label(PickReason reason);
+
+struct PickRequest {
+  std::string tenant_id;
+  std::string model_id;                 // "" when the body named none
+  std::vector<std::uint32_t> token_ids;  // empty: no lookup, by load
+  bool failed_open = false;             // the body's tokens are missing for a reason
+  std::optional<std::vector<std::string>> subset;  // the gateway's subset hint
+  std::int64_t deadline_mono_us = INT64_MAX;
+};
+
+struct Pick {
+  std::vector<std::string> endpoints;  // best first; empty: 503
+  PickReason reason = PickReason::kNoEndpoint;
+  std::string reason_code;  // the index's LookupRoute reason code ("" without a lookup)
+};
+
+// Picks for `request` and calls `done` on this core (now when this core owns
+// the tenant). A full owner mailbox picks by load from this core's endpoints
+// (and the subset hint). `index` outlives the call.
+void pick(service::ShardedIndex& index, PickRequest&& request, std::size_t max_endpoints,
+          std::function<void(Pick&&)> done);
+
+}  // namespace ic::gateway
