@@ -288,6 +288,7 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--gateway", on_off(&c.gateway), "serve the endpoint picker (Envoy ext_proc) on the gRPC port (docs/gateway.md)"},
       {"--gateway-tenant-header", text(&c.gateway_tenant_header), "endpoint picker: request header naming the tenant (lower case)"},
       {"--gateway-default-tenant", text(&c.gateway_default_tenant), "endpoint picker: tenant of requests without that header"},
+      {"--gateway-hash-scheme", text(&c.gateway_hash_scheme), "endpoint picker: hash scheme of the engines' reports (the kvevents adapter's --hash-scheme)"},
       {"--gateway-body-mode", one_of(&c.gateway_body_mode, {{"full-duplex", GatewayBodyMode::kFullDuplex}, {"buffered", GatewayBodyMode::kBuffered}, {"streamed", GatewayBodyMode::kStreamed}}, "want full-duplex, buffered or streamed"), "endpoint picker: the ext_proc filter's request body mode when Envoy does not send it"},
       {"--gateway-max-body-bytes", uint_in<std::uint32_t>(&c.gateway_max_body_bytes, 1024, 1u << 30), "endpoint picker: request body held per stream; longer bodies are picked by load"},
       {"--gateway-tokenize-budget", duration_at_least(&c.gateway_tokenize_budget_us, 100), "endpoint picker: tokenizing time of one pick; past it the pick goes by load"},

@@ -136,6 +136,7 @@ struct ServerConfig {
   bool gateway = true;
   std::string gateway_tenant_header = "x-tenant-id";
   std::string gateway_default_tenant = "default";
+  std::string gateway_hash_scheme = "vllm";
   GatewayBodyMode gateway_body_mode = GatewayBodyMode::kFullDuplex;
   std::uint32_t gateway_max_body_bytes = 4u << 20;
   std::int64_t gateway_tokenize_budget_us = 20'000;

@@ -26,6 +26,9 @@ struct GatewayConfig {
   // Request header naming the tenant (lower case); absent → default_tenant.
   std::string tenant_header = "x-tenant-id";
   std::string default_tenant = "default";
+  // The hash scheme the engines' reports use (the kvevents adapter's
+  // --hash-scheme): the lookup's token ids are fingerprinted under it.
+  std::string hash_scheme = "vllm";
   BodyMode body_mode = BodyMode::kFullDuplex;
   // Request body bytes held per stream; a longer body is picked by load
   // (body_too_large) and, in full-duplex mode, passed through from there.

@@ -215,6 +215,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     PickRequest request;
     request.tenant_id = tenant_.empty() ? config_.default_tenant : tenant_;
     request.subset = subset_;
+    request.hash_scheme = config_.hash_scheme;
     const std::int64_t start = now();
     if (fail == FailOpen::kNone) fail = read_body(request, start);
     request.failed_open = fail != FailOpen::kNone;

@@ -31,6 +31,7 @@ OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickReques
     lookup.Clear();
     lookup.set_tenant_id(r.tenant_id);
     lookup.set_model_id(r.model_id);
+    lookup.set_hash_scheme(r.hash_scheme);
     lookup.mutable_token_ids()->Assign(r.token_ids.begin(), r.token_ids.end());
     index::LookupContext ctx;
     ctx.clock = &clock;
@@ -70,9 +71,9 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
     rest = *r.subset;
   } else {
     for (const auto& [id, pressure] : owner.known) rest.push_back(id);
-    for (std::string& id : EndpointLoad::local().known()) {
-      if (!contains(rest, id)) rest.push_back(std::move(id));
-    }
+    // Nothing known of (tenant, model) — no model named, or none reported —:
+    // the endpoints this core has sent requests to, so a bad body still goes somewhere.
+    if (rest.empty() && owner.ranked.empty()) rest = EndpointLoad::local().known();
   }
   // Lower reported pressure first, then load (stable: load decides, pressure breaks ties).
   std::unordered_map<std::string_view, float> pressure;

@@ -12,8 +12,10 @@
 // the ranked replicas that are endpoints (gateway/endpoints.hh) and
 // eligible, then the other eligible endpoints by load (fewest requests in
 // flight, then the shorter measured time to first byte, then the lower
-// reported pressure). Eligible: the subset hint when the gateway sent one,
-// else every endpoint known from reports (and from this core's own picks).
+// reported pressure; none reported counts as 0). Eligible: the subset hint
+// when the gateway sent one, else every endpoint known from reports of
+// (tenant, model); when there are none (no model named, none reported), the
+// endpoints this core has sent requests to.
 // At most max_endpoints; empty → the stream answers 503.
 
 #include <cstdint>
@@ -41,6 +43,7 @@ std::string_view to_label(PickReason reason);
 struct PickRequest {
   std::string tenant_id;
   std::string model_id;                 // "" when the body named none
+  std::string hash_scheme;              // of the reports (GatewayConfig::hash_scheme)
   std::vector<std::uint32_t> token_ids;  // empty: no lookup, by load
   bool failed_open = false;             // the body's tokens are missing for a reason
   std::optional<std::vector<std::string>> subset;  // the gateway's subset hint

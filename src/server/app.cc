@@ -161,6 +161,7 @@ bool App::load_tokenizer_models() {
   gateway.models = &tokenizer_models;
   gateway.tenant_header = config.gateway_tenant_header;
   gateway.default_tenant = config.gateway_default_tenant;
+  gateway.hash_scheme = config.gateway_hash_scheme;
   gateway.body_mode = static_cast<ic::gateway::BodyMode>(config.gateway_body_mode);
   gateway.max_body_bytes = config.gateway_max_body_bytes;
   gateway.max_token_ids = limits.max_token_ids;

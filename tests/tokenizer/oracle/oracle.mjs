@@ -4,6 +4,9 @@
 //
 //   node oracle.mjs corpus <model_dir>   → {"cases": [{name, text, ids, prompt, prompt_ids}]}
 //   node oracle.mjs render <model_dir> <text_file>  → {"prompt", "prompt_ids"}
+//   node oracle.mjs chat <model_dir> <json_file>    → {"prompt", "prompt_ids"}
+//     json_file: {"messages": [...], "tools"?: [...], "add_generation_prompt": bool}, the
+//     whole conversation rendered as transformers' apply_chat_template does
 //
 // <model_dir> holds tokenizer.json and tokenizer_config.json. The corpus is
 // generated from a fixed seed, so every run produces the same cases.
@@ -26,7 +29,14 @@ function loadModel(dir) {
   const encode = (text) => Array.from(tokenizer.encode(text, { add_special_tokens: false }).ids);
   const render = (text) =>
     template.render({ messages: [{ role: "user", content: text }], add_generation_prompt: true, ...special });
-  return { encode, render };
+  const renderChat = (chat) =>
+    template.render({
+      messages: chat.messages,
+      ...(chat.tools ? { tools: chat.tools } : {}),
+      add_generation_prompt: chat.add_generation_prompt !== false,
+      ...special,
+    });
+  return { encode, render, renderChat };
 }
 
 // mulberry32: a small fixed-seed PRNG so the corpus is the same on every run.
@@ -158,7 +168,12 @@ function main() {
     process.stdout.write(JSON.stringify({ prompt, prompt_ids: model.encode(prompt) }));
     return;
   }
-  if (mode !== "corpus") throw new Error("usage: oracle.mjs corpus|render <model_dir> [text_file]");
+  if (mode === "chat") {
+    const prompt = model.renderChat(JSON.parse(fs.readFileSync(file, "utf8")));
+    process.stdout.write(JSON.stringify({ prompt, prompt_ids: model.encode(prompt) }));
+    return;
+  }
+  if (mode !== "corpus") throw new Error("usage: oracle.mjs corpus|render|chat <model_dir> [file]");
   const cases = corpus().map(({ name, text }) => {
     const prompt = model.render(text);
     return { name, text, ids: model.encode(text), prompt, prompt_ids: model.encode(prompt) };
