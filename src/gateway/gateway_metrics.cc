@@ -1,15 +1,13 @@
 #include "gateway/gateway_metrics.hh"
 
-#include <optional>
-
 #include "metrics/registry.hh"
 
 namespace ic::gateway {
 
-FailOpen fail_open_of(BodyError error) {
+std::optional<FailOpen> fail_open_of(BodyError error) {
   switch (error) {
     case BodyError::kNone:
-      return FailOpen::kNone;
+      return std::nullopt;
     case BodyError::kNotJson:
       return FailOpen::kNotJson;
     case BodyError::kNoModel:
@@ -20,10 +18,10 @@ FailOpen fail_open_of(BodyError error) {
   return FailOpen::kNotJson;
 }
 
-FailOpen fail_open_of(TokensError error) {
+std::optional<FailOpen> fail_open_of(TokensError error) {
   switch (error) {
     case TokensError::kNone:
-      return FailOpen::kNone;
+      return std::nullopt;
     case TokensError::kUnknownModel:
       return FailOpen::kUnknownModel;
     case TokensError::kTemplate:
@@ -38,18 +36,14 @@ FailOpen fail_open_of(TokensError error) {
   return FailOpen::kTokenize;
 }
 
-void record_pick(PickReason reason, FailOpen why, std::int64_t latency_us) {
-  std::optional<metrics::GatewayFailOpen> label;
-  // FailOpen's values after kNone are GatewayFailOpen's, in the same order.
-  if (why != FailOpen::kNone)
-    label = static_cast<metrics::GatewayFailOpen>(static_cast<std::uint8_t>(why) - 1);
-  metrics::local().record_gateway_pick(static_cast<metrics::GatewayPick>(reason), label,
-                                       latency_us);
+void record_pick(PickReason reason, std::optional<FailOpen> why, std::int64_t latency_us) {
+  metrics::local().record_gateway_pick(reason, why, latency_us);
 }
 
-void record_served(Served served, std::int64_t /*ttft_us*/) {
-  metrics::local().add_gateway_served(served == Served::kPicked ? metrics::GatewayServed::kPicked
-                                                                 : metrics::GatewayServed::kFallback);
+void record_served(Served served) {
+  metrics::local().add_gateway_served(served == Served::kPicked
+                                          ? metrics::GatewayServed::kPicked
+                                          : metrics::GatewayServed::kFallback);
 }
 
 }  // namespace ic::gateway

@@ -4,6 +4,7 @@
 // pick-latency histogram, and which endpoint served.
 
 #include <cstdint>
+#include <optional>
 
 #include "gateway/openai_body.hh"
 #include "gateway/picker.hh"
@@ -12,28 +13,18 @@
 
 namespace ic::gateway {
 
-// Why a pick went by load although a body came (kNone: it did not).
-enum class FailOpen : std::uint8_t {
-  kNone,
-  kNotJson,
-  kNoModel,
-  kNoPrompt,
-  kUnknownModel,
-  kTemplate,
-  kTokenize,
-  kTooLong,
-  kTimeout,
-  kBodyTooLarge,
-  kNoBody,
-};
-FailOpen fail_open_of(BodyError error);
-FailOpen fail_open_of(TokensError error);
+// Why a pick went by load although a request came (metrics/labels.hh).
+using FailOpen = metrics::GatewayFailOpen;
+// nullopt for kNone.
+std::optional<FailOpen> fail_open_of(BodyError error);
+std::optional<FailOpen> fail_open_of(TokensError error);
 
 enum class Served : std::uint8_t { kPicked, kFallback };
 
-// One pick made (latency µs from the body's end to the answer).
-void record_pick(PickReason reason, FailOpen why, std::int64_t latency_us);
-// A picked request's response began `ttft_us` after the pick was sent.
-void record_served(Served served, std::int64_t ttft_us);
+// One pick made (latency µs from the body's end to the answer); `why` set
+// when the body gave no token ids.
+void record_pick(PickReason reason, std::optional<FailOpen> why, std::int64_t latency_us);
+// A picked request's response began.
+void record_served(Served served);
 
 }  // namespace ic::gateway

@@ -13,8 +13,9 @@ using chat_template::Dict;
 using chat_template::List;
 using chat_template::Value;
 
-// JSON → template value; nullopt past kMaxDepth.
-std::optional<Value> to_value(const json& j, int depth) {
+// JSON → template value, strings moved out of `j` (the body's text is copied
+// once, by the parser); nullopt past kMaxDepth.
+std::optional<Value> to_value(json& j, int depth) {
   if (depth > kMaxDepth) return std::nullopt;
   switch (j.type()) {
     case json::value_t::null:
@@ -27,11 +28,11 @@ std::optional<Value> to_value(const json& j, int depth) {
     case json::value_t::number_float:
       return Value(j.get<double>());
     case json::value_t::string:
-      return Value(j.get<std::string>());
+      return Value(std::move(j.get_ref<std::string&>()));
     case json::value_t::array: {
       List list;
       list.reserve(j.size());
-      for (const json& e : j) {
+      for (json& e : j) {
         auto v = to_value(e, depth + 1);
         if (!v) return std::nullopt;
         list.push_back(std::move(*v));
@@ -66,7 +67,7 @@ std::string joined_text(const json& parts) {
 }
 
 // One message as the template sees it; nullopt past kMaxDepth.
-std::optional<Value> message_value(const json& message) {
+std::optional<Value> message_value(json& message) {
   Dict dict;
   dict.reserve(message.size());
   for (auto it = message.begin(); it != message.end(); ++it) {
@@ -81,13 +82,13 @@ std::optional<Value> message_value(const json& message) {
   return Value(std::move(dict));
 }
 
-BodyError parse_chat(const json& doc, InferenceBody& out) {
+BodyError parse_chat(json& doc, InferenceBody& out) {
   auto messages = doc.find("messages");
   if (messages == doc.end() || !messages->is_array() || messages->empty())
     return BodyError::kNoPrompt;
   List list;
   list.reserve(messages->size());
-  for (const json& m : *messages) {
+  for (json& m : *messages) {
     if (!m.is_object()) return BodyError::kNoPrompt;
     auto v = message_value(m);
     if (!v) return BodyError::kNotJson;
@@ -132,12 +133,12 @@ BodyError parse_completion(const json& doc, InferenceBody& out) {
 
 BodyError parse_body(std::string_view path, std::string_view body, InferenceBody& out) {
   out = InferenceBody();
-  const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) return BodyError::kNotJson;
   auto model = doc.find("model");
   if (model == doc.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
     return BodyError::kNoModel;
-  out.model = model->get<std::string>();
+  out.model = model->get_ref<const std::string&>();
   const std::string_view route = path.substr(0, path.find('?'));
   const bool chat = route.ends_with("/chat/completions") ||
                     (!route.ends_with("/completions") && doc.contains("messages"));

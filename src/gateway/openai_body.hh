@@ -28,9 +28,9 @@ inline constexpr int kMaxDepth = 64;
 // counted by this reason: docs/gateway.md "Fail open").
 enum class BodyError : std::uint8_t {
   kNone,
-  kNotJson,    // not JSON, nested deeper than kMaxDepth, or not an object
-  kNoModel,    // "model" missing or not a string
-  kNoPrompt,   // neither "messages" (a list of objects) nor a usable "prompt"
+  kNotJson,   // not JSON, nested deeper than kMaxDepth, or not an object
+  kNoModel,   // "model" missing or not a string
+  kNoPrompt,  // neither "messages" (a list of objects) nor a usable "prompt"
 };
 
 struct InferenceBody {

@@ -38,7 +38,8 @@ OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickReques
     ctx.deadline_mono_us = r.deadline_mono_us;
     service::wire::lookup_route(shard, lookup, ctx, &response);
     answer.reason_code = response.reason_code();
-    for (const pb::ReplicaScore& s : response.replica_scores()) answer.ranked.push_back(s.replica_id());
+    for (const pb::ReplicaScore& s : response.replica_scores())
+      answer.ranked.push_back(s.replica_id());
     // A long prompt's ids are not kept for the next pick.
     if (lookup.token_ids_size() > 65536) lookup = pb::LookupRouteRequest();
   }
@@ -47,7 +48,8 @@ OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickReques
   query.set_model_id(r.model_id);
   pb::GetCacheStateResponse state;
   service::wire::get_cache_state(shard, query, &state);
-  for (const pb::ReplicaStats& s : state.replicas()) answer.known.emplace_back(s.replica_id(), s.pressure());
+  for (const pb::ReplicaStats& s : state.replicas())
+    answer.known.emplace_back(s.replica_id(), s.pressure());
   return answer;
 }
 
@@ -90,7 +92,8 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
   if (pick.endpoints.empty()) {
     pick.reason = PickReason::kNoEndpoint;
   } else if (ranked) {
-    pick.reason = owner.reason_code == "PREFIX_MATCH" ? PickReason::kPrefixMatch : PickReason::kRanked;
+    pick.reason =
+        owner.reason_code == "PREFIX_MATCH" ? PickReason::kPrefixMatch : PickReason::kRanked;
   } else {
     pick.reason = r.failed_open ? PickReason::kFailOpen : PickReason::kLoad;
   }
@@ -98,22 +101,6 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
 }
 
 }  // namespace
-
-std::string_view to_label(PickReason reason) {
-  switch (reason) {
-    case PickReason::kPrefixMatch:
-      return "prefix_match";
-    case PickReason::kRanked:
-      return "ranked";
-    case PickReason::kLoad:
-      return "load";
-    case PickReason::kFailOpen:
-      return "fail_open";
-    case PickReason::kNoEndpoint:
-      return "no_endpoint";
-  }
-  return "load";
-}
 
 void pick(service::ShardedIndex& index, PickRequest&& request, std::size_t max_endpoints,
           std::function<void(Pick&&)> done) {

@@ -25,27 +25,22 @@
 #include <string_view>
 #include <vector>
 
+#include "metrics/labels.hh"
 #include "service/sharded_index.hh"
 
 namespace ic::gateway {
 
-// Why the first endpoint was chosen (inferencecache_gateway_picks_total{reason}).
-enum class PickReason : std::uint8_t {
-  kPrefixMatch,   // the index's PREFIX_MATCH: the endpoint holds the prompt's blocks
-  kRanked,        // another ranked answer (TENANT_HOT, AFFINITY_HINT, a work-aware miss)
-  kLoad,          // no ranked endpoint was eligible: by load
-  kFailOpen,      // the body gave no token ids (gateway::FailOpen says why): by load
-  kNoEndpoint,    // nothing eligible: 503
-};
-inline constexpr std::size_t kPickReasonCount = 5;
-std::string_view to_label(PickReason reason);
+// Why the first endpoint was chosen (inferencecache_gateway_picks_total{reason},
+// metrics/labels.hh): the index's PREFIX_MATCH, another ranked answer, by
+// load, failed open (the body gave no token ids), no endpoint (503).
+using PickReason = metrics::GatewayPick;
 
 struct PickRequest {
   std::string tenant_id;
-  std::string model_id;                 // "" when the body named none
-  std::string hash_scheme;              // of the reports (GatewayConfig::hash_scheme)
-  std::vector<std::uint32_t> token_ids;  // empty: no lookup, by load
-  bool failed_open = false;             // the body's tokens are missing for a reason
+  std::string model_id;                            // "" when the body named none
+  std::string hash_scheme;                         // of the reports (GatewayConfig::hash_scheme)
+  std::vector<std::uint32_t> token_ids;            // empty: no lookup, by load
+  bool failed_open = false;                        // the body's tokens are missing for a reason
   std::optional<std::vector<std::string>> subset;  // the gateway's subset hint
   std::int64_t deadline_mono_us = INT64_MAX;
 };

@@ -37,7 +37,8 @@ tokenizer::EncodeStatus SegmentTokens::encode_run(const tokenizer::Tokenizer& to
                                                   const std::function<bool()>& expired) {
   if (run.size() < kMinCachedBytes) {
     const auto status = tokenizer.encode(run, workspace_, scratch_, expired);
-    if (status == tokenizer::EncodeStatus::kOk) out.insert(out.end(), scratch_.begin(), scratch_.end());
+    if (status == tokenizer::EncodeStatus::kOk)
+      out.insert(out.end(), scratch_.begin(), scratch_.end());
     return status;
   }
   const XXH128_hash_t h = XXH3_128bits(run.data(), run.size());

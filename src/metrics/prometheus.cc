@@ -191,15 +191,17 @@ void render_gateway(Writer& w, const Sample& s) {
   w.family("gateway_picks_total", "counter",
            "Endpoint picker (ext_proc) picks by why the first endpoint was chosen.");
   for (std::size_t r = 0; r < kGatewayPickCount; ++r)
-    w.sample("gateway_picks_total", {{"reason", to_label(static_cast<GatewayPick>(r))}}, g.picks[r]);
+    w.sample("gateway_picks_total", {{"reason", to_label(static_cast<GatewayPick>(r))}},
+             g.picks[r]);
   w.family("gateway_fail_open_total", "counter",
            "Endpoint picker picks made by load because the body gave no token ids, by reason.");
   for (std::size_t r = 0; r < kGatewayFailOpenCount; ++r) {
     w.sample("gateway_fail_open_total", {{"reason", to_label(static_cast<GatewayFailOpen>(r))}},
              g.fail_open[r]);
   }
-  w.family("gateway_served_total", "counter",
-           "Picked requests whose response began, by the endpoint that served (picked or a fallback).");
+  w.family(
+      "gateway_served_total", "counter",
+      "Picked requests whose response began, by the endpoint that served (picked or a fallback).");
   for (std::size_t r = 0; r < kGatewayServedCount; ++r) {
     w.sample("gateway_served_total", {{"endpoint", to_label(static_cast<GatewayServed>(r))}},
              g.served[r]);

@@ -91,7 +91,7 @@ struct Sample {
   std::array<std::array<std::uint64_t, 2>, kPolicySourceCount> policy_reloads{};
   // prompt_text lookups that failed open, by PromptTextFailure
   std::array<std::uint64_t, kPromptTextFailureCount> prompt_text_failures{};
-  GatewaySeries gateway;  // the endpoint picker's
+  GatewaySeries gateway;           // the endpoint picker's
   std::vector<CoreFigures> cores;  // one row per core that answered, by core
   RpcSample rpc;                   // grpc_server_* per method
 

@@ -23,9 +23,9 @@ using ic::gateway::parse_body;
 // The small byte-level tokenizer with two added tokens, ids 1000 and 1001.
 std::string tokenizer_json() {
   nlohmann::json j = ic::test::small_tokenizer({{"h", "e"}, {"l", "l"}, {"he", "ll"}, {" ", "w"}});
-  j["added_tokens"] = nlohmann::json::array(
-      {{{"id", 1000}, {"content", "<|im_start|>"}, {"special", true}},
-       {{"id", 1001}, {"content", "<|im_end|>"}, {"special", true}}});
+  j["added_tokens"] =
+      nlohmann::json::array({{{"id", 1000}, {"content", "<|im_start|>"}, {"special", true}},
+                             {{"id", 1001}, {"content", "<|im_end|>"}, {"special", true}}});
   return j.dump();
 }
 
@@ -53,9 +53,11 @@ std::vector<std::uint32_t> whole(const ic::prompt_text::Model& model, std::strin
 
 TEST_CASE("openai bodies: chat, completion text and ids, and every error") {
   InferenceBody b;
-  CHECK(parse_body("/v1/chat/completions",
-                   R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}]}],"tools":[{"type":"function"}]})",
-                   b) == BodyError::kNone);
+  CHECK(
+      parse_body(
+          "/v1/chat/completions",
+          R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}]}],"tools":[{"type":"function"}]})",
+          b) == BodyError::kNone);
   CHECK(b.model == "m");
   CHECK(b.chat);
   CHECK(b.has_tools);
@@ -65,7 +67,8 @@ TEST_CASE("openai bodies: chat, completion text and ids, and every error") {
   CHECK(parse_body("/v1/completions?x=1", R"({"model":"m","prompt":"hi"})", b) == BodyError::kNone);
   CHECK_FALSE(b.chat);
   CHECK(b.prompt == "hi");
-  CHECK(parse_body("/v1/completions", R"({"model":"m","prompt":[[5,6,7]]})", b) == BodyError::kNone);
+  CHECK(parse_body("/v1/completions", R"({"model":"m","prompt":[[5,6,7]]})", b) ==
+        BodyError::kNone);
   CHECK(b.prompt_is_ids);
   CHECK(b.prompt_ids == std::vector<std::uint32_t>{5, 6, 7});
   CHECK(parse_body("/other", R"({"model":"m","messages":[{"role":"user","content":"x"}]})", b) ==
@@ -100,37 +103,48 @@ TEST_CASE("prompt ids: the runs' reuse gives exactly the whole prompt's ids") {
   REQUIRE(parse_body("/v1/chat/completions", turn1, b) == BodyError::kNone);
   std::string rendered, error;
   REQUIRE(ic::gateway::render_chat(model, b, rendered, error));
-  CHECK(rendered == "<|im_start|>system\n" + long_text + "<|im_end|>\n<|im_start|>user\nhello world<|im_end|>\n<|im_start|>assistant\n");
+  CHECK(rendered ==
+        "<|im_start|>system\n" + long_text +
+            "<|im_end|>\n<|im_start|>user\nhello world<|im_end|>\n<|im_start|>assistant\n");
   std::vector<std::uint32_t> ids;
   auto& cache = ic::gateway::SegmentTokens::local();
   const auto hits = cache.hits(), misses = cache.misses();
-  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) == ic::gateway::TokensError::kNone);
+  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+          ic::gateway::TokensError::kNone);
   CHECK(ids == whole(model, rendered));
   CHECK(cache.misses() == misses + 1);  // the system run
   CHECK(cache.hits() == hits);
   // The next turn: the system run comes from the cache, the ids are the same as a whole encode.
-  const std::string turn2 = R"({"model":"m","messages":[{"role":"system","content":")" + long_text +
-                            R"("},{"role":"user","content":"hello world"},{"role":"assistant","content":"hell"},{"role":"user","content":"well"}],"tools":[{},{}]})";
+  const std::string turn2 =
+      R"({"model":"m","messages":[{"role":"system","content":")" + long_text +
+      R"("},{"role":"user","content":"hello world"},{"role":"assistant","content":"hell"},{"role":"user","content":"well"}],"tools":[{},{}]})";
   REQUIRE(parse_body("/v1/chat/completions", turn2, b) == BodyError::kNone);
   REQUIRE(ic::gateway::render_chat(model, b, rendered, error));
   CHECK(rendered.find("<|im_start|>tools\n2<|im_end|>") != std::string::npos);
-  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) == ic::gateway::TokensError::kNone);
+  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+          ic::gateway::TokensError::kNone);
   CHECK(ids == whole(model, rendered));
   CHECK(cache.hits() == hits + 1);
   CHECK(cache.misses() == misses + 1);
 
   // Completions: text as it is, ids as given; limits and an unknown model.
-  REQUIRE(parse_body("/v1/completions", R"({"model":"m","prompt":"<|im_start|>hello"})", b) == BodyError::kNone);
-  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) == ic::gateway::TokensError::kNone);
+  REQUIRE(parse_body("/v1/completions", R"({"model":"m","prompt":"<|im_start|>hello"})", b) ==
+          BodyError::kNone);
+  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+          ic::gateway::TokensError::kNone);
   CHECK(ids == whole(model, "<|im_start|>hello"));
   CHECK(ids.front() == 1000);
   CHECK(ic::gateway::prompt_tokens(set.get(), b, 2, {}, ids) == ic::gateway::TokensError::kTooLong);
-  CHECK(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, [] { return true; }, ids) ==
-        ic::gateway::TokensError::kTimeout);
-  REQUIRE(parse_body("/v1/completions", R"({"model":"other","prompt":"x"})", b) == BodyError::kNone);
-  CHECK(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) == ic::gateway::TokensError::kUnknownModel);
-  REQUIRE(parse_body("/v1/completions", R"({"model":"other","prompt":[1,2]})", b) == BodyError::kNone);
-  CHECK(ic::gateway::prompt_tokens(nullptr, b, 1 << 20, {}, ids) == ic::gateway::TokensError::kNone);
+  CHECK(ic::gateway::prompt_tokens(
+            set.get(), b, 1 << 20, [] { return true; }, ids) == ic::gateway::TokensError::kTimeout);
+  REQUIRE(parse_body("/v1/completions", R"({"model":"other","prompt":"x"})", b) ==
+          BodyError::kNone);
+  CHECK(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+        ic::gateway::TokensError::kUnknownModel);
+  REQUIRE(parse_body("/v1/completions", R"({"model":"other","prompt":[1,2]})", b) ==
+          BodyError::kNone);
+  CHECK(ic::gateway::prompt_tokens(nullptr, b, 1 << 20, {}, ids) ==
+        ic::gateway::TokensError::kNone);
   CHECK(ids == std::vector<std::uint32_t>{1, 2});
 }
 
