@@ -15,11 +15,15 @@
 //
 // Needs the npm test models (tests/tokenizer/oracle/node_modules). Run:
 //   ninja -C build perf/gateway_pick && build/perf/gateway_pick --benchmark_repetitions=1
-// The time column is the median pick (google-benchmark's mean over its
-// iterations; --benchmark_enable_random_interleaving off).
+// p50_cpu_us / p50_wall_us: the median pick's thread CPU time and wall time
+// (the Time / CPU columns are google-benchmark's means).
 
 #include <benchmark/benchmark.h>
 
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -149,6 +153,41 @@ std::string pick(World& w, const std::string& message) {
   return response.replica_scores_size() > 0 ? response.replica_scores(0).replica_id() : "";
 }
 
+// Per-pick figures: the median (p50) of each pick's thread CPU time and wall
+// time, µs, as counters (the machine is shared: CPU time is the one-core figure).
+class Samples {
+ public:
+  void start() {
+    wall0_ = std::chrono::steady_clock::now();
+    cpu0_ = cpu_now();
+  }
+  void stop() {
+    cpu_.push_back(cpu_now() - cpu0_);
+    wall_.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - wall0_)
+            .count());
+  }
+  void report(benchmark::State& state) {
+    state.counters["p50_cpu_us"] = median(cpu_);
+    state.counters["p50_wall_us"] = median(wall_);
+  }
+
+ private:
+  static double cpu_now() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+  }
+  static double median(std::vector<double>& v) {
+    if (v.empty()) return 0;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
+  std::chrono::steady_clock::time_point wall0_;
+  double cpu0_ = 0;
+  std::vector<double> cpu_, wall_;
+};
+
 std::vector<std::uint32_t> tokens_of(const json& body) {
   ic::gateway::InferenceBody b;
   ic::gateway::parse_body("/v1/chat/completions", body.dump(), b);
@@ -168,7 +207,13 @@ void next_turn(benchmark::State& state) {
   for (int i = 0; i < 256; ++i) messages.push_back(body_message(conversation(n, fresh += 2)));
   pick(w, messages[0]);  // the earlier turns seen once
   std::size_t i = 0, hits = 0;
-  for (auto _ : state) hits += pick(w, messages[++i % messages.size()]) == "10.0.0.1:8000";
+  Samples samples;
+  for (auto _ : state) {
+    samples.start();
+    hits += pick(w, messages[++i % messages.size()]) == "10.0.0.1:8000";
+    samples.stop();
+  }
+  samples.report(state);
   state.counters["tokens"] = static_cast<double>(tokens_of(conversation(n, fresh)).size());
   state.counters["picked_holder"] =
       static_cast<double>(hits) / static_cast<double>(state.iterations());
@@ -179,14 +224,18 @@ void first_turn(benchmark::State& state) {
   World w;
   const auto n = static_cast<std::size_t>(state.range(0));
   std::uint64_t fresh = 5'000'000;
+  Samples samples;
   for (auto _ : state) {
     state.PauseTiming();
     const std::string message = body_message(
         {{"model", "qwen3"},
          {"messages", json::array({{{"role", "user"}, {"content", prose(n, ++fresh)}}})}});
     state.ResumeTiming();
+    samples.start();
     benchmark::DoNotOptimize(pick(w, message));
+    samples.stop();
   }
+  samples.report(state);
 }
 
 void lookup_route(benchmark::State& state) {

@@ -33,6 +33,9 @@ struct GatewayConfig {
   // Request body bytes held per stream; a longer body is picked by load
   // (body_too_large) and, in full-duplex mode, passed through from there.
   std::size_t max_body_bytes = 4u << 20;
+  // Request body bytes held by all the streams of one core together (a peer
+  // opening many streams holds no more); past it a body is treated as too large.
+  std::size_t max_core_body_bytes = 64u << 20;
   // Prompt ids at most (more: too_long, by load).
   std::size_t max_token_ids = 1'048'576;
   // Tokenizing time one pick may take on the reactor, µs (past it: timeout, by load).

@@ -84,7 +84,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
   Exchange(rpc::CallHandle call, const GatewayConfig& config, service::ShardedIndex& index)
       : call_(std::move(call)), config_(config), index_(index), mode_(config.body_mode) {}
-  ~Exchange() { end_request(); }
+  ~Exchange() {
+    end_request();
+    release_body();
+  }
 
   void on_message(std::span<const std::byte> bytes) {
     auto request = std::make_unique<xp::ProcessingRequest>();
@@ -161,17 +164,17 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       pass_request_chunk(b.body(), b.end_of_stream());
       return;
     }
-    if (!too_large_ && body_.size() + b.body().size() > config_.max_body_bytes) {
+    if (!too_large_ && !fits(b.body().size())) {
       too_large_ = true;
       if (mode_ == BodyMode::kFullDuplex) {  // hold this chunk too, pick now, pass the rest
-        body_ += b.body();
+        hold(b.body());
         body_ended_ = b.end_of_stream();
         begin_pick(FailOpen::kBodyTooLarge);
         return;
       }
-      std::string().swap(body_);
+      release_body();
     }
-    if (!too_large_) body_ += b.body();
+    if (!too_large_) hold(b.body());
     if (!b.end_of_stream()) {
       if (mode_ != BodyMode::kFullDuplex) {
         xp::ProcessingResponse out;
@@ -182,6 +185,26 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     }
     body_ended_ = true;
     begin_pick(too_large_ ? std::optional(FailOpen::kBodyTooLarge) : std::nullopt);
+  }
+
+  // Whether `more` bytes may be held: this stream's body limit and the
+  // core's (every stream's held bodies together).
+  bool fits(std::size_t more) const {
+    return body_.size() + more <= config_.max_body_bytes &&
+           core_held_bytes() + more <= config_.max_core_body_bytes;
+  }
+  void hold(const std::string& chunk) {
+    body_ += chunk;
+    core_held_bytes() += chunk.size();
+  }
+  void release_body() {
+    core_held_bytes() -= body_.size();
+    std::string().swap(body_);
+  }
+  // Request body bytes held by this core's streams.
+  static std::size_t& core_held_bytes() {
+    thread_local std::size_t held = 0;
+    return held;
   }
 
   void request_trailers() {
@@ -256,7 +279,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       immediate->set_details("inferencecache_no_endpoint");
       call_.write(out);
       rejected_ = true;
-      std::string().swap(body_);
+      release_body();
       return;
     }
     picked_endpoint_ = pick.endpoints.front();
@@ -265,7 +288,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     EndpointLoad::local().started(served_, pick_sent_us_);
     in_flight_ = true;
     send_pick(pick.endpoints);
-    std::string().swap(body_);
+    release_body();
     drain();
   }
 

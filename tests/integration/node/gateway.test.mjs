@@ -242,6 +242,37 @@ test(`${mode}: bad bodies are picked by load, counted by reason, and never error
   s.close();
 });
 
+test(`${mode}: a body over --gateway-max-body-bytes (64 KiB here) is picked by load and still passed through`, async () => {
+  const tenant = seededTenant();
+  const before = await metrics();
+  const bytes = Buffer.from(JSON.stringify({ model: 'qwen3', messages: [{ role: 'user', content: 'x'.repeat(100000) }] }));
+  const size = Math.ceil(bytes.length / 4);  // the third chunk crosses 64 KiB
+  const chunk = (i) => bytes.subarray(i * size, Math.min(bytes.length, (i + 1) * size));
+  const s = open();
+  s.send({ request_headers: { ...headersOf(tenant), end_of_stream: false } });
+  if (mode !== 'full-duplex') assert.equal((await s.next()).msg.response, 'request_headers');
+  let pick;
+  for (let i = 0; i < 4; ++i) {
+    s.send({ request_body: { body: chunk(i), end_of_stream: i === 3 } });
+    if (mode !== 'full-duplex') pick = await s.next();
+  }
+  if (mode === 'full-duplex') {
+    pick = await s.next();
+    assert.equal(pick.msg.response, 'request_headers');
+    const held = await s.next();  // the first three chunks, held until the pick
+    assert.ok(held.raw.includes(bytes.subarray(0, 3 * size)));
+    const rest = await s.next();
+    assert.ok(rest.raw.includes(chunk(3)));
+  }
+  // Unread, the body names no model: the endpoints this core has sent requests to, by load.
+  const { header, metadata } = pickOf(pick);
+  assert.equal(header, metadata);
+  assert.ok(header.split(',').every((e) => /^10\.0\.0\.\d:8000$/.test(e)), header);
+  s.close();
+  const after = await metrics();
+  assert.equal(after('gateway_fail_open_total{reason="body_too_large"}') - before('gateway_fail_open_total{reason="body_too_large"}'), 1);
+});
+
 test(`${mode}: the response side: served-endpoint feedback, pass-through, the stream's end`, async () => {
   const tenant = seededTenant();
   const before = await metrics();
