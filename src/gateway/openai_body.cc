@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/json_outline.hh"
+#include "gateway/message_cache.hh"
+
 #include <limits>
 #include <optional>
 
@@ -105,6 +108,52 @@ BodyError parse_chat(json& doc, InferenceBody& out) {
   return BodyError::kNone;
 }
 
+// A JSON piece of the body parsed by `convert(json&)` (→ optional Value), or
+// the value kept from an earlier body with exactly these bytes. nullopt when
+// the piece is not JSON or `convert` refuses it (then nothing is kept).
+template <typename Convert>
+std::optional<Value> piece(std::string_view bytes, Convert convert) {
+  MessageCache& cache = MessageCache::local();
+  if (auto kept = cache.find(bytes)) return kept;
+  json j = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  auto v = convert(j);
+  if (v) cache.insert(bytes, *v);
+  return v;
+}
+
+// A chat body through its outline: only the pieces not seen before are
+// parsed. The template only reads the values, so kept ones are shared.
+BodyError parse_chat_outline(const JsonOutline& o, InferenceBody& out) {
+  const json model = json::parse(o.model, nullptr, /*allow_exceptions=*/false);
+  if (!model.is_string() || model.get_ref<const std::string&>().empty()) return BodyError::kNoModel;
+  out.model = model.get_ref<const std::string&>();
+  if (o.messages.empty()) return BodyError::kNoPrompt;
+  List list;
+  list.reserve(o.messages.size());
+  for (std::string_view bytes : o.messages) {
+    bool object = true;
+    auto v = piece(bytes, [&object](json& m) -> std::optional<Value> {
+      object = m.is_object();
+      return object ? message_value(m) : std::nullopt;
+    });
+    if (!v) return object && bytes.front() == '{' ? BodyError::kNotJson : BodyError::kNoPrompt;
+    list.push_back(std::move(*v));
+  }
+  out.chat = true;
+  out.messages = Value(std::move(list));
+  if (!o.tools.empty()) {
+    auto tools = piece(o.tools, [](json& t) -> std::optional<Value> {
+      return t.is_array() && !t.empty() ? to_value(t, 1) : std::nullopt;
+    });
+    if (tools) {
+      out.tools = std::move(*tools);
+      out.has_tools = true;
+    }
+  }
+  return BodyError::kNone;
+}
+
 BodyError parse_completion(const json& doc, InferenceBody& out) {
   auto found = doc.find("prompt");
   if (found == doc.end()) return BodyError::kNoPrompt;
@@ -133,13 +182,20 @@ BodyError parse_completion(const json& doc, InferenceBody& out) {
 
 BodyError parse_body(std::string_view path, std::string_view body, InferenceBody& out) {
   out = InferenceBody();
+  const std::string_view route = path.substr(0, path.find('?'));
+  const bool completion_route =
+      route.ends_with("/completions") && !route.ends_with("/chat/completions");
+  if (!completion_route) {
+    thread_local JsonOutline outline;
+    if (outline_json(body, outline, kMaxDepth) && outline.has_messages && !outline.model.empty())
+      return parse_chat_outline(outline, out);
+  }
   json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) return BodyError::kNotJson;
   auto model = doc.find("model");
   if (model == doc.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
     return BodyError::kNoModel;
   out.model = model->get_ref<const std::string&>();
-  const std::string_view route = path.substr(0, path.find('?'));
   const bool chat = route.ends_with("/chat/completions") ||
                     (!route.ends_with("/completions") && doc.contains("messages"));
   return chat ? parse_chat(doc, out) : parse_completion(doc, out);

@@ -9,6 +9,8 @@
 
 #include "../tokenizer/small_tokenizer.hh"
 #include "gateway/endpoints.hh"
+#include "gateway/json_outline.hh"
+#include "gateway/message_cache.hh"
 #include "gateway/openai_body.hh"
 #include "gateway/prompt_tokens.hh"
 #include "gateway/segment_tokens.hh"
@@ -146,6 +148,53 @@ TEST_CASE("prompt ids: the runs' reuse gives exactly the whole prompt's ids") {
   CHECK(ic::gateway::prompt_tokens(nullptr, b, 1 << 20, {}, ids) ==
         ic::gateway::TokensError::kNone);
   CHECK(ids == std::vector<std::uint32_t>{1, 2});
+}
+
+TEST_CASE("json outline: the members and messages as written, or none") {
+  ic::gateway::JsonOutline o;
+  REQUIRE(ic::gateway::outline_json(
+      R"( { "stream" : true, "model":"m\"x", "messages" : [ {"role":"user","content":"a]}\\"} ,{"c":[1,{"d":"}"}]} ], "tools":[{}], "n": -1.5e3 } )",
+      o, 64));
+  CHECK(o.model == R"("m\"x")");
+  CHECK(o.tools == "[{}]");
+  CHECK(o.has_messages);
+  CHECK(o.messages == std::vector<std::string_view>{R"({"role":"user","content":"a]}\\"})",
+                                                    R"({"c":[1,{"d":"}"}]})"});
+  for (const char* bad : {"", "[]", "{", R"({"a":[1})", R"({"a":{]})", R"({"a":1,})", R"({"a" 1})",
+                          R"({"a":"x)", R"({"a":1} x)", R"({"messages":[1,]})"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ic::gateway::outline_json(bad, o, 64));
+  }
+  CHECK_FALSE(ic::gateway::outline_json(R"({"a":[[[[1]]]]})", o, 3));
+  CHECK(ic::gateway::outline_json(R"({"a":[[[1]]]})", o, 3));
+}
+
+TEST_CASE("chat bodies: messages seen before are not parsed again, and give the same prompt") {
+  auto set = models();
+  const ic::prompt_text::Model& model = *set->find("m");
+  auto& cache = ic::gateway::MessageCache::local();
+  const std::string system = R"({"role":"system","content":"cached system prompt"})";
+  InferenceBody first, next;
+  const auto misses = cache.misses(), hits = cache.hits();
+  REQUIRE(
+      parse_body("/v1/chat/completions",
+                 R"({"model":"m","messages":[)" + system + R"(,{"role":"user","content":"q1"}]})",
+                 first) == BodyError::kNone);
+  CHECK(cache.misses() == misses + 2);
+  REQUIRE(parse_body("/v1/chat/completions",
+                     R"({"model":"m","messages":[)" + system +
+                         R"(,{"role":"user","content":"q1"},{"role":"user","content":"q2"}]})",
+                     next) == BodyError::kNone);
+  CHECK(cache.hits() == hits + 2);
+  CHECK(cache.misses() == misses + 3);
+  std::string a, error;
+  REQUIRE(ic::gateway::render_chat(model, next, a, error));
+  CHECK(a ==
+        "<|im_start|>system\ncached system prompt<|im_end|>\n<|im_start|>user\nq1<|im_end|>\n"
+        "<|im_start|>user\nq2<|im_end|>\n<|im_start|>assistant\n");
+  // The same body with its outline unusable (a trailing comma elsewhere) is parsed whole: refused.
+  CHECK(parse_body("/v1/chat/completions", R"({"model":"m","messages":[)" + system + R"(],})",
+                   next) == BodyError::kNotJson);
 }
 
 TEST_CASE("endpoints: ip:port only, ordered by load") {
