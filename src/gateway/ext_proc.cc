@@ -110,6 +110,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
  private:
   void handle(const xp::ProcessingRequest& r) {
+    if (rejected_) return;  // answered 503: Envoy sends nothing more that needs an answer
     if (r.has_metadata_context()) read_served(r.metadata_context());
     switch (r.request_case()) {
       case xp::ProcessingRequest::kRequestHeaders:

@@ -75,7 +75,7 @@ class Scanner {
   // An object or array from its opening bracket to the matching close,
   // strings skipped, bracket kinds matched, depth bounded.
   bool nested() {
-    char stack[256];
+    char stack[256] = {};  // the closing bracket each open level expects
     int depth = 0;
     const int limit = max_depth_ < 256 ? max_depth_ : 256;
     for (; i_ < s_.size(); ++i_) {
