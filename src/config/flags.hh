@@ -26,6 +26,10 @@ using base::LogLevel;
 // io_uring, or epoll when this process may not use io_uring.
 enum class ReactorBackend : std::uint8_t { kAuto, kIoUring, kEpoll };
 
+// --gateway-body-mode (docs/gateway.md "Body modes"): the request body mode of
+// the gateway's ext_proc filter, used when Envoy does not say it.
+enum class GatewayBodyMode : std::uint8_t { kFullDuplex, kBuffered, kStreamed };
+
 // Everything the composition root (src/main.cc) and the subsystems read.
 // Durations are µs; sizes are bytes.
 struct ServerConfig {
@@ -136,6 +140,15 @@ struct ServerConfig {
   std::vector<std::string> spread_tenants;
   // Cores holding each spread tenant (its owner included); 0 = every core.
   unsigned spread_cores = 0;
+  // The endpoint picker (Envoy ext_proc) on the gRPC port (docs/gateway.md "Flags").
+  bool gateway = true;
+  std::string gateway_tenant_header = "x-tenant-id";
+  std::string gateway_default_tenant = "default";
+  std::string gateway_hash_scheme = "vllm";
+  GatewayBodyMode gateway_body_mode = GatewayBodyMode::kFullDuplex;
+  std::uint32_t gateway_max_body_bytes = 4u << 20;
+  std::int64_t gateway_tokenize_budget_us = 20'000;
+  std::uint32_t gateway_max_endpoints = 4;
 };
 
 // Result of parsing argv: a config, or an exit code with the text to print.

@@ -16,6 +16,7 @@
 #include "admin/server.hh"
 #include "base/log.hh"
 #include "buildinfo/build_info.hh"
+#include "gateway/ext_proc.hh"
 #include "metrics/labels.hh"
 #include "metrics/scrape.hh"
 #include "net/address.hh"
@@ -165,6 +166,15 @@ bool App::load_tokenizer_models() {
   prompt_text.models = &tokenizer_models;
   prompt_text.max_prompt_bytes = limits.max_prompt_bytes;
   prompt_text.max_token_ids = limits.max_token_ids;
+  gateway.models = &tokenizer_models;
+  gateway.tenant_header = config.gateway_tenant_header;
+  gateway.default_tenant = config.gateway_default_tenant;
+  gateway.hash_scheme = config.gateway_hash_scheme;
+  gateway.body_mode = static_cast<ic::gateway::BodyMode>(config.gateway_body_mode);
+  gateway.max_body_bytes = config.gateway_max_body_bytes;
+  gateway.max_token_ids = limits.max_token_ids;
+  gateway.tokenize_budget_us = config.gateway_tokenize_budget_us;
+  gateway.max_endpoints = config.gateway_max_endpoints;
   if (config.tokenizer_models_dir.empty()) return true;
   std::vector<ic::prompt_text::LoadReport> reports;
   std::string error;
@@ -544,9 +554,10 @@ void App::start_core(unsigned core) {
   opts.scrape_metrics = [this](auto done) { ic::metrics::scrape(runtime, registry, done); };
   opts.metrics_interval_us = config.metrics_stream_interval_us;
   opts.prompt_text = &prompt_text;
-  opts.add_methods = [this](ic::rpc::MethodTable& methods) {
+  opts.add_methods = [this](ic::rpc::MethodTable& methods, ic::rpc::Timers&) {
     methods.add("/" + std::string(ic::service::kInferenceCacheService) + "/RenderTemplate",
                 ic::templates::render_template_method(render_service));
+    if (config.gateway && index) ic::gateway::add_ext_proc(methods, gateway, *index);
   };
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();

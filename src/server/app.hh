@@ -30,6 +30,7 @@
 #include "admin/readiness.hh"
 #include "config/flags.hh"
 #include "config/policy_store.hh"
+#include "gateway/config.hh"
 #include "index/clock.hh"
 #include "index/shard.hh"
 #include "metrics/registry.hh"
@@ -149,6 +150,7 @@ struct App {
   // Prompt templates per core and the RenderTemplate method's view of them.
   std::unique_ptr<ic::templates::Catalog> templates;
   ic::templates::RenderService render_service;
+  ic::gateway::GatewayConfig gateway;  // the endpoint picker's (set before the cores start)
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
   std::atomic<unsigned> cores_serving{0};

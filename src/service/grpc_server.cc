@@ -31,7 +31,7 @@ void CoreGrpcServer::build(const GrpcServiceOptions& options) {
         methods_, options.scrape_metrics, options.metrics_interval_us, *context_.timers,
         options.metric_subscribers != nullptr ? *options.metric_subscribers : process_wide);
   }
-  if (options.add_methods) options.add_methods(methods_);
+  if (options.add_methods) options.add_methods(methods_, *context_.timers);
   add_health(methods_, options.ready, *context_.timers);
   add_reflection(methods_);
   context_.methods = &methods_;

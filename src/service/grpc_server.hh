@@ -71,9 +71,12 @@ struct GrpcServiceOptions {
   // prompt_text lookups (service/prompt_input.hh); nullptr: they fail open.
   // Shared by every core's server; outlives them.
   const PromptTextConfig* prompt_text = nullptr;
-  // Methods of other rooms, added after the defaults (one of the same path
-  // replaces the default): RenderTemplate (templates/render_method.hh).
-  std::function<void(rpc::MethodTable& methods)> add_methods;
+  // Methods of other rooms served on this port, added after the defaults (one
+  // of the same path replaces the default): RenderTemplate
+  // (templates/render_method.hh) and the endpoint picker (gateway/ext_proc.hh);
+  // called with this core's table and timers before reflection lists the
+  // services; empty = none.
+  std::function<void(rpc::MethodTable&, rpc::Timers&)> add_methods;
 };
 
 // One core's gRPC server: the method table (InferenceCache, Health,

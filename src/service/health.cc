@@ -16,10 +16,16 @@ namespace hpb = ::grpc::health::v1;
 using Status = hpb::HealthCheckResponse::ServingStatus;
 
 bool is_served(const std::string& service) {
-  return service.empty() || service == "inferencecache.v1alpha1.InferenceCache";
+  return service.empty() || service == "inferencecache.v1alpha1.InferenceCache" ||
+         service == "liveness" || service == "readiness" ||
+         service == "envoy.service.ext_proc.v3.ExternalProcessor";
 }
 
-Status current(const ReadyFn& ready) {
+// "liveness" is SERVING while the process answers at all (the Endpoint
+// Picker Protocol's health names; docs/gateway.md "Health"); every other
+// name follows readiness.
+Status current(const ReadyFn& ready, const std::string& service) {
+  if (service == "liveness") return hpb::HealthCheckResponse::SERVING;
   return (!ready || ready()) ? hpb::HealthCheckResponse::SERVING
                              : hpb::HealthCheckResponse::NOT_SERVING;
 }
@@ -37,7 +43,7 @@ class WatchHub {
   WatchHub(const WatchHub&) = delete;
   WatchHub& operator=(const WatchHub&) = delete;
 
-  Status status() const { return current(ready_); }
+  Status status(const std::string& service) const { return current(ready_, service); }
   void add(WatchHandler* w) {
     watchers_.push_back(w);
     if (!timer_ && ready_) arm();
@@ -82,8 +88,9 @@ class WatchHandler final : public rpc::CallHandler {
       send(hpb::HealthCheckResponse::SERVICE_UNKNOWN);
       return;
     }
-    send(hub_->status());
-    hub_->add(this);
+    liveness_ = request.service() == "liveness";
+    send(hub_->status(request.service()));
+    if (!liveness_) hub_->add(this);  // liveness never changes while serving
   }
   // The client's half-close does not end a watch (health-checking.md).
   void on_half_close() override {
@@ -112,11 +119,12 @@ class WatchHandler final : public rpc::CallHandler {
   std::shared_ptr<WatchHub> hub_;
   Status last_ = hpb::HealthCheckResponse::UNKNOWN;
   bool have_request_ = false;
+  bool liveness_ = false;
 };
 
 void WatchHub::tick() {
   timer_.reset();
-  const Status now = status();
+  const Status now = status("");
   // update() may end a call, which never removes other watchers.
   for (WatchHandler* w : std::vector<WatchHandler*>(watchers_)) w->update(now);
   if (!watchers_.empty()) arm();
@@ -134,7 +142,7 @@ void add_health(rpc::MethodTable& methods, ReadyFn ready, rpc::Timers& timers) {
               return;
             }
             hpb::HealthCheckResponse response;
-            response.set_status(current(ready));
+            response.set_status(current(ready, request.service()));
             call.reply(response);
           }));
   auto hub = std::make_shared<WatchHub>(std::move(ready), timers);

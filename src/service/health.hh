@@ -1,8 +1,11 @@
 #pragma once
 // grpc.health.v1.Health (grpc/doc/health-checking.md; docs/streams.md
-// "Health Watch"): services "" and "inferencecache.v1alpha1.InferenceCache"
+// "Health Watch"): services "", "inferencecache.v1alpha1.InferenceCache",
+// and the Endpoint Picker Protocol's "readiness" and
+// "envoy.service.ext_proc.v3.ExternalProcessor" (docs/gateway.md "Health")
 // are SERVING while the server is ready (admin::Readiness: every core serves
-// and draining has not begun), NOT_SERVING otherwise.
+// and draining has not begun), NOT_SERVING otherwise; "liveness" is SERVING
+// while the process answers.
 //   Check: unknown service → NOT_FOUND.
 //   Watch: sends the current status first (SERVICE_UNKNOWN for an unknown
 //          service, which never changes), then a message only when the status

@@ -14,6 +14,8 @@
 
 namespace ic::service::pd_methods {
 
+using sharding::ShardedIndex;  // the cross-core index (src/sharding/)
+
 // The method's table entry; `index` outlives the sessions.
 rpc::Method lookup_pd_route(ShardedIndex& index);
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/added_tokens.hh"
@@ -54,6 +55,16 @@ class Tokenizer {
   // returns true. On anything but kOk `out` is partial.
   EncodeStatus encode(std::string_view text, Workspace& workspace, std::vector<TokenId>& out,
                       const std::function<bool()>& expired = {}) const;
+
+  // The first stage of encode(): f(run, nullptr) for each run of ordinary
+  // text and f(content, &id) for each added token, in order. Each run
+  // encodes on its own (encode(run) gives exactly the ids encode(text) gives
+  // for it), which lets a caller reuse the ids of runs it has seen before
+  // (src/gateway/segment_tokens.hh).
+  template <typename F>
+  void split_added(std::string_view text, F&& f) const {
+    added_.split(text, std::forward<F>(f));
+  }
 
   // The id of an added token with exactly this content, or -1.
   std::int64_t added_token_id(std::string_view content) const;

@@ -14,7 +14,11 @@ the output is checked:
 - the replicated StatefulSet's serviceName is a headless Service selecting its pods, the client
   Service "inferencecache" is still there with a cluster IP, and the pods spread over nodes;
 - every ServiceMonitor, PodMonitor and PrometheusRule carries the `release` label;
-- the KV-event adapter example points at the Service and namespace the base builds.
+- the KV-event adapter example points at the Service and namespace the base builds;
+- the inference-gateway example's InferencePool has exactly the fields of the Inference
+  Extension's v1 API (inference.networking.k8s.io/v1: selector.matchLabels, one targetPort,
+  endpointPickerRef kind/name/port/failureMode), selects the vllm-kvevents engines, names the
+  built server Service and its gRPC port as endpoint picker, and the HTTPRoute routes to it.
 Skips (77) when kubectl is not installed, or its kustomize is older than v4 (Debian 12's
 kubernetes-client is kubectl 1.20 with kustomize v2, which rejects `labels:` and components).
 """
@@ -95,6 +99,45 @@ def check_every_kustomization_builds():
         docs = build(rel)
         require(docs, "%s builds nothing" % rel)
         print("     %-32s %d objects" % (rel, len(docs)))
+
+
+def check_inference_gateway():
+    docs = build("examples/inference-gateway")
+    pools = find(docs, "InferencePool")
+    require(len(pools) == 1, "one InferencePool, got %d" % len(pools))
+    pool = pools[0]
+    require(pool["apiVersion"] == "inference.networking.k8s.io/v1", pool["apiVersion"])
+    spec = pool["spec"]
+    require(set(spec) == {"selector", "targetPorts", "endpointPickerRef"}, sorted(spec))
+    require(set(spec["selector"]) == {"matchLabels"}, spec["selector"])
+    require(len(spec["targetPorts"]) == 1 and set(spec["targetPorts"][0]) == {"number"}
+            and 1 <= spec["targetPorts"][0]["number"] <= 65535, spec["targetPorts"])
+    ref = spec["endpointPickerRef"]
+    require(set(ref) <= {"group", "kind", "name", "port", "failureMode"}, sorted(ref))
+    require(ref.get("kind", "Service") == "Service" and ref.get("group", "") == "", ref)
+    require(ref.get("failureMode", "FailClose") in ("FailOpen", "FailClose"), ref)
+    services = find(docs, "Service", ref["name"])
+    require(len(services) == 1, "the endpoint picker Service %s is built" % ref["name"])
+    svc = services[0]
+    require(svc["metadata"]["namespace"] == pool["metadata"]["namespace"],
+            "the picker Service is in the pool's namespace")
+    grpc_ports = [p["port"] for p in svc["spec"]["ports"] if p["name"] == "grpc"]
+    require(set(ref["port"]) == {"number"} and [ref["port"]["number"]] == grpc_ports,
+            "endpointPickerRef.port is the gRPC port %s" % grpc_ports)
+    server = find(docs, "Deployment", "inferencecache")[0]["spec"]["template"]["spec"]
+    args = server["containers"][0]["args"]
+    require("--gateway-default-tenant=" + pool["metadata"]["namespace"] in args,
+            "the server's default tenant is the engines' namespace")
+    require(not find(docs, "Namespace"), "the engines' namespace is not built here")
+    engines = [d for d in build("examples/vllm-kvevents") if d["kind"] == "Deployment"]
+    labels = engines[0]["spec"]["template"]["metadata"]["labels"]
+    require(all(labels.get(k) == v for k, v in spec["selector"]["matchLabels"].items()),
+            "the pool selects the vllm-kvevents engines")
+    routes = find(docs, "HTTPRoute")
+    require(len(routes) == 1 and routes[0]["apiVersion"] == "gateway.networking.k8s.io/v1", routes)
+    backends = [b for r in routes[0]["spec"]["rules"] for b in r["backendRefs"]]
+    require(backends == [{"group": "inference.networking.k8s.io", "kind": "InferencePool",
+                          "name": pool["metadata"]["name"]}], backends)
 
 
 def check_every_component_is_used():
@@ -245,4 +288,5 @@ run_checks([check_every_kustomization_builds, check_every_component_is_used, che
             check_namespace_enforces_restricted,
             check_replicated_services_and_spread, check_every_statefulset_has_a_headless_service,
             check_io_uring_overlays_use_the_profile,
-            check_monitoring_release_label, check_adapter_example_points_at_the_base])
+            check_monitoring_release_label, check_adapter_example_points_at_the_base,
+            check_inference_gateway])

@@ -50,6 +50,10 @@ TEST_CASE("a known registry renders byte for byte") {
   core.add_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, 3);
   core.add_auth(AuthEndpoint::kSnapshot, AuthResult::kOk);
   core.add_prompt_text_failure(ic::metrics::PromptTextFailure::kNoTokenizer);
+  core.record_gateway_pick(ic::metrics::GatewayPick::kPrefixMatch, std::nullopt, 40);
+  core.record_gateway_pick(ic::metrics::GatewayPick::kFailOpen,
+                           ic::metrics::GatewayFailOpen::kNotJson, 300);
+  core.add_gateway_served(ic::metrics::GatewayServed::kFallback);
   core.add_auth(AuthEndpoint::kPolicy, AuthResult::kUnauth);
   core.add_ingest(9);
   core.add_event(4);             // CacheEvent.Type ALL_CLEARED
@@ -215,6 +219,52 @@ TEST_CASE("a known registry renders byte for byte") {
       "inferencecache_prompt_text_failures_total{reason=\"timeout\"} 0\n"
       "inferencecache_prompt_text_failures_total{reason=\"busy\"} 0\n"
       "inferencecache_prompt_text_failures_total{reason=\"cpu_budget\"} 0\n"
+      "# HELP inferencecache_gateway_picks_total Endpoint picker (ext_proc) picks by why the first "
+      "endpoint was chosen.\n"
+      "# TYPE inferencecache_gateway_picks_total counter\n"
+      "inferencecache_gateway_picks_total{reason=\"prefix_match\"} 1\n"
+      "inferencecache_gateway_picks_total{reason=\"ranked\"} 0\n"
+      "inferencecache_gateway_picks_total{reason=\"load\"} 0\n"
+      "inferencecache_gateway_picks_total{reason=\"fail_open\"} 1\n"
+      "inferencecache_gateway_picks_total{reason=\"no_endpoint\"} 0\n"
+      "# HELP inferencecache_gateway_fail_open_total Endpoint picker picks made by load because "
+      "the "
+      "body gave no token ids, by reason.\n"
+      "# TYPE inferencecache_gateway_fail_open_total counter\n"
+      "inferencecache_gateway_fail_open_total{reason=\"not_json\"} 1\n"
+      "inferencecache_gateway_fail_open_total{reason=\"no_model\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"no_prompt\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"unknown_model\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"template\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"tokenize\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"too_long\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"timeout\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"body_too_large\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"no_body\"} 0\n"
+      "# HELP inferencecache_gateway_served_total Picked requests whose response began, by the "
+      "endpoint that served (picked or a fallback).\n"
+      "# TYPE inferencecache_gateway_served_total counter\n"
+      "inferencecache_gateway_served_total{endpoint=\"picked\"} 0\n"
+      "inferencecache_gateway_served_total{endpoint=\"fallback\"} 1\n"
+      "# HELP inferencecache_gateway_pick_latency_seconds Endpoint picker pick latency (body "
+      "parsed, tokenized, looked up) in seconds.\n"
+      "# TYPE inferencecache_gateway_pick_latency_seconds histogram\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"1e-05\"} 0\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"2.5e-05\"} 0\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"5e-05\"} 1\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.0001\"} 1\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.00025\"} 1\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.0005\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.001\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.0025\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.005\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.01\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.025\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.05\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"0.1\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_bucket{le=\"+Inf\"} 2\n"
+      "inferencecache_gateway_pick_latency_seconds_sum 0.00034\n"
+      "inferencecache_gateway_pick_latency_seconds_count 2\n"
       "# HELP inferencecache_core_lookup_route_calls_total LookupRoute calls recorded per core.\n"
       "# TYPE inferencecache_core_lookup_route_calls_total counter\n"
       "inferencecache_core_lookup_route_calls_total{core=\"0\"} 3\n"

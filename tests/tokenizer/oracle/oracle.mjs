@@ -7,6 +7,9 @@
 //   node oracle.mjs template <model_dir> <case_file> → {"prompt", "prompt_ids", "ids"}
 //     (tests/templates: case_file is {"source", "variables", "encode": [texts]}; the
 //     source is rendered with the variables alone, "ids" are the texts' tokens)
+//   node oracle.mjs chat <model_dir> <json_file>    → {"prompt", "prompt_ids"}
+//     json_file: {"messages": [...], "tools"?: [...], "add_generation_prompt": bool}, the
+//     whole conversation rendered as transformers' apply_chat_template does
 //
 // <model_dir> holds tokenizer.json and tokenizer_config.json. The corpus is
 // generated from a fixed seed, so every run produces the same cases.
@@ -29,7 +32,14 @@ function loadModel(dir) {
   const encode = (text) => Array.from(tokenizer.encode(text, { add_special_tokens: false }).ids);
   const render = (text) =>
     template.render({ messages: [{ role: "user", content: text }], add_generation_prompt: true, ...special });
-  return { encode, render };
+  const renderChat = (chat) =>
+    template.render({
+      messages: chat.messages,
+      ...(chat.tools ? { tools: chat.tools } : {}),
+      add_generation_prompt: chat.add_generation_prompt !== false,
+      ...special,
+    });
+  return { encode, render, renderChat };
 }
 
 // mulberry32: a small fixed-seed PRNG so the corpus is the same on every run.
@@ -168,8 +178,13 @@ function main() {
     process.stdout.write(JSON.stringify({ prompt, prompt_ids: model.encode(prompt), ids }));
     return;
   }
+  if (mode === "chat") {
+    const prompt = model.renderChat(JSON.parse(fs.readFileSync(file, "utf8")));
+    process.stdout.write(JSON.stringify({ prompt, prompt_ids: model.encode(prompt) }));
+    return;
+  }
   if (mode !== "corpus") {
-    throw new Error("usage: oracle.mjs corpus|render|template <model_dir> [file]");
+    throw new Error("usage: oracle.mjs corpus|render|template|chat <model_dir> [file]");
   }
   const cases = corpus().map(({ name, text }) => {
     const prompt = model.render(text);

@@ -1,0 +1,434 @@
+#include "gateway/ext_proc.hh"
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "envoy/service/ext_proc/v3/external_processor.pb.h"
+#include "gateway/endpoints.hh"
+#include "gateway/gateway_metrics.hh"
+#include "gateway/openai_body.hh"
+#include "gateway/picker.hh"
+#include "gateway/prompt_tokens.hh"
+#include "rpc/typed.hh"
+
+namespace ic::gateway {
+namespace {
+
+namespace xp = ::envoy::service::ext_proc::v3;
+namespace core3 = ::envoy::config::core::v3;
+using Mode = ::envoy::extensions::filters::http::ext_proc::v3::ProcessingMode;
+
+// Messages held while a pick is on its way back from the owner core: Envoy
+// sends nothing more than trailers before it has the answer, so a few.
+constexpr std::size_t kMaxQueued = 8;
+
+std::string header_value(const core3::HeaderValue& h) {
+  return !h.raw_value().empty() ? h.raw_value() : h.value();
+}
+
+// The string (or list of strings, comma-joined) at namespace/key of `m`.
+std::optional<std::vector<std::string>> metadata_list(const core3::Metadata& m, std::string_view ns,
+                                                      std::string_view key) {
+  auto n = m.filter_metadata().find(std::string(ns));
+  if (n == m.filter_metadata().end()) return std::nullopt;
+  auto f = n->second.fields().find(std::string(key));
+  if (f == n->second.fields().end()) return std::nullopt;
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& s) {
+    for (std::size_t b = 0; b <= s.size();) {
+      std::size_t e = s.find(',', b);
+      if (e == std::string::npos) e = s.size();
+      if (e > b) out.push_back(s.substr(b, e - b));
+      b = e + 1;
+    }
+  };
+  if (f->second.has_string_value()) add(f->second.string_value());
+  if (f->second.has_list_value()) {
+    for (const auto& v : f->second.list_value().values()) {
+      if (v.has_string_value()) add(v.string_value());
+    }
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& endpoints) {
+  std::string s;
+  for (const std::string& e : endpoints) {
+    if (!s.empty()) s += ',';
+    s += e;
+  }
+  return s;
+}
+
+BodyMode mode_of(const xp::ProtocolConfiguration& c, BodyMode fallback) {
+  switch (c.request_body_mode()) {
+    case Mode::FULL_DUPLEX_STREAMED:
+      return BodyMode::kFullDuplex;
+    case Mode::BUFFERED:
+    case Mode::BUFFERED_PARTIAL:
+      return BodyMode::kBuffered;
+    case Mode::STREAMED:
+      return BodyMode::kStreamed;
+    default:
+      return fallback;
+  }
+}
+
+// One ext_proc stream (one HTTP request). Shared so a pick coming back from
+// another core finds it gone rather than freed.
+class Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(rpc::CallHandle call, const GatewayConfig& config, sharding::ShardedIndex& index)
+      : call_(std::move(call)), config_(config), index_(index), mode_(config.body_mode) {}
+  ~Exchange() {
+    end_request();
+    release_body();
+  }
+
+  void on_message(std::span<const std::byte> bytes) {
+    auto request = std::make_unique<xp::ProcessingRequest>();
+    if (!rpc::parse_request(bytes, *request, call_)) return;
+    if (first_ && request->has_protocol_config())
+      mode_ = mode_of(request->protocol_config(), config_.body_mode);
+    first_ = false;
+    if (picking_) {
+      if (queued_.size() >= kMaxQueued) {
+        call_.finish({rpc::StatusCode::kResourceExhausted, "too many messages before the pick"});
+        return;
+      }
+      queued_.push_back(std::move(request));
+      return;
+    }
+    handle(*request);
+  }
+
+  void on_cancel() { end_request(); }
+
+ private:
+  void handle(const xp::ProcessingRequest& r) {
+    if (rejected_) return;  // answered 503: Envoy sends nothing more that needs an answer
+    if (r.has_metadata_context()) read_served(r.metadata_context());
+    switch (r.request_case()) {
+      case xp::ProcessingRequest::kRequestHeaders:
+        return request_headers(r);
+      case xp::ProcessingRequest::kRequestBody:
+        return request_body(r.request_body());
+      case xp::ProcessingRequest::kRequestTrailers:
+        return request_trailers();
+      case xp::ProcessingRequest::kResponseHeaders:
+        return response_headers(r.response_headers());
+      case xp::ProcessingRequest::kResponseBody:
+        return response_body(r.response_body());
+      case xp::ProcessingRequest::kResponseTrailers: {
+        xp::ProcessingResponse out;
+        out.mutable_response_trailers();
+        call_.write(out);
+        end_request();
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  // ---- request side
+
+  void request_headers(const xp::ProcessingRequest& r) {
+    start_us_ = now();
+    for (const core3::HeaderValue& h : r.request_headers().headers().headers()) {
+      if (h.key() == ":path") {
+        path_ = header_value(h);
+      } else if (h.key() == config_.tenant_header) {
+        tenant_ = header_value(h);
+      }
+    }
+    if (r.has_metadata_context())
+      subset_ = metadata_list(r.metadata_context(), kSubsetNamespace, kSubsetKey);
+    if (r.request_headers().end_of_stream()) {
+      headers_answered_by_pick_ = true;
+      begin_pick(FailOpen::kNoBody);
+      return;
+    }
+    if (mode_ != BodyMode::kFullDuplex) {
+      xp::ProcessingResponse out;
+      out.mutable_request_headers();
+      call_.write(out);
+    }
+  }
+
+  void request_body(const xp::HttpBody& b) {
+    if (picked_) {  // full duplex after an early pick (body too large): pass through
+      pass_request_chunk(b.body(), b.end_of_stream());
+      return;
+    }
+    if (!too_large_ && !fits(b.body().size())) {
+      too_large_ = true;
+      if (mode_ == BodyMode::kFullDuplex) {  // hold this chunk too, pick now, pass the rest
+        hold(b.body());
+        body_ended_ = b.end_of_stream();
+        begin_pick(FailOpen::kBodyTooLarge);
+        return;
+      }
+      release_body();
+    }
+    if (!too_large_) hold(b.body());
+    if (!b.end_of_stream()) {
+      if (mode_ != BodyMode::kFullDuplex) {
+        xp::ProcessingResponse out;
+        out.mutable_request_body();
+        call_.write(out);
+      }
+      return;
+    }
+    body_ended_ = true;
+    begin_pick(too_large_ ? std::optional(FailOpen::kBodyTooLarge) : std::nullopt);
+  }
+
+  // Whether `more` bytes may be held: this stream's body limit and the
+  // core's (every stream's held bodies together).
+  bool fits(std::size_t more) const {
+    return body_.size() + more <= config_.max_body_bytes &&
+           core_held_bytes() + more <= config_.max_core_body_bytes;
+  }
+  void hold(const std::string& chunk) {
+    body_ += chunk;
+    core_held_bytes() += chunk.size();
+  }
+  void release_body() {
+    core_held_bytes() -= body_.size();
+    std::string().swap(body_);
+  }
+  // Request body bytes held by this core's streams.
+  static std::size_t& core_held_bytes() {
+    thread_local std::size_t held = 0;
+    return held;
+  }
+
+  void request_trailers() {
+    trailers_pending_ = true;
+    if (!picked_ && !picking_) {
+      begin_pick(too_large_ ? std::optional(FailOpen::kBodyTooLarge) : std::nullopt);
+    } else if (picked_) {
+      answer_trailers();
+    }
+  }
+
+  void answer_trailers() {
+    trailers_pending_ = false;
+    xp::ProcessingResponse out;
+    out.mutable_request_trailers();
+    call_.write(out);
+  }
+
+  void pass_request_chunk(const std::string& chunk, bool end) {
+    xp::ProcessingResponse out;
+    auto* streamed = out.mutable_request_body()
+                         ->mutable_response()
+                         ->mutable_body_mutation()
+                         ->mutable_streamed_response();
+    streamed->set_body(chunk);
+    streamed->set_end_of_stream(end);
+    call_.write(out);
+  }
+
+  // ---- the pick
+
+  // `fail`: why the body cannot give token ids, known before reading it.
+  void begin_pick(std::optional<FailOpen> fail) {
+    PickRequest request;
+    request.tenant_id = tenant_.empty() ? config_.default_tenant : tenant_;
+    request.subset = subset_;
+    request.hash_scheme = config_.hash_scheme;
+    const std::int64_t start = now();
+    if (!fail) fail = read_body(request, start);
+    request.failed_open = fail.has_value();
+    fail_ = fail;
+    picking_ = true;
+    std::weak_ptr<Exchange> self = weak_from_this();
+    pick(index_, std::move(request), config_.max_endpoints, [self, start](Pick&& p) {
+      if (auto exchange = self.lock()) exchange->picked(std::move(p), start);
+    });
+  }
+
+  // Parses and tokenizes the held body into `request`; why not, if it fails.
+  std::optional<FailOpen> read_body(PickRequest& request, std::int64_t start) {
+    InferenceBody body;
+    const BodyError error = parse_body(path_, body_, body);
+    request.model_id = body.model;
+    if (error != BodyError::kNone) return fail_open_of(error);
+    const std::int64_t deadline = start + config_.tokenize_budget_us;
+    index::Clock& clock = index_.clock();
+    const TokensError t = prompt_tokens(
+        config_.models, body, config_.max_token_ids,
+        [&clock, deadline] { return clock.monotonic_us() >= deadline; }, request.token_ids);
+    return fail_open_of(t);
+  }
+
+  void picked(Pick&& pick, std::int64_t start) {
+    picking_ = false;
+    picked_ = true;
+    record_pick(pick.reason, fail_, now() - start);
+    if (pick.endpoints.empty()) {
+      xp::ProcessingResponse out;
+      auto* immediate = out.mutable_immediate_response();
+      immediate->mutable_status()->set_code(::envoy::type::v3::ServiceUnavailable);
+      immediate->set_body("no eligible endpoint");
+      immediate->set_details("inferencecache_no_endpoint");
+      call_.write(out);
+      rejected_ = true;
+      release_body();
+      return;
+    }
+    picked_endpoint_ = pick.endpoints.front();
+    served_ = picked_endpoint_;
+    pick_sent_us_ = now();
+    EndpointLoad::local().started(served_, pick_sent_us_);
+    in_flight_ = true;
+    send_pick(pick.endpoints);
+    release_body();
+    drain();
+  }
+
+  void send_pick(const std::vector<std::string>& endpoints) {
+    const std::string list = joined(endpoints);
+    xp::ProcessingResponse out;
+    const bool on_headers = headers_answered_by_pick_ || mode_ == BodyMode::kFullDuplex;
+    xp::CommonResponse* common = on_headers ? out.mutable_request_headers()->mutable_response()
+                                            : out.mutable_request_body()->mutable_response();
+    auto* header = common->mutable_header_mutation()->add_set_headers();
+    header->mutable_header()->set_key(std::string(kDestinationHeader));
+    header->mutable_header()->set_raw_value(list);
+    header->set_append_action(core3::HeaderValueOption::OVERWRITE_IF_EXISTS_OR_ADD);
+    common->set_clear_route_cache(true);
+    auto& lb = (*out.mutable_dynamic_metadata()->mutable_fields())[std::string(kLbNamespace)];
+    (*lb.mutable_struct_value()->mutable_fields())[std::string(kDestinationHeader)]
+        .set_string_value(list);
+    call_.write(out);
+    if (mode_ == BodyMode::kFullDuplex && !headers_answered_by_pick_)
+      pass_request_chunk(body_, body_ended_ && !trailers_pending_);
+    if (trailers_pending_) answer_trailers();
+  }
+
+  void drain() {
+    while (!queued_.empty() && !picking_ && call_.alive()) {
+      std::unique_ptr<xp::ProcessingRequest> next = std::move(queued_.front());
+      queued_.pop_front();
+      handle(*next);
+    }
+  }
+
+  // ---- response side
+
+  void read_served(const core3::Metadata& m) {
+    auto served = metadata_list(m, kLbNamespace, kServedKey);
+    if (!served || served->empty() || !in_flight_ || served->front() == served_) return;
+    const std::int64_t t = now();
+    EndpointLoad::local().ended(served_, t);
+    served_ = served->front();
+    EndpointLoad::local().started(served_, t);
+    served_elsewhere_ = true;
+  }
+
+  void first_response_byte() {
+    if (first_byte_seen_ || !in_flight_) return;
+    first_byte_seen_ = true;
+    const std::int64_t t = now();
+    EndpointLoad::local().first_byte(served_, t - pick_sent_us_, t);
+    record_served(served_elsewhere_ ? Served::kFallback : Served::kPicked);
+  }
+
+  void response_headers(const xp::HttpHeaders& h) {
+    first_response_byte();
+    xp::ProcessingResponse out;
+    out.mutable_response_headers();
+    call_.write(out);
+    if (h.end_of_stream()) end_request();
+  }
+
+  void response_body(const xp::HttpBody& b) {
+    first_response_byte();
+    xp::ProcessingResponse out;
+    if (mode_ == BodyMode::kFullDuplex) {
+      auto* streamed = out.mutable_response_body()
+                           ->mutable_response()
+                           ->mutable_body_mutation()
+                           ->mutable_streamed_response();
+      streamed->set_body(b.body());
+      streamed->set_end_of_stream(b.end_of_stream());
+    } else {
+      out.mutable_response_body();
+    }
+    call_.write(out);
+    if (b.end_of_stream()) end_request();
+  }
+
+  void end_request() {
+    if (!in_flight_) return;
+    in_flight_ = false;
+    EndpointLoad::local().ended(served_, now());
+  }
+
+  std::int64_t now() const { return index_.clock().monotonic_us(); }
+
+  rpc::CallHandle call_;
+  const GatewayConfig& config_;
+  sharding::ShardedIndex& index_;
+  BodyMode mode_;
+  bool first_ = true;
+  std::string path_;
+  std::string tenant_;
+  std::optional<std::vector<std::string>> subset_;
+  std::string body_;  // held request body (≤ max_body_bytes + one chunk)
+  bool body_ended_ = false;
+  bool too_large_ = false;
+  bool trailers_pending_ = false;
+  bool headers_answered_by_pick_ = false;  // a body-less request: the pick rides on the headers
+  bool picking_ = false;
+  bool picked_ = false;
+  bool rejected_ = false;
+  std::optional<FailOpen> fail_;
+  std::deque<std::unique_ptr<xp::ProcessingRequest>> queued_;
+  std::string picked_endpoint_;
+  std::string served_;
+  bool served_elsewhere_ = false;
+  bool in_flight_ = false;
+  bool first_byte_seen_ = false;
+  std::int64_t start_us_ = 0;
+  std::int64_t pick_sent_us_ = 0;
+};
+
+class ExtProcHandler final : public rpc::CallHandler {
+ public:
+  ExtProcHandler(rpc::CallHandle call, const GatewayConfig& config, sharding::ShardedIndex& index)
+      : call_(call), exchange_(std::make_shared<Exchange>(std::move(call), config, index)) {}
+  void on_message(std::span<const std::byte> message) override { exchange_->on_message(message); }
+  void on_half_close() override { call_.finish(rpc::Status::ok()); }
+  void on_cancel() override { exchange_->on_cancel(); }
+  void on_shutdown() override {}  // in-flight requests finish; Envoy opens new streams elsewhere
+
+ private:
+  rpc::CallHandle call_;
+  std::shared_ptr<Exchange> exchange_;
+};
+
+}  // namespace
+
+rpc::Method ext_proc_method(const GatewayConfig& config, sharding::ShardedIndex& index) {
+  rpc::Method m;
+  m.kind = rpc::CallKind::kBidiStreaming;
+  m.make = [&config, &index](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
+    return std::make_unique<ExtProcHandler>(std::move(call), config, index);
+  };
+  return m;
+}
+
+void add_ext_proc(rpc::MethodTable& methods, const GatewayConfig& config,
+                  sharding::ShardedIndex& index) {
+  methods.add("/" + std::string(kExtProcService) + "/Process", ext_proc_method(config, index));
+}
+
+}  // namespace ic::gateway

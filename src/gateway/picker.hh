@@ -1,0 +1,60 @@
+#pragma once
+// One pick of the endpoint picker (docs/gateway.md "The pick"): the index
+// and ranking LookupRoute uses, reached the way LookupRoute reaches them —
+// the tenant's owner core through the runtime's one cross-core verb
+// (sharding/sharded_index.hh, runtime/submit.hh), inline when this core owns
+// the tenant — with LookupRoute's side effects (the work-aware booking of
+// the answered replica, docs/ranking.md "Bookings").
+//
+// On the owner: LookupRoute of (tenant, model, token ids) when there are
+// token ids, and GetCacheState of (tenant, model) for the replicas known
+// from reports. Back here, the answer is a list of endpoints, best first:
+// the ranked replicas that are endpoints (gateway/endpoints.hh) and
+// eligible, then the other eligible endpoints by load (fewest requests in
+// flight, then the shorter measured time to first byte, then the lower
+// reported pressure; none reported counts as 0). Eligible: the subset hint
+// when the gateway sent one, else every endpoint known from reports of
+// (tenant, model); when there are none (no model named, none reported), the
+// endpoints this core has sent requests to.
+// At most max_endpoints; empty → the stream answers 503.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "metrics/labels.hh"
+#include "sharding/sharded_index.hh"
+
+namespace ic::gateway {
+
+// Why the first endpoint was chosen (inferencecache_gateway_picks_total{reason},
+// metrics/labels.hh): the index's PREFIX_MATCH, another ranked answer, by
+// load, failed open (the body gave no token ids), no endpoint (503).
+using PickReason = metrics::GatewayPick;
+
+struct PickRequest {
+  std::string tenant_id;
+  std::string model_id;                            // "" when the body named none
+  std::string hash_scheme;                         // of the reports (GatewayConfig::hash_scheme)
+  std::vector<std::uint32_t> token_ids;            // empty: no lookup, by load
+  bool failed_open = false;                        // the body's tokens are missing for a reason
+  std::optional<std::vector<std::string>> subset;  // the gateway's subset hint
+  std::int64_t deadline_mono_us = INT64_MAX;
+};
+
+struct Pick {
+  std::vector<std::string> endpoints;  // best first; empty: 503
+  PickReason reason = PickReason::kNoEndpoint;
+  std::string reason_code;  // the index's LookupRoute reason code ("" without a lookup)
+};
+
+// Picks for `request` and calls `done` on this core (now when this core owns
+// the tenant). A full owner mailbox picks by load from this core's endpoints
+// (and the subset hint). `index` outlives the call.
+void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_endpoints,
+          std::function<void(Pick&&)> done);
+
+}  // namespace ic::gateway

@@ -1,0 +1,229 @@
+// src/gateway without a server: OpenAI bodies (gateway/openai_body.hh), the
+// prompt ids with reused runs (gateway/segment_tokens.hh, prompt_tokens.hh),
+// endpoints (gateway/endpoints.hh). docs/gateway.md.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../tokenizer/small_tokenizer.hh"
+#include "gateway/endpoints.hh"
+#include "gateway/json_outline.hh"
+#include "gateway/message_cache.hh"
+#include "gateway/openai_body.hh"
+#include "gateway/prompt_tokens.hh"
+#include "gateway/segment_tokens.hh"
+#include "prompt_text/models.hh"
+
+namespace {
+
+using ic::gateway::BodyError;
+using ic::gateway::InferenceBody;
+using ic::gateway::parse_body;
+
+// The small byte-level tokenizer with two added tokens, ids 1000 and 1001.
+std::string tokenizer_json() {
+  nlohmann::json j = ic::test::small_tokenizer({{"h", "e"}, {"l", "l"}, {"he", "ll"}, {" ", "w"}});
+  j["added_tokens"] =
+      nlohmann::json::array({{{"id", 1000}, {"content", "<|im_start|>"}, {"special", true}},
+                             {{"id", 1001}, {"content", "<|im_end|>"}, {"special", true}}});
+  return j.dump();
+}
+
+// A ChatML template like Qwen's.
+constexpr const char* kConfig = R"({"chat_template":
+  "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if tools %}<|im_start|>tools\n{{ tools | length }}<|im_end|>\n{% endif %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"})";
+
+std::unique_ptr<ic::prompt_text::ModelSet> models() {
+  std::string error;
+  auto model = ic::prompt_text::ModelSet::load_model("m", tokenizer_json(), kConfig, error);
+  REQUIRE_MESSAGE(model != nullptr, error);
+  auto set = std::make_unique<ic::prompt_text::ModelSet>();
+  set->add(std::move(model));
+  return set;
+}
+
+std::vector<std::uint32_t> whole(const ic::prompt_text::Model& model, std::string_view text) {
+  ic::tokenizer::Workspace ws;
+  std::vector<std::uint32_t> out;
+  REQUIRE(model.tokenizer->encode(text, ws, out) == ic::tokenizer::EncodeStatus::kOk);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("openai bodies: chat, completion text and ids, and every error") {
+  InferenceBody b;
+  CHECK(
+      parse_body(
+          "/v1/chat/completions",
+          R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}]}],"tools":[{"type":"function"}]})",
+          b) == BodyError::kNone);
+  CHECK(b.model == "m");
+  CHECK(b.chat);
+  CHECK(b.has_tools);
+  const auto& message = b.messages.as_list().at(0).as_dict();
+  CHECK(ic::chat_template::find(message, "content")->as_string() == "ab");
+
+  CHECK(parse_body("/v1/completions?x=1", R"({"model":"m","prompt":"hi"})", b) == BodyError::kNone);
+  CHECK_FALSE(b.chat);
+  CHECK(b.prompt == "hi");
+  CHECK(parse_body("/v1/completions", R"({"model":"m","prompt":[[5,6,7]]})", b) ==
+        BodyError::kNone);
+  CHECK(b.prompt_is_ids);
+  CHECK(b.prompt_ids == std::vector<std::uint32_t>{5, 6, 7});
+  CHECK(parse_body("/other", R"({"model":"m","messages":[{"role":"user","content":"x"}]})", b) ==
+        BodyError::kNone);
+  CHECK(b.chat);
+
+  CHECK(parse_body("/v1/chat/completions", "{", b) == BodyError::kNotJson);
+  CHECK(parse_body("/v1/chat/completions", "[1]", b) == BodyError::kNotJson);
+  CHECK(parse_body("/v1/chat/completions", R"({"messages":[]})", b) == BodyError::kNoModel);
+  CHECK(parse_body("/v1/chat/completions", R"({"model":7})", b) == BodyError::kNoModel);
+  CHECK(parse_body("/v1/chat/completions", R"({"model":"m","messages":"x"})", b) ==
+        BodyError::kNoPrompt);
+  CHECK(parse_body("/v1/chat/completions", R"({"model":"m","messages":[1]})", b) ==
+        BodyError::kNoPrompt);
+  CHECK(parse_body("/v1/completions", R"({"model":"m","prompt":[-1]})", b) == BodyError::kNoPrompt);
+  CHECK(parse_body("/v1/completions", R"({"model":"m","prompt":[4294967296]})", b) ==
+        BodyError::kNoPrompt);
+  CHECK(parse_body("/v1/completions", R"({"model":"m"})", b) == BodyError::kNoPrompt);
+  // Nesting past kMaxDepth inside a message.
+  std::string deep = R"({"model":"m","messages":[{"role":"user","content":"x","extra":)";
+  deep += std::string(100, '[') + std::string(100, ']') + "}]}";
+  CHECK(parse_body("/v1/chat/completions", deep, b) == BodyError::kNotJson);
+}
+
+TEST_CASE("prompt ids: the runs' reuse gives exactly the whole prompt's ids") {
+  auto set = models();
+  const ic::prompt_text::Model& model = *set->find("m");
+  const std::string long_text(600, 'h');  // runs of 128 bytes and more are cached
+  InferenceBody b;
+  const std::string turn1 = R"({"model":"m","messages":[{"role":"system","content":")" + long_text +
+                            R"("},{"role":"user","content":"hello world"}]})";
+  REQUIRE(parse_body("/v1/chat/completions", turn1, b) == BodyError::kNone);
+  std::string rendered, error;
+  REQUIRE(ic::gateway::render_chat(model, b, rendered, error));
+  CHECK(rendered ==
+        "<|im_start|>system\n" + long_text +
+            "<|im_end|>\n<|im_start|>user\nhello world<|im_end|>\n<|im_start|>assistant\n");
+  std::vector<std::uint32_t> ids;
+  auto& cache = ic::gateway::SegmentTokens::local();
+  const auto hits = cache.hits(), misses = cache.misses();
+  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+          ic::gateway::TokensError::kNone);
+  CHECK(ids == whole(model, rendered));
+  CHECK(cache.misses() == misses + 1);  // the system run
+  CHECK(cache.hits() == hits);
+  // The next turn: the system run comes from the cache, the ids are the same as a whole encode.
+  const std::string turn2 =
+      R"({"model":"m","messages":[{"role":"system","content":")" + long_text +
+      R"("},{"role":"user","content":"hello world"},{"role":"assistant","content":"hell"},{"role":"user","content":"well"}],"tools":[{},{}]})";
+  REQUIRE(parse_body("/v1/chat/completions", turn2, b) == BodyError::kNone);
+  REQUIRE(ic::gateway::render_chat(model, b, rendered, error));
+  CHECK(rendered.find("<|im_start|>tools\n2<|im_end|>") != std::string::npos);
+  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+          ic::gateway::TokensError::kNone);
+  CHECK(ids == whole(model, rendered));
+  CHECK(cache.hits() == hits + 1);
+  CHECK(cache.misses() == misses + 1);
+
+  // Completions: text as it is, ids as given; limits and an unknown model.
+  REQUIRE(parse_body("/v1/completions", R"({"model":"m","prompt":"<|im_start|>hello"})", b) ==
+          BodyError::kNone);
+  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+          ic::gateway::TokensError::kNone);
+  CHECK(ids == whole(model, "<|im_start|>hello"));
+  CHECK(ids.front() == 1000);
+  CHECK(ic::gateway::prompt_tokens(set.get(), b, 2, {}, ids) == ic::gateway::TokensError::kTooLong);
+  CHECK(ic::gateway::prompt_tokens(
+            set.get(), b, 1 << 20, [] { return true; }, ids) == ic::gateway::TokensError::kTimeout);
+  REQUIRE(parse_body("/v1/completions", R"({"model":"other","prompt":"x"})", b) ==
+          BodyError::kNone);
+  CHECK(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+        ic::gateway::TokensError::kUnknownModel);
+  REQUIRE(parse_body("/v1/completions", R"({"model":"other","prompt":[1,2]})", b) ==
+          BodyError::kNone);
+  CHECK(ic::gateway::prompt_tokens(nullptr, b, 1 << 20, {}, ids) ==
+        ic::gateway::TokensError::kNone);
+  CHECK(ids == std::vector<std::uint32_t>{1, 2});
+}
+
+TEST_CASE("json outline: the members and messages as written, or none") {
+  ic::gateway::JsonOutline o;
+  REQUIRE(ic::gateway::outline_json(
+      R"( { "stream" : true, "model":"m\"x", "messages" : [ {"role":"user","content":"a]}\\"} ,{"c":[1,{"d":"}"}]} ], "tools":[{}], "n": -1.5e3 } )",
+      o, 64));
+  CHECK(o.model == R"("m\"x")");
+  CHECK(o.tools == "[{}]");
+  CHECK(o.has_messages);
+  CHECK(o.messages == std::vector<std::string_view>{R"({"role":"user","content":"a]}\\"})",
+                                                    R"({"c":[1,{"d":"}"}]})"});
+  for (const char* bad : {"", "[]", "{", R"({"a":[1})", R"({"a":{]})", R"({"a":1,})", R"({"a" 1})",
+                          R"({"a":"x)", R"({"a":1} x)", R"({"messages":[1,]})"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ic::gateway::outline_json(bad, o, 64));
+  }
+  CHECK_FALSE(ic::gateway::outline_json(R"({"a":[[[[1]]]]})", o, 3));
+  CHECK(ic::gateway::outline_json(R"({"a":[[[1]]]})", o, 3));
+}
+
+TEST_CASE("chat bodies: messages seen before are not parsed again, and give the same prompt") {
+  auto set = models();
+  const ic::prompt_text::Model& model = *set->find("m");
+  auto& cache = ic::gateway::MessageCache::local();
+  const std::string system = R"({"role":"system","content":"cached system prompt"})";
+  InferenceBody first, next;
+  const auto misses = cache.misses(), hits = cache.hits();
+  REQUIRE(
+      parse_body("/v1/chat/completions",
+                 R"({"model":"m","messages":[)" + system + R"(,{"role":"user","content":"q1"}]})",
+                 first) == BodyError::kNone);
+  CHECK(cache.misses() == misses + 2);
+  REQUIRE(parse_body("/v1/chat/completions",
+                     R"({"model":"m","messages":[)" + system +
+                         R"(,{"role":"user","content":"q1"},{"role":"user","content":"q2"}]})",
+                     next) == BodyError::kNone);
+  CHECK(cache.hits() == hits + 2);
+  CHECK(cache.misses() == misses + 3);
+  std::string a, error;
+  REQUIRE(ic::gateway::render_chat(model, next, a, error));
+  CHECK(a ==
+        "<|im_start|>system\ncached system prompt<|im_end|>\n<|im_start|>user\nq1<|im_end|>\n"
+        "<|im_start|>user\nq2<|im_end|>\n<|im_start|>assistant\n");
+  // The same body with its outline unusable (a trailing comma elsewhere) is parsed whole: refused.
+  CHECK(parse_body("/v1/chat/completions", R"({"model":"m","messages":[)" + system + R"(],})",
+                   next) == BodyError::kNotJson);
+}
+
+TEST_CASE("endpoints: ip:port only, ordered by load") {
+  using ic::gateway::is_endpoint;
+  CHECK(is_endpoint("10.0.0.1:8000"));
+  CHECK(is_endpoint("[fd00::7]:8000"));
+  CHECK_FALSE(is_endpoint("10.0.0.1"));
+  CHECK_FALSE(is_endpoint("10.0.0.1:0"));
+  CHECK_FALSE(is_endpoint("10.0.0.1:65536"));
+  CHECK_FALSE(is_endpoint("10.0.0.1:80x"));
+  CHECK_FALSE(is_endpoint("pod-a:8000"));
+  CHECK_FALSE(is_endpoint("fd00::7:8000"));
+  CHECK_FALSE(is_endpoint(""));
+
+  ic::gateway::EndpointLoad load;
+  load.started("a:1", 1);
+  load.started("a:1", 2);
+  load.started("b:1", 3);
+  load.first_byte("b:1", 800, 4);
+  load.first_byte("b:1", 1600, 5);  // mean moves 1/8 of the way
+  CHECK(load.mean_ttft_us("b:1") == 900);
+  std::vector<std::string> order = {"a:1", "b:1", "c:1"};
+  load.order_by_load(order);
+  CHECK(order == std::vector<std::string>{"c:1", "b:1", "a:1"});
+  load.ended("a:1", 6);
+  load.ended("a:1", 7);
+  load.ended("a:1", 8);  // never below 0
+  CHECK(load.in_flight("a:1") == 0);
+  order = {"b:1", "a:1"};
+  load.order_by_load(order);
+  CHECK(order == std::vector<std::string>{"a:1", "b:1"});
+}
