@@ -279,6 +279,7 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--nats-tls-ca-file", text(&c.nats_tls_ca_file), "replication: TLS to NATS, trusting this PEM CA bundle"},
       {"--nats-tls-cert-file", text(&c.nats_tls_cert_file), "replication: TLS client certificate (PEM) for NATS"},
       {"--nats-tls-key-file", text(&c.nats_tls_key_file), "replication: its private key (PEM)"},
+      {"--nats-creds-file", text(&c.nats_creds_file), "replication: NATS credentials file (.creds: user JWT and NKey seed)"},
       {"--nats-buffer-bytes", uint_in<std::uint64_t>(&c.nats_buffer_bytes, 1u << 16, std::uint64_t{1} << 36), "replication: changes buffered while NATS is slow or away, bytes"},
       {"--nats-startup-wait", duration_at_least(&c.nats_startup_wait_us, 0), "replication: /readyz waits this long for NATS at start, then serves local state"},
       {"--nats-snapshot-interval", duration_at_least(&c.nats_snapshot_interval_us, 0), "replication: period of index snapshots published to JetStream (0: never)"},
@@ -328,7 +329,7 @@ void require_state_dir(const std::string& path) {
   }
 }
 
-// --nats-tls-*: readable files; a certificate and its key come together.
+// --nats-tls-*, --nats-creds-file: readable files; a certificate and its key come together.
 void require_nats_tls(const ServerConfig& c) {
   if (c.nats_tls_cert_file.empty() != c.nats_tls_key_file.empty()) {
     throw FlagError{
@@ -339,6 +340,7 @@ void require_nats_tls(const ServerConfig& c) {
   require_readable("--nats-tls-ca-file", c.nats_tls_ca_file);
   require_readable("--nats-tls-cert-file", c.nats_tls_cert_file);
   require_readable("--nats-tls-key-file", c.nats_tls_key_file);
+  require_readable("--nats-creds-file", c.nats_creds_file);
 }
 
 // What one flag's value check cannot see: files, directories and combinations.

@@ -111,6 +111,9 @@ struct ServerConfig {
   std::string nats_tls_ca_file;
   std::string nats_tls_cert_file;
   std::string nats_tls_key_file;
+  // NATS credentials (docs/replication.md "Who may publish"): a `.creds` file
+  // (user JWT and NKey seed) the servers authenticate to NATS with.
+  std::string nats_creds_file;
   // Bytes of changes buffered for publishing while NATS is slow or away;
   // beyond it new changes are applied locally only and counted as dropped.
   std::uint64_t nats_buffer_bytes = std::uint64_t{64} << 20;

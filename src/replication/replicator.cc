@@ -280,6 +280,11 @@ void Replicator::start() {
   if (std::string error = apply_tls(o, options_.tls); !error.empty()) {
     config::log(LogLevel::error, "replication: NATS TLS options not usable", {{"error", error}});
   }
+  if (!options_.creds_file.empty()) {
+    if (std::string error = apply_creds(o, options_.creds_file); !error.empty()) {
+      config::log(LogLevel::error, "replication: NATS credentials not usable", {{"error", error}});
+    }
+  }
   natsOptions_SetName(o, "inferencecache-server");
   natsOptions_SetMaxReconnect(o, -1);  // forever: NATS may be away for long
   natsOptions_SetReconnectWait(o, 250);

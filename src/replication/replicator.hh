@@ -30,6 +30,7 @@
 #include "persist/state_saver.hh"
 #include "replication/applier.hh"
 #include "replication/log_backoff.hh"
+#include "replication/nats_creds.hh"
 #include "replication/nats_tls.hh"
 #include "replication/outbox.hh"
 #include "replication/record.hh"
@@ -44,6 +45,7 @@ struct ReplicatorOptions {
   std::string url;                                   // --nats-url: "nats://host:4222[,nats://...]"
   std::string stream;                                // --nats-stream
   NatsTls tls;                                       // --nats-tls-*
+  std::string creds_file;                            // --nats-creds-file; "" = none
   std::size_t buffer_bytes = std::size_t{64} << 20;  // --nats-buffer-bytes
   // MaxAge of the stream when this server creates it (µs; the index TTL:
   // older changes have expired anyway). An existing stream is used as is.

@@ -134,6 +134,16 @@ bool App::load_policies() {
   return true;
 }
 
+// --nats-creds-file that is not a credentials file is a bad flag value (exit
+// 2): the NATS client reads it only when it connects, and would retry forever.
+bool App::check_nats_creds() {
+  if (config.nats_creds_file.empty()) return true;
+  const std::string error = ic::replication::check_creds_file(config.nats_creds_file);
+  if (error.empty()) return true;
+  ic::config::log(LogLevel::error, "bad flag value", {{"error", error}});
+  return false;
+}
+
 // --tls-cert-file/--tls-key-file: gRPC over TLS with ALPN h2. An unusable
 // certificate or key is a bad flag value (exit 2).
 bool App::load_tls() {
@@ -318,8 +328,8 @@ void App::load_from_stream(ic::persist::LoadOutcome& got) {
   const bool have_position =
       got.status == ic::persist::LoadStatus::kOk && got.stream_name == config.nats_stream;
   ic::replication::Bootstrap fetched =
-      ic::replication::fetch_bootstrap(config.nats_url, nats_tls(config), config.nats_stream,
-                                       !have_position, std::chrono::seconds(5));
+      ic::replication::fetch_bootstrap(config.nats_url, nats_tls(config), config.nats_creds_file,
+                                       config.nats_stream, !have_position, std::chrono::seconds(5));
   if (!fetched.reached) {
     ic::config::log(LogLevel::warn, "replication: no snapshot or kept policy fetched",
                     {{"error", fetched.error}});
@@ -365,6 +375,7 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   options.url = config.nats_url;
   options.stream = config.nats_stream;
   options.tls = nats_tls(config);
+  options.creds_file = config.nats_creds_file;
   options.buffer_bytes = config.nats_buffer_bytes;
   options.max_age_us = config.index_ttl_us;
   // /readyz waits for the catch-up (docs/replication.md "Readiness").

@@ -79,6 +79,8 @@ struct App {
 
   bool load_policies();
   bool load_tls();
+  // --nats-creds-file holds a user JWT and seed; false (logged) when not.
+  bool check_nats_creds();
   bool load_tokenizer_models();
   void log_serving();
   void reload(std::string_view why);

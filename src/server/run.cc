@@ -57,7 +57,10 @@ int run(const ServerConfig& config) {
   const sigset_t term = signal_set({SIGTERM, SIGINT});
 
   App app(config);
-  if (!app.load_policies() || !app.load_tls() || !app.load_tokenizer_models()) return kExitUsage;
+  if (!app.load_policies() || !app.load_tls() || !app.check_nats_creds() ||
+      !app.load_tokenizer_models()) {
+    return kExitUsage;
+  }
   app.build_shards();
   if (std::optional<int> stop = app.load_state()) return *stop;
   if (std::string error = app.add_listeners(); !error.empty()) {

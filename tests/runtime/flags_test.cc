@@ -146,6 +146,8 @@ TEST_SUITE("runtime") {
           "--nats-tls-cert-file given without --nats-tls-key-file (both or neither)");
     CHECK(error_of({"--nats-tls-ca-file", "/nonexistent/ca.pem"}) ==
           "--nats-tls-ca-file: cannot read \"/nonexistent/ca.pem\": No such file or directory");
+    CHECK(error_of({"--nats-creds-file", "/nonexistent/user.creds"}) ==
+          "--nats-creds-file: cannot read \"/nonexistent/user.creds\": No such file or directory");
     CHECK(error_of({"--stream-reset-rate", "0"}) ==
           "--stream-reset-rate: want an integer in [1, 1048576], got \"0\"");
     CHECK(error_of({"--pin-threads", "maybe"}) ==
