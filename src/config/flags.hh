@@ -89,6 +89,18 @@ struct ServerConfig {
   // Period of StreamMetrics samples (docs/streams.md "StreamMetrics"), µs;
   // at least 100 ms.
   std::int64_t metrics_stream_interval_us = 10 * 1'000'000LL;
+  // Open StreamCacheEvents / StreamMetrics calls per server, all cores
+  // together; one more ends at once with RESOURCE_EXHAUSTED (docs/streams.md
+  // "Slow subscribers": each holds at most about 2 MiB).
+  std::uint32_t events_stream_max_subscribers = 128;
+  std::uint32_t metrics_stream_max_subscribers = 128;
+  // prompt_text bounds (docs/prompt-text.md "Where it runs and its bounds"):
+  // the tokenizing work one call may take, µs summed over its slices (past
+  // it: fails open, cpu_budget); calls waiting or being tokenized per core,
+  // and per tenant per core (one more: fails open at once, busy).
+  std::int64_t prompt_text_max_cpu_us = 50'000;
+  std::uint32_t prompt_text_max_jobs = 64;
+  std::uint32_t prompt_text_max_jobs_per_tenant = 8;
   // CachePolicy JSON loaded at start (docs/policy.md); empty: defaults.
   std::string policy_file;
   // File holding the bearer token for the control listener (/snapshot,

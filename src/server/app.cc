@@ -167,6 +167,9 @@ bool App::load_tokenizer_models() {
   prompt_text.models = &tokenizer_models;
   prompt_text.max_prompt_bytes = limits.max_prompt_bytes;
   prompt_text.max_token_ids = limits.max_token_ids;
+  prompt_text.max_cpu_us = config.prompt_text_max_cpu_us;
+  prompt_text.max_jobs_per_core = config.prompt_text_max_jobs;
+  prompt_text.max_jobs_per_tenant = config.prompt_text_max_jobs_per_tenant;
   if (config.tokenizer_models_dir.empty()) return true;
   std::vector<ic::prompt_text::LoadReport> reports;
   std::string error;
@@ -206,7 +209,9 @@ void App::build_shards() {
                                      .cores_per_tenant = config.spread_cores});
     index->set_placement(placement.get());
   }
-  events = std::make_unique<ic::service::EventFanout>(*index);
+  ic::service::EventStreamLimits event_limits;
+  event_limits.max_subscriptions = config.events_stream_max_subscribers;
+  events = std::make_unique<ic::service::EventFanout>(*index, event_limits);
   grpc_servers.resize(runtime.cores());
   grpc_factories.resize(runtime.cores());
 }
@@ -530,6 +535,7 @@ void App::start_core(unsigned core) {
   opts.events = events.get();
   opts.scrape_metrics = [this](auto done) { ic::metrics::scrape(runtime, registry, done); };
   opts.metrics_interval_us = config.metrics_stream_interval_us;
+  opts.metric_subscribers = &metric_subscribers;
   opts.prompt_text = &prompt_text;
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();

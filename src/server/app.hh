@@ -44,6 +44,7 @@
 #include "runtime/runtime.hh"
 #include "service/event_fanout.hh"
 #include "service/grpc_server.hh"
+#include "service/metric_stream.hh"
 #include "service/prompt_input.hh"
 #include "service/sharded_index.hh"
 
@@ -75,6 +76,8 @@ struct App {
                                               .backend = backend_choice(cfg.reactor_backend)}),
         registry(runtime.cores()),
         readiness(runtime.cores()),
+        metric_subscribers(ic::service::MetricStreamLimits{.max_subscriptions =
+                                                               cfg.metrics_stream_max_subscribers}),
         server(runtime) {}
 
   bool load_policies();
@@ -128,6 +131,8 @@ struct App {
   // --spread-tenants: read copies on other cores (docs/placement.md).
   std::unique_ptr<ic::placement::SpreadPlacement> placement;
   std::unique_ptr<ic::service::EventFanout> events;  // StreamCacheEvents
+  // StreamMetrics calls open across the cores (--metrics-stream-max-subscribers).
+  ic::service::MetricSubscribers metric_subscribers;
   // --tokenizer-models-dir, loaded before the reactors start; read-only after.
   ic::prompt_text::ModelSet tokenizer_models;
   ic::service::PromptTextConfig prompt_text;
