@@ -174,7 +174,9 @@ TEST_CASE("a batch of a million events is applied in chunks: memory stays near o
   const std::int64_t grown = peak_rss(rig.adapter->pid()) - before;
   MESSAGE("adapter peak grew by " << grown / (1 << 20) << " MiB for a "
                                   << payload.size() / (1 << 20) << " MiB batch of 1M events");
+#ifndef IC_SANITIZED  // ASan's quarantine holds every freed chunk: the peak says nothing there
   CHECK(grown < (std::int64_t{96} << 20));
+#endif
 }
 
 TEST_CASE("publisher restart: seq back to 0 → resync") {
