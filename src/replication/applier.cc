@@ -1,7 +1,5 @@
 #include "replication/applier.hh"
 
-#include <mimalloc.h>
-
 #include <thread>
 
 #include "config/log.hh"
@@ -97,35 +95,17 @@ void Applier::add_policy(std::uint64_t sequence, const std::string& json) {
 }
 
 // On the owner core: the batch's records in stream order, each through the
-// core's echo filter, until the slice's time is up. A record run is freed at
-// once (its parsed message is the bulk of the batch's memory).
-bool Applier::run(unsigned core, Batch& batch) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kApplySliceUs);
+// core's echo filter.
+void Applier::run(unsigned core, Batch& batch) {
   std::uint64_t skipped = 0;
-  for (; batch.next < batch.ops.size(); ++batch.next) {
-    if (batch.next > 0 && std::chrono::steady_clock::now() >= until) break;
-    Item& item = batch.ops[batch.next];
+  for (Item& item : batch.ops) {
     if (passes(core, item)) {
       apply(core, item);
     } else {
       ++skipped;
     }
-    item = Item{};
   }
   if (skipped > 0) echoes_skipped_.fetch_add(skipped, std::memory_order_relaxed);
-  return batch.next == batch.ops.size();
-}
-
-void Applier::run_sliced(unsigned core, std::int64_t n, Batch&& batch) {
-  if (!run(core, batch)) {
-    // The rest in the next turn: the core's I/O and timers run in between.
-    router_.cores().defer([this, core, n, batch = std::move(batch)]() mutable {
-      run_sliced(core, n, std::move(batch));
-    });
-    return;
-  }
-  done_[core].store(batch.last, std::memory_order_release);
-  in_flight_.fetch_sub(n, std::memory_order_acq_rel);
 }
 
 void Applier::apply(unsigned core, Item& item) {
@@ -184,8 +164,10 @@ bool Applier::flush(const std::atomic<bool>& stopping) {
     const std::uint64_t last = b.last;
     in_flight_.fetch_add(n, std::memory_order_acq_rel);
     posted_[core].store(last, std::memory_order_release);
-    runtime::Task task = [this, core, n, batch = std::move(b)]() mutable {
-      run_sliced(core, n, std::move(batch));
+    runtime::Task task = [this, core, n, last, batch = std::move(b)]() mutable {
+      run(core, batch);
+      done_[core].store(last, std::memory_order_release);
+      in_flight_.fetch_sub(n, std::memory_order_acq_rel);
     };
     b = Batch{};
     // Only a stopped runtime refuses a post from this thread.
@@ -196,12 +178,6 @@ bool Applier::flush(const std::atomic<bool>& stopping) {
   queued_ = 0;
   dispatched_.store(added_.load(std::memory_order_acquire), std::memory_order_release);
   return true;
-}
-
-void Applier::collect_on_cores() {
-  for (unsigned core = 0; core < cores_; ++core) {
-    post_to_core(router_, core, runtime::Task([] { mi_collect(true); }));
-  }
 }
 
 std::uint64_t Applier::applied_through() const {

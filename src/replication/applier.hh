@@ -15,10 +15,7 @@
 //
 // Bounded: at most `max_in_flight` records are posted and not yet run (plus
 // one round); the replication thread waits (it is not a reactor) and the
-// NATS library holds the rest, within its own pending limits. On the core, a
-// task runs its records for at most kApplySliceUs per reactor turn and defers
-// the rest to the next turn, so a burst delays the core's other calls by
-// about one slice, not by the whole task.
+// NATS library holds the rest, within its own pending limits.
 
 #include <atomic>
 #include <chrono>
@@ -44,10 +41,6 @@ namespace pb = ::inferencecache::v1alpha1;
 // The cross-core hop of this module: queues `task` on `core` from the
 // replication thread. False when it was not queued.
 bool post_to_core(service::ShardedIndex& router, unsigned core, runtime::Task task);
-
-// Longest run of one core task's records in one reactor turn (µs; checked
-// after each record, so a turn may overshoot by one record).
-inline constexpr std::int64_t kApplySliceUs = 500;
 
 class Applier {
  public:
@@ -79,11 +72,6 @@ class Applier {
   bool flush(const std::atomic<bool>& stopping);
   // Records queued by add() and not yet flushed.
   std::size_t queued() const { return queued_; }
-  // Replication thread: each core hands the free pages its heap keeps back to
-  // the system (mi_collect), once a burst is applied.
-  void collect_on_cores();
-  // Nothing queued, nothing posted and not yet run (replication thread).
-  bool idle() const { return queued_ == 0 && in_flight_.load(std::memory_order_acquire) == 0; }
 
   // The stream sequence up to which every record has run on its core(s).
   // Any thread.
@@ -110,19 +98,13 @@ class Applier {
   struct Batch {
     std::vector<Item> ops;
     std::uint64_t last = 0;  // stream sequence of the last op
-    std::size_t next = 0;    // the first op not run yet (on the core)
   };
   // One core's filter, on a cache line of its own (each core writes its own).
   struct alignas(64) CoreFilter {
     EchoFilter filter;
   };
   void add_policy(std::uint64_t sequence, const std::string& json);
-  // Runs the batch's records from batch.next for up to kApplySliceUs; true
-  // when all ran.
-  bool run(unsigned core, Batch& batch);
-  // Runs `batch` on `core` slice by slice, one per reactor turn, then marks
-  // its records done.
-  void run_sliced(unsigned core, std::int64_t n, Batch&& batch);
+  void run(unsigned core, Batch& batch);
   bool passes(unsigned core, const Item& item);
   void apply(unsigned core, Item& item);
   void queue(unsigned core, std::uint64_t sequence, Item&& item);

@@ -1,6 +1,5 @@
 #include "replication/replicator.hh"
 
-#include <mimalloc.h>
 #include <nats/nats.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -26,25 +25,18 @@ constexpr std::size_t kPublishBatch = 512;                   // records per publ
 constexpr std::size_t kBatchRecords = 256;                   // records per stream message
 constexpr std::size_t kBatchBytes = std::size_t{256} << 10;  // body bytes per stream message
 constexpr int kReceiveBatch = 1024;                          // messages per receive round
-// What one round fetches at least (docs/replication.md "Applying the
-// stream"); a fetch asks for the connection's max payload (plus headers) when
-// that is more, so any message fits in one (JetStream refuses a message larger
-// than the fetch). The server sends no more than a fetch asks for, so nothing
-// else waits in the NATS library.
-constexpr std::int64_t kRoundBytes = std::int64_t{256} << 10;
+// A round also ends past this many message bytes or records (docs/replication.md
+// "Applying the stream": what a round parses, and what one core task runs, is bounded).
+constexpr std::size_t kRoundBytes = std::size_t{1} << 20;
+constexpr std::size_t kRoundRecords = 2048;
 // Records posted to the cores and not yet run; past it the thread waits.
-constexpr std::int64_t kMaxInFlight = 512;
-// An ephemeral pull consumer nobody fetches from for this long is deleted by
-// the server (a server gone for good leaves nothing behind), ns.
-constexpr std::int64_t kConsumerInactiveNs = 60LL * 1'000'000'000;
-// A burst (at least this many records applied) followed by this long without
-// a record hands the free pages it left in this thread's and the cores' heaps
-// back to the system (mi_collect): mimalloc returns a thread's freed pages only
-// when that thread allocates again, and after a burst they go quiet.
-constexpr std::uint64_t kCollectAfterRecords = 4096;
-constexpr auto kCollectWhenQuiet = 1s;
+constexpr std::int64_t kMaxInFlight = 2048;
+// Messages the NATS library may hold for the subscription before they are
+// taken (its default is 64 MiB): a catching-up server would otherwise take in
+// the stream as fast as the network allows. Past it the library drops and the
+// ordered consumer resumes after the last message taken.
+constexpr int kPendingBytes = 4 << 20;
 constexpr int64_t kIdleWaitMs = 5;          // receive wait when nothing arrives
-constexpr int kFetchHeaderBytes = 4096;     // a message's headers and subject beside its payload
 constexpr int64_t kAckWaitMs = 5000;        // then a publish counts as failed
 constexpr int64_t kJsApiWaitMs = 2000;      // JetStream API requests
 constexpr int64_t kMaxAsyncPending = 8192;  // publishes awaiting acks in the library
@@ -600,22 +592,19 @@ bool Replicator::subscribe() {
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = options_.stream.c_str();
-  // A pull consumer: the server sends what a fetch asks for and no more, so a
-  // burst or a catch-up waits in the stream, not in this process.
-  so.Config.AckPolicy = js_AckNone;
-  so.Config.InactiveThreshold = kConsumerInactiveNs;
+  so.Ordered = true;  // the library recreates the consumer on a gap
   const std::uint64_t next = applier_.next_sequence();
   so.Config.DeliverPolicy = next > 1 ? js_DeliverByStartSequence : js_DeliverAll;
   so.Config.OptStartSeq = next > 1 ? next : 0;
   jsErrCode code = static_cast<jsErrCode>(0);
-  resubscribe_at_ = {};
   const natsStatus s =
-      js_PullSubscribe(&nats_->sub, nats_->js, subject_.c_str(), nullptr, nullptr, &so, &code);
+      js_SubscribeSync(&nats_->sub, nats_->js, subject_.c_str(), nullptr, &so, &code);
   if (s != NATS_OK) {
     config::log(LogLevel::warn, "replication: subscription failed",
                 {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
     return false;
   }
+  natsSubscription_SetPendingLimits(nats_->sub, -1, kPendingBytes);
   stats_.add_reconnect();
   config::log(LogLevel::info, "replication: subscribed",
               {{"stream", options_.stream}, {"from_sequence", next}});
@@ -664,70 +653,34 @@ bool Replicator::publish_batch(std::uint64_t first, std::uint64_t last, const st
   return s == NATS_OK;
 }
 
-// One round: a fetch of messages, each message's records posted to the cores
-// (one task per core) as soon as it is parsed.
+// One round: up to kReceiveBatch records queued in the applier, then posted
+// to the cores in one task per core.
 void Replicator::receive_some() {
-  const std::size_t posted = receive_round();
-  const auto now = std::chrono::steady_clock::now();
-  if (posted > 0) {
-    applied_since_collect_ += posted;
-    last_received_at_ = now;
-    return;
-  }
-  if (applied_since_collect_ >= kCollectAfterRecords &&
-      now - last_received_at_ >= kCollectWhenQuiet && applier_.idle()) {
-    // The burst is over and every record of it ran (freed on its core).
-    mi_collect(true);
-    applier_.collect_on_cores();
-    applied_since_collect_ = 0;
-  }
-}
-
-// Posts the records apply_message() queued; how many.
-std::size_t Replicator::post_queued() {
+  receive_round();
   const std::size_t queued = applier_.queued();
-  if (queued == 0 || !applier_.flush(stopping_)) return 0;
-  stats_.add_applied(queued);
-  return queued;
+  if (applier_.flush(stopping_)) stats_.add_applied(queued);
 }
 
-// One fetch: at most the connection's max payload plus kFetchHeaderBytes of
-// messages (kRoundBytes at least), waiting kIdleWaitMs when nothing is there. Each
-// message's records go to the cores before the next message is parsed, so
-// at most one message's records wait parsed beside the kMaxInFlight posted.
-// Returns the records posted.
-std::size_t Replicator::receive_round() {
-  if (resubscribe_at_ != std::chrono::steady_clock::time_point{}) {
-    if (std::chrono::steady_clock::now() < resubscribe_at_) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(kIdleWaitMs));
-      return 0;
+void Replicator::receive_round() {
+  std::size_t round_bytes = 0;
+  for (int i = 0; i < kReceiveBatch && !stopping_.load(std::memory_order_relaxed); ++i) {
+    if (round_bytes >= kRoundBytes || applier_.queued() >= kRoundRecords) return;
+    // The round is what has arrived: never wait past the first record (a
+    // record waiting in the round is not applied).
+    int buffered = 0;
+    if (i > 0 &&
+        (natsSubscription_GetPending(nats_->sub, &buffered, nullptr) != NATS_OK || buffered == 0)) {
+      return;
     }
-    resubscribe_at_ = {};
-    need_setup_.store(true);
-    return 0;
-  }
-  jsFetchRequest request;
-  jsFetchRequest_Init(&request);
-  request.Batch = kReceiveBatch;
-  request.MaxBytes = std::max<std::int64_t>(
-      kRoundBytes, natsConnection_GetMaxPayload(nats_->conn) + kFetchHeaderBytes);
-  request.Expires = kIdleWaitMs * 1'000'000;
-  natsMsgList list{};
-  const natsStatus s = natsSubscription_FetchRequest(&list, nats_->sub, &request);
-  // A fetch that expired may still carry what arrived before (AckNone: a
-  // message dropped here would never come again).
-  if (s != NATS_OK && s != NATS_TIMEOUT) {
-    // Not at once: a deleted stream's consumer goes first, and a stream
-    // created again while the old one's files are still being removed is
-    // broken (nats-server 2.9: "error opening msg block file"); the stream
-    // check (kStreamCheckInterval) runs meanwhile.
-    config::log(LogLevel::warn, "replication: subscription lost; resubscribing",
-                {{"error", status_text(s)}});
-    resubscribe_at_ = std::chrono::steady_clock::now() + kStreamCheckInterval;
-  }
-  std::size_t posted = 0;
-  for (int i = 0; i < list.Count && !stopping_.load(std::memory_order_relaxed); ++i) {
-    natsMsg* msg = list.Msgs[i];
+    natsMsg* msg = nullptr;
+    const natsStatus s = natsSubscription_NextMsg(&msg, nats_->sub, i == 0 ? kIdleWaitMs : 1);
+    if (s == NATS_TIMEOUT) return;
+    if (s != NATS_OK) {
+      config::log(LogLevel::warn, "replication: subscription lost; resubscribing",
+                  {{"error", status_text(s)}});
+      need_setup_.store(true);
+      return;
+    }
     jsMsgMetaData* meta = nullptr;
     if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
       const std::uint64_t sequence = meta->Sequence.Stream;
@@ -739,12 +692,11 @@ std::size_t Replicator::receive_round() {
         stats_.set_catch_up_target(target_);
       }
       if (sequence >= applier_.next_sequence()) apply_message(sequence, msg);
+      round_bytes += static_cast<std::size_t>(natsMsg_GetDataLength(msg));
       jsMsgMetaData_Destroy(meta);
     }
-    posted += post_queued();
+    natsMsg_Destroy(msg);
   }
-  natsMsgList_Destroy(&list);
-  return posted;
 }
 
 // One stream message: a batch of records (or a single one of format 1).

@@ -131,8 +131,7 @@ class Replicator final : public service::ChangeObserver {
   bool subscribe();
   void publish_some();
   void receive_some();
-  std::size_t receive_round();
-  std::size_t post_queued();
+  void receive_round();
   bool publish_batch(std::uint64_t first, std::uint64_t last, const std::string& body);
   void apply_message(std::uint64_t sequence, natsMsg* msg);
   void update_stats();
@@ -169,13 +168,6 @@ class Replicator final : public service::ChangeObserver {
   std::atomic<std::uint64_t> requeued_through_{0};
   std::atomic<std::uint64_t> id_epoch_{0};
   std::vector<Received> received_;  // replication thread: one message's records
-  // Replication thread: records since the last mi_collect, and when the last
-  // one arrived (a burst's end returns its memory, replicator.cc).
-  std::uint64_t applied_since_collect_ = 0;
-  std::chrono::steady_clock::time_point last_received_at_{};
-  // Replication thread: a fetch failed (consumer or stream gone); set up again
-  // from this time on ({} = nothing pending).
-  std::chrono::steady_clock::time_point resubscribe_at_{};
   // Why the stream is not set up while NATS is up ("" = nothing known); /readyz reads it.
   mutable std::mutex problem_mutex_;
   std::string problem_;
