@@ -168,6 +168,10 @@ class Replicator final : public service::ChangeObserver {
   std::atomic<std::uint64_t> requeued_through_{0};
   std::atomic<std::uint64_t> id_epoch_{0};
   std::vector<Received> received_;  // replication thread: one message's records
+  // Replication thread: records since the last mi_collect, and when the last
+  // one arrived (a burst's end returns its memory, replicator.cc).
+  std::uint64_t applied_since_collect_ = 0;
+  std::chrono::steady_clock::time_point last_received_at_{};
   // Why the stream is not set up while NATS is up ("" = nothing known); /readyz reads it.
   mutable std::mutex problem_mutex_;
   std::string problem_;
