@@ -270,6 +270,11 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--pressure-load", number_in(&c.load_aware.pressure_load, 0, 1e6), "load-aware: hints a replica at pressure 1.0 counts as"},
       {"--saturation-pressure", number_in(&c.load_aware.saturation_pressure, 0, 1e6), "load-aware: pressure at which a replica is saturated"},
       {"--metrics-stream-interval", duration_at_least(&c.metrics_stream_interval_us, 100'000), "period of StreamMetrics samples (docs/streams.md)"},
+      {"--events-stream-max-subscribers", uint_in<std::uint32_t>(&c.events_stream_max_subscribers, 1, 1u << 16), "open StreamCacheEvents calls per server (docs/streams.md)"},
+      {"--metrics-stream-max-subscribers", uint_in<std::uint32_t>(&c.metrics_stream_max_subscribers, 1, 1u << 16), "open StreamMetrics calls per server (docs/streams.md)"},
+      {"--prompt-text-max-cpu", duration_at_least(&c.prompt_text_max_cpu_us, 1000), "prompt_text: tokenizing work one call may take; past it the call fails open (docs/prompt-text.md)"},
+      {"--prompt-text-max-jobs", uint_in<std::uint32_t>(&c.prompt_text_max_jobs, 1, 1u << 16), "prompt_text: calls being tokenized per core; one more fails open"},
+      {"--prompt-text-max-jobs-per-tenant", uint_in<std::uint32_t>(&c.prompt_text_max_jobs_per_tenant, 1, 1u << 16), "prompt_text: calls being tokenized per tenant per core; one more fails open"},
       {"--policy-file", text(&c.policy_file), "CachePolicy JSON loaded at start"},
       {"--templates-file", text(&c.templates_file),
        "prompt-template JSON loaded at start and on SIGHUP"},
@@ -281,6 +286,7 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--nats-tls-ca-file", text(&c.nats_tls_ca_file), "replication: TLS to NATS, trusting this PEM CA bundle"},
       {"--nats-tls-cert-file", text(&c.nats_tls_cert_file), "replication: TLS client certificate (PEM) for NATS"},
       {"--nats-tls-key-file", text(&c.nats_tls_key_file), "replication: its private key (PEM)"},
+      {"--nats-creds-file", text(&c.nats_creds_file), "replication: NATS credentials file (.creds: user JWT and NKey seed)"},
       {"--nats-buffer-bytes", uint_in<std::uint64_t>(&c.nats_buffer_bytes, 1u << 16, std::uint64_t{1} << 36), "replication: changes buffered while NATS is slow or away, bytes"},
       {"--nats-startup-wait", duration_at_least(&c.nats_startup_wait_us, 0), "replication: /readyz waits this long for NATS at start, then serves local state"},
       {"--nats-snapshot-interval", duration_at_least(&c.nats_snapshot_interval_us, 0), "replication: period of index snapshots published to JetStream (0: never)"},
@@ -338,7 +344,7 @@ void require_state_dir(const std::string& path) {
   }
 }
 
-// --nats-tls-*: readable files; a certificate and its key come together.
+// --nats-tls-*, --nats-creds-file: readable files; a certificate and its key come together.
 void require_nats_tls(const ServerConfig& c) {
   if (c.nats_tls_cert_file.empty() != c.nats_tls_key_file.empty()) {
     throw FlagError{
@@ -349,6 +355,7 @@ void require_nats_tls(const ServerConfig& c) {
   require_readable("--nats-tls-ca-file", c.nats_tls_ca_file);
   require_readable("--nats-tls-cert-file", c.nats_tls_cert_file);
   require_readable("--nats-tls-key-file", c.nats_tls_key_file);
+  require_readable("--nats-creds-file", c.nats_creds_file);
 }
 
 // What one flag's value check cannot see: files, directories and combinations.

@@ -98,6 +98,18 @@ struct ServerConfig {
   // Period of StreamMetrics samples (docs/streams.md "StreamMetrics"), µs;
   // at least 100 ms.
   std::int64_t metrics_stream_interval_us = 10 * 1'000'000LL;
+  // Open StreamCacheEvents / StreamMetrics calls per server, all cores
+  // together; one more ends at once with RESOURCE_EXHAUSTED (docs/streams.md
+  // "Slow subscribers": each holds at most about 2 MiB).
+  std::uint32_t events_stream_max_subscribers = 128;
+  std::uint32_t metrics_stream_max_subscribers = 128;
+  // prompt_text bounds (docs/prompt-text.md "Where it runs and its bounds"):
+  // the tokenizing work one call may take, µs summed over its slices (past
+  // it: fails open, cpu_budget); calls waiting or being tokenized per core,
+  // and per tenant per core (one more: fails open at once, busy).
+  std::int64_t prompt_text_max_cpu_us = 50'000;
+  std::uint32_t prompt_text_max_jobs = 64;
+  std::uint32_t prompt_text_max_jobs_per_tenant = 8;
   // CachePolicy JSON loaded at start (docs/policy.md); empty: defaults.
   std::string policy_file;
   // Prompt-template JSON loaded at start and on SIGHUP (docs/templates.md);
@@ -123,6 +135,9 @@ struct ServerConfig {
   std::string nats_tls_ca_file;
   std::string nats_tls_cert_file;
   std::string nats_tls_key_file;
+  // NATS credentials (docs/replication.md "Who may publish"): a `.creds` file
+  // (user JWT and NKey seed) the servers authenticate to NATS with.
+  std::string nats_creds_file;
   // Bytes of changes buffered for publishing while NATS is slow or away;
   // beyond it new changes are applied locally only and counted as dropped.
   std::uint64_t nats_buffer_bytes = std::uint64_t{64} << 20;

@@ -1,5 +1,7 @@
 #include "replication/applier.hh"
 
+#include <mimalloc.h>
+
 #include <thread>
 
 #include "base/log.hh"
@@ -178,6 +180,12 @@ bool Applier::flush(const std::atomic<bool>& stopping) {
   queued_ = 0;
   dispatched_.store(added_.load(std::memory_order_acquire), std::memory_order_release);
   return true;
+}
+
+void Applier::collect_on_cores() {
+  for (unsigned core = 0; core < cores_; ++core) {
+    post_to_core(router_, core, runtime::Task([] { mi_collect(true); }));
+  }
 }
 
 std::uint64_t Applier::applied_through() const {

@@ -72,6 +72,11 @@ class Applier {
   bool flush(const std::atomic<bool>& stopping);
   // Records queued by add() and not yet flushed.
   std::size_t queued() const { return queued_; }
+  // Nothing queued, nothing posted and not yet run (replication thread).
+  bool idle() const { return queued_ == 0 && in_flight_.load(std::memory_order_acquire) == 0; }
+  // Replication thread: each core hands the free pages its heap keeps back to
+  // the system (mi_collect), once a burst is applied.
+  void collect_on_cores();
 
   // The stream sequence up to which every record has run on its core(s).
   // Any thread.

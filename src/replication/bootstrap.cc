@@ -6,8 +6,9 @@
 
 namespace ic::replication {
 
-Bootstrap fetch_bootstrap(const std::string& url, const NatsTls& tls, const std::string& stream,
-                          bool want_snapshot, std::chrono::milliseconds timeout) {
+Bootstrap fetch_bootstrap(const std::string& url, const NatsTls& tls, const std::string& creds_file,
+                          const std::string& stream, bool want_snapshot,
+                          std::chrono::milliseconds timeout) {
   Bootstrap out;
   natsOptions* options = nullptr;
   natsConnection* conn = nullptr;
@@ -17,14 +18,16 @@ Bootstrap fetch_bootstrap(const std::string& url, const NatsTls& tls, const std:
   natsOptions_SetName(options, "inferencecache-server bootstrap");
   natsOptions_SetTimeout(options, static_cast<int64_t>(timeout.count()));
   natsOptions_SetAllowReconnect(options, false);
-  const std::string tls_error = apply_tls(options, tls);
+  std::string options_error = apply_tls(options, tls);
+  if (options_error.empty() && !creds_file.empty())
+    options_error = apply_creds(options, creds_file);
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.Wait = static_cast<int64_t>(timeout.count());
-  natsStatus s = tls_error.empty() ? natsConnection_Connect(&conn, options) : NATS_ERR;
+  natsStatus s = options_error.empty() ? natsConnection_Connect(&conn, options) : NATS_ERR;
   if (s == NATS_OK) s = natsConnection_JetStream(&js, conn, &jo);
-  if (!tls_error.empty()) {
-    out.error = tls_error;
+  if (!options_error.empty()) {
+    out.error = options_error;
   } else if (s != NATS_OK) {
     out.error = std::string("NATS not reached: ") + natsStatus_GetText(s);
   } else {

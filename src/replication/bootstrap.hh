@@ -10,6 +10,7 @@
 #include <string>
 
 #include "inferencecache/state/v1/state.pb.h"
+#include "replication/nats_creds.hh"
 #include "replication/nats_tls.hh"
 
 namespace ic::replication {
@@ -24,10 +25,12 @@ struct Bootstrap {
   std::string state_file;                              // the snapshot, verified
 };
 
-// Connects to `url` (--nats-url, with `tls` when enabled) within `timeout` and
+// Connects to `url` (--nats-url, with `tls` when enabled and the credentials
+// file `creds_file` when not empty) within `timeout` and
 // reads the kept policy and, when `want_snapshot`, the latest snapshot of
 // stream `stream`.
-Bootstrap fetch_bootstrap(const std::string& url, const NatsTls& tls, const std::string& stream,
-                          bool want_snapshot, std::chrono::milliseconds timeout);
+Bootstrap fetch_bootstrap(const std::string& url, const NatsTls& tls, const std::string& creds_file,
+                          const std::string& stream, bool want_snapshot,
+                          std::chrono::milliseconds timeout);
 
 }  // namespace ic::replication

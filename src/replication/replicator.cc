@@ -1,5 +1,6 @@
 #include "replication/replicator.hh"
 
+#include <mimalloc.h>
 #include <nats/nats.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -36,6 +37,12 @@ constexpr std::int64_t kMaxInFlight = 2048;
 // the stream as fast as the network allows. Past it the library drops and the
 // ordered consumer resumes after the last message taken.
 constexpr int kPendingBytes = 4 << 20;
+// A burst (at least this many records applied) followed by this long without
+// a record hands the free pages it left in this thread's and the cores' heaps
+// back to the system (mi_collect): mimalloc returns a thread's freed pages only
+// when that thread allocates again, and after a burst they go quiet.
+constexpr std::uint64_t kCollectAfterRecords = 4096;
+constexpr auto kCollectWhenQuiet = 1s;
 constexpr int64_t kIdleWaitMs = 5;          // receive wait when nothing arrives
 constexpr int64_t kAckWaitMs = 5000;        // then a publish counts as failed
 constexpr int64_t kJsApiWaitMs = 2000;      // JetStream API requests
@@ -286,6 +293,11 @@ void Replicator::start() {
   natsOptions_SetURL(o, options_.url.c_str());
   if (std::string error = apply_tls(o, options_.tls); !error.empty()) {
     base::log(LogLevel::error, "replication: NATS TLS options not usable", {{"error", error}});
+  }
+  if (!options_.creds_file.empty()) {
+    if (std::string error = apply_creds(o, options_.creds_file); !error.empty()) {
+      base::log(LogLevel::error, "replication: NATS credentials not usable", {{"error", error}});
+    }
   }
   natsOptions_SetName(o, "inferencecache-server");
   natsOptions_SetMaxReconnect(o, -1);  // forever: NATS may be away for long
@@ -661,6 +673,17 @@ void Replicator::receive_some() {
   receive_round();
   const std::size_t queued = applier_.queued();
   if (applier_.flush(stopping_)) stats_.add_applied(queued);
+  const auto now = std::chrono::steady_clock::now();
+  if (queued > 0) {
+    applied_since_collect_ += queued;
+    last_received_at_ = now;
+  } else if (applied_since_collect_ >= kCollectAfterRecords &&
+             now - last_received_at_ >= kCollectWhenQuiet && applier_.idle()) {
+    // The burst is over and every record of it ran (freed on its core).
+    mi_collect(true);
+    applier_.collect_on_cores();
+    applied_since_collect_ = 0;
+  }
 }
 
 void Replicator::receive_round() {

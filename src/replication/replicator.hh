@@ -29,6 +29,7 @@
 #include "persist/state_saver.hh"
 #include "replication/applier.hh"
 #include "replication/log_backoff.hh"
+#include "replication/nats_creds.hh"
 #include "replication/nats_tls.hh"
 #include "replication/outbox.hh"
 #include "replication/record.hh"
@@ -44,6 +45,7 @@ struct ReplicatorOptions {
   std::string url;                                   // --nats-url: "nats://host:4222[,nats://...]"
   std::string stream;                                // --nats-stream
   NatsTls tls;                                       // --nats-tls-*
+  std::string creds_file;                            // --nats-creds-file; "" = none
   std::size_t buffer_bytes = std::size_t{64} << 20;  // --nats-buffer-bytes
   // MaxAge of the stream when this server creates it (µs; the index TTL:
   // older changes have expired anyway). An existing stream is used as is.
@@ -172,6 +174,10 @@ class Replicator final : public sharding::ChangeObserver {
   std::atomic<std::uint64_t> requeued_through_{0};
   std::atomic<std::uint64_t> id_epoch_{0};
   std::vector<Received> received_;  // replication thread: one message's records
+  // Replication thread: records since the last mi_collect, and when the last
+  // one arrived (a burst's end returns its memory, replicator.cc).
+  std::uint64_t applied_since_collect_ = 0;
+  std::chrono::steady_clock::time_point last_received_at_{};
   // Why the stream is not set up while NATS is up ("" = nothing known); /readyz reads it.
   mutable std::mutex problem_mutex_;
   std::string problem_;

@@ -143,6 +143,16 @@ bool App::load_policies() {
   return true;
 }
 
+// --nats-creds-file that is not a credentials file is a bad flag value (exit
+// 2): the NATS client reads it only when it connects, and would retry forever.
+bool App::check_nats_creds() {
+  if (config.nats_creds_file.empty()) return true;
+  const std::string error = ic::replication::check_creds_file(config.nats_creds_file);
+  if (error.empty()) return true;
+  ic::base::log(LogLevel::error, "bad flag value", {{"error", error}});
+  return false;
+}
+
 // --tls-cert-file/--tls-key-file: gRPC over TLS with ALPN h2. An unusable
 // certificate or key is a bad flag value (exit 2).
 bool App::load_tls() {
@@ -175,6 +185,9 @@ bool App::load_tokenizer_models() {
   gateway.max_token_ids = limits.max_token_ids;
   gateway.tokenize_budget_us = config.gateway_tokenize_budget_us;
   gateway.max_endpoints = config.gateway_max_endpoints;
+  prompt_text.max_cpu_us = config.prompt_text_max_cpu_us;
+  prompt_text.max_jobs_per_core = config.prompt_text_max_jobs;
+  prompt_text.max_jobs_per_tenant = config.prompt_text_max_jobs_per_tenant;
   if (config.tokenizer_models_dir.empty()) return true;
   std::vector<ic::prompt_text::LoadReport> reports;
   std::string error;
@@ -214,7 +227,9 @@ void App::build_shards() {
                                      .cores_per_tenant = config.spread_cores});
     index->set_placement(placement.get());
   }
-  events = std::make_unique<ic::service::EventFanout>(*index);
+  ic::service::EventStreamLimits event_limits;
+  event_limits.max_subscriptions = config.events_stream_max_subscribers;
+  events = std::make_unique<ic::service::EventFanout>(*index, event_limits);
   grpc_servers.resize(runtime.cores());
   grpc_factories.resize(runtime.cores());
 }
@@ -338,8 +353,8 @@ void App::load_from_stream(ic::persist::LoadOutcome& got) {
   const bool have_position =
       got.status == ic::persist::LoadStatus::kOk && got.stream_name == config.nats_stream;
   ic::replication::Bootstrap fetched =
-      ic::replication::fetch_bootstrap(config.nats_url, nats_tls(config), config.nats_stream,
-                                       !have_position, std::chrono::seconds(5));
+      ic::replication::fetch_bootstrap(config.nats_url, nats_tls(config), config.nats_creds_file,
+                                       config.nats_stream, !have_position, std::chrono::seconds(5));
   if (!fetched.reached) {
     ic::base::log(LogLevel::warn, "replication: no snapshot or kept policy fetched",
                   {{"error", fetched.error}});
@@ -386,6 +401,7 @@ void App::start_replication(const ic::persist::LoadOutcome& loaded) {
   options.url = config.nats_url;
   options.stream = config.nats_stream;
   options.tls = nats_tls(config);
+  options.creds_file = config.nats_creds_file;
   options.buffer_bytes = config.nats_buffer_bytes;
   options.max_age_us = config.index_ttl_us;
   // /readyz waits for the catch-up (docs/replication.md "Readiness").
@@ -553,6 +569,7 @@ void App::start_core(unsigned core) {
   opts.events = events.get();
   opts.scrape_metrics = [this](auto done) { ic::metrics::scrape(runtime, registry, done); };
   opts.metrics_interval_us = config.metrics_stream_interval_us;
+  opts.metric_subscribers = &metric_subscribers;
   opts.prompt_text = &prompt_text;
   opts.add_methods = [this](ic::rpc::MethodTable& methods, ic::rpc::Timers&) {
     methods.add("/" + std::string(ic::service::kInferenceCacheService) + "/RenderTemplate",

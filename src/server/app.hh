@@ -45,6 +45,7 @@
 #include "runtime/runtime.hh"
 #include "service/event_fanout.hh"
 #include "service/grpc_server.hh"
+#include "service/metric_stream.hh"
 #include "service/prompt_input.hh"
 #include "sharding/sharded_index.hh"
 #include "templates/catalog.hh"
@@ -78,6 +79,8 @@ struct App {
                                               .backend = backend_choice(cfg.reactor_backend)}),
         registry(runtime.cores()),
         readiness(runtime.cores()),
+        metric_subscribers(ic::service::MetricStreamLimits{.max_subscriptions =
+                                                               cfg.metrics_stream_max_subscribers}),
         server(runtime) {
     register_metrics();
   }
@@ -87,6 +90,8 @@ struct App {
   void register_metrics();
   bool load_policies();
   bool load_tls();
+  // --nats-creds-file holds a user JWT and seed; false (logged) when not.
+  bool check_nats_creds();
   bool load_tokenizer_models();
   void log_serving();
   void reload(std::string_view why);
@@ -144,6 +149,8 @@ struct App {
   // --spread-tenants: read copies on other cores (docs/placement.md).
   std::unique_ptr<ic::placement::SpreadPlacement> placement;
   std::unique_ptr<ic::service::EventFanout> events;  // StreamCacheEvents
+  // StreamMetrics calls open across the cores (--metrics-stream-max-subscribers).
+  ic::service::MetricSubscribers metric_subscribers;
   // --tokenizer-models-dir, loaded before the reactors start; read-only after.
   ic::prompt_text::ModelSet tokenizer_models;
   ic::service::PromptTextConfig prompt_text;

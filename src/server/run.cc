@@ -57,8 +57,8 @@ int run(const ServerConfig& config) {
   const sigset_t term = signal_set({SIGTERM, SIGINT});
 
   App app(config);
-  if (!app.load_policies() || !app.load_tls() || !app.load_tokenizer_models() ||
-      !app.load_templates()) {
+  if (!app.load_policies() || !app.load_tls() || !app.check_nats_creds() ||
+      !app.load_tokenizer_models() || !app.load_templates()) {
     return kExitUsage;
   }
   app.build_shards();

@@ -244,9 +244,32 @@ class GrpcClient:
         self.h2.send_headers(sid, [(":method", "POST"), (":scheme", "http"),
                                    (":path", GRPC_SERVICE + method), (":authority", "ic"),
                                    ("content-type", "application/grpc"), ("te", "trailers")])
-        self.h2.send_data(sid, grpc_message(message), end_stream=True)
-        self.sock.sendall(self.h2.data_to_send())
+        self._send_body(sid, grpc_message(message))
         return sid
+
+    def _send_body(self, sid, data):
+        """Sends `data` on `sid` with END_STREAM, in frames the peer's
+        SETTINGS and flow-control windows allow; waits for its SETTINGS and
+        WINDOW_UPDATEs when the window is used up (a fresh connection only:
+        other streams' events are not kept)."""
+        while True:
+            n = min(len(data), self.h2.local_flow_control_window(sid),
+                    self.h2.max_outbound_frame_size)
+            if n == len(data):
+                self.h2.send_data(sid, data, end_stream=True)
+                self.sock.sendall(self.h2.data_to_send())
+                return
+            if n > 0:
+                self.h2.send_data(sid, data[:n])
+                data = data[n:]
+            out = self.h2.data_to_send()
+            if out:
+                self.sock.sendall(out)
+            if self.h2.local_flow_control_window(sid) == 0 or n == 0:
+                received = self.sock.recv(65536)
+                if not received:
+                    raise GrpcError("connection closed")
+                self.h2.receive_data(received)
 
     def finish(self, sid, on_data=None, until=None):
         """Reads until stream `sid` has its grpc-status. Response bytes go to

@@ -2,7 +2,7 @@
 """prompt_text from a hostile peer against the real server
 (docs/prompt-text.md "Failure modes"). Loopback only, bounded.
 
-  prompt_text_test.py SERVER_BINARY invalid_utf8
+  prompt_text_test.py SERVER_BINARY {invalid_utf8|max_cpu_flag}
 """
 
 import os
@@ -47,6 +47,31 @@ def case_invalid_utf8(binary):
                                        hl.pb_bytes(5, "vllm") + hl.pb_bytes(10, "hello"))
             assert status == 0 and hl.reason_code(body) == "NO_HINT", (status, body)
             assert failures(srv, reason) == (3 if args else 4)
+            client.close()
+    finally:
+        shutil.rmtree(models)
+
+
+def case_max_cpu_flag(binary):
+    """--prompt-text-max-cpu sets the per-call tokenizing budget: at 1ms a
+    270 KB prompt of distinct words fails open as cpu_budget (status OK,
+    NO_HINT, counted once). Needs the Qwen3 files (skipped without them)."""
+    if not os.path.exists(os.path.join(QWEN3, "tokenizer.json")):
+        print("SKIP: no Qwen3 tokenizer files under", QWEN3)
+        return
+    models = tempfile.mkdtemp(prefix="ic-models-")
+    os.symlink(os.path.abspath(QWEN3), os.path.join(models, "m"))
+    try:
+        with hl.Server(binary, "--tokenizer-models-dir", models, "--prompt-text-max-cpu",
+                       "1ms") as srv:
+            client = hl.GrpcClient(srv.grpc_port)
+            # Distinct words, so the word cache does not shorten the work.
+            text = " ".join("word%d" % i for i in range(30000)).encode()
+            assert len(text) > 200000
+            status, body = client.call("LookupRoute", hl.pb_bytes(1, "m") + hl.pb_bytes(2, "t") +
+                                       hl.pb_bytes(5, "vllm") + hl.pb_bytes(10, text))
+            assert status == 0 and hl.reason_code(body) == "NO_HINT", (status, body)
+            assert failures(srv, "cpu_budget") == 1, failures(srv, "cpu_budget")
             client.close()
     finally:
         shutil.rmtree(models)

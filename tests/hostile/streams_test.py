@@ -4,7 +4,7 @@ subscribers", docs/hostile-peers.md "Tests"). Real server,
 loopback only, raw HTTP/2 subscribers (python3-h2's hpack) that send their
 request and never read a byte, every loop bounded.
 
-  streams_test.py SERVER_BINARY {ended_released|metrics_capped|rounds}
+  streams_test.py SERVER_BINARY {ended_released|metrics_capped|rounds|caps_set}
 """
 
 import os
@@ -113,6 +113,27 @@ def case_ended_released(binary):
         for s in socks:
             s.close()
         ingest.close()
+
+
+def case_caps_set(binary):
+    """--events-stream-max-subscribers 2 and --metrics-stream-max-subscribers 3
+    set the caps (default 128 each): the 3rd StreamCacheEvents and the 4th
+    StreamMetrics call end at once with RESOURCE_EXHAUSTED, the others run."""
+    with hl.Server(binary, "--events-stream-max-subscribers", "2",
+                   "--metrics-stream-max-subscribers", "3", threads=2) as srv:
+        holders = [hl.GrpcClient(srv.grpc_port) for _ in range(5)]
+        for i, client in enumerate(holders):
+            client.start("StreamCacheEvents" if i < 2 else "StreamMetrics", b"")
+        wait_for("5 subscribers", lambda: open_streams(srv) >= 5, 20)
+        extra = hl.GrpcClient(srv.grpc_port)
+        for method in ("StreamCacheEvents", "StreamMetrics"):
+            status, _ = extra.finish(extra.start(method, b""), until=time.monotonic() + 5)
+            assert status == RESOURCE_EXHAUSTED, (method, status)
+            assert handled(srv, method) == 1, (method, handled(srv, method))
+        assert open_streams(srv) == 5, open_streams(srv)
+        extra.close()
+        for client in holders:
+            client.close()
 
 
 def case_metrics_capped(binary):

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hh"
+#include "kvevents/encode.hh"
 
 namespace ic::tools::kvevents {
 namespace {
@@ -176,6 +177,53 @@ TEST_CASE("malformed batches are errors, never crashes") {
   const auto ok = decode_batch(std::string("\x92\x01\x90", 3));                     // [1, []]
   REQUIRE(ok.batch.has_value());
   CHECK(ok.batch->events.empty());
+}
+
+TEST_CASE("decode_batch_chunks: at most N events per chunk, in order, in both shapes") {
+  for (const Encoding enc : {Encoding::array, Encoding::map}) {
+    Batch batch;
+    batch.ts = 12.5;
+    batch.dp_rank = 3;
+    for (std::uint64_t i = 1; i <= 10; ++i) {
+      BlockRemoved r;
+      r.block_hashes = {i};
+      batch.events.emplace_back(std::move(r));
+    }
+    std::vector<std::size_t> sizes;
+    std::vector<std::uint64_t> hashes;
+    const std::string error =
+        decode_batch_chunks(encode_batch(batch, enc), 4, [&](const Batch& chunk) {
+          CHECK(chunk.ts == 12.5);
+          CHECK(chunk.dp_rank == std::optional<std::int64_t>(3));
+          sizes.push_back(chunk.events.size());
+          for (const Event& e : chunk.events) {
+            hashes.push_back(std::get<BlockRemoved>(e).block_hashes.at(0));
+          }
+        });
+    CHECK(error.empty());
+    CHECK(sizes == std::vector<std::size_t>{4, 4, 2});
+    CHECK(hashes == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  }
+}
+
+TEST_CASE("decode_batch_chunks: a batch malformed after its first chunk applies nothing") {
+  Batch batch;
+  for (std::uint64_t i = 1; i <= 10; ++i) {
+    BlockRemoved r;
+    r.block_hashes = {i};
+    batch.events.emplace_back(std::move(r));
+  }
+  const std::string payload = encode_batch(batch, Encoding::array);
+  int calls = 0;
+  const auto count = [&](const Batch&) { ++calls; };
+  CHECK(decode_batch_chunks(payload + "\x90", 2, count) == "trailing bytes after the batch");
+  CHECK(decode_batch_chunks(payload.substr(0, payload.size() - 1), 2, count) ==
+        "undecodable msgpack");
+  // An event nested past the depth limit (16) at the end: refused whole, as msgpack's unpack did.
+  std::string deep = "\x92\x01\x92\x91\x00"s;  // [1, [[0], <deep>]]
+  deep += std::string(20, '\x91') + "\x00";
+  CHECK(decode_batch_chunks(deep, 1, count) == "undecodable msgpack");
+  CHECK(calls == 0);
 }
 
 TEST_CASE("a malformed or unknown event is skipped, the rest of the batch kept") {

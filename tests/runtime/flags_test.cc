@@ -146,6 +146,8 @@ TEST_SUITE("runtime") {
           "--nats-tls-cert-file given without --nats-tls-key-file (both or neither)");
     CHECK(error_of({"--nats-tls-ca-file", "/nonexistent/ca.pem"}) ==
           "--nats-tls-ca-file: cannot read \"/nonexistent/ca.pem\": No such file or directory");
+    CHECK(error_of({"--nats-creds-file", "/nonexistent/user.creds"}) ==
+          "--nats-creds-file: cannot read \"/nonexistent/user.creds\": No such file or directory");
     CHECK(error_of({"--stream-reset-rate", "0"}) ==
           "--stream-reset-rate: want an integer in [1, 1048576], got \"0\"");
     CHECK(error_of({"--pin-threads", "maybe"}) ==
@@ -221,6 +223,32 @@ TEST_SUITE("runtime") {
     CHECK(set.config->max_connection_age_grace_us == 90'000'000);
     CHECK(error_of({"--max-connection-age", "soon"}) ==
           "--max-connection-age: invalid duration \"soon\" (want e.g. 500ms, 10s, 30m, 1h30m)");
+  }
+
+  TEST_CASE(
+      "flags: the subscriber caps and the prompt_text bounds (docs/streams.md, "
+      "docs/prompt-text.md)") {
+    const FlagsOutcome def = parse({});
+    REQUIRE(def.config.has_value());
+    CHECK(def.config->events_stream_max_subscribers == 128);
+    CHECK(def.config->metrics_stream_max_subscribers == 128);
+    CHECK(def.config->prompt_text_max_cpu_us == 50'000);
+    CHECK(def.config->prompt_text_max_jobs == 64);
+    CHECK(def.config->prompt_text_max_jobs_per_tenant == 8);
+    const FlagsOutcome set =
+        parse({"--events-stream-max-subscribers", "2", "--metrics-stream-max-subscribers=3",
+               "--prompt-text-max-cpu", "200ms", "--prompt-text-max-jobs", "256",
+               "--prompt-text-max-jobs-per-tenant", "16"});
+    REQUIRE(set.config.has_value());
+    CHECK(set.config->events_stream_max_subscribers == 2);
+    CHECK(set.config->metrics_stream_max_subscribers == 3);
+    CHECK(set.config->prompt_text_max_cpu_us == 200'000);
+    CHECK(set.config->prompt_text_max_jobs == 256);
+    CHECK(set.config->prompt_text_max_jobs_per_tenant == 16);
+    CHECK(error_of({"--events-stream-max-subscribers", "0"}) ==
+          "--events-stream-max-subscribers: want an integer in [1, 65536], got \"0\"");
+    CHECK(error_of({"--prompt-text-max-cpu", "500us"}) ==
+          "--prompt-text-max-cpu: must be at least 1ms, got \"500us\"");
   }
 
   TEST_CASE("flags: --help shows each flag's type, range or choices, default and variable") {

@@ -124,6 +124,26 @@ TEST_SUITE("runtime") {
     CHECK(r.err.find('\n') == r.err.size() - 1);
   }
 
+  TEST_CASE("binary: a --nats-creds-file that is missing or not a .creds file exits 2") {
+    // Missing: the flag check, one line naming the flag and the path.
+    const Run missing = run_to_exit(
+        {"--nats-url", "nats://127.0.0.1:1", "--nats-creds-file", "/nonexistent/user.creds"});
+    CHECK(missing.exit_code == 2);
+    CHECK(missing.err ==
+          "inferencecache-server: --nats-creds-file: cannot read \"/nonexistent/user.creds\": No "
+          "such file or directory\n");
+    // Readable but no JWT in it: one log line before NATS is ever called
+    // (the NATS client would read it only when connecting, and retry forever).
+    const Run garbage = run_to_exit({"--nats-url", "nats://127.0.0.1:1", "--nats-creds-file",
+                                     "/etc/hostname", "--grpc-bind-address", "127.0.0.1:0"});
+    CHECK(garbage.exit_code == 2);
+    CHECK(garbage.err.find(
+              "\"level\":\"error\",\"msg\":\"bad flag value\",\"error\":\"--nats-"
+              "creds-file: \\\"/etc/hostname\\\": no user JWT in it (not a NATS .creds file)\"") !=
+          std::string::npos);
+    CHECK(garbage.err.find('\n') == garbage.err.size() - 1);
+  }
+
   TEST_CASE("binary: --insecure-disable-auth with --control-token-file exits 2, one line") {
     const Run r = run_to_exit({"--insecure-disable-auth", "--control-token-file", IC_SERVER_BINARY,
                                "--grpc-bind-address", "127.0.0.1:0"});

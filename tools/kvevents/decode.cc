@@ -2,6 +2,7 @@
 
 #include <msgpack.hpp>
 
+#include <algorithm>
 #include <limits>
 
 namespace ic::tools::kvevents {
@@ -200,41 +201,170 @@ std::optional<std::int64_t> rank_of(const object* o) {
   return as_int(*o);
 }
 
-Batch decode_events(double ts, const object* events, std::optional<std::int64_t> rank) {
-  if (events == nullptr || events->type != mtype::ARRAY) throw Malformed{};
-  Batch batch;
-  batch.ts = ts;
-  batch.dp_rank = rank;
-  batch.events.reserve(events->via.array.size);
-  for (std::uint32_t i = 0; i < events->via.array.size; ++i) {
-    try {
-      auto event = decode_event(events->via.array.ptr[i]);
-      if (event) {
-        batch.events.push_back(std::move(*event));
-      } else {
-        ++batch.unknown_events;
-      }
-    } catch (const Malformed&) {
-      ++batch.malformed_events;
-    }
-  }
-  return batch;
+// What a hostile payload may make msgpack allocate (elements, bytes, nesting).
+constexpr std::uint32_t kMaxArray = 1u << 22;
+constexpr std::uint32_t kMaxMap = 1u << 16;
+constexpr std::uint32_t kMaxStr = 1u << 20;
+constexpr std::uint32_t kMaxBin = 1u << 20;
+constexpr std::size_t kMaxDepth = 16;
+
+const msgpack::unpack_limit& limits() {
+  static const msgpack::unpack_limit limit(kMaxArray, kMaxMap, kMaxStr, kMaxBin, /*ext=*/0,
+                                           kMaxDepth);
+  return limit;
 }
 
-Batch decode_root(const object& root) {
-  if (root.type == mtype::ARRAY) {
-    const std::uint32_t n = root.via.array.size;
-    if (n < 2) throw Malformed{};
-    const object* f = root.via.array.ptr;
-    return decode_events(as_seconds(&f[0]), &f[1], n > 2 ? rank_of(&f[2]) : std::nullopt);
+// Checks the payload's msgpack without building objects, refusing what the unpack limits refuse,
+// so a batch found malformed has applied nothing.
+struct Checker : msgpack::null_visitor {
+  std::size_t depth = 0;
+  bool visit_str(const char*, std::uint32_t size) { return size <= kMaxStr; }
+  bool visit_bin(const char*, std::uint32_t size) { return size <= kMaxBin; }
+  bool visit_ext(const char*, std::uint32_t) { return false; }
+  bool start_array(std::uint32_t n) { return n <= kMaxArray && ++depth <= kMaxDepth; }
+  bool end_array() {
+    --depth;
+    return true;
   }
-  if (root.type == mtype::MAP) {
-    const object* rank = map_get(root, "data_parallel_rank");
-    if (rank == nullptr) rank = map_get(root, "dp_rank");
-    if (rank == nullptr) rank = map_get(root, "attn_dp_rank");
-    return decode_events(as_seconds(map_get(root, "ts")), map_get(root, "events"), rank_of(rank));
+  bool start_map(std::uint32_t n) { return n <= kMaxMap && ++depth <= kMaxDepth; }
+  bool end_map() {
+    --depth;
+    return true;
   }
-  throw Malformed{};
+};
+
+// Where each part of the batch starts in the payload (checked by Checker).
+struct Layout {
+  std::size_t ts = 0, events = 0, rank = 0;
+  bool has_ts = false, has_events = false, has_rank = false;
+};
+
+// The offset just past the object at `off` (already checked).
+std::size_t skip(std::string_view p, std::size_t off) {
+  msgpack::null_visitor v;
+  if (!msgpack::parse(p.data(), p.size(), off, v)) throw Malformed{};
+  return off;
+}
+
+std::uint32_t big_endian(std::string_view p, std::size_t at, std::size_t bytes) {
+  if (at + bytes > p.size()) throw Malformed{};
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<std::uint8_t>(p[at + i]);
+  return v;
+}
+
+// The element count of the array (or pair count of the map, `map`) whose header is at `off`;
+// nullopt when another type is there. Moves `off` past the header.
+std::optional<std::uint32_t> container_header(std::string_view p, std::size_t& off, bool map) {
+  if (off >= p.size()) throw Malformed{};
+  const auto b = static_cast<std::uint8_t>(p[off]);
+  const std::uint8_t fix = map ? 0x80 : 0x90, c16 = map ? 0xde : 0xdc, c32 = map ? 0xdf : 0xdd;
+  std::uint32_t n = 0;
+  std::size_t header = 1;
+  if ((b & 0xf0) == fix) {
+    n = b & 0x0f;
+  } else if (b == c16) {
+    n = big_endian(p, off + 1, 2);
+    header = 3;
+  } else if (b == c32) {
+    n = big_endian(p, off + 1, 4);
+    header = 5;
+  } else {
+    return std::nullopt;
+  }
+  off += header;
+  return n;
+}
+
+// One small object (a key, ts, rank) unpacked into `zone`.
+object unpack_at(msgpack::zone& zone, std::string_view p, std::size_t off) {
+  return msgpack::unpack(zone, p.data(), p.size(), off, nullptr, nullptr, limits());
+}
+
+// `[ts, events, dp_rank?]` or `{ts, events, data_parallel_rank | dp_rank | attn_dp_rank}` (the
+// first of each key, as map_get reads it).
+Layout layout_of(std::string_view p, msgpack::zone& zone) {
+  Layout l;
+  std::size_t off = 0;
+  if (const auto n = container_header(p, off, false)) {
+    if (*n < 2) throw Malformed{};
+    l.ts = off, l.has_ts = true;
+    l.events = skip(p, l.ts), l.has_events = true;
+    if (*n > 2) l.rank = skip(p, l.events), l.has_rank = true;
+    return l;
+  }
+  const auto pairs = container_header(p, off, true);
+  if (!pairs) throw Malformed{};
+  int rank_rank = 4;  // data_parallel_rank (0) before dp_rank (1) before attn_dp_rank (2)
+  for (std::uint32_t i = 0; i < *pairs; ++i) {
+    const object key = unpack_at(zone, p, off);
+    const std::size_t value = skip(p, off);
+    off = skip(p, value);
+    if (key.type != mtype::STR) continue;
+    const std::string_view k(key.via.str.ptr, key.via.str.size);
+    if (k == "ts" && !l.has_ts) l.ts = value, l.has_ts = true;
+    if (k == "events" && !l.has_events) l.events = value, l.has_events = true;
+    const int r = k == "data_parallel_rank" ? 0 : k == "dp_rank" ? 1 : k == "attn_dp_rank" ? 2 : 4;
+    if (r < rank_rank) l.rank = value, l.has_rank = true, rank_rank = r;
+  }
+  zone.clear();
+  return l;
+}
+
+std::string walk_batch(std::string_view p, std::size_t chunk_events,
+                       const std::function<void(const Batch&)>& apply) {
+  Checker checker;
+  std::size_t end = 0;
+  if (!msgpack::parse(p.data(), p.size(), end, checker)) return "undecodable msgpack";
+  if (end != p.size()) return "trailing bytes after the batch";
+  msgpack::zone zone;
+  Batch chunk;
+  std::size_t off = 0;
+  std::uint32_t count = 0;
+  try {
+    const Layout l = layout_of(p, zone);
+    if (!l.has_ts || !l.has_events) throw Malformed{};
+    const object ts = unpack_at(zone, p, l.ts);
+    chunk.ts = as_seconds(&ts);
+    if (l.has_rank) {
+      const object rank = unpack_at(zone, p, l.rank);
+      chunk.dp_rank = rank_of(&rank);
+    }
+    off = l.events;
+    const auto n = container_header(p, off, false);
+    if (!n) throw Malformed{};
+    count = *n;
+  } catch (const Malformed&) {
+    return "not an event batch ([ts, events, dp_rank?] or {ts, events})";
+  }
+  chunk.events.reserve(std::min<std::size_t>(count, chunk_events));
+  for (std::uint32_t i = 0; i < count; ++i) {
+    zone.clear();
+    const std::size_t at = off;
+    off = skip(p, at);
+    try {
+      auto event = decode_event(unpack_at(zone, p, at));
+      if (event) {
+        chunk.events.push_back(std::move(*event));
+      } else {
+        ++chunk.unknown_events;
+      }
+    } catch (const Malformed&) {
+      ++chunk.malformed_events;
+    } catch (const std::exception&) {  // over an unpack limit the check let through
+      ++chunk.malformed_events;
+    }
+    if (chunk.events.size() >= chunk_events) {
+      apply(chunk);
+      chunk.events.clear();
+      chunk.malformed_events = chunk.unknown_events = 0;
+    }
+  }
+  if (!chunk.events.empty() || chunk.malformed_events > 0 || chunk.unknown_events > 0 ||
+      count == 0) {
+    apply(chunk);
+  }
+  return {};
 }
 
 }  // namespace
@@ -249,29 +379,31 @@ std::optional<std::uint64_t> normalise_hash_bytes(std::string_view bin) {
   return v;
 }
 
+std::string decode_batch_chunks(std::string_view payload, std::size_t chunk_events,
+                                const std::function<void(const Batch&)>& apply) {
+  if (payload.size() > kMaxPayloadBytes) {
+    return "payload of " + std::to_string(payload.size()) + " bytes is over the limit";
+  }
+  try {
+    return walk_batch(payload, chunk_events == 0 ? 1 : chunk_events, apply);
+  } catch (const Malformed&) {
+    return "not an event batch ([ts, events, dp_rank?] or {ts, events})";
+  } catch (const std::exception& e) {
+    return std::string("undecodable msgpack: ") + e.what();
+  }
+}
+
 DecodeResult decode_batch(std::string_view payload) {
   DecodeResult result;
-  if (payload.size() > kMaxPayloadBytes) {
-    result.error = "payload of " + std::to_string(payload.size()) + " bytes is over the limit";
-    return result;
-  }
-  // Limits bound what a hostile payload can make msgpack allocate.
-  const msgpack::unpack_limit limit(/*array=*/1u << 22, /*map=*/1u << 16, /*str=*/1u << 20,
-                                    /*bin=*/1u << 20, /*ext=*/0, /*depth=*/16);
-  try {
-    std::size_t offset = 0;
-    msgpack::object_handle handle =
-        msgpack::unpack(payload.data(), payload.size(), offset, nullptr, nullptr, limit);
-    if (offset != payload.size()) {
-      result.error = "trailing bytes after the batch";
-      return result;
-    }
-    result.batch = decode_root(handle.get());
-  } catch (const Malformed&) {
-    result.error = "not an event batch ([ts, events, dp_rank?] or {ts, events})";
-  } catch (const std::exception& e) {
-    result.error = std::string("undecodable msgpack: ") + e.what();
-  }
+  Batch whole;
+  bool any = false;
+  result.error = decode_batch_chunks(payload, kChunkEvents, [&](const Batch& chunk) {
+    if (!any) whole.ts = chunk.ts, whole.dp_rank = chunk.dp_rank, any = true;
+    whole.events.insert(whole.events.end(), chunk.events.begin(), chunk.events.end());
+    whole.malformed_events += chunk.malformed_events;
+    whole.unknown_events += chunk.unknown_events;
+  });
+  if (result.error.empty()) result.batch = std::move(whole);
   return result;
 }
 

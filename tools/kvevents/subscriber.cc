@@ -132,27 +132,32 @@ class Subscriber::Link final : public SequenceHandler {
   // SequenceHandler
   void apply(std::uint64_t, const std::string& payload) override {
     owner_.counters_.add(Metric::batches_received);
-    DecodeResult r = decode_batch(payload);
-    if (!r.batch) {
-      owner_.counters_.add(Metric::batches_malformed);
-      if (!malformed_logged_) {
-        malformed_logged_ = true;
-        base::log(LogLevel::warn, "skipping a malformed event batch (logged once per rank)",
-                  {{"endpoint", endpoint_}, {"error", r.error}});
-      }
-      return;
-    }
-    owner_.counters_.add(Metric::events_malformed,
-                         static_cast<std::uint64_t>(r.batch->malformed_events));
-    owner_.counters_.add(Metric::events_unknown,
-                         static_cast<std::uint64_t>(r.batch->unknown_events));
-    std::int64_t rank = r.batch->dp_rank.value_or(rank_);
-    if (rank < 0 || rank >= owner_.config_.dp_size) rank = rank_;
-    ranks_.insert(rank);
-    const std::string replica =
-        replica_name(owner_.config_.replica_id, owner_.config_.dp_size, rank);
+    // Decoded and applied kvevents::kChunkEvents at a time: a batch of a million events costs
+    // one chunk of decoded events, not all of them (docs/kvevents.md "Bounds").
+    std::string replica;
+    bool named = false;  // the replica comes from the first chunk's dp_rank
     const auto now = Clock::now();
-    for (const Event& e : r.batch->events) owner_.pipeline_.apply(replica, e, now);
+    const std::string error = decode_batch_chunks(payload, kChunkEvents, [&](const Batch& chunk) {
+      owner_.counters_.add(Metric::events_malformed,
+                           static_cast<std::uint64_t>(chunk.malformed_events));
+      owner_.counters_.add(Metric::events_unknown,
+                           static_cast<std::uint64_t>(chunk.unknown_events));
+      if (!named) {
+        named = true;
+        std::int64_t rank = chunk.dp_rank.value_or(rank_);
+        if (rank < 0 || rank >= owner_.config_.dp_size) rank = rank_;
+        ranks_.insert(rank);
+        replica = replica_name(owner_.config_.replica_id, owner_.config_.dp_size, rank);
+      }
+      for (const Event& e : chunk.events) owner_.pipeline_.apply(replica, e, now);
+    });
+    if (error.empty()) return;
+    owner_.counters_.add(Metric::batches_malformed);
+    if (!malformed_logged_) {
+      malformed_logged_ = true;
+      base::log(LogLevel::warn, "skipping a malformed event batch (logged once per rank)",
+                  {{"endpoint", endpoint_}, {"error", error}});
+    }
   }
 
   void request_replay(std::uint64_t first_seq) override {

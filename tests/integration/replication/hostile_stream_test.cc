@@ -9,12 +9,16 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "fixture.hh"
 #include "inferencecache/state/v1/state.pb.h"
@@ -166,6 +170,19 @@ std::pair<double, double> rss_mb(pid_t pid) {
   return {rss, hwm};
 }
 
+// Writes "5" to /proc/PID/clear_refs: VmHWM starts again from VmRSS.
+void reset_peak(pid_t pid) { std::ofstream("/proc/" + std::to_string(pid) + "/clear_refs") << "5"; }
+
+// The RSS once freed memory went back: the least of 6 samples over 3 s.
+double settled_mb(pid_t pid) {
+  double least = rss_mb(pid).first;
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(500ms);
+    least = std::min(least, rss_mb(pid).first);
+  }
+  return least;
+}
+
 TEST_CASE("a burst on the stream is applied in bounded rounds: memory stays near steady") {
   TempDir dir;
   ic::itest::NatsProcess nats(dir.file(""));
@@ -179,33 +196,131 @@ TEST_CASE("a burst on the stream is applied in bounded rounds: memory stays near
     REQUIRE(ic::itest::publish_with_id(nats.url(), subject, "warm-up", body));
     REQUIRE(
         eventually([&] { return ref.metric("inferencecache_replication_applied_total") == 256; }));
-    std::this_thread::sleep_for(1s);
-    steady = rss_mb(ref.server.pid()).first;
+    steady = settled_mb(ref.server.pid());
     CHECK(ref.server.stop() == 0);
   }
-  // IC_BURST_MESSAGES (default 256: 50 MB; 2048 for the 400 MB of the issue).
+  // IC_BURST_MESSAGES (default 1024: 200 MB; 2048 for the 400 MB of the issue).
   const char* env = std::getenv("IC_BURST_MESSAGES");
-  const int messages = env != nullptr ? std::atoi(env) : 256;
+  const int messages = env != nullptr ? std::atoi(env) : 1024;
   for (int m = 0; m < messages; ++m) {
     REQUIRE(ic::itest::publish_with_id(nats.url(), subject, "burst-" + std::to_string(m), body));
   }
   // A server started now catches up the whole burst as fast as it can.
+  const auto t0 = std::chrono::steady_clock::now();
   Served b(nats.url(), "");
   REQUIRE(eventually(
       [&] {
         return b.metric("inferencecache_replication_applied_total") == 256.0 * (messages + 1);
       },
       300s));
-  std::this_thread::sleep_for(1s);
-  const auto [after, peak] = rss_mb(b.server.pid());
-  std::printf("burst of %d messages (%.0f MB): RSS steady %.1f MB, peak %.1f MB, after %.1f MB\n",
-              messages, messages * static_cast<double>(body.size()) / 1e6, steady, peak, after);
+  const double peak = rss_mb(b.server.pid()).second;
+  const double after = settled_mb(b.server.pid());
+  const double catch_up_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "burst of %d messages (%.0f MB) caught up in %.1f s: RSS steady %.1f MB, peak %.1f "
+      "MB (%.2fx), after %.1f MB (%.2fx)\n",
+      messages, messages * static_cast<double>(body.size()) / 1e6, catch_up_s, steady, peak,
+      peak / steady, after, after / steady);
   // Bounded whatever the burst's size (docs/replication.md "Applying the
-  // stream"): the in-flight records and the library's pending messages.
-  // Before the bounds a 50 MB burst peaked at 300 MB and stayed there.
+  // stream"): the rounds, the records in flight and the library's pending
+  // messages; and the pages they took are handed back once the burst is
+  // applied (mi_collect on the replication thread and every core). Before
+  // that hand-back a 200-400 MB catch-up stayed at 1.4-1.8x steady.
 #ifndef IC_SANITIZED  // ASan's quarantine holds freed memory: RSS says nothing there
   CHECK(peak - steady <= 48);
-  CHECK(after - steady <= 32);
+  CHECK(after <= 1.5 * steady);
+#endif
+  CHECK(b.server.stop() == 0);
+}
+
+// LookupRoute latencies of one tenant, in a loop on a thread of its own
+// until stopped (µs, sorted).
+class NeighbourProbe {
+ public:
+  explicit NeighbourProbe(Served& s) : request_(probes(1)[0]), s_(s) {
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::string answer = s_.lookup(request_);
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+        if (answer.rfind("error", 0) == 0) ++errors_;
+        latencies_.push_back(static_cast<double>(us));
+        std::this_thread::sleep_for(2ms);
+      }
+    });
+  }
+  std::vector<double> stop() {
+    stop_.store(true);
+    thread_.join();
+    std::sort(latencies_.begin(), latencies_.end());
+    return latencies_;
+  }
+  int errors() const { return errors_; }
+
+ private:
+  pb::LookupRouteRequest request_;
+  Served& s_;
+  std::atomic<bool> stop_{false};
+  std::vector<double> latencies_;
+  int errors_ = 0;
+  std::thread thread_;
+};
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return -1;
+  return sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1))];
+}
+
+TEST_CASE("a burst applied while serving: memory handed back after it, neighbours answered") {
+  TempDir dir;
+  ic::itest::NatsProcess nats(dir.file(""));
+  const std::string body = burst_message();
+  const std::string subject = std::string(kStream) + ".changes";
+  Served b(nats.url(), "");
+  // Steady: the burst's 16,384 entries applied once, and a neighbour tenant
+  // (tenant-0 of the two-replica workload) reported directly.
+  REQUIRE(b.report(workload(0, 1, future_us())).ok());
+  REQUIRE(eventually([&] { return ic::itest::stream_last_sequence(nats.url(), kStream) >= 1; }));
+  REQUIRE(ic::itest::publish_with_id(nats.url(), subject, "warm-up", body));
+  // Everything the stream holds is applied.
+  const auto applied_all = [&] {
+    return b.metric("inferencecache_replication_last_applied_sequence") ==
+           static_cast<double>(ic::itest::stream_last_sequence(nats.url(), kStream));
+  };
+  REQUIRE(eventually(applied_all));
+  const double steady = settled_mb(b.server.pid());
+  reset_peak(b.server.pid());
+  // IC_BURST_MESSAGES (default 1024: 200 MB; 2048 for the 400 MB of the issue).
+  const char* env = std::getenv("IC_BURST_MESSAGES");
+  const int messages = env != nullptr ? std::atoi(env) : 1024;
+  NeighbourProbe probe(b);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int m = 0; m < messages; ++m) {
+    REQUIRE(ic::itest::publish_with_id(nats.url(), subject, "burst-" + std::to_string(m), body));
+  }
+  REQUIRE(eventually(applied_all, 300s));
+  const double burst_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::vector<double> lat = probe.stop();
+  const double peak = rss_mb(b.server.pid()).second;
+  const double after = settled_mb(b.server.pid());
+  std::printf(
+      "live burst of %d messages (%.0f MB) in %.1f s: RSS steady %.1f MB, peak %.1f MB "
+      "(%.2fx), after %.1f MB (%.2fx); neighbour LookupRoute (%zu calls) p50 %.2f ms, "
+      "p99 %.2f ms, max %.2f ms\n",
+      messages, messages * static_cast<double>(body.size()) / 1e6, burst_s, steady, peak,
+      peak / steady, after, after / steady, lat.size(), quantile(lat, 0.5) / 1000,
+      quantile(lat, 0.99) / 1000, quantile(lat, 1.0) / 1000);
+  CHECK(probe.errors() == 0);
+  CHECK(lat.size() > 10);
+  // The peak is printed, not asserted: the push consumer's rounds and the
+  // library's 4 MiB of pending messages put it at 1.2-2.0x here (issue 28
+  // asks 1.5x; not reached yet, docs/replication.md "Applying the stream").
+#ifndef IC_SANITIZED  // ASan's quarantine holds freed memory: RSS says nothing there
+  CHECK(after <= 1.5 * steady);
 #endif
   CHECK(b.server.stop() == 0);
 }
