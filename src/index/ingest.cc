@@ -79,6 +79,8 @@ void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const
   rec->pressure = finite_or_zero(s.pressure);
   rec->t2_hit_tokens = s.t2_hit_tokens;
   rec->t2_query_tokens = s.t2_query_tokens;
+  rec->prefix_cache_hit_tokens = s.prefix_cache_hit_tokens;
+  rec->prefix_cache_query_tokens = s.prefix_cache_query_tokens;
   rec->last_seen = seen;
   rec->stats_reported = seen;
   if (sink != nullptr) report_replica(ChangeType::kReplicaUpdated, tm, replica_ref, seen);
