@@ -310,6 +310,10 @@ struct Shard::Impl : detail::Records,
   // replicas); otherwise `scored` holds the PREFIX_MATCH holders with their
   // scores (st.outcome kPrefixMatch), or nothing (kNone).
   bool rank_by_work(detail::LookupState& st);
+  // Without stats, the least time between two NO_HINT probes of a busy scope
+  // that found no new replica, µs: 4 × its longest mean completion time, or
+  // the first booking bound before one is timed.
+  std::int64_t discovery_window(const detail::WorkState& ws) const;
   // The request's key hashes into work_keys: every chain block's, or the exact key's.
   void hash_request(const detail::LookupState& st);
   // Sets replica_scratch[r].spec_matched (stamp) to the longest leading run of

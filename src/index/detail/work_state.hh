@@ -55,6 +55,11 @@ struct WorkState {
   std::uint32_t live = 0;             // bookings in use
   std::uint64_t next_seq = 0;
   std::int64_t next_expiry = INT64_MAX;  // wall µs: no booking ends by its bound before
+  // Discovery without stats (work_ranking.cc): when the last NO_HINT for a
+  // busy scope was answered (wall µs; INT64_MIN = never) and how many replicas
+  // the scope knew then.
+  std::int64_t probe_at = INT64_MIN;
+  std::uint32_t known_at_probe = 0;
 };
 
 }  // namespace ic::index::detail
