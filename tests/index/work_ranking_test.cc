@@ -283,6 +283,29 @@ TEST_CASE("work-aware: a later completion ends the older bookings it overtook") 
   CHECK(w.prefill_tokens_per_s == doctest::Approx(1024.0));
 }
 
+TEST_CASE(
+    "work-aware: a prompt another replica stored ends its booking (the gateway sent it there)") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  const auto chain = blocks(7000, 4);  // 2048 tokens: 204.8 ms booked
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", chain, kBlock)));
+  const std::string other = r == "r0" ? "r1" : "r0";
+  CHECK(work_row(h, r).open_bookings == 1);
+  // The gateway ignored the hint: 100 ms later `other` reports the prompt.
+  h.clock.wall += 100'000;
+  h.ingest(chain_update("t", "m", "vllm", other, h.clock.wall, chain, 0, "", kBlock));
+  const WorkRow w = work_row(h, r);
+  CHECK(w.open_bookings == 0);
+  CHECK(w.booked_tokens == 0);
+  CHECK(w.bookings_completed == 0);
+  CHECK(w.bookings_expired == 1);
+  // The next turn extends the prompt: it follows the stored blocks to `other`
+  // (102.4 ms for its 1024 new tokens), not the ended booking to `r`, whose
+  // queue is empty again (307.2 ms for all 3072 tokens, as on any idle replica).
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(7000, 6), kBlock))) ==
+        named("PREFIX_MATCH", other));
+}
+
 TEST_CASE("work-aware: one known replica → misses get NO_HINT; a second one → AFFINITY_HINT") {
   Harness h = work_harness();
   h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {1, 2}, 0, "", kBlock));

@@ -348,10 +348,15 @@ struct Shard::Impl : detail::Records,
   // Ends the bookings past their bound; forgets idle work records.
   void expire_work(detail::WorkState& ws, std::int64_t now);
   // Ingest: `replica` reported the chain of key hashes `chain` (positions from
-  // block 0), or the one key `key`: marks the bookings it completes.
+  // block 0), or the one key `key`: marks the bookings it completes, and ends
+  // (end_elsewhere) the bookings of the same prompt on other replicas.
   void note_stored_chain(detail::WorkState& ws, std::uint32_t replica,
-                         std::span<const std::uint64_t> chain);
-  void note_stored_key(detail::WorkState& ws, std::uint32_t replica, std::uint64_t key);
+                         std::span<const std::uint64_t> chain, std::int64_t now);
+  void note_stored_key(detail::WorkState& ws, std::uint32_t replica, std::uint64_t key,
+                       std::int64_t now);
+  // Ends booking `b`, whose prompt another replica reported stored (the
+  // gateway sent it there), and takes its tokens off its replica's queue.
+  void end_elsewhere(detail::WorkState& ws, detail::Booking& b, std::int64_t now);
   // After an ingest of `replica` into `scope`: ends the completed bookings
   // (and the older ones they overtook), learns the rate and the bound, and
   // re-estimates the replica's queue. `new_blocks`: the report stored new entries.
@@ -360,6 +365,7 @@ struct Shard::Impl : detail::Records,
   void clear_work(detail::WorkState& ws);
   // Entries the current ingest created (upsert), for settle_stored.
   std::uint32_t ingest_new_entries = 0;
+  std::int64_t ingest_now = 0;  // the current ingest's wall µs (bookings it ends elsewhere)
 
   // ===== change reports (changes.cc; only called when `sink` is set) =====
   Change prefix_change(ChangeType type, std::uint32_t e) const;
