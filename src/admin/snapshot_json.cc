@@ -127,6 +127,8 @@ std::string render_snapshot_json(const index::ShardSnapshot& merged) {
         {"statsReported", r.stats_reported},
         {"t2HitTokens", r.t2_hit_tokens},
         {"t2QueryTokens", r.t2_query_tokens},
+        {"prefixCacheHitTokens", r.prefix_cache_hit_tokens},
+        {"prefixCacheQueryTokens", r.prefix_cache_query_tokens},
     });
   }
   Json tenants = Json::array();
@@ -156,6 +158,8 @@ std::string render_snapshot_json(const index::ShardSnapshot& merged) {
         {"predictedHitRate", rate_json(predicted)},
         {"engineHitRate", rate_json(w.engine_hit_rate)},
         {"engineHitRateReported", w.engine_hit_rate_reported},
+        {"engineHitTokens", w.engine_hit_tokens},
+        {"engineQueryTokens", w.engine_query_tokens},
         {"openBookings", w.open_bookings},
         {"bookedTokens", w.booked_tokens},
         {"prefillTokensPerSecond", std::llround(w.prefill_tokens_per_s)},

@@ -137,18 +137,40 @@ void Shard::Impl::expire_work(WorkState& ws, std::int64_t now) {
 }
 
 void Shard::Impl::note_stored_chain(WorkState& ws, std::uint32_t replica,
-                                    std::span<const std::uint64_t> chain) {
+                                    std::span<const std::uint64_t> chain, std::int64_t now) {
   for (Booking& b : ws.bookings) {
-    if (b.replica != replica || !b.chain || b.done || b.blocks.empty()) continue;
+    if (b.replica == kNone || !b.chain || b.done || b.blocks.empty()) continue;
     const std::size_t last = b.blocks.size() - 1;
-    if (last < chain.size() && chain[last] == b.blocks[last]) b.done = true;
+    if (last >= chain.size() || chain[last] != b.blocks[last]) continue;
+    if (b.replica == replica) {
+      b.done = true;
+    } else {
+      end_elsewhere(ws, b, now);
+    }
   }
 }
 
-void Shard::Impl::note_stored_key(WorkState& ws, std::uint32_t replica, std::uint64_t key) {
+void Shard::Impl::end_elsewhere(WorkState& ws, Booking& b, std::int64_t now) {
+  // Another replica stored the booked prompt: the gateway sent the request
+  // there, not here. Its work leaves this replica's queue and its blocks stop
+  // being speculative entries here (the next turn would follow them to a
+  // replica that never held them).
+  if (ReplicaWork* w = find_work(ws, b.replica)) {
+    w->busy_until =
+        std::max(now, w->busy_until - micros(static_cast<double>(b.tokens), rate_of(*w)));
+  }
+  end_booking(ws, b, false);
+}
+
+void Shard::Impl::note_stored_key(WorkState& ws, std::uint32_t replica, std::uint64_t key,
+                                  std::int64_t now) {
   for (Booking& b : ws.bookings) {
-    if (b.replica != replica || b.done || b.blocks.empty()) continue;
-    if (b.blocks.back() == key) b.done = true;
+    if (b.replica == kNone || b.done || b.blocks.empty() || b.blocks.back() != key) continue;
+    if (b.replica == replica) {
+      b.done = true;
+    } else {
+      end_elsewhere(ws, b, now);
+    }
   }
 }
 

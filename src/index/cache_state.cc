@@ -19,6 +19,8 @@ StatsView Shard::Impl::stats_view(const TmRec& tm, const StatsRec& r) const {
   v.pressure = r.pressure;
   v.t2_hit_tokens = r.t2_hit_tokens;
   v.t2_query_tokens = r.t2_query_tokens;
+  v.prefix_cache_hit_tokens = r.prefix_cache_hit_tokens;
+  v.prefix_cache_query_tokens = r.prefix_cache_query_tokens;
   v.stats_reported_us = r.stats_reported;
   v.last_seen_us = r.last_seen;
   return v;

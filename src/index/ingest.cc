@@ -79,6 +79,8 @@ void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const
   rec->pressure = finite_or_zero(s.pressure);
   rec->t2_hit_tokens = s.t2_hit_tokens;
   rec->t2_query_tokens = s.t2_query_tokens;
+  rec->prefix_cache_hit_tokens = s.prefix_cache_hit_tokens;
+  rec->prefix_cache_query_tokens = s.prefix_cache_query_tokens;
   rec->last_seen = seen;
   rec->stats_reported = seen;
   if (sink != nullptr) report_replica(ChangeType::kReplicaUpdated, tm, replica_ref, seen);
@@ -93,7 +95,7 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
   if (p.block_hashes.empty()) {
     const std::uint64_t h = group_hash(tm, p.prefix_hash);
     upsert(domain, p.prefix_hash, h, p.token_count, seen, tier, replica, r);
-    if (ws.live > 0) note_stored_key(ws, replica, h);
+    if (ws.live > 0) note_stored_key(ws, replica, h, ingest_now);
     return;
   }
   // The blocks' slots and key records are independent random reads: block j
@@ -115,11 +117,11 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
     sum += p.block_token_counts[j];
     upsert(domain, p.block_hashes[j], chain_keys[j], saturate32(sum), seen, tier, replica, r);
   }
-  if (ws.live > 0) note_stored_chain(ws, replica, std::span(chain_keys.data(), n));
+  if (ws.live > 0) note_stored_chain(ws, replica, std::span(chain_keys.data(), n), ingest_now);
   if (!p.prefix_hash.empty()) {
     const std::uint64_t h = group_hash(tm, p.prefix_hash);
     upsert(domain, p.prefix_hash, h, saturate32(sum), seen, tier, replica, r);
-    if (ws.live > 0) note_stored_key(ws, replica, h);
+    if (ws.live > 0) note_stored_key(ws, replica, h, ingest_now);
   }
 }
 
@@ -145,6 +147,7 @@ IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
   std::uint32_t tenant = kNone;
   std::uint32_t domain = kNone;
   ingest_new_entries = 0;
+  ingest_now = now;
   if (u.hash_scheme.empty()) {
     r.prefixes_dropped = static_cast<std::uint32_t>(u.prefixes.size());
   } else {

@@ -129,6 +129,30 @@ void Shard::for_each_model_keys(const std::function<void(std::string_view, std::
   }
 }
 
+void Shard::for_each_replica_hits(const std::function<void(const ReplicaHitRow&)>& fn) const {
+  const Impl& s = *impl_;
+  for (const TmRec& tm : s.tms) {
+    if (!tm.live) continue;
+    for (const StatsRec& st : tm.stats) {
+      fn(ReplicaHitRow{.model = s.models.name(tm.model),
+                       .replica = s.replicas.name(st.replica),
+                       .engine_hit_tokens = st.prefix_cache_hit_tokens,
+                       .engine_query_tokens = st.prefix_cache_query_tokens,
+                       .engine_reported = true});
+    }
+  }
+  for (const ScopeRec& sc : s.scopes) {
+    if (!sc.live) continue;
+    for (const ReplicaWork& w : sc.work.replicas) {
+      fn(ReplicaHitRow{.model = s.models.name(s.tms[sc.tm].model),
+                       .replica = s.replicas.name(w.replica),
+                       .hints = w.hints,
+                       .hinted_tokens = w.hinted_tokens,
+                       .predicted_hit_tokens = w.predicted_hit_tokens});
+    }
+  }
+}
+
 ShardSnapshot Shard::collect_snapshot() const {
   const Impl& s = *impl_;
   ShardSnapshot snap;
@@ -167,6 +191,8 @@ ShardSnapshot Shard::collect_snapshot() const {
       r.pressure = st.pressure;
       r.t2_hit_tokens = st.t2_hit_tokens;
       r.t2_query_tokens = st.t2_query_tokens;
+      r.prefix_cache_hit_tokens = st.prefix_cache_hit_tokens;
+      r.prefix_cache_query_tokens = st.prefix_cache_query_tokens;
     }
   }
   std::unordered_map<std::string_view, std::size_t> tenant_rows;
@@ -212,6 +238,8 @@ ShardSnapshot Shard::collect_snapshot() const {
         if (st.replica != w.replica) continue;
         row.engine_hit_rate = st.hit_rate;
         row.engine_hit_rate_reported = true;
+        row.engine_hit_tokens = st.prefix_cache_hit_tokens;
+        row.engine_query_tokens = st.prefix_cache_query_tokens;
       }
       row.bookings_completed = w.completed;
       row.bookings_expired = w.expired;

@@ -241,6 +241,10 @@ class Shard {
   // forgotten (sum the shards per model).
   void for_each_model_keys(
       const std::function<void(std::string_view model, std::int64_t keys)>& fn);
+  // Visits the predicted-vs-delivered rows of this shard (ReplicaHitRow):
+  // one per replica work record of a scope, one per held ReplicaStats.
+  // O(scopes × their replicas + stats).
+  void for_each_replica_hits(const std::function<void(const ReplicaHitRow&)>& fn) const;
   // /snapshot rows of this shard's tenants (docs/admin.md), unsorted.
   // O(tenants × replicas + stats), no scan of the entries.
   ShardSnapshot collect_snapshot() const;

@@ -23,6 +23,8 @@ struct ReplicaRow {
   bool stats_reported = false;          // a stats entry exists
   std::int64_t t2_hit_tokens = 0;
   std::int64_t t2_query_tokens = 0;
+  std::int64_t prefix_cache_hit_tokens = 0;    // the engine's own counters, cumulative tokens
+  std::int64_t prefix_cache_query_tokens = 0;  // idem (ReplicaStats 8, 9)
 };
 
 // One tenant row.
@@ -47,8 +49,24 @@ struct WorkRow {
   std::uint64_t predicted_hit_tokens = 0;  // Σ matched tokens those answers predicted
   double engine_hit_rate = 0;              // the replica's reported hit_rate for (tenant, model)
   bool engine_hit_rate_reported = false;   // it reported stats for (tenant, model)
+  std::int64_t engine_hit_tokens = 0;      // its prefix_cache_hit_tokens (cumulative, all traffic)
+  std::int64_t engine_query_tokens = 0;    // its prefix_cache_query_tokens (idem)
   std::uint64_t bookings_completed = 0;    // ended by the engine's report of the blocks
   std::uint64_t bookings_expired = 0;      // ended by the bound or overtaken
+};
+
+// One (tenant, model, replica) row of predicted vs delivered for /metrics
+// (inferencecache_replica_*, docs/admin.md): a work record's hint counters
+// (engine_reported false), or a held ReplicaStats' engine counters (hints 0).
+// Views into the shard: valid during the visit.
+struct ReplicaHitRow {
+  std::string_view model, replica;
+  std::uint64_t hints = 0;                 // answers naming it on top
+  std::uint64_t hinted_tokens = 0;         // Σ their prompt tokens
+  std::uint64_t predicted_hit_tokens = 0;  // Σ matched tokens they predicted
+  std::int64_t engine_hit_tokens = 0;      // ReplicaStats.prefix_cache_hit_tokens
+  std::int64_t engine_query_tokens = 0;    // ReplicaStats.prefix_cache_query_tokens
+  bool engine_reported = false;            // the row is a ReplicaStats'
 };
 
 // One shard's part; total_prefixes = Σ tenants' index_entries; hot_prefixes = 0.
@@ -77,6 +95,7 @@ struct StatsView {
   std::int64_t cache_memory_bytes = 0;
   double hit_rate = 0, pressure = 0;
   std::int64_t t2_hit_tokens = 0, t2_query_tokens = 0;
+  std::int64_t prefix_cache_hit_tokens = 0, prefix_cache_query_tokens = 0;
   std::int64_t stats_reported_us = 0;  // wall µs of the last stats-bearing update
   std::int64_t last_seen_us = 0;       // liveness (≥ stats_reported_us; REPLICA_UPDATED)
 };

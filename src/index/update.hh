@@ -31,6 +31,8 @@ struct ReplicaStats {
   double pressure = 0;  // 0..1 (≥ 1 = saturated)
   std::int64_t t2_hit_tokens = 0;
   std::int64_t t2_query_tokens = 0;
+  std::int64_t prefix_cache_hit_tokens = 0;    // the engine's own, cumulative tokens
+  std::int64_t prefix_cache_query_tokens = 0;  // idem
 };
 
 // One CacheStateUpdate.

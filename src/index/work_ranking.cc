@@ -26,6 +26,9 @@ namespace {
 
 // Waits closer than this are equal (rendezvous order), µs.
 constexpr double kTieUs = 1.0;
+// Without stats, a busy scope answers NO_HINT (a probe) at most once per this
+// many of its longest mean completion times, unless the last probe found a replica.
+constexpr double kDiscoveryFactor = 4;
 
 }  // namespace
 
@@ -51,14 +54,21 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   // Without replica stats the scope knows only the replicas that hold entries
   // or bookings. When even the best of them is busy and slower than a full
   // prefill on an idle replica, that idle replica may be one the scope has
-  // never seen: the gateway balances (and the engine's report of its pick
-  // makes that replica known).
+  // never seen: the gateway balances (a probe: the engine's report of its
+  // pick makes that replica known). A probe's request is work the scope
+  // cannot book, and every queue it prices afterwards looks shorter than it
+  // is: so one probe per discovery window, or at once when the last one found
+  // a replica; in between the busy scope answers hints.
   const ReplicaScratch& bs = replica_scratch[best.replica];
   const double best_rate =
       bs.work_stamp == stamp ? rate_of(ws.replicas[bs.work]) : cfg.work_aware.prefill_tokens_per_s;
-  const bool blind =
+  const bool busy =
       !any_fresh_stats && best.queued_us > 0 && best.wait_us > prompt / best_rate * 1e6;
-  if (blind) {
+  const bool probe = busy && (known > ws.known_at_probe || ws.probe_at == INT64_MIN ||
+                              st.now - ws.probe_at >= discovery_window(ws));
+  if (probe) {
+    ws.probe_at = st.now;
+    ws.known_at_probe = static_cast<std::uint32_t>(known);
     scored.clear();
     finish(st, reason::kNoHint, true);
     return true;
@@ -119,6 +129,17 @@ double Shard::Impl::prompt_tokens(const LookupState& st) const {
   double prompt = static_cast<double>(st.effective);
   for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
   return prompt;
+}
+
+std::int64_t Shard::Impl::discovery_window(const WorkState& ws) const {
+  // A probe's request reaches the scope as the engine's report when its
+  // prefill ends: a few completion times later the probe has found its
+  // replica, or found none new. Before any completion is timed, the first
+  // booking bound.
+  double latency = 0;
+  for (const ReplicaWork& w : ws.replicas) latency = std::max(latency, w.latency_us);
+  if (latency <= 0) return cfg.work_aware.first_bound_us;
+  return static_cast<std::int64_t>(kDiscoveryFactor * latency);
 }
 
 void Shard::Impl::hash_request(const LookupState& st) {

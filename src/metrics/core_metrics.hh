@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -149,6 +150,13 @@ class CoreMetrics {
         total;
   }
   void set_tenant_evictions(std::string_view tenant_id, std::uint64_t total);
+  // Adds one (tenant, model, replica) row of predicted vs delivered
+  // (inferencecache_replica_*{model, replica_id}); merged per (model, replica) as
+  // ReplicaHitFigures::merge says. Every row is dropped before collectors run, so
+  // a forgotten replica leaves the families; past kMaxDynamicSeries pairs the
+  // rest fold into (kOverflowLabel, kOverflowLabel).
+  void add_replica_hits(std::string_view model, std::string_view replica,
+                        const ReplicaHitFigures& figures);
   // (key, replica) entries in this core's shard.
   void set_core_index_entries(std::int64_t entries) { core_figures().index_entries = entries; }
   // Tasks queued in this core's inbound cross-core mailboxes.
@@ -194,6 +202,7 @@ class CoreMetrics {
   LabelMap<std::int64_t> index_entries_;
   LabelMap<std::uint64_t> tenant_evictions_;
   LabelMap<std::uint64_t> template_cache_busts_;
+  std::map<ModelReplica, ReplicaHitFigures> replica_hits_;  // rebuilt by every collect()
   std::vector<Collector> collectors_;
   RpcMetrics rpc_;
 };

@@ -1,5 +1,7 @@
 #include "metrics/sample.hh"
 
+#include <algorithm>
+
 namespace ic::metrics {
 
 namespace {
@@ -15,6 +17,7 @@ void add_arrays(A& into, const A& from) {
 }
 
 void add_value(LookupSeries& into, const LookupSeries& from) { into.merge(from); }
+void add_value(ReplicaHitFigures& into, const ReplicaHitFigures& from) { into.merge(from); }
 template <typename N>
 void add_value(N& into, N from) {
   into += from;
@@ -32,6 +35,15 @@ void add_maps(M& into, const M& from) {
   }
 }
 }  // namespace
+
+void ReplicaHitFigures::merge(const ReplicaHitFigures& other) {
+  hints += other.hints;
+  hinted_tokens += other.hinted_tokens;
+  predicted_hit_tokens += other.predicted_hit_tokens;
+  engine_hit_tokens = std::max(engine_hit_tokens, other.engine_hit_tokens);
+  engine_query_tokens = std::max(engine_query_tokens, other.engine_query_tokens);
+  engine_reported = engine_reported || other.engine_reported;
+}
 
 void LookupSeries::merge(const LookupSeries& other) {
   add_arrays(calls, other.calls);
@@ -54,6 +66,7 @@ void Sample::merge(const Sample& other) {
   add_maps(index_entries, other.index_entries);
   add_maps(tenant_evictions, other.tenant_evictions);
   add_maps(template_cache_busts, other.template_cache_busts);
+  add_maps(replica_hits, other.replica_hits);
   add_arrays(index_evictions, other.index_evictions);
   add_arrays(auth, other.auth);
   ingest_messages += other.ingest_messages;

@@ -54,6 +54,8 @@ void ChunkBuilder::add_stats(const index::StatsView& v) {
   s->set_pressure(static_cast<float>(v.pressure));
   s->set_t2_hit_tokens(v.t2_hit_tokens);
   s->set_t2_query_tokens(v.t2_query_tokens);
+  s->set_prefix_cache_hit_tokens(v.prefix_cache_hit_tokens);
+  s->set_prefix_cache_query_tokens(v.prefix_cache_query_tokens);
   if (v.last_seen_us != v.stats_reported_us) {
     pb::CacheEvent* e = chunk_.add_liveness();
     e->set_type(pb::CacheEvent::REPLICA_UPDATED);

@@ -535,6 +535,16 @@ void App::install_collectors() {
       m.set_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kTtl, ev.lru_ttl);
       m.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kTtl, ev.lfu_ttl);
       m.set_core_index_entries(shard.entry_count());
+      shard.for_each_replica_hits([&m](const ic::index::ReplicaHitRow& row) {
+        m.add_replica_hits(
+            row.model, row.replica,
+            ic::metrics::ReplicaHitFigures{.hints = row.hints,
+                                           .hinted_tokens = row.hinted_tokens,
+                                           .predicted_hit_tokens = row.predicted_hit_tokens,
+                                           .engine_hit_tokens = row.engine_hit_tokens,
+                                           .engine_query_tokens = row.engine_query_tokens,
+                                           .engine_reported = row.engine_reported});
+      });
       std::int64_t depth = 0;
       for (unsigned from = 0; from < runtime.cores(); ++from) {
         depth += static_cast<std::int64_t>(runtime.mailbox_depth(from, core));

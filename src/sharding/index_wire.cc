@@ -115,8 +115,13 @@ index::Update to_update(const pb::CacheStateUpdate& update, UpdateBuffers& buffe
   u.prefixes = buffers.prefixes;
   if (update.has_stats()) {
     const pb::ReplicaStats& s = update.stats();
-    u.stats = index::ReplicaStats{s.cache_memory_bytes(), s.hit_rate(), s.pressure(),
-                                  s.t2_hit_tokens(), s.t2_query_tokens()};
+    u.stats = index::ReplicaStats{s.cache_memory_bytes(),
+                                  s.hit_rate(),
+                                  s.pressure(),
+                                  s.t2_hit_tokens(),
+                                  s.t2_query_tokens(),
+                                  s.prefix_cache_hit_tokens(),
+                                  s.prefix_cache_query_tokens()};
   }
   return u;
 }
@@ -154,6 +159,8 @@ void to_response(const index::CacheState& state, pb::GetCacheStateResponse* out)
     rs->set_pressure(static_cast<float>(v.pressure));
     rs->set_t2_hit_tokens(v.t2_hit_tokens);
     rs->set_t2_query_tokens(v.t2_query_tokens);
+    rs->set_prefix_cache_hit_tokens(v.prefix_cache_hit_tokens);
+    rs->set_prefix_cache_query_tokens(v.prefix_cache_query_tokens);
   }
 }
 

@@ -45,7 +45,9 @@ TEST_CASE("shards merge, sort and render field for field") {
                                   .last_event_at_us = kT,
                                   .stats_reported = true,
                                   .t2_hit_tokens = 7,
-                                  .t2_query_tokens = 9});
+                                  .t2_query_tokens = 9,
+                                  .prefix_cache_hit_tokens = 300,
+                                  .prefix_cache_query_tokens = 1200});
   b.replicas.push_back(ReplicaRow{.tenant = "inferencecache.io/probe", .replica_id = "p"});
   b.tenants.push_back(TenantRow{.tenant_id = "team-a",
                                 .index_entries = 2,
@@ -101,6 +103,8 @@ TEST_CASE("routing rows: merged from the shards, sorted, predicted beside delive
                                                .predicted_hit_tokens = 20480,
                                                .engine_hit_rate = 0.24,
                                                .engine_hit_rate_reported = true,
+                                               .engine_hit_tokens = 24000,
+                                               .engine_query_tokens = 100000,
                                                .bookings_completed = 37,
                                                .bookings_expired = 1});
   shards[0]->work.push_back(
@@ -109,12 +113,14 @@ TEST_CASE("routing rows: merged from the shards, sorted, predicted beside delive
         R"({"replicas":[],"tenants":[],"totalPrefixes":0,"hotPrefixes":0,"routing":[)"
         R"({"tenant":"t","modelId":"m","hashScheme":"vllm","replicaId":"r1","hints":0,)"
         R"("hintedPromptTokens":0,"predictedHitTokens":0,"predictedHitRate":0,"engineHitRate":0,)"
-        R"("engineHitRateReported":false,"openBookings":0,"bookedTokens":0,)"
+        R"("engineHitRateReported":false,"engineHitTokens":0,"engineQueryTokens":0,)"
+        R"("openBookings":0,"bookedTokens":0,)"
         R"("prefillTokensPerSecond":0,"completionMicros":0,"bookingsCompleted":0,)"
         R"("bookingsExpired":0},)"
         R"({"tenant":"t","modelId":"m","hashScheme":"vllm","replicaId":"r2","hints":40,)"
         R"("hintedPromptTokens":81920,"predictedHitTokens":20480,"predictedHitRate":0.25,)"
-        R"("engineHitRate":0.24,"engineHitRateReported":true,"openBookings":2,)"
+        R"("engineHitRate":0.24,"engineHitRateReported":true,"engineHitTokens":24000,)"
+        R"("engineQueryTokens":100000,"openBookings":2,)"
         R"("bookedTokens":3072,"prefillTokensPerSecond":6000,"completionMicros":410000,)"
         R"("bookingsCompleted":37,"bookingsExpired":1}]})");
 }

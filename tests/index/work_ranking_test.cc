@@ -190,6 +190,47 @@ TEST_CASE("work-aware: a booking ends on its completion report, and the rate is 
   CHECK(w.predicted_hit_tokens == 1024);
 }
 
+TEST_CASE("work-aware: predicted hit tokens beside the engine's own counters") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  const auto chain = blocks(7000, 2);  // 1024 tokens
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", chain, kBlock)));
+  h.clock.wall += 200'000;
+  h.ingest(chain_update("t", "m", "vllm", r, h.clock.wall, chain, 0, "", kBlock));
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", chain, kBlock))) == named("PREFIX_MATCH", r));
+  // The adapter's next stats carry the engine's cumulative counters: it hit
+  // 1024 of the 2048 prompt tokens the two requests brought.
+  pb::CacheStateUpdate stats = idle_stats(r, h.clock.wall);
+  stats.mutable_stats()->set_prefix_cache_hit_tokens(1024);
+  stats.mutable_stats()->set_prefix_cache_query_tokens(2048);
+  h.ingest(stats);
+  const WorkRow w = work_row(h, r);
+  CHECK(w.hints == 2);
+  CHECK(w.hinted_tokens == 2048);
+  CHECK(w.predicted_hit_tokens == 1024);
+  CHECK(w.engine_hit_tokens == 1024);
+  CHECK(w.engine_query_tokens == 2048);
+  // The /metrics rows: every held ReplicaStats (r0..r7, in report order), then
+  // the scope's one work record.
+  std::vector<std::string> rows;
+  h.shard->for_each_replica_hits([&rows](const ReplicaHitRow& row) {
+    rows.push_back(std::string(row.model) + " " + std::string(row.replica) + " " +
+                   std::to_string(row.hints) + " " + std::to_string(row.hinted_tokens) + " " +
+                   std::to_string(row.predicted_hit_tokens) + " " +
+                   std::to_string(row.engine_hit_tokens) + " " +
+                   std::to_string(row.engine_query_tokens) + (row.engine_reported ? " E" : " W"));
+  });
+  std::vector<std::string> want;
+  for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}) {
+    std::string row = "m ";
+    row += name;
+    row += name == r ? " 0 0 0 1024 2048 E" : " 0 0 0 0 0 E";
+    want.push_back(row);
+  }
+  want.push_back("m " + r + " 2 2048 1024 0 0 W");
+  CHECK(rows == want);
+}
+
 TEST_CASE("work-aware: a booking never completed ends at its learned bound") {
   Harness h = work_harness();
   eight_replicas(h);
@@ -242,6 +283,29 @@ TEST_CASE("work-aware: a later completion ends the older bookings it overtook") 
   CHECK(w.prefill_tokens_per_s == doctest::Approx(1024.0));
 }
 
+TEST_CASE(
+    "work-aware: a prompt another replica stored ends its booking (the gateway sent it there)") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  const auto chain = blocks(7000, 4);  // 2048 tokens: 204.8 ms booked
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", chain, kBlock)));
+  const std::string other = r == "r0" ? "r1" : "r0";
+  CHECK(work_row(h, r).open_bookings == 1);
+  // The gateway ignored the hint: 100 ms later `other` reports the prompt.
+  h.clock.wall += 100'000;
+  h.ingest(chain_update("t", "m", "vllm", other, h.clock.wall, chain, 0, "", kBlock));
+  const WorkRow w = work_row(h, r);
+  CHECK(w.open_bookings == 0);
+  CHECK(w.booked_tokens == 0);
+  CHECK(w.bookings_completed == 0);
+  CHECK(w.bookings_expired == 1);
+  // The next turn extends the prompt: it follows the stored blocks to `other`
+  // (102.4 ms for its 1024 new tokens), not the ended booking to `r`, whose
+  // queue is empty again (307.2 ms for all 3072 tokens, as on any idle replica).
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(7000, 6), kBlock))) ==
+        named("PREFIX_MATCH", other));
+}
+
 TEST_CASE("work-aware: one known replica → misses get NO_HINT; a second one → AFFINITY_HINT") {
   Harness h = work_harness();
   h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {1, 2}, 0, "", kBlock));
@@ -285,7 +349,9 @@ TEST_CASE("work-aware: replicas of two speeds get misses in proportion to their 
   CHECK(per == std::map<std::string, int>{{"fast", 8}, {"slow", 4}});
 }
 
-TEST_CASE("work-aware without replica stats: misses go to idle known replicas, then NO_HINT") {
+TEST_CASE(
+    "work-aware without replica stats: misses go to idle known replicas, then one NO_HINT probe "
+    "per discovery window") {
   Harness h = work_harness();
   eight_replicas(h, false);
   // The scope knows r0..r7 only by their entries. While one of them has
@@ -303,4 +369,30 @@ TEST_CASE("work-aware without replica stats: misses go to idle known replicas, t
   h.clock.wall += 102'400;
   CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
+  // Every replica busy again: that NO_HINT (a probe) found no new replica and
+  // the discovery window (the first booking bound, 10 s: no completion is
+  // timed) has not passed, so the busy scope answers hints, work it can book.
+  for (std::uint64_t i = 0; i < 7; ++i) {
+    CHECK(
+        h.lookup(chain_req("t", "m", "vllm", blocks(20000 + 1000 * i, 2), kBlock)).reason_code() ==
+        "AFFINITY_HINT");
+  }
+  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(27000, 2), kBlock)).reason_code() ==
+        "AFFINITY_HINT");
+  // A ninth replica reports entries: it is idle, so the next miss goes there.
+  // The known replicas grew since the last probe, so once every replica is
+  // busy the next is a probe at once; the one after it a hint again.
+  h.ingest(chain_update("t", "m", "vllm", "r8", h.clock.wall, {108}, 0, "", kBlock));
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(30000, 2), kBlock))) == "AFFINITY_HINT r8");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(31000, 2), kBlock))) == "NO_HINT");
+  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(32000, 2), kBlock)).reason_code() ==
+        "AFFINITY_HINT");
+  // Ten seconds after that probe, a busy scope probes again.
+  h.clock.wall += 10'000'000;
+  for (std::uint64_t i = 0; i < 9; ++i) {
+    CHECK(
+        h.lookup(chain_req("t", "m", "vllm", blocks(40000 + 1000 * i, 2), kBlock)).reason_code() ==
+        "AFFINITY_HINT");
+  }
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(49000, 2), kBlock))) == "NO_HINT");
 }

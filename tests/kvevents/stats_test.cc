@@ -116,6 +116,36 @@ TEST_CASE("partial scrape: load gauges only → zeros elsewhere; t2 counters are
   CHECK(t2.hit_rate == 0);
 }
 
+TEST_CASE("prefix_cache_{hit,query}_tokens: the engine's cumulative counters as scraped") {
+  // _total names (vLLM v1) and the OpenMetrics names without the suffix.
+  const auto gpu = first("vllm_metrics_gpu");
+  CHECK(gpu.prefix_cache_hit_tokens == 800);
+  CHECK(gpu.prefix_cache_query_tokens == 1000);
+  StatsComputer c(StatsOptions{});
+  const auto a = c.compute(scrape("vllm_metrics_openmetrics"));
+  REQUIRE(a.has_value());
+  CHECK(a->prefix_cache_hit_tokens == 10);
+  CHECK(a->prefix_cache_query_tokens == 20);
+  const auto b = c.compute(scrape("vllm_metrics_openmetrics_tick2"));
+  REQUIRE(b.has_value());
+  CHECK(b->prefix_cache_hit_tokens == 70);  // cumulative, not the Δ of hit_rate
+  CHECK(b->prefix_cache_query_tokens == 120);
+  // Summed across models, or the one --engine-model-name selects.
+  const auto all = first("vllm_metrics_multimodel");
+  CHECK(all.prefix_cache_hit_tokens == 1009);
+  CHECK(all.prefix_cache_query_tokens == 1040);
+  StatsOptions primary;
+  primary.engine_model_name = "primary";
+  const auto p = first("vllm_metrics_multimodel", primary);
+  CHECK(p.prefix_cache_hit_tokens == 10);
+  CHECK(p.prefix_cache_query_tokens == 40);
+  // Without the families, and for SGLang: 0.
+  CHECK(first("vllm_metrics_partial").prefix_cache_hit_tokens == 0);
+  CHECK(first("vllm_metrics_partial").prefix_cache_query_tokens == 0);
+  CHECK(first("sglang_metrics").prefix_cache_hit_tokens == 0);
+  CHECK(first("sglang_metrics").prefix_cache_query_tokens == 0);
+}
+
 TEST_CASE("SGLang: usage token_usage, hit_rate read directly, pressure (3 + 5) / 256, no t2") {
   StatsOptions o;
   o.engine_cache_size_bytes = 1'000'000;

@@ -327,6 +327,64 @@ TEST_CASE("an empty registry still renders every fixed family") {
       std::string::npos);
 }
 
+TEST_CASE(
+    "replica hit families: hints summed over tenants and cores, the engine's largest report") {
+  // Core 0: tenant a's work record of r1 and r1's stats under tenant a; r2's
+  // work record (no stats). Core 1: tenant b's work record of r1 and r1's
+  // stats under tenant b, read a scrape earlier (smaller).
+  CoreMetrics c0(0);
+  CoreMetrics c1(1);
+  c0.add_collector([](CoreMetrics& m) {
+    m.add_replica_hits("llama", "r1",
+                       {.hints = 3, .hinted_tokens = 3000, .predicted_hit_tokens = 1000});
+    m.add_replica_hits(
+        "llama", "r1",
+        {.engine_hit_tokens = 900, .engine_query_tokens = 4000, .engine_reported = true});
+    m.add_replica_hits("llama", "r2", {.hints = 1, .hinted_tokens = 512});
+  });
+  c1.add_collector([](CoreMetrics& m) {
+    m.add_replica_hits("llama", "r1",
+                       {.hints = 2, .hinted_tokens = 1000, .predicted_hit_tokens = 500});
+    m.add_replica_hits(
+        "llama", "r1",
+        {.engine_hit_tokens = 800, .engine_query_tokens = 3500, .engine_reported = true});
+  });
+  Sample merged = c0.collect();
+  merged.merge(c1.collect());
+  const std::string rendered = render_prometheus(merged, ProcessFigures{});
+  const std::string want =
+      "# HELP inferencecache_replica_hints_total Work-aware LookupRoute answers naming the replica "
+      "on top.\n"
+      "# TYPE inferencecache_replica_hints_total counter\n"
+      "inferencecache_replica_hints_total{model=\"llama\",replica_id=\"r1\"} 5\n"
+      "inferencecache_replica_hints_total{model=\"llama\",replica_id=\"r2\"} 1\n"
+      "# HELP inferencecache_replica_hinted_prompt_tokens_total Prompt tokens of those answers.\n"
+      "# TYPE inferencecache_replica_hinted_prompt_tokens_total counter\n"
+      "inferencecache_replica_hinted_prompt_tokens_total{model=\"llama\",replica_id=\"r1\"} 4000\n"
+      "inferencecache_replica_hinted_prompt_tokens_total{model=\"llama\",replica_id=\"r2\"} 512\n"
+      "# HELP inferencecache_replica_predicted_hit_tokens_total Prompt tokens those answers "
+      "predicted the replica holds (stored or booked).\n"
+      "# TYPE inferencecache_replica_predicted_hit_tokens_total counter\n"
+      "inferencecache_replica_predicted_hit_tokens_total{model=\"llama\",replica_id=\"r1\"} 1500\n"
+      "inferencecache_replica_predicted_hit_tokens_total{model=\"llama\",replica_id=\"r2\"} 0\n"
+      "# HELP inferencecache_replica_engine_prefix_cache_hit_tokens_total The engine's own "
+      "prefix-cache hit tokens as its adapter last reported them (all its traffic).\n"
+      "# TYPE inferencecache_replica_engine_prefix_cache_hit_tokens_total counter\n"
+      "inferencecache_replica_engine_prefix_cache_hit_tokens_total{model=\"llama\",replica_id="
+      "\"r1\"} 900\n"
+      "# HELP inferencecache_replica_engine_prefix_cache_query_tokens_total The engine's own "
+      "prefix-cache query tokens as its adapter last reported them.\n"
+      "# TYPE inferencecache_replica_engine_prefix_cache_query_tokens_total counter\n"
+      "inferencecache_replica_engine_prefix_cache_query_tokens_total{model=\"llama\",replica_id="
+      "\"r1\"} 4000\n";
+  CHECK(rendered.find(want) != std::string::npos);
+  // The rows are rebuilt by every scrape: a collector that stops adding them
+  // leaves the families out.
+  CoreMetrics empty(2);
+  CHECK(render_prometheus(empty.collect(), ProcessFigures{}).find("inferencecache_replica_") ==
+        std::string::npos);
+}
+
 TEST_CASE("grpc_server_* families: go-grpc-prometheus names, labels and every code per method") {
   CoreMetrics core(0);
   RpcSeries* lookup = core.rpc().declare("/pkg.Cache/Lookup", RpcType::kUnary);

@@ -178,6 +178,8 @@ TEST_CASE("index_wire: CacheStateUpdate becomes an Update with per-prefix slices
   s->set_pressure(0.25f);
   s->set_t2_hit_tokens(11);
   s->set_t2_query_tokens(22);
+  s->set_prefix_cache_hit_tokens(33);
+  s->set_prefix_cache_query_tokens(44);
   u.clear_prefixes();
   x = wire::to_update(u, buf);
   CHECK(x.prefixes.empty());
@@ -187,6 +189,8 @@ TEST_CASE("index_wire: CacheStateUpdate becomes an Update with per-prefix slices
   CHECK(x.stats->pressure == 0.25);
   CHECK(x.stats->t2_hit_tokens == 11);
   CHECK(x.stats->t2_query_tokens == 22);
+  CHECK(x.stats->prefix_cache_hit_tokens == 33);
+  CHECK(x.stats->prefix_cache_query_tokens == 44);
 }
 
 TEST_CASE("index_wire: CacheEvent becomes an Event; unknown types are no-ops") {
@@ -238,6 +242,8 @@ TEST_CASE("index_wire: GetCacheState query and response") {
   v.pressure = 0.125;
   v.t2_hit_tokens = 3;
   v.t2_query_tokens = 4;
+  v.prefix_cache_hit_tokens = 5;
+  v.prefix_cache_query_tokens = 6;
   state.replicas.push_back(v);
   pb::GetCacheStateResponse out;
   out.add_replicas()->set_replica_id("old");
@@ -245,7 +251,8 @@ TEST_CASE("index_wire: GetCacheState query and response") {
   // Every field, as the text format prints the set ones (client_version unset).
   CHECK(out.ShortDebugString() ==
         "replicas { replica_id: \"r1\" cache_memory_bytes: 4096 hit_rate: 0.5 pressure: 0.125 "
-        "t2_hit_tokens: 3 t2_query_tokens: 4 } summary { total_prefixes: 12 }");
+        "t2_hit_tokens: 3 t2_query_tokens: 4 prefix_cache_hit_tokens: 5 "
+        "prefix_cache_query_tokens: 6 } summary { total_prefixes: 12 }");
 
   // An empty state still carries the summary (as GetCacheState always did).
   wire::to_response(ic::index::CacheState{}, &out);

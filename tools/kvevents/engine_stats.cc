@@ -160,6 +160,8 @@ std::optional<EngineStats> StatsComputer::vllm(const std::vector<Sample>& sample
   const Family hits = family({"vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits"});
   const Family queries = family({"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries"});
   if (hits.present && queries.present) {
+    out.prefix_cache_hit_tokens = std::llround(hits.sum);
+    out.prefix_cache_query_tokens = std::llround(queries.sum);
     if (last_hits_ && last_queries_) {
       const double dq = queries.sum - *last_queries_;
       const double dh = hits.sum - *last_hits_;

@@ -44,6 +44,11 @@ struct EngineStats {
   double pressure = 0;             // 0..1
   std::int64_t t2_hit_tokens = 0;  // cumulative (vLLM external prefix cache)
   std::int64_t t2_query_tokens = 0;
+  // The engine's own prefix cache, cumulative tokens as scraped (vLLM's
+  // prefix_cache_hits / prefix_cache_queries, summed over the selected series;
+  // 0 without them and for SGLang).
+  std::int64_t prefix_cache_hit_tokens = 0;
+  std::int64_t prefix_cache_query_tokens = 0;
 };
 
 // Keeps the previous scrape's counters: vLLM's hit_rate is Δhits / Δqueries between scrapes.

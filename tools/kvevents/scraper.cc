@@ -34,6 +34,8 @@ v1::CacheStateUpdate stats_update(const Identity& identity, const std::string& r
   s->set_client_version(kVersion);
   s->set_t2_hit_tokens(stats.t2_hit_tokens);
   s->set_t2_query_tokens(stats.t2_query_tokens);
+  s->set_prefix_cache_hit_tokens(stats.prefix_cache_hit_tokens);
+  s->set_prefix_cache_query_tokens(stats.prefix_cache_query_tokens);
   return u;
 }
 

@@ -142,6 +142,8 @@ struct StatsRec {
   double pressure = 0;
   std::int64_t t2_hit_tokens = 0;
   std::int64_t t2_query_tokens = 0;
+  std::int64_t prefix_cache_hit_tokens = 0;  // the engine's counters (ReplicaStats 8, 9)
+  std::int64_t prefix_cache_query_tokens = 0;
   std::int64_t last_seen = 0;       // liveness (REPLICA_UPDATED refreshes it)
   std::int64_t stats_reported = 0;  // last stats-bearing update
 };

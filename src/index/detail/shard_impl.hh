@@ -333,6 +333,10 @@ struct Shard::Impl : detail::Records,
                      double fresh, double prompt, double saturation, std::uint32_t stamp);
   // The rendezvous seed of the request (XXH3 of the chain's hashes or of the exact key).
   std::uint64_t prompt_seed(const detail::LookupState& st) const;
+  // Without stats, the least time between two NO_HINT probes of a busy scope
+  // that found no new replica, µs: 4 × its longest mean completion time, or
+  // the first booking bound before one is timed.
+  std::int64_t discovery_window(const detail::WorkState& ws) const;
   // The request's key hashes into work_keys: every chain block's, or the exact key's.
   void hash_request(const detail::LookupState& st);
   // Sets replica_scratch[r].spec_matched (stamp) to the longest leading run of
@@ -367,10 +371,15 @@ struct Shard::Impl : detail::Records,
   // Ends the bookings past their bound; forgets idle work records.
   void expire_work(detail::WorkState& ws, std::int64_t now);
   // Ingest: `replica` reported the chain of key hashes `chain` (positions from
-  // block 0), or the one key `key`: marks the bookings it completes.
+  // block 0), or the one key `key`: marks the bookings it completes, and ends
+  // (end_elsewhere) the bookings of the same prompt on other replicas.
   void note_stored_chain(detail::WorkState& ws, std::uint32_t replica,
-                         std::span<const std::uint64_t> chain);
-  void note_stored_key(detail::WorkState& ws, std::uint32_t replica, std::uint64_t key);
+                         std::span<const std::uint64_t> chain, std::int64_t now);
+  void note_stored_key(detail::WorkState& ws, std::uint32_t replica, std::uint64_t key,
+                       std::int64_t now);
+  // Ends booking `b`, whose prompt another replica reported stored (the
+  // gateway sent it there), and takes its tokens off its replica's queue.
+  void end_elsewhere(detail::WorkState& ws, detail::Booking& b, std::int64_t now);
   // After an ingest of `replica` into `scope`: ends the completed bookings
   // (and the older ones they overtook), learns the rate and the bound, and
   // re-estimates the replica's queue. `new_blocks`: the report stored new entries.
@@ -379,6 +388,7 @@ struct Shard::Impl : detail::Records,
   void clear_work(detail::WorkState& ws);
   // Entries the current ingest created (upsert), for settle_stored.
   std::uint32_t ingest_new_entries = 0;
+  std::int64_t ingest_now = 0;  // the current ingest's wall µs (bookings it ends elsewhere)
 
   // ===== LookupPDRoute (pd_route.cc, decode_bookings.cc, docs/pd-routing.md) =====
   void lookup_pd(const LookupQuery& q, std::string_view ref, const LookupContext& ctx,

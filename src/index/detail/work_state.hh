@@ -68,6 +68,11 @@ struct WorkState {
   std::vector<DecodeBooking> decodes;           // slots; replica == kNone is free
   std::uint32_t decodes_live = 0;               // decode bookings in use
   std::int64_t next_decode_expiry = INT64_MAX;  // wall µs: no decode booking ends by time before
+  // Discovery without stats (work_ranking.cc): when the last NO_HINT for a
+  // busy scope was answered (wall µs; INT64_MIN = never) and how many replicas
+  // the scope knew then.
+  std::int64_t probe_at = INT64_MIN;
+  std::uint32_t known_at_probe = 0;
 };
 
 }  // namespace ic::index::detail

@@ -233,6 +233,8 @@ TEST_CASE("/snapshot after a known ingest is the expected JSON document") {
   stats->set_pressure(0.25f);
   stats->set_t2_hit_tokens(7);
   stats->set_t2_query_tokens(9);
+  stats->set_prefix_cache_hit_tokens(300);
+  stats->set_prefix_cache_query_tokens(1200);
   s.ingest({r1, update("team-a", "r2", "llama", kT + 123'456, {{"h1", 16}}),
             update("team-b", "r3", "qwen", kT, {{"h9", 64}}),
             update("inferencecache.io/probe", "p", "llama", kT, {{"h1", 16}})});
@@ -242,6 +244,13 @@ TEST_CASE("/snapshot after a known ingest is the expected JSON document") {
   // The document tests/admin/snapshot_json_test renders from the same rows.
   // The golden document, and the newline that ends every /snapshot answer.
   CHECK(r.body == ic::itest::read_golden(IC_SNAPSHOT_GOLDEN) + "\n");
+  // /metrics carries the engine's counters of every replica with stats
+  // (docs/admin.md, predicted vs delivered).
+  const std::string metrics = s.scrape();
+  CHECK(metrics.find("inferencecache_replica_engine_prefix_cache_hit_tokens_total{model=\"llama\","
+                     "replica_id=\"r1\"} 300\n") != std::string::npos);
+  CHECK(metrics.find("inferencecache_replica_engine_prefix_cache_query_tokens_total{model="
+                     "\"llama\",replica_id=\"r1\"} 1200\n") != std::string::npos);
   CHECK(s.stop() == 0);
 }
 
