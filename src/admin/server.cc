@@ -150,7 +150,7 @@ void serve_templates(const AdminContext& ctx, const HttpRequest& request,
       templates::parse_templates_json(request.body, ctx.default_block_size);
   if (!parsed.ok()) {
     base::log(base::LogLevel::warn, "templates rejected",
-                {{"source", "http"}, {"error", parsed.error}});
+              {{"source", "http"}, {"error", parsed.error}});
     respond(HttpResponse::text(400, parsed.error));
     return;
   }
@@ -170,13 +170,13 @@ void serve_templates(const AdminContext& ctx, const HttpRequest& request,
         for (const auto& core : applied) {
           if (!core) {
             base::log(base::LogLevel::warn, "templates rejected",
-                        {{"source", "http"}, {"error", "not applied on every core"}});
+                      {{"source", "http"}, {"error", "not applied on every core"}});
             respond(HttpResponse::text(503, "templates not applied on every core; retry"));
             return;
           }
         }
         base::log(base::LogLevel::info, "templates accepted",
-                    {{"source", "http"}, {"templates", set->size()}});
+                  {{"source", "http"}, {"templates", set->size()}});
         HttpResponse r;
         r.status = 204;
         respond(std::move(r));

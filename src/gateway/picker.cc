@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "gateway/endpoints.hh"
-#include "sharding/index_wire.hh"
 #include "service/lookup_clock.hh"
+#include "sharding/index_wire.hh"
 
 namespace ic::gateway {
 namespace {

@@ -92,7 +92,7 @@ struct Sample {
   std::map<std::string, std::uint64_t, std::less<>> tenant_evictions;  // by tenant_id
   // by "<tenant_id>/<template name>"
   std::map<std::string, std::uint64_t, std::less<>> template_cache_busts;
-  std::map<ModelReplica, ReplicaHitFigures> replica_hits;              // by (model, replica)
+  std::map<ModelReplica, ReplicaHitFigures> replica_hits;  // by (model, replica)
   // index_evictions[algorithm][reason]
   std::array<std::array<std::uint64_t, kEvictionReasonCount>, kEvictionAlgorithmCount>
       index_evictions{};

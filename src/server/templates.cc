@@ -23,7 +23,7 @@ bool App::load_templates() {
       config.templates_file, static_cast<std::int32_t>(config.engine_block_size));
   if (!parsed.ok()) {
     ic::base::log(LogLevel::error, "bad flag value",
-                    {{"error", "--templates-file: " + parsed.error}});
+                  {{"error", "--templates-file: " + parsed.error}});
     return false;
   }
   ic::base::log(
@@ -46,7 +46,7 @@ void App::install_saved_templates(const std::string& json, std::string_view sour
       json, static_cast<std::int32_t>(config.engine_block_size));
   if (!parsed.ok()) {
     ic::base::log(LogLevel::warn, "templates rejected: kept the current ones",
-                    {{"source", std::string(source)}, {"error", parsed.error}});
+                  {{"source", std::string(source)}, {"error", parsed.error}});
     return;
   }
   install_templates_everywhere(std::move(parsed.set));
@@ -69,13 +69,13 @@ void App::replicated_templates(std::uint64_t sequence, const std::string& json) 
       json, static_cast<std::int32_t>(config.engine_block_size));
   if (!parsed.ok()) {
     ic::base::log(LogLevel::warn, "replicated templates rejected: kept the current ones",
-                    {{"stream_sequence", sequence}, {"error", parsed.error}});
+                  {{"stream_sequence", sequence}, {"error", parsed.error}});
     return;
   }
   ic::base::log(LogLevel::info, "templates accepted",
-                  {{"source", "replication"},
-                   {"stream_sequence", sequence},
-                   {"templates", parsed.set->size()}});
+                {{"source", "replication"},
+                 {"stream_sequence", sequence},
+                 {"templates", parsed.set->size()}});
   broadcast_templates(std::move(parsed.set));
 }
 
@@ -86,7 +86,7 @@ void App::reload_templates_file() {
       config.templates_file, static_cast<std::int32_t>(config.engine_block_size));
   if (!parsed.ok()) {
     ic::base::log(LogLevel::warn, "templates rejected",
-                    {{"source", "file"}, {"error", parsed.error}, {"kept", "last good templates"}});
+                  {{"source", "file"}, {"error", parsed.error}, {"kept", "last good templates"}});
     return;
   }
   ic::base::log(

@@ -6,10 +6,9 @@
 // half-close; PublishEvent → Ack{accepted:true}; GetCacheState → empty;
 // RenderTemplate → {reason_code "OK"} (the server replaces it with
 // templates/render_method.hh); LookupPDRoute → {reason_code
-// "NO_HINT"} (service/pd_methods.hh with an index); StreamCacheEvents / StreamMetrics close at once with OK
-// (service/event_fanout.hh and service/metric_stream.hh replace them when
-// the server has an index and a metrics source).
-// Every undecodable request is INVALID_ARGUMENT (src/rpc/typed.hh).
+// "NO_HINT"} (service/pd_methods.hh with an index); StreamCacheEvents / StreamMetrics close at once
+// with OK (service/event_fanout.hh and service/metric_stream.hh replace them when the server has an
+// index and a metrics source). Every undecodable request is INVALID_ARGUMENT (src/rpc/typed.hh).
 
 #include <string_view>
 

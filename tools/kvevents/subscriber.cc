@@ -156,7 +156,7 @@ class Subscriber::Link final : public SequenceHandler {
     if (!malformed_logged_) {
       malformed_logged_ = true;
       base::log(LogLevel::warn, "skipping a malformed event batch (logged once per rank)",
-                  {{"endpoint", endpoint_}, {"error", error}});
+                {{"endpoint", endpoint_}, {"error", error}});
     }
   }
 
