@@ -53,10 +53,6 @@ void CoreMetrics::add_tenant_evictions(std::string_view tenant_id, std::uint64_t
   slot(tenant_evictions_, tenant_id) += keys;
 }
 
-void CoreMetrics::add_template_cache_bust(std::string_view template_key) {
-  ++slot(template_cache_busts_, template_key);
-}
-
 void CoreMetrics::set_tenant_evictions(std::string_view tenant_id, std::uint64_t total) {
   slot(tenant_evictions_, tenant_id) = total;
 }
@@ -77,14 +73,16 @@ void CoreMetrics::add_replica_hits(std::string_view model, std::string_view repl
 Sample CoreMetrics::collect() {
   for (auto& [model, keys] : index_entries_) keys = 0;
   replica_hits_.clear();
+  for (auto& family : families_) family->begin_collect();
   for (auto& collector : collectors_) collector(*this);
   Sample copy = sample_;
   copy.lookups.insert(lookups_.begin(), lookups_.end());
   copy.index_entries.insert(index_entries_.begin(), index_entries_.end());
   copy.tenant_evictions.insert(tenant_evictions_.begin(), tenant_evictions_.end());
-  copy.template_cache_busts.insert(template_cache_busts_.begin(), template_cache_busts_.end());
   copy.replica_hits = replica_hits_;
   copy.rpc = rpc_.copy();
+  copy.families.reserve(families_.size());
+  for (const auto& family : families_) copy.families.emplace_back(family->copy());
   return copy;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,11 +69,6 @@ class CoreMetrics {
   // `keys` whole keys of `tenant_id` dropped by its quota
   // (inferencecache_tenant_evictions_total{tenant_id, reason="over_entries"}).
   void add_tenant_evictions(std::string_view tenant_id, std::uint64_t keys);
-  // One RenderTemplate whose volatile part began before a large stable
-  // section (docs/templates.md "Cache-bust diagnosis"), by
-  // "<tenant_id>/<template name>"
-  // (inferencecache_template_cache_busts_total{template}).
-  void add_template_cache_bust(std::string_view template_key);
   // `entries` (key, replica) entries evicted
   // (inferencecache_index_evictions_total{algorithm, reason}).
   void add_index_evictions(EvictionAlgorithm algorithm, EvictionReason reason,
@@ -111,6 +107,18 @@ class CoreMetrics {
   void reserve_counters(std::size_t counters) {
     if (sample_.counters.size() < counters) sample_.counters.resize(counters);
   }
+  // This core's value of a registered CoreFamily (metrics/group.hh), for its
+  // owner to write on this core; nullptr for a family never registered with
+  // this core's Registry (the owner then counts nothing).
+  template <typename T>
+  T* family(CoreFamilyId<T> id) {
+    if (id.index >= families_.size()) return nullptr;
+    CoreFamilyState& state = *families_[id.index];
+    IC_CHECK(state.type() == &CoreFamilyOf<T>::kType, "CoreFamilyId of another Registry");
+    return &static_cast<CoreFamilyOf<T>&>(state).value;
+  }
+  // Appends a registered CoreFamily's zeroed value (Registry::add_core_family).
+  void add_family(std::unique_ptr<CoreFamilyState> state) { families_.push_back(std::move(state)); }
   // One admin HTTP request answered (any status).
   void add_http_request() { ++sample_.http_requests; }
   // One Runtime::post from this core to another; accepted=false when the
@@ -201,9 +209,9 @@ class CoreMetrics {
   LookupSeries* last_series_ = nullptr;  // its series (node-stable map)
   LabelMap<std::int64_t> index_entries_;
   LabelMap<std::uint64_t> tenant_evictions_;
-  LabelMap<std::uint64_t> template_cache_busts_;
   std::map<ModelReplica, ReplicaHitFigures> replica_hits_;  // rebuilt by every collect()
   std::vector<Collector> collectors_;
+  std::vector<std::unique_ptr<CoreFamilyState>> families_;  // by CoreFamilyId::index
   RpcMetrics rpc_;
 };
 

@@ -53,6 +53,23 @@ void render_groups(Writer& w, const std::vector<Group>& groups) {
   }
 }
 
+// The subsystems' per-core families (Registry::add_core_family) that render
+// after `after`, in registration order; a family the sample holds no value of
+// (an empty Sample) renders as its zeroed value would.
+void render_core_families(Writer& w, const Sample& s, const Registrations& registered,
+                          RenderAfter after) {
+  for (std::size_t i = 0; i < registered.core_families.size(); ++i) {
+    const CoreFamily& family = registered.core_families[i];
+    if (family.after != after) continue;
+    const CoreFamilyState* state = i < s.families.size() ? s.families[i].get() : nullptr;
+    if (state != nullptr) {
+      state->render(w);
+    } else {
+      family.make()->render(w);
+    }
+  }
+}
+
 void render_lookups(Writer& w, const Sample& s) {
   w.family("index_entries", "gauge", "Distinct prefix keys per model (reserved tenant excluded).");
   for (const auto& [model, keys] : s.index_entries) {
@@ -90,17 +107,13 @@ void render_lookups(Writer& w, const Sample& s) {
   }
 }
 
-void render_evictions(Writer& w, const Sample& s) {
+void render_evictions(Writer& w, const Sample& s, const Registrations& registered) {
   w.family("tenant_evictions_total", "counter",
            "Keys dropped by a tenant's maxIndexEntries quota.");
   for (const auto& [tenant, n] : s.tenant_evictions) {
     w.sample("tenant_evictions_total", {{"tenant_id", tenant}, {"reason", "over_entries"}}, n);
   }
-  w.family("template_cache_busts_total", "counter",
-           "RenderTemplate calls whose volatile part began before a large stable section.");
-  for (const auto& [key, n] : s.template_cache_busts) {
-    w.sample("template_cache_busts_total", {{"template", key}}, n);
-  }
+  render_core_families(w, s, registered, RenderAfter::kTenantEvictions);
   w.family("index_evictions_total", "counter",
            "(key, replica) entries evicted by the global cap or the TTL sweep.");
   for (std::size_t a = 0; a < kEvictionAlgorithmCount; ++a) {
@@ -293,12 +306,14 @@ std::string render_prometheus(const Sample& sample, const ProcessFigures& proces
   render_process(w, process);
   render_groups(w, registered.groups);
   render_lookups(w, sample);
-  render_evictions(w, sample);
+  render_evictions(w, sample, registered);
+  render_core_families(w, sample, registered, RenderAfter::kIndexEvictions);
   render_replica_hits(w, sample);
   render_auth(w, sample);
   render_traffic(w, sample);
   render_counter_families(w, sample, registered.counter_families);
   render_reloads(w, sample);
+  render_core_families(w, sample, registered, RenderAfter::kPromptTextFailures);
   render_gateway(w, sample);
   render_cores(w, sample);
   render_process_collector(out, process.stats, process.start_time_seconds);

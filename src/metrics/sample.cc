@@ -65,7 +65,6 @@ void Sample::merge(const Sample& other) {
   add_maps(lookups, other.lookups);
   add_maps(index_entries, other.index_entries);
   add_maps(tenant_evictions, other.tenant_evictions);
-  add_maps(template_cache_busts, other.template_cache_busts);
   add_maps(replica_hits, other.replica_hits);
   add_arrays(index_evictions, other.index_evictions);
   add_arrays(auth, other.auth);
@@ -83,6 +82,15 @@ void Sample::merge(const Sample& other) {
   rpc.merge(other.rpc);
   if (counters.size() < other.counters.size()) counters.resize(other.counters.size());
   for (std::size_t i = 0; i < other.counters.size(); ++i) counters[i] += other.counters[i];
+  for (std::size_t i = 0; i < other.families.size(); ++i) {
+    if (i >= families.size()) {
+      families.push_back(other.families[i]);
+    } else if (families[i].get() == nullptr) {
+      families[i] = other.families[i];
+    } else if (other.families[i].get() != nullptr) {
+      families[i].get()->merge(*other.families[i].get());
+    }
+  }
 }
 
 }  // namespace ic::metrics

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "buildinfo/build_info.hh"
+#include "metrics/group.hh"
 #include "metrics/grpc_server_metrics.hh"
 #include "metrics/labels.hh"
 #include "metrics/process.hh"
@@ -90,8 +91,6 @@ struct Sample {
   std::map<std::string, LookupSeries, std::less<>> lookups;            // by model
   std::map<std::string, std::int64_t, std::less<>> index_entries;      // by model
   std::map<std::string, std::uint64_t, std::less<>> tenant_evictions;  // by tenant_id
-  // by "<tenant_id>/<template name>"
-  std::map<std::string, std::uint64_t, std::less<>> template_cache_busts;
   std::map<ModelReplica, ReplicaHitFigures> replica_hits;              // by (model, replica)
   // index_evictions[algorithm][reason]
   std::array<std::array<std::uint64_t, kEvictionReasonCount>, kEvictionAlgorithmCount>
@@ -115,6 +114,9 @@ struct Sample {
   // The counters of the registered CounterFamily's (metrics/group.hh), at
   // their CounterFamilyId positions.
   std::vector<std::uint64_t> counters;
+  // The values of the registered CoreFamily's (metrics/group.hh), by
+  // CoreFamilyId::index.
+  std::vector<CoreFamilyCopy> families;
 
   // Adds `other` into this sample (counters and gauges summed per label set;
   // other.cores appended).

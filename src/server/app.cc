@@ -23,6 +23,7 @@
 #include "net/tls.hh"
 #include "rpc/peer_limit_metrics.hh"
 #include "service/inference_cache.hh"
+#include "templates/template_metrics.hh"
 
 namespace ic::server {
 
@@ -128,6 +129,7 @@ void App::register_metrics() {
   registry.add_group(ic::persist::metric_group(persist_stats));
   registry.add_group(ic::replication::metric_group(replication_stats));
   ic::rpc::register_peer_limit_metrics(registry);
+  ic::templates::register_template_metrics(registry);
 }
 
 bool App::load_policies() {

@@ -4,9 +4,9 @@
 
 #include "base/log.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
-#include "metrics/registry.hh"
 #include "rpc/typed.hh"
 #include "runtime/runtime.hh"
+#include "templates/template_metrics.hh"
 
 namespace ic::templates {
 namespace {
@@ -22,14 +22,14 @@ void log_cache_bust(const PromptTemplate& t, const Rendered& r) {
   std::uint64_t suppressed = 0;
   if (!g_bust_log_limit.allow(base::log_clock_us(), &suppressed)) return;
   base::log(base::LogLevel::warn, "template volatile part before a large stable section",
-              {{"tenant_id", t.tenant_id},
-               {"template", t.name},
-               {"revision", t.revision},
-               {"volatile_byte_offset", r.volatile_byte_offset},
-               {"stable_bytes_after_volatile", r.stable_bytes_after_volatile},
-               {"stable_token_count", r.stable_token_count},
-               {"hint", "move the volatile variables after the stable text (docs/templates.md)"},
-               {"suppressed", suppressed}});
+            {{"tenant_id", t.tenant_id},
+             {"template", t.name},
+             {"revision", t.revision},
+             {"volatile_byte_offset", r.volatile_byte_offset},
+             {"stable_bytes_after_volatile", r.stable_bytes_after_volatile},
+             {"stable_token_count", r.stable_token_count},
+             {"hint", "move the volatile variables after the stable text (docs/templates.md)"},
+             {"suppressed", suppressed}});
 }
 
 void answer(const RenderService& service, rpc::CallHandle& call,
@@ -69,7 +69,7 @@ void answer(const RenderService& service, rpc::CallHandle& call,
       static_cast<std::int32_t>(rendered.stable_bytes_after_volatile));
   response.set_cache_bust(rendered.cache_bust);
   if (rendered.cache_bust) {
-    metrics::local().add_template_cache_bust(t->tenant_id + "/" + t->name);
+    count_cache_bust(t->tenant_id + "/" + t->name);
     log_cache_bust(*t, rendered);
   }
   response.set_rendered_prompt(std::move(rendered.prompt));

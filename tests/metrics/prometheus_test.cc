@@ -6,6 +6,7 @@
 
 #include "metrics/core_metrics.hh"
 #include "metrics/registry.hh"
+#include "templates/template_metrics.hh"
 
 using namespace ic::metrics;
 
@@ -34,7 +35,10 @@ TEST_CASE("a known registry renders byte for byte") {
        .label = "kind",
        .values = {"header_timeout", "body_timeout", "window_stall", "half_closed",
                   "hpack_expansion", "rejected_headers", "flood"}});
+  // The subsystems' own families, registered by them as App::register_metrics does.
+  ic::templates::register_template_metrics(registry);
   CoreMetrics& core = registry.core(0);
+  registry.bind_current_thread(0);  // their counts go to metrics::local()
   core.record_lookup("llama", "PREFIX_MATCH", true, 10);
   core.record_lookup("llama", "PREFIX_MATCH", true, 30);
   core.record_lookup("llama", "NO_HINT", false, 200001);
@@ -46,7 +50,7 @@ TEST_CASE("a known registry renders byte for byte") {
     self.set_ring_setup_flags(12424);  // SINGLE_ISSUER|DEFER_TASKRUN|SUBMIT_ALL|CQSIZE
   });
   core.add_tenant_evictions("team-a", 2);
-  core.add_template_cache_bust("team-a/agent");
+  ic::templates::count_cache_bust("team-a/agent");
   core.add_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, 3);
   core.add_auth(AuthEndpoint::kSnapshot, AuthResult::kOk);
   core.add_prompt_text_failure(ic::metrics::PromptTextFailure::kNoTokenizer);
