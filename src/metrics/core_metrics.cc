@@ -37,18 +37,6 @@ void CoreMetrics::record_lookup(std::string_view model, Reason reason, bool hint
   ++core_figures().lookups;
 }
 
-void CoreMetrics::record_gateway_pick(GatewayPick reason, std::optional<GatewayFailOpen> why,
-                                      std::int64_t latency_us) {
-  GatewaySeries& g = sample_.gateway;
-  ++g.picks[static_cast<std::size_t>(reason)];
-  if (why) ++g.fail_open[static_cast<std::size_t>(*why)];
-  const std::int64_t us = std::max<std::int64_t>(latency_us, 0);
-  const auto bound = std::lower_bound(kLatencyBucketsUs.begin(), kLatencyBucketsUs.end(), us);
-  if (bound != kLatencyBucketsUs.end()) ++g.buckets[bound - kLatencyBucketsUs.begin()];
-  ++g.count;
-  g.sum_us += static_cast<std::uint64_t>(us);
-}
-
 void CoreMetrics::add_tenant_evictions(std::string_view tenant_id, std::uint64_t keys) {
   slot(tenant_evictions_, tenant_id) += keys;
 }

@@ -131,14 +131,6 @@ class CoreMetrics {
     ++sample_.policy_reloads[static_cast<std::size_t>(source)][ok ? 0 : 1];
   }
 
-  // One endpoint picker pick (docs/gateway.md "Metrics"): picks{reason},
-  // fail_open{why} when `why` is set, one latency observation (µs).
-  void record_gateway_pick(GatewayPick reason, std::optional<GatewayFailOpen> why,
-                           std::int64_t latency_us);
-  // A picked request's response began (gateway_served_total{endpoint}).
-  void add_gateway_served(GatewayServed served) {
-    ++sample_.gateway.served[static_cast<std::size_t>(served)];
-  }
   // One prompt_text lookup failed open (inferencecache_prompt_text_failures_total{reason}).
   void add_prompt_text_failure(PromptTextFailure failure) {
     ++sample_.prompt_text_failures[static_cast<std::size_t>(failure)];

@@ -233,39 +233,6 @@ void render_reloads(Writer& w, const Sample& s) {
   }
 }
 
-void render_gateway(Writer& w, const Sample& s) {
-  const GatewaySeries& g = s.gateway;
-  w.family("gateway_picks_total", "counter",
-           "Endpoint picker (ext_proc) picks by why the first endpoint was chosen.");
-  for (std::size_t r = 0; r < kGatewayPickCount; ++r)
-    w.sample("gateway_picks_total", {{"reason", to_label(static_cast<GatewayPick>(r))}},
-             g.picks[r]);
-  w.family("gateway_fail_open_total", "counter",
-           "Endpoint picker picks made by load because the body gave no token ids, by reason.");
-  for (std::size_t r = 0; r < kGatewayFailOpenCount; ++r) {
-    w.sample("gateway_fail_open_total", {{"reason", to_label(static_cast<GatewayFailOpen>(r))}},
-             g.fail_open[r]);
-  }
-  w.family(
-      "gateway_served_total", "counter",
-      "Picked requests whose response began, by the endpoint that served (picked or a fallback).");
-  for (std::size_t r = 0; r < kGatewayServedCount; ++r) {
-    w.sample("gateway_served_total", {{"endpoint", to_label(static_cast<GatewayServed>(r))}},
-             g.served[r]);
-  }
-  w.family("gateway_pick_latency_seconds", "histogram",
-           "Endpoint picker pick latency (body parsed, tokenized, looked up) in seconds.");
-  std::uint64_t cumulative = 0;
-  for (std::size_t b = 0; b < kLatencyBucketCount; ++b) {
-    cumulative += g.buckets[b];
-    const std::string le = format_double(static_cast<double>(kLatencyBucketsUs[b]) / 1e6);
-    w.sample("gateway_pick_latency_seconds", {{"le", le}}, cumulative, "_bucket");
-  }
-  w.sample("gateway_pick_latency_seconds", {{"le", "+Inf"}}, g.count, "_bucket");
-  w.sample("gateway_pick_latency_seconds", {}, static_cast<double>(g.sum_us) / 1e6, "_sum");
-  w.sample("gateway_pick_latency_seconds", {}, g.count, "_count");
-}
-
 void render_cores(Writer& w, const Sample& s) {
   struct Column {
     std::string_view name, type, help;
@@ -314,7 +281,6 @@ std::string render_prometheus(const Sample& sample, const ProcessFigures& proces
   render_counter_families(w, sample, registered.counter_families);
   render_reloads(w, sample);
   render_core_families(w, sample, registered, RenderAfter::kPromptTextFailures);
-  render_gateway(w, sample);
   render_cores(w, sample);
   render_process_collector(out, process.stats, process.start_time_seconds);
   render_grpc_server(out, sample.rpc);

@@ -52,15 +52,6 @@ void LookupSeries::merge(const LookupSeries& other) {
   sum_us += other.sum_us;
 }
 
-void GatewaySeries::merge(const GatewaySeries& other) {
-  add_arrays(picks, other.picks);
-  add_arrays(fail_open, other.fail_open);
-  add_arrays(served, other.served);
-  add_arrays(buckets, other.buckets);
-  count += other.count;
-  sum_us += other.sum_us;
-}
-
 void Sample::merge(const Sample& other) {
   add_maps(lookups, other.lookups);
   add_maps(index_entries, other.index_entries);
@@ -77,7 +68,6 @@ void Sample::merge(const Sample& other) {
   http_requests += other.http_requests;
   add_arrays(policy_reloads, other.policy_reloads);
   add_arrays(prompt_text_failures, other.prompt_text_failures);
-  gateway.merge(other.gateway);
   cores.insert(cores.end(), other.cores.begin(), other.cores.end());
   rpc.merge(other.rpc);
   if (counters.size() < other.counters.size()) counters.resize(other.counters.size());

@@ -41,19 +41,6 @@ struct LookupSeries {
   void merge(const LookupSeries& other);
 };
 
-// The endpoint picker's series (docs/gateway.md "Metrics").
-struct GatewaySeries {
-  std::array<std::uint64_t, kGatewayPickCount> picks{};          // by GatewayPick
-  std::array<std::uint64_t, kGatewayFailOpenCount> fail_open{};  // by GatewayFailOpen
-  std::array<std::uint64_t, kGatewayServedCount> served{};       // by GatewayServed
-  // Pick latency (body parsed, tokenized, looked up; µs) as LookupSeries keeps it.
-  std::array<std::uint64_t, kLatencyBucketCount> buckets{};
-  std::uint64_t count = 0;
-  std::uint64_t sum_us = 0;
-
-  void merge(const GatewaySeries& other);
-};
-
 // Predicted vs delivered of one (model, replica) (docs/ranking.md "Predicted vs delivered"):
 // what the work-aware hints naming it predicted, summed over tenants, beside the engine's own
 // prefix-cache counters as its adapter last reported them (one engine: the largest report).
@@ -108,7 +95,6 @@ struct Sample {
   std::array<std::array<std::uint64_t, 2>, kPolicySourceCount> policy_reloads{};
   // prompt_text lookups that failed open, by PromptTextFailure
   std::array<std::uint64_t, kPromptTextFailureCount> prompt_text_failures{};
-  GatewaySeries gateway;           // the endpoint picker's
   std::vector<CoreFigures> cores;  // one row per core that answered, by core
   RpcSample rpc;                   // grpc_server_* per method
   // The counters of the registered CounterFamily's (metrics/group.hh), at

@@ -17,6 +17,7 @@
 #include "base/log.hh"
 #include "buildinfo/build_info.hh"
 #include "gateway/ext_proc.hh"
+#include "gateway/gateway_metrics.hh"
 #include "metrics/labels.hh"
 #include "metrics/scrape.hh"
 #include "net/address.hh"
@@ -130,6 +131,7 @@ void App::register_metrics() {
   registry.add_group(ic::replication::metric_group(replication_stats));
   ic::rpc::register_peer_limit_metrics(registry);
   ic::templates::register_template_metrics(registry);
+  ic::gateway::register_gateway_metrics(registry);
 }
 
 bool App::load_policies() {

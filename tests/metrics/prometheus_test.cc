@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "gateway/gateway_metrics.hh"
 #include "metrics/core_metrics.hh"
 #include "metrics/registry.hh"
 #include "templates/template_metrics.hh"
@@ -37,6 +38,7 @@ TEST_CASE("a known registry renders byte for byte") {
                   "hpack_expansion", "rejected_headers", "flood"}});
   // The subsystems' own families, registered by them as App::register_metrics does.
   ic::templates::register_template_metrics(registry);
+  ic::gateway::register_gateway_metrics(registry);
   CoreMetrics& core = registry.core(0);
   registry.bind_current_thread(0);  // their counts go to metrics::local()
   core.record_lookup("llama", "PREFIX_MATCH", true, 10);
@@ -54,10 +56,10 @@ TEST_CASE("a known registry renders byte for byte") {
   core.add_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, 3);
   core.add_auth(AuthEndpoint::kSnapshot, AuthResult::kOk);
   core.add_prompt_text_failure(ic::metrics::PromptTextFailure::kNoTokenizer);
-  core.record_gateway_pick(ic::metrics::GatewayPick::kPrefixMatch, std::nullopt, 40);
-  core.record_gateway_pick(ic::metrics::GatewayPick::kFailOpen,
-                           ic::metrics::GatewayFailOpen::kNotJson, 300);
-  core.add_gateway_served(ic::metrics::GatewayServed::kFallback);
+  ic::gateway::record_pick(ic::gateway::PickReason::kPrefixMatch, std::nullopt, 40);
+  ic::gateway::record_pick(ic::gateway::PickReason::kFailOpen, ic::gateway::FailOpen::kNotJson,
+                           300);
+  ic::gateway::record_served(ic::gateway::Served::kFallback);
   core.add_auth(AuthEndpoint::kPolicy, AuthResult::kUnauth);
   core.add_ingest(9);
   core.add_event(4);             // CacheEvent.Type ALL_CLEARED
