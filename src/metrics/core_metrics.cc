@@ -49,25 +49,14 @@ void CoreMetrics::set_index_entries(std::string_view model, std::int64_t keys) {
   slot(index_entries_, model) = keys;
 }
 
-void CoreMetrics::add_replica_hits(std::string_view model, std::string_view replica,
-                                   const ReplicaHitFigures& figures) {
-  ModelReplica key{std::string(model), std::string(replica)};
-  if (replica_hits_.size() + 1 >= kMaxDynamicSeries && !replica_hits_.contains(key)) {
-    key = {std::string(kOverflowLabel), std::string(kOverflowLabel)};
-  }
-  replica_hits_[std::move(key)].merge(figures);
-}
-
 Sample CoreMetrics::collect() {
   for (auto& [model, keys] : index_entries_) keys = 0;
-  replica_hits_.clear();
   for (auto& family : families_) family->begin_collect();
   for (auto& collector : collectors_) collector(*this);
   Sample copy = sample_;
   copy.lookups.insert(lookups_.begin(), lookups_.end());
   copy.index_entries.insert(index_entries_.begin(), index_entries_.end());
   copy.tenant_evictions.insert(tenant_evictions_.begin(), tenant_evictions_.end());
-  copy.replica_hits = replica_hits_;
   copy.rpc = rpc_.copy();
   copy.families.reserve(families_.size());
   for (const auto& family : families_) copy.families.emplace_back(family->copy());

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -150,13 +149,6 @@ class CoreMetrics {
         total;
   }
   void set_tenant_evictions(std::string_view tenant_id, std::uint64_t total);
-  // Adds one (tenant, model, replica) row of predicted vs delivered
-  // (inferencecache_replica_*{model, replica_id}); merged per (model, replica) as
-  // ReplicaHitFigures::merge says. Every row is dropped before collectors run, so
-  // a forgotten replica leaves the families; past kMaxDynamicSeries pairs the
-  // rest fold into (kOverflowLabel, kOverflowLabel).
-  void add_replica_hits(std::string_view model, std::string_view replica,
-                        const ReplicaHitFigures& figures);
   // (key, replica) entries in this core's shard.
   void set_core_index_entries(std::int64_t entries) { core_figures().index_entries = entries; }
   // Tasks queued in this core's inbound cross-core mailboxes.
@@ -201,7 +193,6 @@ class CoreMetrics {
   LookupSeries* last_series_ = nullptr;  // its series (node-stable map)
   LabelMap<std::int64_t> index_entries_;
   LabelMap<std::uint64_t> tenant_evictions_;
-  std::map<ModelReplica, ReplicaHitFigures> replica_hits_;  // rebuilt by every collect()
   std::vector<Collector> collectors_;
   std::vector<std::unique_ptr<CoreFamilyState>> families_;  // by CoreFamilyId::index
   RpcMetrics rpc_;

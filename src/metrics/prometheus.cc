@@ -126,41 +126,6 @@ void render_evictions(Writer& w, const Sample& s, const Registrations& registere
   }
 }
 
-// Predicted vs delivered per (model, replica) (docs/ranking.md); only once a replica has a row.
-void render_replica_hits(Writer& w, const Sample& s) {
-  if (s.replica_hits.empty()) return;
-  struct Row {
-    std::string_view name, help;
-    bool engine;  // the engine's counters: only for a replica that reported them
-    std::int64_t (*value)(const ReplicaHitFigures&);
-  };
-  static constexpr Row kRows[] = {
-      {"replica_hints_total", "Work-aware LookupRoute answers naming the replica on top.", false,
-       [](const ReplicaHitFigures& f) { return static_cast<std::int64_t>(f.hints); }},
-      {"replica_hinted_prompt_tokens_total", "Prompt tokens of those answers.", false,
-       [](const ReplicaHitFigures& f) { return static_cast<std::int64_t>(f.hinted_tokens); }},
-      {"replica_predicted_hit_tokens_total",
-       "Prompt tokens those answers predicted the replica holds (stored or booked).", false,
-       [](const ReplicaHitFigures& f) {
-         return static_cast<std::int64_t>(f.predicted_hit_tokens);
-       }},
-      {"replica_engine_prefix_cache_hit_tokens_total",
-       "The engine's own prefix-cache hit tokens as its adapter last reported them (all its "
-       "traffic).",
-       true, [](const ReplicaHitFigures& f) { return f.engine_hit_tokens; }},
-      {"replica_engine_prefix_cache_query_tokens_total",
-       "The engine's own prefix-cache query tokens as its adapter last reported them.", true,
-       [](const ReplicaHitFigures& f) { return f.engine_query_tokens; }},
-  };
-  for (const Row& row : kRows) {
-    w.family(row.name, "counter", row.help);
-    for (const auto& [key, figures] : s.replica_hits) {
-      if (row.engine && !figures.engine_reported) continue;
-      w.sample(row.name, {{"model", key.first}, {"replica_id", key.second}}, row.value(figures));
-    }
-  }
-}
-
 void render_auth(Writer& w, const Sample& s) {
   constexpr std::array<std::string_view, kAuthEndpointCount> kNames = {"snapshot_auth_total",
                                                                        "policy_auth_total"};
@@ -275,7 +240,6 @@ std::string render_prometheus(const Sample& sample, const ProcessFigures& proces
   render_lookups(w, sample);
   render_evictions(w, sample, registered);
   render_core_families(w, sample, registered, RenderAfter::kIndexEvictions);
-  render_replica_hits(w, sample);
   render_auth(w, sample);
   render_traffic(w, sample);
   render_counter_families(w, sample, registered.counter_families);

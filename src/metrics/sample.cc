@@ -1,7 +1,5 @@
 #include "metrics/sample.hh"
 
-#include <algorithm>
-
 namespace ic::metrics {
 
 namespace {
@@ -17,7 +15,6 @@ void add_arrays(A& into, const A& from) {
 }
 
 void add_value(LookupSeries& into, const LookupSeries& from) { into.merge(from); }
-void add_value(ReplicaHitFigures& into, const ReplicaHitFigures& from) { into.merge(from); }
 template <typename N>
 void add_value(N& into, N from) {
   into += from;
@@ -36,15 +33,6 @@ void add_maps(M& into, const M& from) {
 }
 }  // namespace
 
-void ReplicaHitFigures::merge(const ReplicaHitFigures& other) {
-  hints += other.hints;
-  hinted_tokens += other.hinted_tokens;
-  predicted_hit_tokens += other.predicted_hit_tokens;
-  engine_hit_tokens = std::max(engine_hit_tokens, other.engine_hit_tokens);
-  engine_query_tokens = std::max(engine_query_tokens, other.engine_query_tokens);
-  engine_reported = engine_reported || other.engine_reported;
-}
-
 void LookupSeries::merge(const LookupSeries& other) {
   add_arrays(calls, other.calls);
   add_arrays(buckets, other.buckets);
@@ -56,7 +44,6 @@ void Sample::merge(const Sample& other) {
   add_maps(lookups, other.lookups);
   add_maps(index_entries, other.index_entries);
   add_maps(tenant_evictions, other.tenant_evictions);
-  add_maps(replica_hits, other.replica_hits);
   add_arrays(index_evictions, other.index_evictions);
   add_arrays(auth, other.auth);
   ingest_messages += other.ingest_messages;

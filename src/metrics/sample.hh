@@ -41,25 +41,6 @@ struct LookupSeries {
   void merge(const LookupSeries& other);
 };
 
-// Predicted vs delivered of one (model, replica) (docs/ranking.md "Predicted vs delivered"):
-// what the work-aware hints naming it predicted, summed over tenants, beside the engine's own
-// prefix-cache counters as its adapter last reported them (one engine: the largest report).
-struct ReplicaHitFigures {
-  std::uint64_t hints = 0;                 // answers naming the replica on top
-  std::uint64_t hinted_tokens = 0;         // Σ their prompt tokens
-  std::uint64_t predicted_hit_tokens = 0;  // Σ the hit tokens they predicted
-  std::int64_t engine_hit_tokens = 0;      // ReplicaStats.prefix_cache_hit_tokens, cumulative
-  std::int64_t engine_query_tokens = 0;    // ReplicaStats.prefix_cache_query_tokens, cumulative
-  bool engine_reported = false;            // a ReplicaStats of the replica is held
-
-  // Sums the hint counters; the engine's counters are one engine's, reported
-  // under several tenants and read on several cores: the largest stands.
-  void merge(const ReplicaHitFigures& other);
-};
-
-// (model, replica_id) label pair of the replica hit families.
-using ModelReplica = std::pair<std::string, std::string>;
-
 // Per-core operator figures; one entry per core in Sample::cores.
 struct CoreFigures {
   unsigned core = 0;                        // reactor index (label core="N")
@@ -78,7 +59,6 @@ struct Sample {
   std::map<std::string, LookupSeries, std::less<>> lookups;            // by model
   std::map<std::string, std::int64_t, std::less<>> index_entries;      // by model
   std::map<std::string, std::uint64_t, std::less<>> tenant_evictions;  // by tenant_id
-  std::map<ModelReplica, ReplicaHitFigures> replica_hits;              // by (model, replica)
   // index_evictions[algorithm][reason]
   std::array<std::array<std::uint64_t, kEvictionReasonCount>, kEvictionAlgorithmCount>
       index_evictions{};

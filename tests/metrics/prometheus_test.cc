@@ -7,6 +7,7 @@
 #include "gateway/gateway_metrics.hh"
 #include "metrics/core_metrics.hh"
 #include "metrics/registry.hh"
+#include "sharding/replica_hit_metrics.hh"
 #include "templates/template_metrics.hh"
 
 using namespace ic::metrics;
@@ -39,6 +40,7 @@ TEST_CASE("a known registry renders byte for byte") {
   // The subsystems' own families, registered by them as App::register_metrics does.
   ic::templates::register_template_metrics(registry);
   ic::gateway::register_gateway_metrics(registry);
+  ic::sharding::register_replica_hit_metrics(registry);
   CoreMetrics& core = registry.core(0);
   registry.bind_current_thread(0);  // their counts go to metrics::local()
   core.record_lookup("llama", "PREFIX_MATCH", true, 10);
@@ -338,26 +340,31 @@ TEST_CASE(
   // Core 0: tenant a's work record of r1 and r1's stats under tenant a; r2's
   // work record (no stats). Core 1: tenant b's work record of r1 and r1's
   // stats under tenant b, read a scrape earlier (smaller).
-  CoreMetrics c0(0);
-  CoreMetrics c1(1);
+  // The sharding room's families, registered as App::register_metrics does.
+  Registry registry(3);
+  ic::sharding::register_replica_hit_metrics(registry);
+  using ic::sharding::add_replica_hits;
+  CoreMetrics& c0 = registry.core(0);
+  CoreMetrics& c1 = registry.core(1);
   c0.add_collector([](CoreMetrics& m) {
-    m.add_replica_hits("llama", "r1",
-                       {.hints = 3, .hinted_tokens = 3000, .predicted_hit_tokens = 1000});
-    m.add_replica_hits(
-        "llama", "r1",
+    add_replica_hits(m, "llama", "r1",
+                     {.hints = 3, .hinted_tokens = 3000, .predicted_hit_tokens = 1000});
+    add_replica_hits(
+        m, "llama", "r1",
         {.engine_hit_tokens = 900, .engine_query_tokens = 4000, .engine_reported = true});
-    m.add_replica_hits("llama", "r2", {.hints = 1, .hinted_tokens = 512});
+    add_replica_hits(m, "llama", "r2", {.hints = 1, .hinted_tokens = 512});
   });
   c1.add_collector([](CoreMetrics& m) {
-    m.add_replica_hits("llama", "r1",
-                       {.hints = 2, .hinted_tokens = 1000, .predicted_hit_tokens = 500});
-    m.add_replica_hits(
-        "llama", "r1",
+    add_replica_hits(m, "llama", "r1",
+                     {.hints = 2, .hinted_tokens = 1000, .predicted_hit_tokens = 500});
+    add_replica_hits(
+        m, "llama", "r1",
         {.engine_hit_tokens = 800, .engine_query_tokens = 3500, .engine_reported = true});
   });
   Sample merged = c0.collect();
   merged.merge(c1.collect());
-  const std::string rendered = render_prometheus(merged, ProcessFigures{});
+  const std::string rendered =
+      render_prometheus(merged, ProcessFigures{}, registry.registrations());
   const std::string want =
       "# HELP inferencecache_replica_hints_total Work-aware LookupRoute answers naming the replica "
       "on top.\n"
@@ -386,9 +393,9 @@ TEST_CASE(
   CHECK(rendered.find(want) != std::string::npos);
   // The rows are rebuilt by every scrape: a collector that stops adding them
   // leaves the families out.
-  CoreMetrics empty(2);
-  CHECK(render_prometheus(empty.collect(), ProcessFigures{}).find("inferencecache_replica_") ==
-        std::string::npos);
+  CoreMetrics& empty = registry.core(2);
+  CHECK(render_prometheus(empty.collect(), ProcessFigures{}, registry.registrations())
+            .find("inferencecache_replica_") == std::string::npos);
 }
 
 TEST_CASE("grpc_server_* families: go-grpc-prometheus names, labels and every code per method") {
