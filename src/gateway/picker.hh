@@ -18,6 +18,7 @@
 // endpoints this core has sent requests to.
 // At most max_endpoints; empty → the stream answers 503.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -25,15 +26,17 @@
 #include <string_view>
 #include <vector>
 
-#include "metrics/labels.hh"
 #include "sharding/sharded_index.hh"
 
 namespace ic::gateway {
 
-// Why the first endpoint was chosen (inferencecache_gateway_picks_total{reason},
-// metrics/labels.hh): the index's PREFIX_MATCH, another ranked answer, by
-// load, failed open (the body gave no token ids), no endpoint (503).
-using PickReason = metrics::GatewayPick;
+// Why the first endpoint was chosen, for inferencecache_gateway_picks_total
+// {reason} (gateway/gateway_metrics.hh): "prefix_match" (the index's
+// PREFIX_MATCH), "ranked" (another ranked answer), "load" (no ranked endpoint
+// was eligible), "fail_open" (the body gave no token ids), "no_endpoint"
+// (nothing eligible: 503).
+enum class PickReason : std::uint8_t { kPrefixMatch, kRanked, kLoad, kFailOpen, kNoEndpoint };
+inline constexpr std::size_t kPickReasonCount = 5;
 
 struct PickRequest {
   std::string tenant_id;

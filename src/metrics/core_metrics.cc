@@ -37,24 +37,8 @@ void CoreMetrics::record_lookup(std::string_view model, Reason reason, bool hint
   ++core_figures().lookups;
 }
 
-void CoreMetrics::record_gateway_pick(GatewayPick reason, std::optional<GatewayFailOpen> why,
-                                      std::int64_t latency_us) {
-  GatewaySeries& g = sample_.gateway;
-  ++g.picks[static_cast<std::size_t>(reason)];
-  if (why) ++g.fail_open[static_cast<std::size_t>(*why)];
-  const std::int64_t us = std::max<std::int64_t>(latency_us, 0);
-  const auto bound = std::lower_bound(kLatencyBucketsUs.begin(), kLatencyBucketsUs.end(), us);
-  if (bound != kLatencyBucketsUs.end()) ++g.buckets[bound - kLatencyBucketsUs.begin()];
-  ++g.count;
-  g.sum_us += static_cast<std::uint64_t>(us);
-}
-
 void CoreMetrics::add_tenant_evictions(std::string_view tenant_id, std::uint64_t keys) {
   slot(tenant_evictions_, tenant_id) += keys;
-}
-
-void CoreMetrics::add_template_cache_bust(std::string_view template_key) {
-  ++slot(template_cache_busts_, template_key);
 }
 
 void CoreMetrics::set_tenant_evictions(std::string_view tenant_id, std::uint64_t total) {
@@ -65,26 +49,17 @@ void CoreMetrics::set_index_entries(std::string_view model, std::int64_t keys) {
   slot(index_entries_, model) = keys;
 }
 
-void CoreMetrics::add_replica_hits(std::string_view model, std::string_view replica,
-                                   const ReplicaHitFigures& figures) {
-  ModelReplica key{std::string(model), std::string(replica)};
-  if (replica_hits_.size() + 1 >= kMaxDynamicSeries && !replica_hits_.contains(key)) {
-    key = {std::string(kOverflowLabel), std::string(kOverflowLabel)};
-  }
-  replica_hits_[std::move(key)].merge(figures);
-}
-
 Sample CoreMetrics::collect() {
   for (auto& [model, keys] : index_entries_) keys = 0;
-  replica_hits_.clear();
+  for (auto& family : families_) family->begin_collect();
   for (auto& collector : collectors_) collector(*this);
   Sample copy = sample_;
   copy.lookups.insert(lookups_.begin(), lookups_.end());
   copy.index_entries.insert(index_entries_.begin(), index_entries_.end());
   copy.tenant_evictions.insert(tenant_evictions_.begin(), tenant_evictions_.end());
-  copy.template_cache_busts.insert(template_cache_busts_.begin(), template_cache_busts_.end());
-  copy.replica_hits = replica_hits_;
   copy.rpc = rpc_.copy();
+  copy.families.reserve(families_.size());
+  for (const auto& family : families_) copy.families.emplace_back(family->copy());
   return copy;
 }
 

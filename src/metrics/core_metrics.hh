@@ -11,7 +11,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,11 +68,6 @@ class CoreMetrics {
   // `keys` whole keys of `tenant_id` dropped by its quota
   // (inferencecache_tenant_evictions_total{tenant_id, reason="over_entries"}).
   void add_tenant_evictions(std::string_view tenant_id, std::uint64_t keys);
-  // One RenderTemplate whose volatile part began before a large stable
-  // section (docs/templates.md "Cache-bust diagnosis"), by
-  // "<tenant_id>/<template name>"
-  // (inferencecache_template_cache_busts_total{template}).
-  void add_template_cache_bust(std::string_view template_key);
   // `entries` (key, replica) entries evicted
   // (inferencecache_index_evictions_total{algorithm, reason}).
   void add_index_evictions(EvictionAlgorithm algorithm, EvictionReason reason,
@@ -111,6 +106,18 @@ class CoreMetrics {
   void reserve_counters(std::size_t counters) {
     if (sample_.counters.size() < counters) sample_.counters.resize(counters);
   }
+  // This core's value of a registered CoreFamily (metrics/group.hh), for its
+  // owner to write on this core; nullptr for a family never registered with
+  // this core's Registry (the owner then counts nothing).
+  template <typename T>
+  T* family(CoreFamilyId<T> id) {
+    if (id.index >= families_.size()) return nullptr;
+    CoreFamilyState& state = *families_[id.index];
+    IC_CHECK(state.type() == &CoreFamilyOf<T>::kType, "CoreFamilyId of another Registry");
+    return &static_cast<CoreFamilyOf<T>&>(state).value;
+  }
+  // Appends a registered CoreFamily's zeroed value (Registry::add_core_family).
+  void add_family(std::unique_ptr<CoreFamilyState> state) { families_.push_back(std::move(state)); }
   // One admin HTTP request answered (any status).
   void add_http_request() { ++sample_.http_requests; }
   // One Runtime::post from this core to another; accepted=false when the
@@ -123,14 +130,6 @@ class CoreMetrics {
     ++sample_.policy_reloads[static_cast<std::size_t>(source)][ok ? 0 : 1];
   }
 
-  // One endpoint picker pick (docs/gateway.md "Metrics"): picks{reason},
-  // fail_open{why} when `why` is set, one latency observation (µs).
-  void record_gateway_pick(GatewayPick reason, std::optional<GatewayFailOpen> why,
-                           std::int64_t latency_us);
-  // A picked request's response began (gateway_served_total{endpoint}).
-  void add_gateway_served(GatewayServed served) {
-    ++sample_.gateway.served[static_cast<std::size_t>(served)];
-  }
   // One prompt_text lookup failed open (inferencecache_prompt_text_failures_total{reason}).
   void add_prompt_text_failure(PromptTextFailure failure) {
     ++sample_.prompt_text_failures[static_cast<std::size_t>(failure)];
@@ -150,13 +149,6 @@ class CoreMetrics {
         total;
   }
   void set_tenant_evictions(std::string_view tenant_id, std::uint64_t total);
-  // Adds one (tenant, model, replica) row of predicted vs delivered
-  // (inferencecache_replica_*{model, replica_id}); merged per (model, replica) as
-  // ReplicaHitFigures::merge says. Every row is dropped before collectors run, so
-  // a forgotten replica leaves the families; past kMaxDynamicSeries pairs the
-  // rest fold into (kOverflowLabel, kOverflowLabel).
-  void add_replica_hits(std::string_view model, std::string_view replica,
-                        const ReplicaHitFigures& figures);
   // (key, replica) entries in this core's shard.
   void set_core_index_entries(std::int64_t entries) { core_figures().index_entries = entries; }
   // Tasks queued in this core's inbound cross-core mailboxes.
@@ -201,9 +193,8 @@ class CoreMetrics {
   LookupSeries* last_series_ = nullptr;  // its series (node-stable map)
   LabelMap<std::int64_t> index_entries_;
   LabelMap<std::uint64_t> tenant_evictions_;
-  LabelMap<std::uint64_t> template_cache_busts_;
-  std::map<ModelReplica, ReplicaHitFigures> replica_hits_;  // rebuilt by every collect()
   std::vector<Collector> collectors_;
+  std::vector<std::unique_ptr<CoreFamilyState>> families_;  // by CoreFamilyId::index
   RpcMetrics rpc_;
 };
 

@@ -59,23 +59,6 @@ std::string_view to_label(PromptTextFailure failure) {
   return kNames[static_cast<std::size_t>(failure)];
 }
 
-std::string_view to_label(GatewayPick pick) {
-  static constexpr std::array<std::string_view, kGatewayPickCount> kNames = {
-      "prefix_match", "ranked", "load", "fail_open", "no_endpoint"};
-  return kNames[static_cast<std::size_t>(pick)];
-}
-
-std::string_view to_label(GatewayFailOpen reason) {
-  static constexpr std::array<std::string_view, kGatewayFailOpenCount> kNames = {
-      "not_json", "no_model", "no_prompt", "unknown_model",  "template",
-      "tokenize", "too_long", "timeout",   "body_too_large", "no_body"};
-  return kNames[static_cast<std::size_t>(reason)];
-}
-
-std::string_view to_label(GatewayServed served) {
-  return served == GatewayServed::kPicked ? "picked" : "fallback";
-}
-
 std::string_view to_label(PolicySource source) {
   return source == PolicySource::kHttp ? "http" : "file";
 }

@@ -93,39 +93,4 @@ enum class PromptTextFailure : std::uint8_t {
 inline constexpr std::size_t kPromptTextFailureCount = 7;
 std::string_view to_label(PromptTextFailure failure);
 
-// Why the endpoint picker (docs/gateway.md "Metrics") chose its first
-// endpoint, for inferencecache_gateway_picks_total{reason}: "prefix_match"
-// (the index's PREFIX_MATCH), "ranked" (another ranked answer), "load" (no
-// ranked endpoint was eligible), "fail_open" (the body gave no token ids),
-// "no_endpoint" (nothing eligible: 503).
-enum class GatewayPick : std::uint8_t { kPrefixMatch, kRanked, kLoad, kFailOpen, kNoEndpoint };
-inline constexpr std::size_t kGatewayPickCount = 5;
-std::string_view to_label(GatewayPick pick);
-
-// Why a body gave no token ids, for inferencecache_gateway_fail_open_total
-// {reason}: "not_json", "no_model", "no_prompt", "unknown_model" (no
-// tokenizer for it), "template", "tokenize", "too_long", "timeout",
-// "body_too_large", "no_body".
-enum class GatewayFailOpen : std::uint8_t {
-  kNotJson,
-  kNoModel,
-  kNoPrompt,
-  kUnknownModel,
-  kTemplate,
-  kTokenize,
-  kTooLong,
-  kTimeout,
-  kBodyTooLarge,
-  kNoBody
-};
-inline constexpr std::size_t kGatewayFailOpenCount = 10;
-std::string_view to_label(GatewayFailOpen reason);
-
-// Which endpoint served a picked request, for
-// inferencecache_gateway_served_total{endpoint}: "picked" (the first one
-// named) or "fallback" (another, the gateway's retry).
-enum class GatewayServed : std::uint8_t { kPicked, kFallback };
-inline constexpr std::size_t kGatewayServedCount = 2;
-std::string_view to_label(GatewayServed served);
-
 }  // namespace ic::metrics

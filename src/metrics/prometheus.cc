@@ -53,6 +53,23 @@ void render_groups(Writer& w, const std::vector<Group>& groups) {
   }
 }
 
+// The subsystems' per-core families (Registry::add_core_family) that render
+// after `after`, in registration order; a family the sample holds no value of
+// (an empty Sample) renders as its zeroed value would.
+void render_core_families(Writer& w, const Sample& s, const Registrations& registered,
+                          RenderAfter after) {
+  for (std::size_t i = 0; i < registered.core_families.size(); ++i) {
+    const CoreFamily& family = registered.core_families[i];
+    if (family.after != after) continue;
+    const CoreFamilyState* state = i < s.families.size() ? s.families[i].get() : nullptr;
+    if (state != nullptr) {
+      state->render(w);
+    } else {
+      family.make()->render(w);
+    }
+  }
+}
+
 void render_lookups(Writer& w, const Sample& s) {
   w.family("index_entries", "gauge", "Distinct prefix keys per model (reserved tenant excluded).");
   for (const auto& [model, keys] : s.index_entries) {
@@ -90,17 +107,13 @@ void render_lookups(Writer& w, const Sample& s) {
   }
 }
 
-void render_evictions(Writer& w, const Sample& s) {
+void render_evictions(Writer& w, const Sample& s, const Registrations& registered) {
   w.family("tenant_evictions_total", "counter",
            "Keys dropped by a tenant's maxIndexEntries quota.");
   for (const auto& [tenant, n] : s.tenant_evictions) {
     w.sample("tenant_evictions_total", {{"tenant_id", tenant}, {"reason", "over_entries"}}, n);
   }
-  w.family("template_cache_busts_total", "counter",
-           "RenderTemplate calls whose volatile part began before a large stable section.");
-  for (const auto& [key, n] : s.template_cache_busts) {
-    w.sample("template_cache_busts_total", {{"template", key}}, n);
-  }
+  render_core_families(w, s, registered, RenderAfter::kTenantEvictions);
   w.family("index_evictions_total", "counter",
            "(key, replica) entries evicted by the global cap or the TTL sweep.");
   for (std::size_t a = 0; a < kEvictionAlgorithmCount; ++a) {
@@ -109,41 +122,6 @@ void render_evictions(Writer& w, const Sample& s) {
                {{"algorithm", to_label(static_cast<EvictionAlgorithm>(a))},
                 {"reason", to_label(static_cast<EvictionReason>(r))}},
                s.index_evictions[a][r]);
-    }
-  }
-}
-
-// Predicted vs delivered per (model, replica) (docs/ranking.md); only once a replica has a row.
-void render_replica_hits(Writer& w, const Sample& s) {
-  if (s.replica_hits.empty()) return;
-  struct Row {
-    std::string_view name, help;
-    bool engine;  // the engine's counters: only for a replica that reported them
-    std::int64_t (*value)(const ReplicaHitFigures&);
-  };
-  static constexpr Row kRows[] = {
-      {"replica_hints_total", "Work-aware LookupRoute answers naming the replica on top.", false,
-       [](const ReplicaHitFigures& f) { return static_cast<std::int64_t>(f.hints); }},
-      {"replica_hinted_prompt_tokens_total", "Prompt tokens of those answers.", false,
-       [](const ReplicaHitFigures& f) { return static_cast<std::int64_t>(f.hinted_tokens); }},
-      {"replica_predicted_hit_tokens_total",
-       "Prompt tokens those answers predicted the replica holds (stored or booked).", false,
-       [](const ReplicaHitFigures& f) {
-         return static_cast<std::int64_t>(f.predicted_hit_tokens);
-       }},
-      {"replica_engine_prefix_cache_hit_tokens_total",
-       "The engine's own prefix-cache hit tokens as its adapter last reported them (all its "
-       "traffic).",
-       true, [](const ReplicaHitFigures& f) { return f.engine_hit_tokens; }},
-      {"replica_engine_prefix_cache_query_tokens_total",
-       "The engine's own prefix-cache query tokens as its adapter last reported them.", true,
-       [](const ReplicaHitFigures& f) { return f.engine_query_tokens; }},
-  };
-  for (const Row& row : kRows) {
-    w.family(row.name, "counter", row.help);
-    for (const auto& [key, figures] : s.replica_hits) {
-      if (row.engine && !figures.engine_reported) continue;
-      w.sample(row.name, {{"model", key.first}, {"replica_id", key.second}}, row.value(figures));
     }
   }
 }
@@ -220,39 +198,6 @@ void render_reloads(Writer& w, const Sample& s) {
   }
 }
 
-void render_gateway(Writer& w, const Sample& s) {
-  const GatewaySeries& g = s.gateway;
-  w.family("gateway_picks_total", "counter",
-           "Endpoint picker (ext_proc) picks by why the first endpoint was chosen.");
-  for (std::size_t r = 0; r < kGatewayPickCount; ++r)
-    w.sample("gateway_picks_total", {{"reason", to_label(static_cast<GatewayPick>(r))}},
-             g.picks[r]);
-  w.family("gateway_fail_open_total", "counter",
-           "Endpoint picker picks made by load because the body gave no token ids, by reason.");
-  for (std::size_t r = 0; r < kGatewayFailOpenCount; ++r) {
-    w.sample("gateway_fail_open_total", {{"reason", to_label(static_cast<GatewayFailOpen>(r))}},
-             g.fail_open[r]);
-  }
-  w.family(
-      "gateway_served_total", "counter",
-      "Picked requests whose response began, by the endpoint that served (picked or a fallback).");
-  for (std::size_t r = 0; r < kGatewayServedCount; ++r) {
-    w.sample("gateway_served_total", {{"endpoint", to_label(static_cast<GatewayServed>(r))}},
-             g.served[r]);
-  }
-  w.family("gateway_pick_latency_seconds", "histogram",
-           "Endpoint picker pick latency (body parsed, tokenized, looked up) in seconds.");
-  std::uint64_t cumulative = 0;
-  for (std::size_t b = 0; b < kLatencyBucketCount; ++b) {
-    cumulative += g.buckets[b];
-    const std::string le = format_double(static_cast<double>(kLatencyBucketsUs[b]) / 1e6);
-    w.sample("gateway_pick_latency_seconds", {{"le", le}}, cumulative, "_bucket");
-  }
-  w.sample("gateway_pick_latency_seconds", {{"le", "+Inf"}}, g.count, "_bucket");
-  w.sample("gateway_pick_latency_seconds", {}, static_cast<double>(g.sum_us) / 1e6, "_sum");
-  w.sample("gateway_pick_latency_seconds", {}, g.count, "_count");
-}
-
 void render_cores(Writer& w, const Sample& s) {
   struct Column {
     std::string_view name, type, help;
@@ -293,13 +238,13 @@ std::string render_prometheus(const Sample& sample, const ProcessFigures& proces
   render_process(w, process);
   render_groups(w, registered.groups);
   render_lookups(w, sample);
-  render_evictions(w, sample);
-  render_replica_hits(w, sample);
+  render_evictions(w, sample, registered);
+  render_core_families(w, sample, registered, RenderAfter::kIndexEvictions);
   render_auth(w, sample);
   render_traffic(w, sample);
   render_counter_families(w, sample, registered.counter_families);
   render_reloads(w, sample);
-  render_gateway(w, sample);
+  render_core_families(w, sample, registered, RenderAfter::kPromptTextFailures);
   render_cores(w, sample);
   render_process_collector(out, process.stats, process.start_time_seconds);
   render_grpc_server(out, sample.rpc);

@@ -48,7 +48,19 @@ class Registry {
   // Rendered after the connection families in registration order. Before
   // the runtime starts.
   CounterFamilyId add_counter_family(CounterFamily family);
-  // What add_group and add_counter_family registered, for the renderer.
+  // Registers a per-core family of the subsystem's type T (metrics/group.hh
+  // CoreFamilyOf: T merges and renders itself): every core gets a zeroed T,
+  // reached with CoreMetrics::family(returned id); rendered after `after`.
+  // Before the runtime starts.
+  template <typename T>
+  CoreFamilyId<T> add_core_family(RenderAfter after) {
+    const CoreFamilyId<T> id{.index = static_cast<std::uint32_t>(registered_.core_families.size())};
+    CoreFamily family{.after = after, .make = [] { return std::make_unique<CoreFamilyOf<T>>(); }};
+    for (auto& core : cores_) core->add_family(family.make());
+    registered_.core_families.push_back(std::move(family));
+    return id;
+  }
+  // What the add_* calls registered, for the renderer.
   const Registrations& registrations() const { return registered_; }
 
   // Reads the process-wide gauges and RSS now (one small /proc read).

@@ -1,7 +1,5 @@
 #include "metrics/sample.hh"
 
-#include <algorithm>
-
 namespace ic::metrics {
 
 namespace {
@@ -17,7 +15,6 @@ void add_arrays(A& into, const A& from) {
 }
 
 void add_value(LookupSeries& into, const LookupSeries& from) { into.merge(from); }
-void add_value(ReplicaHitFigures& into, const ReplicaHitFigures& from) { into.merge(from); }
 template <typename N>
 void add_value(N& into, N from) {
   into += from;
@@ -36,26 +33,8 @@ void add_maps(M& into, const M& from) {
 }
 }  // namespace
 
-void ReplicaHitFigures::merge(const ReplicaHitFigures& other) {
-  hints += other.hints;
-  hinted_tokens += other.hinted_tokens;
-  predicted_hit_tokens += other.predicted_hit_tokens;
-  engine_hit_tokens = std::max(engine_hit_tokens, other.engine_hit_tokens);
-  engine_query_tokens = std::max(engine_query_tokens, other.engine_query_tokens);
-  engine_reported = engine_reported || other.engine_reported;
-}
-
 void LookupSeries::merge(const LookupSeries& other) {
   add_arrays(calls, other.calls);
-  add_arrays(buckets, other.buckets);
-  count += other.count;
-  sum_us += other.sum_us;
-}
-
-void GatewaySeries::merge(const GatewaySeries& other) {
-  add_arrays(picks, other.picks);
-  add_arrays(fail_open, other.fail_open);
-  add_arrays(served, other.served);
   add_arrays(buckets, other.buckets);
   count += other.count;
   sum_us += other.sum_us;
@@ -65,8 +44,6 @@ void Sample::merge(const Sample& other) {
   add_maps(lookups, other.lookups);
   add_maps(index_entries, other.index_entries);
   add_maps(tenant_evictions, other.tenant_evictions);
-  add_maps(template_cache_busts, other.template_cache_busts);
-  add_maps(replica_hits, other.replica_hits);
   add_arrays(index_evictions, other.index_evictions);
   add_arrays(auth, other.auth);
   ingest_messages += other.ingest_messages;
@@ -78,11 +55,19 @@ void Sample::merge(const Sample& other) {
   http_requests += other.http_requests;
   add_arrays(policy_reloads, other.policy_reloads);
   add_arrays(prompt_text_failures, other.prompt_text_failures);
-  gateway.merge(other.gateway);
   cores.insert(cores.end(), other.cores.begin(), other.cores.end());
   rpc.merge(other.rpc);
   if (counters.size() < other.counters.size()) counters.resize(other.counters.size());
   for (std::size_t i = 0; i < other.counters.size(); ++i) counters[i] += other.counters[i];
+  for (std::size_t i = 0; i < other.families.size(); ++i) {
+    if (i >= families.size()) {
+      families.push_back(other.families[i]);
+    } else if (families[i].get() == nullptr) {
+      families[i] = other.families[i];
+    } else if (other.families[i].get() != nullptr) {
+      families[i].get()->merge(*other.families[i].get());
+    }
+  }
 }
 
 }  // namespace ic::metrics

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "buildinfo/build_info.hh"
+#include "metrics/group.hh"
 #include "metrics/grpc_server_metrics.hh"
 #include "metrics/labels.hh"
 #include "metrics/process.hh"
@@ -40,38 +41,6 @@ struct LookupSeries {
   void merge(const LookupSeries& other);
 };
 
-// The endpoint picker's series (docs/gateway.md "Metrics").
-struct GatewaySeries {
-  std::array<std::uint64_t, kGatewayPickCount> picks{};          // by GatewayPick
-  std::array<std::uint64_t, kGatewayFailOpenCount> fail_open{};  // by GatewayFailOpen
-  std::array<std::uint64_t, kGatewayServedCount> served{};       // by GatewayServed
-  // Pick latency (body parsed, tokenized, looked up; µs) as LookupSeries keeps it.
-  std::array<std::uint64_t, kLatencyBucketCount> buckets{};
-  std::uint64_t count = 0;
-  std::uint64_t sum_us = 0;
-
-  void merge(const GatewaySeries& other);
-};
-
-// Predicted vs delivered of one (model, replica) (docs/ranking.md "Predicted vs delivered"):
-// what the work-aware hints naming it predicted, summed over tenants, beside the engine's own
-// prefix-cache counters as its adapter last reported them (one engine: the largest report).
-struct ReplicaHitFigures {
-  std::uint64_t hints = 0;                 // answers naming the replica on top
-  std::uint64_t hinted_tokens = 0;         // Σ their prompt tokens
-  std::uint64_t predicted_hit_tokens = 0;  // Σ the hit tokens they predicted
-  std::int64_t engine_hit_tokens = 0;      // ReplicaStats.prefix_cache_hit_tokens, cumulative
-  std::int64_t engine_query_tokens = 0;    // ReplicaStats.prefix_cache_query_tokens, cumulative
-  bool engine_reported = false;            // a ReplicaStats of the replica is held
-
-  // Sums the hint counters; the engine's counters are one engine's, reported
-  // under several tenants and read on several cores: the largest stands.
-  void merge(const ReplicaHitFigures& other);
-};
-
-// (model, replica_id) label pair of the replica hit families.
-using ModelReplica = std::pair<std::string, std::string>;
-
 // Per-core operator figures; one entry per core in Sample::cores.
 struct CoreFigures {
   unsigned core = 0;                        // reactor index (label core="N")
@@ -90,9 +59,6 @@ struct Sample {
   std::map<std::string, LookupSeries, std::less<>> lookups;            // by model
   std::map<std::string, std::int64_t, std::less<>> index_entries;      // by model
   std::map<std::string, std::uint64_t, std::less<>> tenant_evictions;  // by tenant_id
-  // by "<tenant_id>/<template name>"
-  std::map<std::string, std::uint64_t, std::less<>> template_cache_busts;
-  std::map<ModelReplica, ReplicaHitFigures> replica_hits;  // by (model, replica)
   // index_evictions[algorithm][reason]
   std::array<std::array<std::uint64_t, kEvictionReasonCount>, kEvictionAlgorithmCount>
       index_evictions{};
@@ -109,12 +75,14 @@ struct Sample {
   std::array<std::array<std::uint64_t, 2>, kPolicySourceCount> policy_reloads{};
   // prompt_text lookups that failed open, by PromptTextFailure
   std::array<std::uint64_t, kPromptTextFailureCount> prompt_text_failures{};
-  GatewaySeries gateway;           // the endpoint picker's
   std::vector<CoreFigures> cores;  // one row per core that answered, by core
   RpcSample rpc;                   // grpc_server_* per method
   // The counters of the registered CounterFamily's (metrics/group.hh), at
   // their CounterFamilyId positions.
   std::vector<std::uint64_t> counters;
+  // The values of the registered CoreFamily's (metrics/group.hh), by
+  // CoreFamilyId::index.
+  std::vector<CoreFamilyCopy> families;
 
   // Adds `other` into this sample (counters and gauges summed per label set;
   // other.cores appended).

@@ -17,12 +17,15 @@
 #include "base/log.hh"
 #include "buildinfo/build_info.hh"
 #include "gateway/ext_proc.hh"
+#include "gateway/gateway_metrics.hh"
 #include "metrics/labels.hh"
 #include "metrics/scrape.hh"
 #include "net/address.hh"
 #include "net/tls.hh"
 #include "rpc/peer_limit_metrics.hh"
 #include "service/inference_cache.hh"
+#include "sharding/replica_hit_metrics.hh"
+#include "templates/template_metrics.hh"
 
 namespace ic::server {
 
@@ -128,6 +131,9 @@ void App::register_metrics() {
   registry.add_group(ic::persist::metric_group(persist_stats));
   registry.add_group(ic::replication::metric_group(replication_stats));
   ic::rpc::register_peer_limit_metrics(registry);
+  ic::templates::register_template_metrics(registry);
+  ic::gateway::register_gateway_metrics(registry);
+  ic::sharding::register_replica_hit_metrics(registry);
 }
 
 bool App::load_policies() {
@@ -535,16 +541,7 @@ void App::install_collectors() {
       m.set_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kTtl, ev.lru_ttl);
       m.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kTtl, ev.lfu_ttl);
       m.set_core_index_entries(shard.entry_count());
-      shard.for_each_replica_hits([&m](const ic::index::ReplicaHitRow& row) {
-        m.add_replica_hits(
-            row.model, row.replica,
-            ic::metrics::ReplicaHitFigures{.hints = row.hints,
-                                           .hinted_tokens = row.hinted_tokens,
-                                           .predicted_hit_tokens = row.predicted_hit_tokens,
-                                           .engine_hit_tokens = row.engine_hit_tokens,
-                                           .engine_query_tokens = row.engine_query_tokens,
-                                           .engine_reported = row.engine_reported});
-      });
+      ic::sharding::add_replica_hits(m, shard);
       std::int64_t depth = 0;
       for (unsigned from = 0; from < runtime.cores(); ++from) {
         depth += static_cast<std::int64_t>(runtime.mailbox_depth(from, core));

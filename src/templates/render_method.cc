@@ -4,9 +4,9 @@
 
 #include "base/log.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
-#include "metrics/registry.hh"
 #include "rpc/typed.hh"
 #include "runtime/runtime.hh"
+#include "templates/template_metrics.hh"
 
 namespace ic::templates {
 namespace {
@@ -69,7 +69,7 @@ void answer(const RenderService& service, rpc::CallHandle& call,
       static_cast<std::int32_t>(rendered.stable_bytes_after_volatile));
   response.set_cache_bust(rendered.cache_bust);
   if (rendered.cache_bust) {
-    metrics::local().add_template_cache_bust(t->tenant_id + "/" + t->name);
+    count_cache_bust(t->tenant_id + "/" + t->name);
     log_cache_bust(*t, rendered);
   }
   response.set_rendered_prompt(std::move(rendered.prompt));

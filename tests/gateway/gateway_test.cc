@@ -3,12 +3,14 @@
 // endpoints (gateway/endpoints.hh). docs/gateway.md.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "../tokenizer/small_tokenizer.hh"
 #include "gateway/endpoints.hh"
+#include "gateway/gateway_metrics.hh"
 #include "gateway/json_outline.hh"
 #include "gateway/message_cache.hh"
 #include "gateway/openai_body.hh"
@@ -226,4 +228,22 @@ TEST_CASE("endpoints: ip:port only, ordered by load") {
   order = {"b:1", "a:1"};
   load.order_by_load(order);
   CHECK(order == std::vector<std::string>{"a:1", "b:1"});
+}
+
+TEST_CASE(
+    "gateway figures: picks, fail-opens, served and the latency histogram summed over cores") {
+  ic::gateway::GatewayFigures a;
+  ic::gateway::GatewayFigures b;
+  a.add_pick(ic::gateway::PickReason::kPrefixMatch, std::nullopt, 40);  // (25, 50] µs
+  b.add_pick(ic::gateway::PickReason::kFailOpen, ic::gateway::FailOpen::kNoBody, -3);  // as 0
+  b.add_pick(ic::gateway::PickReason::kLoad, std::nullopt, 200'000);  // over the last bound
+  ++b.served[static_cast<std::size_t>(ic::gateway::Served::kFallback)];
+  a.merge(b);
+  CHECK(a.picks == std::array<std::uint64_t, ic::gateway::kPickReasonCount>{1, 0, 1, 1, 0});
+  CHECK(a.fail_open[static_cast<std::size_t>(ic::gateway::FailOpen::kNoBody)] == 1);
+  CHECK(a.served == std::array<std::uint64_t, ic::gateway::kServedCount>{0, 1});
+  CHECK(a.buckets[0] == 1);  // 0 µs: the 10 µs bucket
+  CHECK(a.buckets[2] == 1);
+  CHECK(a.count == 3);
+  CHECK(a.sum_us == 200'040);
 }

@@ -93,8 +93,6 @@ TEST_CASE("merge sums counters and gauges per label set and appends core rows") 
   b.add_event(2);  // PREFIX_EVICTED
   a.add_tenant_evictions("team-a", 2);
   b.add_tenant_evictions("team-a", 3);
-  a.add_template_cache_bust("team-a/agent");
-  b.add_template_cache_bust("team-a/agent");
   a.add_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kTtl, 4);
   b.add_auth(AuthEndpoint::kPolicy, AuthResult::kForbidden);
   a.connection_opened(Listener::kGrpc);
@@ -117,7 +115,6 @@ TEST_CASE("merge sums counters and gauges per label set and appends core rows") 
   CHECK(merged.ingest_entries == 12);
   CHECK(merged.events[2] == 2);
   CHECK(merged.tenant_evictions.at("team-a") == 5);
-  CHECK(merged.template_cache_busts.at("team-a/agent") == 2);
   CHECK(merged.index_evictions[1][1] == 4);
   CHECK(merged.auth[1][2] == 1);
   CHECK(merged.open_connections[0] == 2);

@@ -4,8 +4,11 @@
 
 #include <string>
 
+#include "gateway/gateway_metrics.hh"
 #include "metrics/core_metrics.hh"
 #include "metrics/registry.hh"
+#include "sharding/replica_hit_metrics.hh"
+#include "templates/template_metrics.hh"
 
 using namespace ic::metrics;
 
@@ -34,7 +37,12 @@ TEST_CASE("a known registry renders byte for byte") {
        .label = "kind",
        .values = {"header_timeout", "body_timeout", "window_stall", "half_closed",
                   "hpack_expansion", "rejected_headers", "flood"}});
+  // The subsystems' own families, registered by them as App::register_metrics does.
+  ic::templates::register_template_metrics(registry);
+  ic::gateway::register_gateway_metrics(registry);
+  ic::sharding::register_replica_hit_metrics(registry);
   CoreMetrics& core = registry.core(0);
+  registry.bind_current_thread(0);  // their counts go to metrics::local()
   core.record_lookup("llama", "PREFIX_MATCH", true, 10);
   core.record_lookup("llama", "PREFIX_MATCH", true, 30);
   core.record_lookup("llama", "NO_HINT", false, 200001);
@@ -46,14 +54,14 @@ TEST_CASE("a known registry renders byte for byte") {
     self.set_ring_setup_flags(12424);  // SINGLE_ISSUER|DEFER_TASKRUN|SUBMIT_ALL|CQSIZE
   });
   core.add_tenant_evictions("team-a", 2);
-  core.add_template_cache_bust("team-a/agent");
+  ic::templates::count_cache_bust("team-a/agent");
   core.add_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kCap, 3);
   core.add_auth(AuthEndpoint::kSnapshot, AuthResult::kOk);
   core.add_prompt_text_failure(ic::metrics::PromptTextFailure::kNoTokenizer);
-  core.record_gateway_pick(ic::metrics::GatewayPick::kPrefixMatch, std::nullopt, 40);
-  core.record_gateway_pick(ic::metrics::GatewayPick::kFailOpen,
-                           ic::metrics::GatewayFailOpen::kNotJson, 300);
-  core.add_gateway_served(ic::metrics::GatewayServed::kFallback);
+  ic::gateway::record_pick(ic::gateway::PickReason::kPrefixMatch, std::nullopt, 40);
+  ic::gateway::record_pick(ic::gateway::PickReason::kFailOpen, ic::gateway::FailOpen::kNotJson,
+                           300);
+  ic::gateway::record_served(ic::gateway::Served::kFallback);
   core.add_auth(AuthEndpoint::kPolicy, AuthResult::kUnauth);
   core.add_ingest(9);
   core.add_event(4);             // CacheEvent.Type ALL_CLEARED
@@ -332,26 +340,31 @@ TEST_CASE(
   // Core 0: tenant a's work record of r1 and r1's stats under tenant a; r2's
   // work record (no stats). Core 1: tenant b's work record of r1 and r1's
   // stats under tenant b, read a scrape earlier (smaller).
-  CoreMetrics c0(0);
-  CoreMetrics c1(1);
+  // The sharding room's families, registered as App::register_metrics does.
+  Registry registry(3);
+  ic::sharding::register_replica_hit_metrics(registry);
+  using ic::sharding::add_replica_hits;
+  CoreMetrics& c0 = registry.core(0);
+  CoreMetrics& c1 = registry.core(1);
   c0.add_collector([](CoreMetrics& m) {
-    m.add_replica_hits("llama", "r1",
-                       {.hints = 3, .hinted_tokens = 3000, .predicted_hit_tokens = 1000});
-    m.add_replica_hits(
-        "llama", "r1",
+    add_replica_hits(m, "llama", "r1",
+                     {.hints = 3, .hinted_tokens = 3000, .predicted_hit_tokens = 1000});
+    add_replica_hits(
+        m, "llama", "r1",
         {.engine_hit_tokens = 900, .engine_query_tokens = 4000, .engine_reported = true});
-    m.add_replica_hits("llama", "r2", {.hints = 1, .hinted_tokens = 512});
+    add_replica_hits(m, "llama", "r2", {.hints = 1, .hinted_tokens = 512});
   });
   c1.add_collector([](CoreMetrics& m) {
-    m.add_replica_hits("llama", "r1",
-                       {.hints = 2, .hinted_tokens = 1000, .predicted_hit_tokens = 500});
-    m.add_replica_hits(
-        "llama", "r1",
+    add_replica_hits(m, "llama", "r1",
+                     {.hints = 2, .hinted_tokens = 1000, .predicted_hit_tokens = 500});
+    add_replica_hits(
+        m, "llama", "r1",
         {.engine_hit_tokens = 800, .engine_query_tokens = 3500, .engine_reported = true});
   });
   Sample merged = c0.collect();
   merged.merge(c1.collect());
-  const std::string rendered = render_prometheus(merged, ProcessFigures{});
+  const std::string rendered =
+      render_prometheus(merged, ProcessFigures{}, registry.registrations());
   const std::string want =
       "# HELP inferencecache_replica_hints_total Work-aware LookupRoute answers naming the replica "
       "on top.\n"
@@ -380,9 +393,9 @@ TEST_CASE(
   CHECK(rendered.find(want) != std::string::npos);
   // The rows are rebuilt by every scrape: a collector that stops adding them
   // leaves the families out.
-  CoreMetrics empty(2);
-  CHECK(render_prometheus(empty.collect(), ProcessFigures{}).find("inferencecache_replica_") ==
-        std::string::npos);
+  CoreMetrics& empty = registry.core(2);
+  CHECK(render_prometheus(empty.collect(), ProcessFigures{}, registry.registrations())
+            .find("inferencecache_replica_") == std::string::npos);
 }
 
 TEST_CASE("grpc_server_* families: go-grpc-prometheus names, labels and every code per method") {
