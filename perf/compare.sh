@@ -13,7 +13,8 @@
 #   - saturation: fixed concurrency, max QPS and p99;
 #   - open-ish loop fixed rates at 25/50/75 % of the BASELINE's saturation QPS
 #     (measured in round 1, identical for both servers): p50 / p99 / p99.9;
-#   - the same against RenderTemplate (a do-nothing handler): the transport
+#   - the same against RenderTemplate (a template no server holds: one catalog
+#     miss, TEMPLATE_NOT_FOUND on both servers): the transport
 #     ceiling, i.e. how much of LookupRoute's cost is transport vs index;
 #   - the wake path: server context switches per call (voluntary + involuntary,
 #     summed over the server's threads from /proc/PID/task/*/status) in every

@@ -50,7 +50,7 @@ grpc::ServerReadReactor<pb::CacheStateUpdate>* BaselineService::ReportCacheState
 grpc::ServerUnaryReactor* BaselineService::RenderTemplate(
     grpc::CallbackServerContext* context, const pb::RenderTemplateRequest* /*request*/,
     pb::RenderTemplateResponse* response) {
-  response->set_reason_code("OK");
+  response->set_reason_code("TEMPLATE_NOT_FOUND");
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -31,7 +31,8 @@ class BaselineService final : public pb::InferenceCache::CallbackService {
   grpc::ServerReadReactor<pb::CacheStateUpdate>* ReportCacheState(
       grpc::CallbackServerContext* context, pb::Ack* response) override;
 
-  // Contract default {reason_code:"OK"}: measures grpc++ alone, no index work.
+  // {reason_code:"TEMPLATE_NOT_FOUND"}, the server's answer for a template it does not
+  // hold: measures grpc++ alone, no index work.
   grpc::ServerUnaryReactor* RenderTemplate(grpc::CallbackServerContext* context,
                                            const pb::RenderTemplateRequest* request,
                                            pb::RenderTemplateResponse* response) override;

@@ -199,7 +199,7 @@ bool verify(pb::InferenceCache::Stub& stub, const Shape& shape) {
                        (a.replica_id() == replica_name(1) && b.replica_id() == replica_name(0));
     lookup_ok = names && a.matched_tokens() == full && b.matched_tokens() == full;
   }
-  return lookup_ok && status.ok() && render.reason_code() == "OK";
+  return lookup_ok && status.ok() && render.reason_code() == "TEMPLATE_NOT_FOUND";
 }
 
 }  // namespace
@@ -222,9 +222,11 @@ int main(int argc, char** argv) {
   app.add_option("--emit-lookup", emit_lookup, "write the framed LookupRouteRequest here");
   app.add_option("--emit-render", emit_render, "write the framed RenderTemplateRequest here");
   app.add_flag("--skip-ingest", skip_ingest, "only emit / verify");
-  app.add_flag("--verify", do_verify,
-               "check LookupRoute = PREFIX_MATCH on replica-0 and replica-1 (full chain each) "
-               "and RenderTemplate = OK; exit 2 otherwise");
+  app.add_flag(
+      "--verify", do_verify,
+      "check LookupRoute = PREFIX_MATCH on replica-0 and replica-1 (full chain each) "
+      "and RenderTemplate = TEMPLATE_NOT_FOUND (no server holds the preload's template); exit 2 "
+      "otherwise");
   CLI11_PARSE(app, argc, argv);
 
   if (!emit_lookup.empty() && !write_framed(emit_lookup, lookup_request(shape))) return 1;
