@@ -1,5 +1,9 @@
 #include "admin/server.hh"
 
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -85,6 +89,31 @@ void serve_policy_in_force(const AdminContext& ctx, const Responder& respond) {
   respond(std::move(r));
 }
 
+// Installs the same immutable `set` on every core (`apply(core, set)` runs on
+// that core) and calls `done(true)` once all have, `done(false)` when one
+// could not be reached: the control listener answers 204 only then, so a
+// caller's next call sees the new set whatever core serves it.
+template <class Apply, class Set>
+void install_on_every_core(runtime::Runtime& rt, Apply apply, std::shared_ptr<const Set> set,
+                           std::function<void(bool everywhere)> done) {
+  runtime::map_reduce<bool>(
+      rt,
+      [apply, set](unsigned core) {
+        apply(core, set);
+        return true;
+      },
+      [done](std::vector<std::optional<bool>> applied) {
+        done(std::all_of(applied.begin(), applied.end(),
+                         [](const std::optional<bool>& core) { return core.has_value(); }));
+      });
+}
+
+HttpResponse no_content() {
+  HttpResponse r;
+  r.status = 204;
+  return r;
+}
+
 void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Responder& respond) {
   config::PolicyParseResult parsed = config::parse_policy_json(request.body);
   if (!parsed.ok()) {
@@ -99,32 +128,20 @@ void serve_policy(const AdminContext& ctx, const HttpRequest& request, const Res
   }
   // Every core installs the same immutable set; 204 only once all have, so a
   // caller's next LookupRoute sees it whatever core serves it.
-  auto apply = ctx.apply_policy;
   std::shared_ptr<const config::PolicySet> set = std::move(parsed.set);
-  runtime::map_reduce<bool>(
-      *ctx.runtime,
-      [apply, set](unsigned core) {
-        apply(core, set);
-        return true;
-      },
-      [respond, set](std::vector<std::optional<bool>> applied) {
-        for (const auto& core : applied) {
-          if (!core) {
-            metrics::local().add_policy_reload(metrics::PolicySource::kHttp, false);
-            log_policy_rejected("not applied on every core");
-            respond(HttpResponse::text(503, "policy not applied on every core; retry"));
-            return;
-          }
-        }
-        metrics::local().add_policy_reload(metrics::PolicySource::kHttp, true);
-        base::log(base::LogLevel::info, "policy accepted",
-                  {{"source", "http"},
-                   {"policies", set->policy_count()},
-                   {"quotas", set->quota_count()}});
-        HttpResponse r;
-        r.status = 204;
-        respond(std::move(r));
-      });
+  install_on_every_core(*ctx.runtime, ctx.apply_policy, set, [respond, set](bool everywhere) {
+    if (!everywhere) {
+      metrics::local().add_policy_reload(metrics::PolicySource::kHttp, false);
+      log_policy_rejected("not applied on every core");
+      respond(HttpResponse::text(503, "policy not applied on every core; retry"));
+      return;
+    }
+    metrics::local().add_policy_reload(metrics::PolicySource::kHttp, true);
+    base::log(
+        base::LogLevel::info, "policy accepted",
+        {{"source", "http"}, {"policies", set->policy_count()}, {"quotas", set->quota_count()}});
+    respond(no_content());
+  });
 }
 
 // GET /templates: the document in force (docs/templates.md "Two ways in").
@@ -158,29 +175,18 @@ void serve_templates(const AdminContext& ctx, const HttpRequest& request,
     respond(HttpResponse::text(503, "template store not available"));
     return;
   }
-  auto apply = ctx.apply_templates;
   std::shared_ptr<const templates::TemplateSet> set = std::move(parsed.set);
-  runtime::map_reduce<bool>(
-      *ctx.runtime,
-      [apply, set](unsigned core) {
-        apply(core, set);
-        return true;
-      },
-      [respond, set](std::vector<std::optional<bool>> applied) {
-        for (const auto& core : applied) {
-          if (!core) {
-            base::log(base::LogLevel::warn, "templates rejected",
-                      {{"source", "http"}, {"error", "not applied on every core"}});
-            respond(HttpResponse::text(503, "templates not applied on every core; retry"));
-            return;
-          }
-        }
-        base::log(base::LogLevel::info, "templates accepted",
-                  {{"source", "http"}, {"templates", set->size()}});
-        HttpResponse r;
-        r.status = 204;
-        respond(std::move(r));
-      });
+  install_on_every_core(*ctx.runtime, ctx.apply_templates, set, [respond, set](bool everywhere) {
+    if (!everywhere) {
+      base::log(base::LogLevel::warn, "templates rejected",
+                {{"source", "http"}, {"error", "not applied on every core"}});
+      respond(HttpResponse::text(503, "templates not applied on every core; retry"));
+      return;
+    }
+    base::log(base::LogLevel::info, "templates accepted",
+              {{"source", "http"}, {"templates", set->size()}});
+    respond(no_content());
+  });
 }
 
 // Runs the bearer check for `endpoint`, counts it, answers refusals.
