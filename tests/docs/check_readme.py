@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The README's server, "Try it" and replay recipes run as written.
+
+Usage: check_readme.py SOURCE_ROOT BUILD_ROOT
+
+Taken verbatim from README.md:
+- "Quick start": the first command's server start (the text from `build/src/inferencecache-server`
+  on; the `tools/install-deps.sh && meson setup build && ninja -C build &&` before it is the set-up
+  CI itself runs on a clean clone);
+- "Try it from another shell": every line (the CLI's health, report and lookup, the /metrics and
+  /snapshot curls);
+- "Real traffic: the Mooncake conversation trace": the replay command.
+They run in bash, one after another, in a temporary directory whose `build` is this build tree and
+whose `tests` is the source tree's (the paths the README names), inside a private
+network namespace (`unshare -rn`, loopback only), so the default ports (9090, 8080, 8081) collide
+with nothing on this machine. Asserted: health says SERVING; the lookup answers PREFIX_MATCH on r1;
+the metric line counts that one lookup; /snapshot is JSON that holds team-a's entries; the replay
+prints its table with a row for each of the four policies and writes its SVG; the server exits 0
+on SIGTERM. The replay's figures themselves are not asserted (they depend on the machine's load:
+tools/replay/results/ holds measured runs). Skips (77) where user namespaces are refused.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SRC, BUILD = sys.argv[1], sys.argv[2]
+SERVER_PREFIX = "build/src/inferencecache-server"
+POLICIES = ("round-robin", "least-work", "full-knowledge", "inferencecache")
+
+# Sourced by bash inside the namespace. Each recipe's output is framed by marker lines so the
+# checks below read them apart; the server runs in the background as the README's first shell.
+WRAPPER = r"""
+set -u
+ip link set lo up
+bash -c "exec $(cat server.sh)" >server.log 2>&1 &
+server=$!
+for _ in $(seq 1 100); do
+  build/tools/cli/inferencecache-cli health >/dev/null 2>&1 && break
+  sleep 0.2
+done
+n=0
+while IFS= read -r line; do
+  n=$((n + 1))
+  echo "=== try $n"
+  bash -c "$line" 2>&1
+  echo "=== exit $?"
+done <try.sh
+echo "=== replay"
+bash replay.sh 2>&1
+echo "=== exit $?"
+kill -TERM "$server"
+wait "$server"
+echo "=== server exit $?"
+"""
+
+
+def blocks(text, heading):
+    """The indented code blocks of the section under `heading`, each as its lines."""
+    if heading not in text:
+        sys.exit("README.md has no %r section" % heading)
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    return [[l[4:] for l in m.group(1).strip("\n").splitlines()]
+            for m in re.finditer(r"((?:\n {4}.*\S.*)+)", section)]
+
+
+def recipes():
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    quick = blocks(text, "## Quick start (fresh Debian 12)")
+    first = quick[0][0]
+    if SERVER_PREFIX not in first:
+        sys.exit("the Quick start's first command no longer starts %s" % SERVER_PREFIX)
+    server = first[first.index(SERVER_PREFIX):]
+    tried = next((b for b in quick if b[0].startswith("build/tools/cli/inferencecache-cli health")), None)
+    if tried is None:
+        sys.exit("no \"Try it\" block starting with the CLI's health call under Quick start")
+    replay = blocks(text, "## Real traffic: the Mooncake conversation trace")[0]
+    return server, tried, "\n".join(replay) + "\n"
+
+
+def sections(out):
+    """{'try 1': (output, exit), ..., 'replay': (output, exit), 'server': exit}."""
+    found, name, lines = {}, None, []
+    for line in out.splitlines():
+        m = re.match(r"=== (try \d+|replay)$", line)
+        e = re.match(r"=== exit (\d+)$", line)
+        s = re.match(r"=== server exit (\d+)$", line)
+        if m:
+            name, lines = m.group(1), []
+        elif e and name:
+            found[name] = ("\n".join(lines), int(e.group(1)))
+            name = None
+        elif s:
+            found["server"] = int(s.group(1))
+        elif name:
+            lines.append(line)
+    return found
+
+
+def check(found, tried, tmp):
+    problems = []
+    want = {
+        1: lambda o: "SERVING" in o,
+        2: lambda o: True,
+        3: lambda o: "PREFIX_MATCH" in o and "r1" in o,
+        4: lambda o: re.search(r"^inferencecache_lookup_route_calls_total\S* 1$", o, re.M),
+        5: lambda o: "team-a" in json.dumps(json.loads(o)),
+    }
+    if len(tried) != len(want):
+        problems.append("the Try it block has %d lines; this check knows %d" % (len(tried), len(want)))
+    for i, line in enumerate(tried, 1):
+        out, status = found.get("try %d" % i, ("(not run)", -1))
+        ok = False
+        try:
+            ok = status == 0 and bool(want[i](out)) if i in want else False
+        except ValueError:
+            ok = False
+        if not ok:
+            problems.append("`%s` exited %d with:\n%s" % (line, status, out[-2000:]))
+    out, status = found.get("replay", ("(not run)", -1))
+    rows = [p for p in POLICIES if re.search(r"^%s\s+\d" % re.escape(p), out, re.M)]
+    if status != 0 or "mean TTFT" not in out or len(rows) != len(POLICIES):
+        problems.append("the replay exited %d, rows %s of %s:\n%s" % (status, rows, POLICIES, out[-3000:]))
+    svg = os.path.join(tmp, "replay.svg")
+    if not os.path.exists(svg) or not open(svg, encoding="utf-8").read(200).lstrip().startswith("<"):
+        problems.append("the replay wrote no replay.svg")
+    if found.get("server") != 0:
+        problems.append("the server exited %s on SIGTERM" % found.get("server"))
+    return problems
+
+
+def main():
+    if not shutil.which("ip"):
+        print("SKIP: no ip(8) (iproute2) to bring up the namespace's loopback")
+        return 77
+    if not shutil.which("unshare") or subprocess.run(
+            ["unshare", "-rn", "true"], capture_output=True, check=False).returncode != 0:
+        print("SKIP: no private network namespace (unshare -rn) here")
+        return 77
+    server, tried, replay = recipes()
+    print("server: " + server + "\ntry it:\n" + "\n".join(tried) + "\nreplay:\n" + replay)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.symlink(os.path.abspath(BUILD), os.path.join(tmp, "build"))
+        for name in ("tests",):
+            os.symlink(os.path.join(os.path.abspath(SRC), name), os.path.join(tmp, name))
+        for name, body in (("server.sh", server + "\n"), ("try.sh", "\n".join(tried) + "\n"),
+                           ("replay.sh", replay)):
+            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                f.write(body)
+        r = subprocess.run(["unshare", "-rn", "bash", "-c", WRAPPER], cwd=tmp, capture_output=True,
+                           text=True, timeout=600, check=False)
+        print(r.stdout[-6000:])
+        problems = check(sections(r.stdout), tried, tmp)
+        if problems:
+            with open(os.path.join(tmp, "server.log"), encoding="utf-8", errors="replace") as f:
+                print("server log (tail):\n" + f.read()[-3000:])
+    for p in problems:
+        print("FAIL: " + p)
+    return 1 if problems else 0
+
+
+sys.exit(main())
