@@ -2,12 +2,14 @@
 // LookupPDRoute (docs/pd-routing.md) over the sharded index: unary; the
 // request runs on its tenant's owner core (Shard::lookup_pd, where the
 // tenant's bookings live) and the answer comes back here. An empty
-// pd_topology_ref answers the contract default NO_HINT on this core;
-// grpc-timeout is handed to the shard (reason TIMEOUT) and the rpc layer
-// guards it; owner mailbox full → NO_HINT (fail open). prompt_text is not
+// pd_topology_ref answers the contract default NO_HINT on this core.
+// grpc-timeout is handed to the shard (reason TIMEOUT) and, as LookupRoute's
+// (index_methods.hh), guarded on this core by a timer that answers TIMEOUT if
+// the owner's answer is late: never DEADLINE_EXCEEDED once the request is
+// complete. Owner mailbox full → NO_HINT (fail open). prompt_text is not
 // tokenized for this method: a request with only prompt_text is NO_HINT.
-// Metrics: add_cross_core_post per call; the answers are not counted in
-// LookupRoute's inferencecache_lookups_total (its reasons are LookupRoute's).
+// Metrics: every answer in inferencecache_lookup_pd_route_* on the core that
+// answers it (sharding/pd_metrics.hh), add_cross_core_post per call.
 
 #include "rpc/call.hh"
 #include "sharding/sharded_index.hh"
