@@ -121,7 +121,8 @@ TEST_CASE("pd: the fail-open answers are LookupRoute's") {
   pb::LookupPDRouteRequest bad = pd_req(blocks(100, 2));
   bad.add_block_token_counts(kBlock);
   CHECK(pair(pd(h, bad)) == "NO_HINT");
-  // NO_HINT: only prompt_text (no tokenizer for this method).
+  // NO_HINT: only prompt_text reaching the shard (the service tokenizes it
+  // before the hop, service/pd_methods.hh; untokenized, it fails open).
   pb::LookupPDRouteRequest text = pd_req({});
   text.set_prompt_text("hello");
   CHECK(pair(pd(h, text)) == "NO_HINT");

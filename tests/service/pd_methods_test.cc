@@ -1,19 +1,23 @@
 // LookupPDRoute's handler on a two-core index (service/pd_methods.hh): the
 // owner core answers; a late owner loses to the grpc-timeout guard with the
 // contract's TIMEOUT, as LookupRoute's does; every answer is counted in
-// inferencecache_lookup_pd_route_* (sharding/pd_metrics.hh).
+// inferencecache_lookup_pd_route_* (sharding/pd_metrics.hh); prompt_text is
+// tokenized on the connection's core as LookupRoute's.
 
 #include <doctest/doctest.h>
 
 #include <memory>
 #include <string>
 
+#include "../tokenizer/small_tokenizer.hh"
 #include "config/policy.hh"
 #include "index/partition.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "metrics/core_metrics.hh"
 #include "metrics/prometheus.hh"
 #include "metrics/registry.hh"
+#include "prompt_text/models.hh"
+#include "service/prompt_input.hh"
 #include "service_fixture.hh"
 #include "sharding/pd_metrics.hh"
 #include "sharding/sharded_index.hh"
@@ -175,4 +179,62 @@ TEST_CASE_FIXTURE(Routed, "calls are counted by reason code, with their latency"
       registry.core(0).collect(), ic::metrics::ProcessFigures{}, registry.registrations());
   CHECK(all.find("inferencecache_lookup_pd_route_latency_seconds_sum 0.02\n") != std::string::npos);
   CHECK(all.find("inferencecache_lookup_pd_route_latency_seconds_count 5\n") != std::string::npos);
+}
+
+namespace {
+
+// Routed, with prompt_text tokenized by a small model (byte tokens, template
+// "U:<text>|A:", as tests/service/prompt_input_test.cc).
+struct Tokenizing : Routed {
+  Tokenizing() {
+    std::string error;
+    auto m = ic::prompt_text::ModelSet::load_model(
+        "m", ic::test::small_tokenizer({}).dump(),
+        R"({"chat_template": "{% for m in messages %}U:{{ m.content }}{% endfor %}{% if add_generation_prompt %}|A:{% endif %}"})",
+        error);
+    REQUIRE_MESSAGE(m != nullptr, error);
+    models.add(std::move(m));
+    prompt.models = &models;
+    ic::service::GrpcServiceOptions o;
+    o.index = &index;
+    o.prompt_text = &prompt;
+    svc = std::make_unique<ic::test::ServiceFixture>(o);
+  }
+  // prompt_text alone (no blocks).
+  static pb::LookupPDRouteRequest text_req(const std::string& tenant, std::string text) {
+    pb::LookupPDRouteRequest r = pd_req(tenant);
+    r.clear_block_hashes();
+    r.clear_block_token_counts();
+    r.set_prompt_text(std::move(text));
+    return r;
+  }
+  ic::prompt_text::ModelSet models;
+  ic::service::PromptTextConfig prompt;
+};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(Routed, "prompt_text without a tokenizer fails open: NO_HINT") {
+  const auto id = start(Tokenizing::text_req(tenant_on(1), "hello"));
+  settle();
+  CHECK(svc->single<pb::LookupPDRouteResponse>(id).reason_code() == "NO_HINT");
+}
+
+TEST_CASE_FIXTURE(Tokenizing, "prompt_text is tokenized as LookupRoute's, then routed") {
+  // "U:" + 3,000 bytes + "|A:": 3,005 tokens, of which the 187 whole
+  // 16-token blocks (2,992 tokens) are hashed; ≥ minUncachedTokens 2,048 and
+  // held nowhere: a pair, every one uncached.
+  const auto id = start(text_req(tenant_on(1), std::string(3000, 'x')));
+  CHECK(svc->client.streams[id].body.empty());  // a job on this core's scheduler
+  for (int i = 0; i < 4 && svc->client.streams[id].body.empty(); ++i) settle();
+  const auto resp = svc->single<pb::LookupPDRouteResponse>(id);
+  CHECK(resp.reason_code() == "DISAGGREGATED");
+  CHECK(resp.uncached_tokens() == 2992);
+  // A short one on this core: 1,005 tokens, 62 blocks (992 tokens): decode-only.
+  const auto short_id = start(text_req(tenant_on(0), std::string(1000, 'y')));
+  for (int i = 0; i < 4 && svc->client.streams[short_id].body.empty(); ++i) settle();
+  const auto short_resp = svc->single<pb::LookupPDRouteResponse>(short_id);
+  CHECK(short_resp.reason_code() == "DECODE_ONLY_SHORT");
+  CHECK(short_resp.decode_replica_id() == "d0");
+  CHECK(short_resp.uncached_tokens() == 992);
 }
