@@ -9,13 +9,16 @@
 //                unless a prefill replica's wait is shorter;
 //   the prefill  the work-aware ranking's wait (work_ranking.cc add_work_cand,
 //                the one cost LookupRoute uses) over the prefill pool;
-//   the decode   the least loaded free decode replica, plus the affinity
-//                weight × (1 − its affinity to the prefill pick's domains).
+//   the decode   among the free decode replicas less than half a slot more
+//                loaded than the least loaded one, the load plus the affinity
+//                weight × (1 − its affinity to the prefill pick's domains):
+//                affinity never costs a booked slot of decode balance.
 //
 // A decode replica's load is its open decode bookings over its slots
 // (decode_bookings.cc). The answer books the prefilling replica's work as
-// LookupRoute does, the decode replica's slot, and the request's blocks on
-// the decode replica (the KV lands there).
+// LookupRoute does, the decode replica's slot (held from the answer through
+// the prefill's estimated wait and then decodeHoldMs), and the request's
+// blocks on the decode replica (the KV lands there).
 
 #include <xxhash.h>
 
@@ -53,6 +56,12 @@ bool in_domain(const config::PdTopology& t, const config::PdReplica& p,
                const config::PdReplica& d) {
   return t.required_level == config::PdLevel::kNone ||
          config::shared_level(p, d) <= t.required_level;
+}
+
+// A decode slot booked now is taken from when the decode starts, after the
+// prefilling replica's estimated wait, for the topology's decodeHoldMs.
+std::int64_t slot_hold_us(const config::PdTopology& t, double wait_us) {
+  return t.decode_hold_us + static_cast<std::int64_t>(std::clamp<double>(wait_us, 0, 3.6e9));
 }
 
 std::int32_t clamp32(double v) {
@@ -160,7 +169,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     const Scored top{decode->replica, 0.0, decode->held, 1.0, 0, 0, kNone};
     if (ws != nullptr) {
       book_answer(st, top);  // the decode replica prefills the rest itself
-      book_decode(st, decode->replica, topo.decode_hold_us);
+      book_decode(st, decode->replica, slot_hold_us(topo, decode->wait_us));
     }
     out->decode_replica_id = replicas.name(decode->replica);
     out->decode_matched_tokens = clamp32(static_cast<double>(decode->held));
@@ -173,13 +182,23 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   if (best == nullptr) return answer(pd_reason::kNoDecodeInDomain);
   const config::PdReplica& prefill =
       topo.prefill[prefill_pool_index[static_cast<std::size_t>(best - work_cands.data())]];
+  const auto paired = [&](const DecodeCand& d) {
+    return !d.full && in_domain(topo, prefill, topo.decode[d.pool_index]);
+  };
+  // Balance first: affinity chooses only among the replicas within half a
+  // slot of the least loaded one, so it never costs a booked slot.
+  double least = std::numeric_limits<double>::infinity();
+  for (const DecodeCand& d : decode_cands) {
+    if (paired(d)) least = std::min(least, d.load);
+  }
+  const auto balanced = [&](const DecodeCand& d) {
+    return paired(d) && d.load < least + 0.5 / topo.decode[d.pool_index].slots;
+  };
   const auto near = [&](const DecodeCand& d) {
     const auto level = config::shared_level(prefill, topo.decode[d.pool_index]);
     return d.load + topo.affinity_weight * (1.0 - affinity(level));
   };
-  decode = pick_decode(st, near, [&](const DecodeCand& d) {
-    return !d.full && in_domain(topo, prefill, topo.decode[d.pool_index]);
-  });
+  decode = pick_decode(st, near, balanced);
   // gather_prefill_candidates kept only prefill replicas with a free decode
   // replica in their domain.
   if (decode == nullptr) return answer(pd_reason::kNoDecodeInDomain);
@@ -191,7 +210,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     // speculative hold per prompt and replica is enough).
     if (!holds_booking(*ws, decode->replica, st.chain))
       book(*ws, decode->replica, st.now, 0, st.chain, work_keys);
-    book_decode(st, decode->replica, topo.decode_hold_us);
+    book_decode(st, decode->replica, slot_hold_us(topo, best->wait_us));
   }
   const double full_us = prompt / cfg.work_aware.prefill_tokens_per_s * 1e6;
   out->prefill_replica_id = replicas.name(best->replica);

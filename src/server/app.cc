@@ -24,6 +24,7 @@
 #include "net/tls.hh"
 #include "rpc/peer_limit_metrics.hh"
 #include "service/inference_cache.hh"
+#include "sharding/pd_metrics.hh"
 #include "sharding/replica_hit_metrics.hh"
 #include "templates/template_metrics.hh"
 
@@ -134,6 +135,7 @@ void App::register_metrics() {
   ic::templates::register_template_metrics(registry);
   ic::gateway::register_gateway_metrics(registry);
   ic::sharding::register_replica_hit_metrics(registry);
+  ic::sharding::register_pd_metrics(registry);
 }
 
 bool App::load_policies() {

@@ -11,6 +11,7 @@
 #include "runtime/runtime.hh"
 #include "runtime/submit.hh"
 #include "service/lookup_clock.hh"
+#include "service/prompt_lookup.hh"
 #include "service/prompt_scheduler.hh"
 #include "sharding/index_wire.hh"
 
@@ -165,42 +166,6 @@ void route_lookup(ShardedIndex& index, index::LookupContext& ctx, LookupClock& c
                        clock.monotonic_us() - ctx.start_mono_us);
 }
 
-// A LookupRoute waiting for its prompt_text to be tokenized, one slice per
-// reactor turn (service/prompt_scheduler.hh); then routed as any lookup.
-class PromptLookup final : public PromptScheduler::Job {
- public:
-  PromptLookup(ShardedIndex& index, const PromptTextConfig& config, const PromptPlan& plan,
-               rpc::CallHandle call, pb::LookupRouteRequest&& request,
-               const index::LookupContext& ctx, std::int64_t wall_us)
-      : index_(index),
-        call_(std::move(call)),
-        request_(std::move(request)),
-        ctx_(ctx),
-        wall_us_(wall_us),
-        tokenizing_(config, plan, request_.prompt_text()) {}
-
-  bool run(std::int64_t slice_end_mono_us) override {
-    if (!call_.alive()) return true;  // the client left: nothing to answer
-    if (!tokenizing_.run_slice(index_.clock(), slice_end_mono_us)) return false;
-    if (tokenizing_.ok()) {
-      apply_prompt_tokens(tokenizing_.tokens(), request_);
-      ctx_.token_ids_from_prompt = true;
-    }
-    LookupClock call_clock(index_.clock(), wall_us_);
-    ctx_.clock = &call_clock;
-    route_lookup(index_, ctx_, call_clock, std::move(call_), std::move(request_));
-    return true;
-  }
-
- private:
-  ShardedIndex& index_;
-  rpc::CallHandle call_;
-  pb::LookupRouteRequest request_;  // before tokenizing_, which views its prompt_text
-  index::LookupContext ctx_;
-  std::int64_t wall_us_;
-  PromptTokenizing tokenizing_;
-};
-
 // `invalid_prompt_text`: the request's prompt_text was not UTF-8 and was
 // removed before parsing (drop_invalid_prompt_text): it fails open.
 void lookup(ShardedIndex& index, const PromptTextConfig* prompt, PromptScheduler* scheduler,
@@ -226,9 +191,13 @@ void lookup(ShardedIndex& index, const PromptTextConfig* prompt, PromptScheduler
       metrics::local().add_prompt_text_failure(metrics::PromptTextFailure::kBusy);
     } else if (plan.model != nullptr) {
       const std::string tenant = request.tenant_id();
-      scheduler->add(tenant, std::make_unique<PromptLookup>(index, config, plan, std::move(call),
-                                                            std::move(request), ctx,
-                                                            call_clock.given_wall_us()));
+      auto route = [&index](index::LookupContext& c, LookupClock& clock, rpc::CallHandle call,
+                            pb::LookupRouteRequest&& r) {
+        route_lookup(index, c, clock, std::move(call), std::move(r));
+      };
+      scheduler->add(tenant, std::make_unique<PromptLookup>(
+                                 index.clock(), config, plan, std::move(call), std::move(request),
+                                 ctx, call_clock.given_wall_us(), std::move(route)));
       return;
     }
   }

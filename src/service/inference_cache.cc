@@ -99,7 +99,7 @@ void add_inference_cache(rpc::MethodTable& methods, ShardedIndex* index,
                                      call.reply(response);
                                    });
   if (index != nullptr) {
-    methods.add(path("LookupPDRoute"), pd_methods::lookup_pd_route(*index));
+    methods.add(path("LookupPDRoute"), pd_methods::lookup_pd_route(*index, prompt));
   } else {
     unary<pb::LookupPDRouteRequest>(methods, "LookupPDRoute",
                                     [](rpc::CallHandle call, pb::LookupPDRouteRequest&&) {

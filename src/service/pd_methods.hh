@@ -2,21 +2,26 @@
 // LookupPDRoute (docs/pd-routing.md) over the sharded index: unary; the
 // request runs on its tenant's owner core (Shard::lookup_pd, where the
 // tenant's bookings live) and the answer comes back here. An empty
-// pd_topology_ref answers the contract default NO_HINT on this core;
-// grpc-timeout is handed to the shard (reason TIMEOUT) and the rpc layer
-// guards it; owner mailbox full → NO_HINT (fail open). prompt_text is not
-// tokenized for this method: a request with only prompt_text is NO_HINT.
-// Metrics: add_cross_core_post per call; the answers are not counted in
-// LookupRoute's inferencecache_lookups_total (its reasons are LookupRoute's).
+// pd_topology_ref answers the contract default NO_HINT on this core.
+// grpc-timeout is handed to the shard (reason TIMEOUT) and, as LookupRoute's
+// (index_methods.hh), guarded on this core by a timer that answers TIMEOUT if
+// the owner's answer is late: never DEADLINE_EXCEEDED once the request is
+// complete. Owner mailbox full → NO_HINT (fail open). prompt_text becomes
+// token_ids on this core first, exactly as LookupRoute's (prompt_input.hh,
+// the PromptLookup job on this core's PromptScheduler, prompt_lookup.hh).
+// Metrics: every answer in inferencecache_lookup_pd_route_* on the core that
+// answers it (sharding/pd_metrics.hh), add_cross_core_post per call.
 
 #include "rpc/call.hh"
+#include "service/prompt_input.hh"
 #include "sharding/sharded_index.hh"
 
 namespace ic::service::pd_methods {
 
 using sharding::ShardedIndex;  // the cross-core index (src/sharding/)
 
-// The method's table entry; `index` outlives the sessions.
-rpc::Method lookup_pd_route(ShardedIndex& index);
+// The method's table entry; `index` (and `prompt`, when not nullptr) outlive
+// the sessions. `prompt` nullptr: prompt_text always fails open (NO_HINT).
+rpc::Method lookup_pd_route(ShardedIndex& index, const PromptTextConfig* prompt);
 
 }  // namespace ic::service::pd_methods

@@ -21,7 +21,8 @@ constexpr std::int32_t kBlock = 512;
 
 // Two prefill replicas (p0 on h0/r0/z0, p1 on h1/r1/z0) and three decode
 // replicas of two slots (d0 beside p0, d1 in p1's rack, d2 in another zone);
-// "one": p0 and d0 with one slot held 1 s; "nopf": no prefill pool; "zoned":
+// "one": p0 and d0 with one slot held 1 s; "nopf": no prefill pool; "bal":
+// p0, d0 on its host and d2 in another zone, 16 slots each; "zoned":
 // a decode replica only in zone z1, and z1's one prefill replica.
 constexpr const char* kTopologies = R"({"version":7,
   "policies":[{"namespace":"strict","strategy":{"requireChain":true}}],
@@ -38,6 +39,10 @@ constexpr const char* kTopologies = R"({"version":7,
   {"name":"nopf","transport":"Direct","decode":[{"replica":"d0"}]},
   {"name":"wide","transport":"NIXL","prefill":[{"replica":"p0"}],
    "decode":[{"replica":"d1","slots":16}]},
+  {"name":"bal","transport":"NIXL","affinityWeight":0.5,
+   "prefill":[{"replica":"p0","host":"h0","rack":"r0","zone":"z0"}],
+   "decode":[{"replica":"d0","host":"h0","rack":"r0","zone":"z0","slots":16},
+             {"replica":"d2","host":"h3","rack":"r3","zone":"z1","slots":16}]},
   {"name":"zoned","transport":"Direct","requiredDomain":"zone",
    "prefill":[{"replica":"p0","zone":"z0"},{"replica":"p1","zone":"z1"}],
    "decode":[{"replica":"d2","zone":"z1"}]}]})";
@@ -116,7 +121,8 @@ TEST_CASE("pd: the fail-open answers are LookupRoute's") {
   pb::LookupPDRouteRequest bad = pd_req(blocks(100, 2));
   bad.add_block_token_counts(kBlock);
   CHECK(pair(pd(h, bad)) == "NO_HINT");
-  // NO_HINT: only prompt_text (no tokenizer for this method).
+  // NO_HINT: only prompt_text reaching the shard (the service tokenizes it
+  // before the hop, service/pd_methods.hh; untokenized, it fails open).
   pb::LookupPDRouteRequest text = pd_req({});
   text.set_prompt_text("hello");
   CHECK(pair(pd(h, text)) == "NO_HINT");
@@ -141,15 +147,17 @@ TEST_CASE("pd: a short prompt is decode-only; a long miss is a pair near the pre
   CHECK(first.prefill_matched_tokens() == 0);
   CHECK(first.prefill_score() == doctest::Approx(0.5));  // T / (T + T): a full prefill, idle
   CHECK(first.decode_score() == 1.0f);
-  // The next long miss: p1 has 409.6 ms booked, p0 none → p0, and d0 on p0's host.
+  // The next long miss: p1 has 409.6 ms booked, p0 none → p0; d0 (the short
+  // prompt's slot) and d1 (the first pair's) have one of two slots booked,
+  // d2 none: balance first → d2, though d0 is on p0's host.
   const auto second = pd(h, pd_req(blocks(300, 8)));
-  CHECK(pair(second) == "DISAGGREGATED p0 d0 NIXL");
+  CHECK(pair(second) == "DISAGGREGATED p0 d2 NIXL");
   CHECK(second.prefill_score() == doctest::Approx(0.5));
   // A third: both prefill replicas have 409.6 ms queued (tie → rendezvous:
-  // p0); from p0, d0 (one of two slots taken) costs 0.5 + 0, d1 0.5 + 0.5 ×
-  // 0.95, d2 0 + 0.5 × 1: d0 and d2 tie (rendezvous: d2).
+  // p0); every decode replica has one of two slots booked: affinity decides,
+  // d0 on p0's host.
   const auto third = pd(h, pd_req(blocks(400, 8)));
-  CHECK(pair(third) == "DISAGGREGATED p0 d2 NIXL");
+  CHECK(pair(third) == "DISAGGREGATED p0 d0 NIXL");
   CHECK(third.prefill_score() == doctest::Approx(409.6 / (409.6 + 819.2)));
 }
 
@@ -226,8 +234,10 @@ TEST_CASE("pd: decode slots: OVERLOADED when full, freed by eviction, ALL_CLEARE
   h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "d0");
   CHECK(pair(pd(h, pd_req(blocks(300, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
   CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "OVERLOADED");
-  // decodeHoldMs (1 s) later the slot is free without any event.
-  h.clock.wall += 999'999;
+  // The slot is held through the prefill's estimated wait (p0 had requests
+  // 100 and 200 booked, 819.2 ms, + this prompt's 409.6 ms), then for
+  // decodeHoldMs (1 s): 2,228.8 ms later it is free without any event.
+  h.clock.wall += 2'228'799;
   CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "OVERLOADED");
   h.clock.wall += 1;
   CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
@@ -269,4 +279,16 @@ TEST_CASE("pd: an unknown tenant is priced from the topology alone, with nothing
   CHECK(pair(pd(h, pd_req(blocks(100, 8), "pd", "new"))) == "DISAGGREGATED p1 d1 NIXL");
   // No scope to book in: the same answer again.
   CHECK(pair(pd(h, pd_req(blocks(100, 8), "pd", "new"))) == "DISAGGREGATED p1 d1 NIXL");
+}
+
+TEST_CASE("pd: affinity never costs a booked decode slot of balance") {
+  Harness h = pd_harness();
+  // Both idle: the same load, so affinity decides: d0 on p0's host.
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "bal"))) == "DISAGGREGATED p0 d0 NIXL");
+  // d0 has 1 of 16 slots booked, d2 none: with affinity alone d0 would still
+  // win (1/16 + 0 < 0 + 0.5 × 1), but only d2 is within half a slot of the
+  // least loaded.
+  CHECK(pair(pd(h, pd_req(blocks(200, 8), "bal"))) == "DISAGGREGATED p0 d2 NIXL");
+  // Equal again (1 each): affinity decides again.
+  CHECK(pair(pd(h, pd_req(blocks(300, 8), "bal"))) == "DISAGGREGATED p0 d0 NIXL");
 }
