@@ -304,8 +304,12 @@ TEST_CASE("the templates outlive the stream's age window: a fresh server still r
 
   // B has neither a state file nor the record: only the kept document.
   Served b(common);
-  CHECK(b.render("agent", call("/home/a/project", "Why?")).SerializeAsString() ==
-        one.SerializeAsString());
+  // eventually: a cold server on a loaded machine may spend the first
+  // render's tokenizing budget (RENDER_ERROR); the answer must then come.
+  CHECK(eventually([&] {
+    return b.render("agent", call("/home/a/project", "Why?")).SerializeAsString() ==
+           one.SerializeAsString();
+  }));
   CHECK(b.server.log().find("replication: kept templates installed") != std::string::npos);
   CHECK(b.server.stop() == 0);
   CHECK(a.server.stop() == 0);
