@@ -6,10 +6,11 @@
 // other lines come from here, and only the changed ones are tokenized.
 //
 // Exact by construction: the text is cut only where stable_cut may cut
-// (right after a '\n', at a printable character other than space;
+// (right after a '\n', at a printable character other than space:
 // stable_prefix.hh says why no pre-token of a supported tokenizer runs
-// across such a position and why the tokens after it do not depend on the
-// bytes before it), so the ids of the text are the ids of its pieces, one
+// across such a position; the pre-tokens after it do not depend on the bytes
+// before it, as the split regexes look ahead, never behind, and added tokens
+// hold no newline), so the ids of the text are the ids of its pieces, one
 // after the other.
 //
 // Pieces: a line cut there, joined with the lines after it until the piece
