@@ -11,6 +11,9 @@
 //   - NewTools: every call's tool schemas are new (every line of the stable
 //     text changes): the ~4,000 stable tokens are tokenized each time, and
 //     the 15 KB `json` variable is parsed each time. The cold worst case.
+// And the tokenizing alone of a wholly new 15 KB stable text (new words in
+// every line), A/B: ColdTokens_Whole (Tokenizer::encode of the text) against
+// ColdTokens_Pieces (LineTokens, every piece a miss): the cost of cutting.
 // p50_us / p99_us are per-call wall times over the run's iterations,
 // p50_cpu_us / p99_cpu_us the same calls' thread CPU times (on a shared,
 // loaded machine the wall p99 is mostly other processes' time slices).
@@ -31,7 +34,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "prompt_text/encoder.hh"
 #include "prompt_text/models.hh"
+#include "templates/line_tokens.hh"
 #include "templates/render.hh"
 #include "templates/template_set.hh"
 
@@ -183,10 +188,59 @@ void BM_RenderTemplate4kTokens_NewTools(benchmark::State& state) {
       state, [](std::size_t) { return std::string("s-1"); }, true);
 }
 
+// The rendered stable text of call `version`'s tool schemas (as NewTools),
+// the version in every line: no piece seen before.
+std::string cold_text(std::size_t version) {
+  const std::string v = "v" + std::to_string(version);
+  const nlohmann::json tools = nlohmann::json::parse(tools_json(v));
+  std::string out = "<|im_start|>system\nYou are a coding agent.\nSession: s-1\n# Tools\n";
+  for (const auto& t : tools) {
+    out += "## " + t["name"].get<std::string>() + "\n" + t["description"].get<std::string>() +
+           "\nParameters (" + v + "): " + t["parameters"].dump() + "\n";
+  }
+  return out;
+}
+
+template <typename Encode>
+void cold_tokens(benchmark::State& state, Encode encode) {
+  if (models() == nullptr) return state.SkipWithError("npm test models missing");
+  const auto& tokenizer = *models()->find("qwen3")->tokenizer;
+  static std::size_t version = 1'000'000;  // never a text seen before
+  std::vector<ic::tokenizer::TokenId> ids;
+  std::vector<double> cpu_us;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const std::string text = cold_text(++version);
+    state.ResumeTiming();
+    const double start = thread_cpu_us();
+    if (encode(tokenizer, text, ids) != ic::tokenizer::EncodeStatus::kOk) {
+      return state.SkipWithError("encode failed");
+    }
+    cpu_us.push_back(thread_cpu_us() - start);
+  }
+  state.counters["p50_cpu_us"] = percentile(cpu_us, 0.50);
+  state.counters["p99_cpu_us"] = percentile(cpu_us, 0.99);
+  state.counters["tokens"] = static_cast<double>(ids.size());
+}
+
+void BM_ColdTokens_Whole(benchmark::State& state) {
+  cold_tokens(state, [](const auto& tokenizer, const std::string& text, auto& ids) {
+    return tokenizer.encode(text, ic::prompt_text::thread_workspace(), ids);
+  });
+}
+
+void BM_ColdTokens_Pieces(benchmark::State& state) {
+  cold_tokens(state, [](const auto& tokenizer, const std::string& text, auto& ids) {
+    return LineTokens::local().encode(tokenizer, text, ids, {});
+  });
+}
+
 }  // namespace
 
 BENCHMARK(BM_RenderTemplate4kTokens_Family)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_RenderTemplate4kTokens_NewStable)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_RenderTemplate4kTokens_NewTools)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_ColdTokens_Whole)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_ColdTokens_Pieces)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 
 BENCHMARK_MAIN();
