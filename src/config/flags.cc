@@ -277,7 +277,7 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--prompt-text-max-jobs-per-tenant", uint_in<std::uint32_t>(&c.prompt_text_max_jobs_per_tenant, 1, 1u << 16), "prompt_text: calls being tokenized per tenant per core; one more fails open"},
       {"--policy-file", text(&c.policy_file), "CachePolicy JSON loaded at start"},
       {"--templates-file", text(&c.templates_file),
-       "prompt-template JSON loaded at start and on SIGHUP"},
+       "prompt-template JSON loaded at start, re-read when it changes and on SIGHUP"},
       {"--control-token-file", text(&c.control_token_file), "bearer token for the control listener"},
       {"--state-file", text(&c.state_file), "warm restart: index state loaded at start, saved periodically and at exit"},
       {"--state-save-interval", duration_at_least(&c.state_save_interval_us, 100'000), "period of --state-file saves"},

@@ -33,7 +33,8 @@ Bootstrap fetch_bootstrap(const std::string& url, const NatsTls& tls, const std:
   } else {
     StateStore store(js, stream);
     std::string error;
-    out.policy = store.policy(&error);
+    out.policy = store.kept(KeptDocument::kPolicy, &error);
+    if (error.empty()) out.templates = store.kept(KeptDocument::kTemplates, &error);
     out.reached = error.empty();
     if (want_snapshot && out.reached) {
       state_pb::SnapshotManifest manifest;

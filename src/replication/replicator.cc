@@ -741,7 +741,12 @@ void Replicator::apply_message(std::uint64_t sequence, natsMsg* msg) {
       continue;
     }
     auto& record = std::get<state_pb::ReplicationRecord>(received);
-    if (record.has_policy_json()) keep_policy(sequence, record);
+    if (record.has_policy_json()) {
+      keep_document(KeptDocument::kPolicy, sequence, record, record.policy_json());
+    }
+    if (record.has_templates_json()) {
+      keep_document(KeptDocument::kTemplates, sequence, record, record.templates_json());
+    }
     // This process's own documents are in force already (an echo could only
     // bring back an older one for a moment).
     if (record.has_templates_json() && options_.on_templates &&
@@ -752,18 +757,21 @@ void Replicator::apply_message(std::uint64_t sequence, natsMsg* msg) {
   }
 }
 
-// docs/replication.md "Policy": every server that applies a policy record
-// offers it to the state stream; the first write wins, the others find it
-// kept already (one read each).
-void Replicator::keep_policy(std::uint64_t sequence, const state_pb::ReplicationRecord& record) {
-  state_pb::DurablePolicy policy;
-  policy.set_stream_sequence(sequence);
-  policy.set_policy_json(record.policy_json());
-  policy.set_origin(record.origin());
-  policy.set_accepted_at_us(record.accepted_at_us());
-  if (std::string error; !StateStore(nats_->js, options_.stream).keep_policy(policy, &error)) {
-    base::log(LogLevel::warn, "replication: policy not kept in the state stream",
-              {{"stream_sequence", sequence}, {"error", error}});
+// docs/replication.md "Policy and templates": every server that applies a
+// policy or template record offers it to the state stream; the first write
+// wins, the others find it kept already (one read each).
+void Replicator::keep_document(KeptDocument kind, std::uint64_t sequence,
+                               const state_pb::ReplicationRecord& record, const std::string& json) {
+  state_pb::DurableDocument document;
+  document.set_stream_sequence(sequence);
+  document.set_json(json);
+  document.set_origin(record.origin());
+  document.set_accepted_at_us(record.accepted_at_us());
+  if (std::string error; !StateStore(nats_->js, options_.stream).keep(kind, document, &error)) {
+    base::log(
+        LogLevel::warn,
+        std::string("replication: ") + kept_document_name(kind) + " not kept in the state stream",
+        {{"stream_sequence", sequence}, {"error", error}});
   }
 }
 

@@ -40,6 +40,7 @@
 namespace ic::replication {
 
 class StateStore;
+enum class KeptDocument;  // replication/state_store.hh
 
 struct ReplicatorOptions {
   std::string url;                                   // --nats-url: "nats://host:4222[,nats://...]"
@@ -143,7 +144,8 @@ class Replicator final : public sharding::ChangeObserver {
   void update_stats();
   void set_catch_up_target(std::uint64_t last_sequence, std::uint64_t messages);
   void check_caught_up();
-  void keep_policy(std::uint64_t sequence, const state_pb::ReplicationRecord& record);
+  void keep_document(KeptDocument kind, std::uint64_t sequence,
+                     const state_pb::ReplicationRecord& record, const std::string& json);
   bool snapshot_due(StateStore& store, std::int64_t now_us, std::uint64_t sequence);
 
   ReplicatorOptions options_;

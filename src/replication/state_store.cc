@@ -5,7 +5,7 @@
 namespace ic::replication {
 namespace {
 
-constexpr int kPolicyAttempts = 5;
+constexpr int kKeepAttempts = 5;
 constexpr int kFetchAttempts = 3;
 constexpr jsErrCode kWrongLastSequence = JSStreamWrongLastSequenceErr;
 
@@ -26,15 +26,28 @@ bool parse_body(natsMsg* msg, Message* out) {
 
 }  // namespace
 
+const char* kept_document_name(KeptDocument kind) {
+  switch (kind) {
+    case KeptDocument::kPolicy:
+      return "policy";
+    case KeptDocument::kTemplates:
+      return "templates";
+  }
+  return "unknown";
+}
+
 StateStore::StateStore(jsCtx* js, const std::string& stream)
     : js_(js),
       stream_(stream + "_STATE"),
       prefix_(stream + ".state."),
-      policy_subject_(prefix_ + "policy"),
       manifest_subject_(prefix_ + "snapshot.manifest") {}
 
 std::string StateStore::chunk_subject(std::uint32_t i) const {
   return prefix_ + "snapshot.chunk." + std::to_string(i);
+}
+
+std::string StateStore::kept_subject(KeptDocument kind) const {
+  return prefix_ + kept_document_name(kind);
 }
 
 bool StateStore::ensure(std::string* error) {
@@ -50,7 +63,7 @@ bool StateStore::ensure(std::string* error) {
     cfg.Subjects = subjects;
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
-    cfg.MaxMsgsPerSubject = 1;  // only the latest policy, manifest and chunk i
+    cfg.MaxMsgsPerSubject = 1;  // only the latest document, manifest and chunk i
     s = js_AddStream(&info, js_, &cfg, nullptr, &code);
     // Another server created it meanwhile: fine.
     if (s != NATS_OK && code == JSStreamNameExistErr) s = NATS_OK;
@@ -101,31 +114,32 @@ std::optional<Message> StateStore::last_parsed(const std::string& subject, std::
   return parsed;
 }
 
-std::optional<state_pb::DurablePolicy> StateStore::policy(std::string* error) {
-  return last_parsed<state_pb::DurablePolicy>(policy_subject_, error);
+std::optional<state_pb::DurableDocument> StateStore::kept(KeptDocument kind, std::string* error) {
+  return last_parsed<state_pb::DurableDocument>(kept_subject(kind), error);
 }
 
-bool StateStore::keep_policy(const state_pb::DurablePolicy& policy, std::string* error) {
-  const std::string body = policy.SerializeAsString();
-  for (int attempt = 0; attempt < kPolicyAttempts; ++attempt) {
+bool StateStore::keep(KeptDocument kind, const state_pb::DurableDocument& document,
+                      std::string* error) {
+  const std::string subject = kept_subject(kind);
+  const std::string body = document.SerializeAsString();
+  for (int attempt = 0; attempt < kKeepAttempts; ++attempt) {
     natsMsg* msg = nullptr;
     error->clear();
-    if (!last(policy_subject_, &msg, error) && !error->empty()) return false;
+    if (!last(subject, &msg, error) && !error->empty()) return false;
     std::uint64_t expect = 0;
     if (msg != nullptr) {
-      state_pb::DurablePolicy kept;
+      state_pb::DurableDocument kept;
       const bool newer =
-          parse_body(msg, &kept) && kept.stream_sequence() >= policy.stream_sequence();
+          parse_body(msg, &kept) && kept.stream_sequence() >= document.stream_sequence();
       expect = natsMsg_GetSequence(msg);
       natsMsg_Destroy(msg);
       if (newer) return true;
     }
     // Without a kept message there is nothing to name: write, then re-read
-    // (a concurrent first write of an older policy is overwritten next turn).
-    if (!publish(policy_subject_, body, expect, error) && *error != "race") return false;
+    // (a concurrent first write of an older document is overwritten next turn).
+    if (!publish(subject, body, expect, error) && *error != "race") return false;
   }
-  *error =
-      policy_subject_ + ": still contended after " + std::to_string(kPolicyAttempts) + " attempts";
+  *error = subject + ": still contended after " + std::to_string(kKeepAttempts) + " attempts";
   return false;
 }
 

@@ -1,11 +1,12 @@
 #pragma once
 // What a replicated group keeps beyond the changes stream's age window
-// (docs/replication.md "Policy", "Snapshots"): the stream "<stream>_STATE"
+// (docs/replication.md "Policy and templates", "Snapshots"): the stream "<stream>_STATE"
 // with subjects "<stream>.state.>", no MaxAge and one message per subject
-// (MaxMsgsPerSubject = 1), so JetStream itself keeps only the latest policy
-// and the latest snapshot:
+// (MaxMsgsPerSubject = 1), so JetStream itself keeps only the latest policy,
+// the latest template document and the latest snapshot:
 //
-//   <stream>.state.policy               DurablePolicy
+//   <stream>.state.policy               DurableDocument (a CachePolicy document)
+//   <stream>.state.templates            DurableDocument (a prompt-template document)
 //   <stream>.state.snapshot.manifest    SnapshotManifest
 //   <stream>.state.snapshot.chunk.<i>   SnapshotChunk i of the manifest's
 //
@@ -24,6 +25,14 @@
 
 namespace ic::replication {
 
+// The documents kept one each on their own subject "<stream>.state.<name>";
+// each is a changes-stream record kind (ReplicationRecord's policy_json,
+// templates_json) that must outlive the stream's MaxAge.
+enum class KeptDocument { kPolicy, kTemplates };
+
+// "policy", "templates": the subject's last token and the name in log lines.
+const char* kept_document_name(KeptDocument kind);
+
 class StateStore {
  public:
   // `js` (not owned) outlives the store. `stream` = --nats-stream.
@@ -33,13 +42,14 @@ class StateStore {
   // when JetStream does not answer.
   bool ensure(std::string* error);
 
-  // The kept policy; nullopt when there is none, or with *error set when
-  // JetStream did not answer.
-  std::optional<state_pb::DurablePolicy> policy(std::string* error);
-  // Keeps `policy` unless the kept one has the same or a later
+  // The kept document of `kind`; nullopt when there is none, or with *error
+  // set when JetStream did not answer.
+  std::optional<state_pb::DurableDocument> kept(KeptDocument kind, std::string* error);
+  // Keeps `document` as `kind`'s unless the kept one has the same or a later
   // stream_sequence. Concurrent writers: each write names the subject's last
-  // message it read (ExpectLastSubjectSeq), a lost race is re-read and retried.
-  bool keep_policy(const state_pb::DurablePolicy& policy, std::string* error);
+  // message it read (ExpectLastSubjectSeq), a lost race is re-read and retried
+  // (at most 5 attempts, then false with *error).
+  bool keep(KeptDocument kind, const state_pb::DurableDocument& document, std::string* error);
 
   // The latest manifest (nullopt: none, or *error).
   std::optional<state_pb::SnapshotManifest> manifest(std::string* error);
@@ -62,11 +72,11 @@ class StateStore {
   bool publish(const std::string& subject, const std::string& body, std::uint64_t expect_last,
                std::string* error);
   std::string chunk_subject(std::uint32_t i) const;
+  std::string kept_subject(KeptDocument kind) const;
 
   jsCtx* js_;
   std::string stream_;  // "<stream>_STATE"
   std::string prefix_;  // "<stream>.state."
-  std::string policy_subject_;
   std::string manifest_subject_;
 };
 

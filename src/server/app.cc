@@ -397,7 +397,12 @@ void App::load_from_stream(ic::persist::LoadOutcome& got) {
   if (fetched.policy && fetched.policy->stream_sequence() > position) {
     ic::base::log(LogLevel::info, "replication: kept policy installed",
                   {{"stream_sequence", fetched.policy->stream_sequence()}});
-    install_saved_policy(fetched.policy->policy_json(), "kept");
+    install_saved_policy(fetched.policy->json(), "kept");
+  }
+  if (fetched.templates && fetched.templates->stream_sequence() > position) {
+    ic::base::log(LogLevel::info, "replication: kept templates installed",
+                  {{"stream_sequence", fetched.templates->stream_sequence()}});
+    install_saved_templates(fetched.templates->json(), "kept");
   }
 }
 
@@ -590,6 +595,9 @@ void App::start_core(unsigned core) {
   runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });
   if (core == 0 && policy_file) {
     runtime.reactor(0).add_timer(kPolicyPollUs, [this] { poll_policy_file(); });
+  }
+  if (core == 0 && templates_file) {
+    runtime.reactor(0).add_timer(kPolicyPollUs, [this] { poll_templates_file(); });
   }
   server.start_core(core);  // listeners last
   readiness.core_serving(core);

@@ -10,8 +10,9 @@
 // listener closes, every gRPC connection gets on_shutdown() (GOAWAY),
 // in-flight calls finish within --shutdown-grace while the admin listeners
 // keep answering (/healthz, /readyz, /metrics), then everything closes,
-// reactors stop and join, exit 0. SIGHUP re-reads the policy file, the control
-// token and the TLS certificate and key; it never stops the server.
+// reactors stop and join, exit 0. SIGHUP re-reads the policy file, the
+// templates file, the control token and the TLS certificate and key; it never
+// stops the server.
 //
 // app.cc wires and starts it, policy_reload.cc installs and broadcasts
 // policies and serves reloads, run.cc runs it under the process's signals.
@@ -50,6 +51,7 @@
 #include "sharding/sharded_index.hh"
 #include "templates/catalog.hh"
 #include "templates/render_method.hh"
+#include "templates/template_file.hh"
 
 namespace ic::server {
 
@@ -122,6 +124,8 @@ struct App {
   // Prompt templates (server/templates.cc, docs/templates.md).
   bool load_templates();
   void reload_templates_file();
+  void poll_templates_file();
+  void report_templates_file(ic::templates::TemplateParseResult parsed);
   void install_saved_templates(const std::string& json, std::string_view source);
   void install_templates_everywhere(std::shared_ptr<const ic::templates::TemplateSet> set);
   void broadcast_templates(std::shared_ptr<const ic::templates::TemplateSet> set);
@@ -156,6 +160,9 @@ struct App {
   ic::service::PromptTextConfig prompt_text;
   // Prompt templates per core and the RenderTemplate method's view of them.
   std::unique_ptr<ic::templates::Catalog> templates;
+  // --templates-file, owned by core 0 once the reactors run (polled like
+  // --policy-file, re-read on SIGHUP).
+  std::unique_ptr<ic::templates::TemplatesFile> templates_file;
   ic::templates::RenderService render_service;
   ic::gateway::GatewayConfig gateway;  // the endpoint picker's (set before the cores start)
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;

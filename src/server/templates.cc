@@ -1,6 +1,6 @@
 // Prompt templates (server/app.hh, docs/templates.md): --templates-file at
-// start and on SIGHUP, the saved and replicated documents, and the broadcast
-// that installs one set on every core.
+// start, when it changes and on SIGHUP, the saved and replicated documents,
+// and the broadcast that installs one set on every core.
 
 #include "base/log.hh"
 #include "runtime/map_reduce.hh"
@@ -19,8 +19,9 @@ bool App::load_templates() {
   render_service.models = &tokenizer_models;
   render_service.limits.max_rendered_bytes = prompt_text.max_prompt_bytes;
   if (config.templates_file.empty()) return true;
-  ic::templates::TemplateParseResult parsed = ic::templates::read_templates_file(
+  templates_file = std::make_unique<ic::templates::TemplatesFile>(
       config.templates_file, static_cast<std::int32_t>(config.engine_block_size));
+  ic::templates::TemplateParseResult parsed = templates_file->read();
   if (!parsed.ok()) {
     ic::base::log(LogLevel::error, "bad flag value",
                   {{"error", "--templates-file: " + parsed.error}});
@@ -79,11 +80,26 @@ void App::replicated_templates(std::uint64_t sequence, const std::string& json) 
   broadcast_templates(std::move(parsed.set));
 }
 
-// SIGHUP: --templates-file again; a bad file keeps the templates in force.
+// SIGHUP: --templates-file again, changed or not. The file belongs to core 0:
+// the read runs there.
 void App::reload_templates_file() {
-  if (config.templates_file.empty()) return;
-  ic::templates::TemplateParseResult parsed = ic::templates::read_templates_file(
-      config.templates_file, static_cast<std::int32_t>(config.engine_block_size));
+  if (!templates_file) return;
+  const bool posted = runtime.post(0, [this] { report_templates_file(templates_file->read()); });
+  if (!posted) ic::base::log(LogLevel::warn, "templates reload not queued: core 0 mailbox full");
+}
+
+// Core 0, every kPolicyPollUs (as --policy-file): a changed file is read.
+void App::poll_templates_file() {
+  if (std::optional<ic::templates::TemplateParseResult> parsed = templates_file->poll()) {
+    report_templates_file(std::move(*parsed));
+  }
+  runtime.reactor(0).add_timer(kPolicyPollUs, [this] { poll_templates_file(); });
+}
+
+// Core 0: one read of --templates-file. A good document is replicated and
+// installed everywhere; a bad one keeps the templates in force (each changed
+// version is read, so logged, once).
+void App::report_templates_file(ic::templates::TemplateParseResult parsed) {
   if (!parsed.ok()) {
     ic::base::log(LogLevel::warn, "templates rejected",
                   {{"source", "file"}, {"error", parsed.error}, {"kept", "last good templates"}});

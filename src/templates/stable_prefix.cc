@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fingerprint/fingerprint.hh"
-#include "prompt_text/encoder.hh"
+#include "templates/line_tokens.hh"
 
 namespace ic::templates {
 namespace {
@@ -51,7 +51,7 @@ PrefixStatus stable_prefix(const tokenizer::Tokenizer& tokenizer, std::string_vi
     return PrefixStatus::kOk;
   }
   thread_local std::vector<tokenizer::TokenId> tokens;
-  switch (tokenizer.encode(text, prompt_text::thread_workspace(), tokens, expired)) {
+  switch (LineTokens::local().encode(tokenizer, text, tokens, expired)) {
     case tokenizer::EncodeStatus::kOk:
       break;
     case tokenizer::EncodeStatus::kDeadline:

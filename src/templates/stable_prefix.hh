@@ -48,7 +48,9 @@ enum class PrefixStatus : std::uint8_t {
 // whole blocks of `block_size` tokens. A per-thread cache of 1,024 results,
 // keyed by (`revision`, XXH3-128 of `text`), answers a text seen before
 // without tokenizing: the calls of one template family share their stable
-// text. `expired` (may be empty) is polled while tokenizing.
+// text. A new text reuses the ids of the lines this thread tokenized before
+// (line_tokens.hh): only its changed lines are tokenized. `expired` (may be
+// empty) is polled while tokenizing.
 PrefixStatus stable_prefix(const tokenizer::Tokenizer& tokenizer, std::string_view revision,
                            std::string_view text, std::int32_t block_size,
                            const std::function<bool()>& expired, StablePrefix& out);

@@ -4,8 +4,10 @@
 // call's rendered prompt (its tokens from the npm oracle, fingerprinted as an
 // engine would) is found by a LookupRoute of another call's
 // stable_prefix_hash; the same answers after a restart from the state file
-// and from a second server fed by a real nats-server. Polls with generous
-// deadlines; nothing asserts timing. Exit 77 (SKIP) without node or the npm
+// and from a second server fed by a real nats-server; a server started after
+// the changes stream's age window still gets the document the group keeps in
+// its state stream (docs/replication.md "Policy and templates"). Polls with
+// generous deadlines; nothing asserts timing. Exit 77 (SKIP) without node or the npm
 // oracle packages.
 
 #include <doctest/doctest.h>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "../admin/http_client.hh"
+#include "../replication/nats_admin.hh"
 #include "../replication/nats_process.hh"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "support/command.hh"
@@ -272,4 +275,70 @@ TEST_CASE("render, a lookup by stable_prefix_hash, a restart and a replica throu
   CHECK(a->render("agent", call("/home/a/project", "Why?")).SerializeAsString() ==
         one.SerializeAsString());
   CHECK(a->server.stop() == 0);
+}
+
+TEST_CASE("the templates outlive the stream's age window: a fresh server still renders them") {
+  ic::test::TempDir dir("ic-templates-it");
+  ModelsDir models;
+  ic::itest::NatsProcess nats(dir.file(""));
+  ic::itest::create_changes_stream(nats.url(), "INFERENCECACHE", 2s);  // MaxAge
+  const std::vector<std::string> common = {"--tokenizer-models-dir", models.path(), "--nats-url",
+                                           nats.url()};
+  Served a(common);
+  REQUIRE(
+      ic::itest::http_request(a.server.snapshot_port(), "POST", "/templates", document()).status ==
+      204);
+  const pb::RenderTemplateResponse one = a.render("agent", call("/home/a/project", "Why?"));
+  REQUIRE(one.reason_code() == "OK");
+  // A applied its own record (so offered it to the state stream), then the
+  // record aged out of the changes stream.
+  REQUIRE(eventually([&] {
+    const std::string m = ic::itest::http_request(a.server.http_port(), "GET", "/metrics").body;
+    const std::string key = "\ninferencecache_replication_last_applied_sequence ";
+    const auto at = m.find(key);
+    return at != std::string::npos && std::stod(m.substr(at + key.size())) == 1;
+  }));
+  REQUIRE(
+      eventually([&] { return ic::itest::stream_messages(nats.url(), "INFERENCECACHE") == 0; }));
+  CHECK(ic::itest::stream_messages(nats.url(), "INFERENCECACHE_STATE") == 1);
+
+  // B has neither a state file nor the record: only the kept document.
+  Served b(common);
+  // eventually: a cold server on a loaded machine may spend the first
+  // render's tokenizing budget (RENDER_ERROR); the answer must then come.
+  CHECK(eventually([&] {
+    return b.render("agent", call("/home/a/project", "Why?")).SerializeAsString() ==
+           one.SerializeAsString();
+  }));
+  CHECK(b.server.log().find("replication: kept templates installed") != std::string::npos);
+  CHECK(b.server.stop() == 0);
+  CHECK(a.server.stop() == 0);
+}
+
+TEST_CASE("--templates-file: re-read when it changes, a bad version keeps the templates") {
+  ic::test::TempDir dir("ic-templates-it");
+  ModelsDir models;
+  const std::string path = dir.file("templates.json");
+  const auto write = [&](const std::string& body) {
+    std::ofstream(path + ".new", std::ios::trunc) << body;
+    fs::rename(path + ".new", path);  // a new inode, as a ConfigMap update
+  };
+  const auto in_force = [&](Served& s) {
+    return ic::itest::http_request(s.server.snapshot_port(), "GET", "/templates").body;
+  };
+  write(document());
+  Served a({"--tokenizer-models-dir", models.path(), "--templates-file", path});
+  CHECK(in_force(a) == document() + "\n");
+  REQUIRE(a.render("agent", call("/a", "q")).reason_code() == "OK");
+
+  write("{");  // bad: logged, the templates in force stay
+  CHECK(a.server.logged("templates rejected"));
+  CHECK(in_force(a) == document() + "\n");
+  CHECK(a.render("agent", call("/a", "q")).reason_code() == "OK");
+
+  const std::string none = R"({"version":1,"templates":[]})";
+  write(none);  // no signal: the poll finds the change
+  CHECK(eventually([&] { return in_force(a) == none + "\n"; }));
+  CHECK(a.render("agent", call("/a", "q")).reason_code() == "TEMPLATE_NOT_FOUND");
+  CHECK(a.server.stop() == 0);
 }
