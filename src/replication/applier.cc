@@ -19,10 +19,12 @@ bool post_to_core(sharding::ShardedIndex& router, unsigned core, runtime::Task t
   return router.cores().try_push(core, task);
 }
 
-Applier::Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight)
+Applier::Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight,
+                 std::int64_t slice_us)
     : router_(router),
       origin_(std::move(origin)),
       max_in_flight_(max_in_flight),
+      slice_(slice_us),
       cores_(router.cores().cores()),
       pending_(cores_),
       posted_(new std::atomic<std::uint64_t>[cores_]),
@@ -96,10 +98,9 @@ void Applier::add_policy(std::uint64_t sequence, const std::string& json) {
   ++queued_;
 }
 
-// On the owner core. The batch waits behind any earlier one still being
-// sliced (a new post is run by the mailbox before last turn's deferred rest
-// would be), and the drain runs at the end of this turn, after the other
-// tasks and I/O completions of the turn.
+// On the owner core. The batch waits behind any earlier one still part-run:
+// running it here would overtake that rest, which a reactor turn reaches only
+// after its mailboxes. One drain per core per turn, at the end of the turn.
 void Applier::enqueue(unsigned core, Batch&& batch) {
   CoreState& state = core_state_[core];
   state.batches.push_back(std::move(batch));
@@ -110,7 +111,7 @@ void Applier::enqueue(unsigned core, Batch&& batch) {
 
 void Applier::drain(unsigned core) {
   CoreState& state = core_state_[core];
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kApplySliceUs);
+  const auto until = std::chrono::steady_clock::now() + slice_;
   while (!state.batches.empty()) {
     Batch& batch = state.batches.front();
     if (!run(core, batch, until)) {

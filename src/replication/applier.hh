@@ -56,7 +56,9 @@ class Applier {
  public:
   // `router` (its shards and clock) outlives the applier. `origin`: this
   // server's (RecordEncoder::origin), whose records are its echoes.
-  Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight = 4096);
+  // `slice_us`: the longest run of records per core per reactor turn (µs).
+  Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight = 4096,
+          std::int64_t slice_us = kApplySliceUs);
   ~Applier();  // drain()s
   Applier(const Applier&) = delete;
   Applier& operator=(const Applier&) = delete;
@@ -126,7 +128,7 @@ class Applier {
   void add_policy(std::uint64_t sequence, const std::string& json);
   // On `core`: `batch` joins the core's FIFO; a drain runs at the end of the turn.
   void enqueue(unsigned core, Batch&& batch);
-  // On `core`: runs the FIFO's records for up to kApplySliceUs, marking each
+  // On `core`: runs the FIFO's records for up to slice_, marking each
   // finished batch done; defers itself to the next turn while any are left.
   void drain(unsigned core);
   // Runs `batch`'s records from batch.next until `until` (at least one);
@@ -139,6 +141,7 @@ class Applier {
   sharding::ShardedIndex& router_;
   const std::string origin_;
   const std::int64_t max_in_flight_;
+  const std::chrono::microseconds slice_;
   const unsigned cores_;
   std::vector<Batch> pending_;  // per core, replication thread only
   std::size_t queued_ = 0;
