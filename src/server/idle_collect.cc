@@ -13,11 +13,8 @@ void IdleCollect::start(runtime::Reactor& reactor) {
 void IdleCollect::tick() {
   const std::uint64_t turns = turns_ - turns_at_tick_;
   turns_at_tick_ = turns_;
-  if (turns > kQuietTurns) {
-    busy_turns_ += turns;
-  } else if (busy_turns_ >= kBusyTurns) {
+  if (quiet_.tick(turns)) {
     mi_collect(true);
-    busy_turns_ = 0;
     ++collections_;
   }
   reactor_->add_timer(kTickUs, [this] { tick(); });
