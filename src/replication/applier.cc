@@ -19,15 +19,17 @@ bool post_to_core(sharding::ShardedIndex& router, unsigned core, runtime::Task t
   return router.cores().try_push(core, task);
 }
 
-Applier::Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight)
+Applier::Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight,
+                 std::int64_t slice_us)
     : router_(router),
       origin_(std::move(origin)),
       max_in_flight_(max_in_flight),
+      slice_(slice_us),
       cores_(router.cores().cores()),
       pending_(cores_),
       posted_(new std::atomic<std::uint64_t>[cores_]),
       done_(new std::atomic<std::uint64_t>[cores_]),
-      filters_(cores_) {
+      core_state_(cores_) {
   for (unsigned c = 0; c < cores_; ++c) {
     posted_[c].store(0);
     done_[c].store(0);
@@ -96,18 +98,58 @@ void Applier::add_policy(std::uint64_t sequence, const std::string& json) {
   ++queued_;
 }
 
-// On the owner core: the batch's records in stream order, each through the
-// core's echo filter.
-void Applier::run(unsigned core, Batch& batch) {
+// On the owner core. The batch waits behind any earlier one still part-run:
+// running it here would overtake that rest, which a reactor turn reaches only
+// after its mailboxes. One drain per core per turn, at the end of the turn.
+void Applier::enqueue(unsigned core, Batch&& batch) {
+  CoreState& state = core_state_[core];
+  state.batches.push_back(std::move(batch));
+  if (state.drain_scheduled) return;
+  state.drain_scheduled = true;
+  router_.cores().defer(runtime::Task([this, core] { drain(core); }));
+}
+
+void Applier::drain(unsigned core) {
+  CoreState& state = core_state_[core];
+  const auto until = std::chrono::steady_clock::now() + slice_;
+  while (!state.batches.empty()) {
+    Batch& batch = state.batches.front();
+    if (!run(core, batch, until)) {
+      // The rest in the next turn: the core's I/O and timers run in between.
+      router_.cores().defer(runtime::Task([this, core] { drain(core); }));
+      return;
+    }
+    const auto n = static_cast<std::int64_t>(batch.ops.size());
+    done_[core].store(batch.last, std::memory_order_release);
+    state.batches.pop_front();
+    in_flight_.fetch_sub(n, std::memory_order_acq_rel);
+    if (std::chrono::steady_clock::now() >= until && !state.batches.empty()) {
+      router_.cores().defer(runtime::Task([this, core] { drain(core); }));
+      return;
+    }
+  }
+  state.drain_scheduled = false;
+}
+
+// The batch's records in stream order, each through the core's echo filter,
+// until `until` (at least one). A record is freed once run (its parsed
+// message is the bulk of the batch's memory).
+bool Applier::run(unsigned core, Batch& batch, std::chrono::steady_clock::time_point until) {
   std::uint64_t skipped = 0;
-  for (Item& item : batch.ops) {
+  bool first = true;
+  for (; batch.next < batch.ops.size(); ++batch.next) {
+    if (!first && std::chrono::steady_clock::now() >= until) break;
+    first = false;
+    Item& item = batch.ops[batch.next];
     if (passes(core, item)) {
       apply(core, item);
     } else {
       ++skipped;
     }
+    item = Item{};
   }
   if (skipped > 0) echoes_skipped_.fetch_add(skipped, std::memory_order_relaxed);
+  return batch.next == batch.ops.size();
 }
 
 void Applier::apply(unsigned core, Item& item) {
@@ -136,7 +178,7 @@ void Applier::apply(unsigned core, Item& item) {
 }
 
 bool Applier::passes(unsigned core, const Item& item) {
-  EchoFilter& filter = filters_[core].filter;
+  EchoFilter& filter = core_state_[core].filter;
   if (const auto* update = std::get_if<pb::CacheStateUpdate>(&item.op)) {
     return filter.stream_record(update->tenant_id(), item.own_sequence);
   }
@@ -163,13 +205,10 @@ bool Applier::flush(const std::atomic<bool>& stopping) {
       std::this_thread::sleep_for(kWaitStep);
     }
     const auto n = static_cast<std::int64_t>(b.ops.size());
-    const std::uint64_t last = b.last;
     in_flight_.fetch_add(n, std::memory_order_acq_rel);
-    posted_[core].store(last, std::memory_order_release);
-    runtime::Task task = [this, core, n, last, batch = std::move(b)]() mutable {
-      run(core, batch);
-      done_[core].store(last, std::memory_order_release);
-      in_flight_.fetch_sub(n, std::memory_order_acq_rel);
+    posted_[core].store(b.last, std::memory_order_release);
+    runtime::Task task = [this, core, batch = std::move(b)]() mutable {
+      enqueue(core, std::move(batch));
     };
     b = Batch{};
     // Only a stopped runtime refuses a post from this thread.

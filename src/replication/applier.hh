@@ -14,12 +14,18 @@
 // "Applying the stream", the echo rule).
 //
 // Bounded: at most `max_in_flight` records are posted and not yet run (plus
-// one round); the replication thread waits (it is not a reactor) and the
-// NATS library holds the rest, within its own pending limits.
+// one message's); the replication thread waits (it is not a reactor) and the
+// rest waits in the stream (a pull consumer fetches no more). On the core, the
+// posted batches join that core's FIFO, which runs for at most kApplySliceUs
+// per reactor turn (deferring the rest to the next turn), so a burst delays
+// the core's other calls by about one slice, not by a whole batch. A batch
+// posted while an earlier one is still being sliced waits behind it: stream
+// order holds across turns.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,11 +48,17 @@ namespace pb = ::inferencecache::v1alpha1;
 // replication thread. False when it was not queued.
 bool post_to_core(sharding::ShardedIndex& router, unsigned core, runtime::Task task);
 
+// Longest run of stream records on one core in one reactor turn (µs; checked
+// after each record, so a turn may overshoot by one record).
+inline constexpr std::int64_t kApplySliceUs = 500;
+
 class Applier {
  public:
   // `router` (its shards and clock) outlives the applier. `origin`: this
   // server's (RecordEncoder::origin), whose records are its echoes.
-  Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight = 4096);
+  // `slice_us`: the longest run of records per core per reactor turn (µs).
+  Applier(sharding::ShardedIndex& router, std::string origin, std::int64_t max_in_flight = 4096,
+          std::int64_t slice_us = kApplySliceUs);
   ~Applier();  // drain()s
   Applier(const Applier&) = delete;
   Applier& operator=(const Applier&) = delete;
@@ -87,7 +99,7 @@ class Applier {
   // On `core`: this server's change `sequence` of `tenant_id` is about to be
   // applied early; false = don't (EchoFilter::early_apply).
   bool early_apply(unsigned core, std::string_view tenant_id, std::uint64_t sequence) {
-    return filters_[core].filter.early_apply(tenant_id, sequence);
+    return core_state_[core].filter.early_apply(tenant_id, sequence);
   }
   // Echoes skipped so far (any thread).
   std::uint64_t echoes_skipped() const { return echoes_skipped_.load(std::memory_order_relaxed); }
@@ -103,13 +115,25 @@ class Applier {
   struct Batch {
     std::vector<Item> ops;
     std::uint64_t last = 0;  // stream sequence of the last op
+    std::size_t next = 0;    // on the core: the first op not run yet
   };
-  // One core's filter, on a cache line of its own (each core writes its own).
-  struct alignas(64) CoreFilter {
+  // One core's state, on a cache line of its own (used on that core only):
+  // its echo filter, and the batches posted to it and not yet run, in stream
+  // order (the front one possibly part-run).
+  struct alignas(64) CoreState {
     EchoFilter filter;
+    std::deque<Batch> batches;
+    bool drain_scheduled = false;  // a drain() is deferred on the core
   };
   void add_policy(std::uint64_t sequence, const std::string& json);
-  void run(unsigned core, Batch& batch);
+  // On `core`: `batch` joins the core's FIFO; a drain runs at the end of the turn.
+  void enqueue(unsigned core, Batch&& batch);
+  // On `core`: runs the FIFO's records for up to slice_, marking each
+  // finished batch done; defers itself to the next turn while any are left.
+  void drain(unsigned core);
+  // Runs `batch`'s records from batch.next until `until` (at least one);
+  // true when all ran.
+  bool run(unsigned core, Batch& batch, std::chrono::steady_clock::time_point until);
   bool passes(unsigned core, const Item& item);
   void apply(unsigned core, Item& item);
   void queue(unsigned core, std::uint64_t sequence, Item&& item);
@@ -117,6 +141,7 @@ class Applier {
   sharding::ShardedIndex& router_;
   const std::string origin_;
   const std::int64_t max_in_flight_;
+  const std::chrono::microseconds slice_;
   const unsigned cores_;
   std::vector<Batch> pending_;  // per core, replication thread only
   std::size_t queued_ = 0;
@@ -125,7 +150,7 @@ class Applier {
   std::unique_ptr<std::atomic<std::uint64_t>[]> posted_;  // per core: last posted
   std::unique_ptr<std::atomic<std::uint64_t>[]> done_;    // per core: last run
   std::atomic<std::int64_t> in_flight_{0};
-  std::vector<CoreFilter> filters_;  // per core, used on that core only
+  std::vector<CoreState> core_state_;  // per core, used on that core only
   std::atomic<std::uint64_t> echoes_skipped_{0};
 };
 

@@ -25,18 +25,19 @@ using namespace std::chrono_literals;
 constexpr std::size_t kPublishBatch = 512;                   // records per publish round
 constexpr std::size_t kBatchRecords = 256;                   // records per stream message
 constexpr std::size_t kBatchBytes = std::size_t{256} << 10;  // body bytes per stream message
-constexpr int kReceiveBatch = 1024;                          // messages per receive round
-// A round also ends past this many message bytes or records (docs/replication.md
-// "Applying the stream": what a round parses, and what one core task runs, is bounded).
-constexpr std::size_t kRoundBytes = std::size_t{1} << 20;
-constexpr std::size_t kRoundRecords = 2048;
+constexpr int kReceiveBatch = 1024;                          // messages per fetch
+// What one fetch asks for at least (docs/replication.md "Applying the
+// stream"); it asks for the connection's max payload (plus headers) when that
+// is more, so any message fits in one (JetStream refuses a message larger
+// than the fetch). The server sends no more than a fetch asks for, so a burst
+// or a catch-up waits in the stream, not in this process.
+constexpr std::int64_t kRoundBytes = std::int64_t{256} << 10;
+constexpr int kFetchHeaderBytes = 4096;  // a message's headers and subject beside its payload
 // Records posted to the cores and not yet run; past it the thread waits.
-constexpr std::int64_t kMaxInFlight = 2048;
-// Messages the NATS library may hold for the subscription before they are
-// taken (its default is 64 MiB): a catching-up server would otherwise take in
-// the stream as fast as the network allows. Past it the library drops and the
-// ordered consumer resumes after the last message taken.
-constexpr int kPendingBytes = 4 << 20;
+constexpr std::int64_t kMaxInFlight = 512;
+// An ephemeral pull consumer nobody fetches from for this long is deleted by
+// the server (a server gone for good leaves nothing behind), ns.
+constexpr std::int64_t kConsumerInactiveNs = 60LL * 1'000'000'000;
 // A burst (at least this many records applied) followed by this long without
 // a record hands the free pages it left in this thread's and the cores' heaps
 // back to the system (mi_collect): mimalloc returns a thread's freed pages only
@@ -606,19 +607,25 @@ bool Replicator::subscribe() {
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = options_.stream.c_str();
-  so.Ordered = true;  // the library recreates the consumer on a gap
+  // A pull consumer: the server sends what a fetch asks for and no more, so a
+  // burst or a catch-up waits in the stream, not in this process. No acks:
+  // a delivery lost on the way shows as a jump of the consumer sequence
+  // (in_order), and the subscription starts again after the last record taken.
+  so.Config.AckPolicy = js_AckNone;
+  so.Config.InactiveThreshold = kConsumerInactiveNs;
   const std::uint64_t next = applier_.next_sequence();
   so.Config.DeliverPolicy = next > 1 ? js_DeliverByStartSequence : js_DeliverAll;
   so.Config.OptStartSeq = next > 1 ? next : 0;
   jsErrCode code = static_cast<jsErrCode>(0);
+  resubscribe_at_ = {};
+  consumer_sequence_ = 0;
   const natsStatus s =
-      js_SubscribeSync(&nats_->sub, nats_->js, subject_.c_str(), nullptr, &so, &code);
+      js_PullSubscribe(&nats_->sub, nats_->js, subject_.c_str(), nullptr, nullptr, &so, &code);
   if (s != NATS_OK) {
     base::log(LogLevel::warn, "replication: subscription failed",
               {{"stream", options_.stream}, {"error", status_text(s)}, {"code", int{code}}});
     return false;
   }
-  natsSubscription_SetPendingLimits(nats_->sub, -1, kPendingBytes);
   stats_.add_reconnect();
   base::log(LogLevel::info, "replication: subscribed",
             {{"stream", options_.stream}, {"from_sequence", next}});
@@ -667,15 +674,14 @@ bool Replicator::publish_batch(std::uint64_t first, std::uint64_t last, const st
   return s == NATS_OK;
 }
 
-// One round: up to kReceiveBatch records queued in the applier, then posted
-// to the cores in one task per core.
+// One round: a fetch of messages, each message's records posted to the cores
+// (one task per core) as soon as it is parsed; after a burst, its memory
+// handed back.
 void Replicator::receive_some() {
-  receive_round();
-  const std::size_t queued = applier_.queued();
-  if (applier_.flush(stopping_)) stats_.add_applied(queued);
+  const std::size_t posted = receive_round();
   const auto now = std::chrono::steady_clock::now();
-  if (queued > 0) {
-    applied_since_collect_ += queued;
+  if (posted > 0) {
+    applied_since_collect_ += posted;
     last_received_at_ = now;
   } else if (applied_since_collect_ >= kCollectAfterRecords &&
              now - last_received_at_ >= kCollectWhenQuiet && applier_.idle()) {
@@ -686,28 +692,75 @@ void Replicator::receive_some() {
   }
 }
 
-void Replicator::receive_round() {
-  std::size_t round_bytes = 0;
-  for (int i = 0; i < kReceiveBatch && !stopping_.load(std::memory_order_relaxed); ++i) {
-    if (round_bytes >= kRoundBytes || applier_.queued() >= kRoundRecords) return;
-    // The round is what has arrived: never wait past the first record (a
-    // record waiting in the round is not applied).
-    int buffered = 0;
-    if (i > 0 &&
-        (natsSubscription_GetPending(nats_->sub, &buffered, nullptr) != NATS_OK || buffered == 0)) {
-      return;
+// Posts the records apply_message() queued; how many.
+std::size_t Replicator::post_queued() {
+  const std::size_t queued = applier_.queued();
+  if (queued == 0 || !applier_.flush(stopping_)) return 0;
+  stats_.add_applied(queued);
+  return queued;
+}
+
+// The message follows the last one taken from this consumer. With no acks a
+// delivery that never reached the subscription is not sent again: past a
+// jump the subscription starts again after the last record taken (as the
+// library's ordered push consumer does).
+bool Replicator::in_order(const jsMsgMetaData& meta) {
+  const std::uint64_t got = meta.Sequence.Consumer;
+  if (consumer_sequence_ != 0 && got != consumer_sequence_ + 1) {
+    base::log(LogLevel::warn, "replication: deliveries lost; resubscribing",
+              {{"stream", options_.stream},
+               {"expected", consumer_sequence_ + 1},
+               {"got", got},
+               {"from_sequence", applier_.next_sequence()}});
+    need_setup_.store(true);
+    return false;
+  }
+  consumer_sequence_ = got;
+  return true;
+}
+
+// One fetch: at most the connection's max payload plus kFetchHeaderBytes of
+// messages (kRoundBytes at least), waiting kIdleWaitMs when nothing is there.
+// A message that arrives after its fetch returned stays in the subscription
+// and is taken by the next fetch. Each message's records go to the cores
+// before the next message is parsed, so at most one message's records wait
+// parsed beside the kMaxInFlight posted. Returns the records posted.
+std::size_t Replicator::receive_round() {
+  if (resubscribe_at_ != std::chrono::steady_clock::time_point{}) {
+    if (std::chrono::steady_clock::now() < resubscribe_at_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kIdleWaitMs));
+      return 0;
     }
-    natsMsg* msg = nullptr;
-    const natsStatus s = natsSubscription_NextMsg(&msg, nats_->sub, i == 0 ? kIdleWaitMs : 1);
-    if (s == NATS_TIMEOUT) return;
-    if (s != NATS_OK) {
-      base::log(LogLevel::warn, "replication: subscription lost; resubscribing",
-                {{"error", status_text(s)}});
-      need_setup_.store(true);
-      return;
-    }
+    resubscribe_at_ = {};
+    need_setup_.store(true);
+    return 0;
+  }
+  jsFetchRequest request;
+  jsFetchRequest_Init(&request);
+  request.Batch = kReceiveBatch;
+  request.MaxBytes = std::max<std::int64_t>(
+      kRoundBytes, natsConnection_GetMaxPayload(nats_->conn) + kFetchHeaderBytes);
+  request.Expires = kIdleWaitMs * 1'000'000;
+  natsMsgList list{};
+  const natsStatus s = natsSubscription_FetchRequest(&list, nats_->sub, &request);
+  if (s != NATS_OK && s != NATS_TIMEOUT) {
+    // Not at once: a deleted stream's consumer goes first, and a stream
+    // created again while the old one's files are still being removed is
+    // broken (nats-server 2.9: "error opening msg block file"); the stream
+    // check (kStreamCheckInterval) runs meanwhile.
+    base::log(LogLevel::warn, "replication: subscription lost; resubscribing",
+              {{"error", status_text(s)}});
+    resubscribe_at_ = std::chrono::steady_clock::now() + kStreamCheckInterval;
+  }
+  std::size_t posted = 0;
+  for (int i = 0; i < list.Count && !stopping_.load(std::memory_order_relaxed); ++i) {
+    natsMsg* msg = list.Msgs[i];
     jsMsgMetaData* meta = nullptr;
     if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
+      if (!in_order(*meta)) {
+        jsMsgMetaData_Destroy(meta);
+        break;
+      }
       const std::uint64_t sequence = meta->Sequence.Stream;
       stats_.set_lag(meta->NumPending);
       // Nothing after it: records up to the target were deleted meanwhile
@@ -717,11 +770,12 @@ void Replicator::receive_round() {
         stats_.set_catch_up_target(target_);
       }
       if (sequence >= applier_.next_sequence()) apply_message(sequence, msg);
-      round_bytes += static_cast<std::size_t>(natsMsg_GetDataLength(msg));
       jsMsgMetaData_Destroy(meta);
     }
-    natsMsg_Destroy(msg);
+    posted += post_queued();
   }
+  natsMsgList_Destroy(&list);
+  return posted;
 }
 
 // One stream message: a batch of records (or a single one of format 1).

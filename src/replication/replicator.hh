@@ -138,7 +138,9 @@ class Replicator final : public sharding::ChangeObserver {
   bool subscribe();
   void publish_some();
   void receive_some();
-  void receive_round();
+  std::size_t receive_round();
+  std::size_t post_queued();
+  bool in_order(const jsMsgMetaData& meta);
   bool publish_batch(std::uint64_t first, std::uint64_t last, const std::string& body);
   void apply_message(std::uint64_t sequence, natsMsg* msg);
   void update_stats();
@@ -180,6 +182,12 @@ class Replicator final : public sharding::ChangeObserver {
   // one arrived (a burst's end returns its memory, replicator.cc).
   std::uint64_t applied_since_collect_ = 0;
   std::chrono::steady_clock::time_point last_received_at_{};
+  // Replication thread: a fetch failed (consumer or stream gone); set up again
+  // from this time on ({} = nothing pending).
+  std::chrono::steady_clock::time_point resubscribe_at_{};
+  // Replication thread: the consumer sequence of the last message taken from
+  // this subscription (0 = none yet); a jump means deliveries were lost.
+  std::uint64_t consumer_sequence_ = 0;
   // Why the stream is not set up while NATS is up ("" = nothing known); /readyz reads it.
   mutable std::mutex problem_mutex_;
   std::string problem_;

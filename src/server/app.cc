@@ -240,6 +240,7 @@ void App::build_shards() {
   events = std::make_unique<ic::service::EventFanout>(*index, event_limits);
   grpc_servers.resize(runtime.cores());
   grpc_factories.resize(runtime.cores());
+  idle_collect = std::vector<IdleCollect>(runtime.cores());
 }
 
 // --state-file: restore the index before any listener is up (so /readyz only
@@ -593,6 +594,7 @@ void App::start_core(unsigned core) {
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();
   runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });
+  idle_collect[core].start(runtime.reactor(core));
   if (core == 0 && policy_file) {
     runtime.reactor(0).add_timer(kPolicyPollUs, [this] { poll_policy_file(); });
   }

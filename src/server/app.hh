@@ -44,6 +44,7 @@
 #include "replication/bootstrap.hh"
 #include "replication/replicator.hh"
 #include "runtime/runtime.hh"
+#include "server/idle_collect.hh"
 #include "service/event_fanout.hh"
 #include "service/grpc_server.hh"
 #include "service/metric_stream.hh"
@@ -168,6 +169,8 @@ struct App {
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
   std::atomic<unsigned> cores_serving{0};
+  // Per core: a quiet core's free heap pages handed back (server/idle_collect.hh).
+  std::vector<IdleCollect> idle_collect;
   ic::net::Server server;  // last member: destroyed first
 };
 
