@@ -692,10 +692,12 @@ void Replicator::receive_some() {
   }
 }
 
-// Posts the records apply_message() queued; how many.
+// Posts the records apply_message() queued; how many. Flushes with nothing
+// queued too: a message that gives the cores nothing (an echo, a templates
+// document, which applies off the cores) still moves applied-through.
 std::size_t Replicator::post_queued() {
   const std::size_t queued = applier_.queued();
-  if (queued == 0 || !applier_.flush(stopping_)) return 0;
+  if (!applier_.flush(stopping_)) return 0;
   stats_.add_applied(queued);
   return queued;
 }
