@@ -75,10 +75,10 @@ rpc::Method default_report() {
 }  // namespace
 
 void add_inference_cache(rpc::MethodTable& methods, ShardedIndex* index,
-                         const PromptTextConfig* prompt) {
+                         const PromptTextConfig* prompt, prompt_text::Scheduler* scheduler) {
   namespace im = index_methods;
   methods.add(path("LookupRoute"),
-              index != nullptr ? im::lookup_route(*index, prompt) : default_lookup());
+              index != nullptr ? im::lookup_route(*index, prompt, scheduler) : default_lookup());
   methods.add(path("ReportCacheState"),
               index != nullptr ? im::report_cache_state(*index) : default_report());
   if (index != nullptr) {
