@@ -114,6 +114,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void on_cancel() { end_request(); }
 
+  // The gateway half-closed: OK now, or once the pick on its way (its
+  // tokenizing job, the owner core) has been answered.
+  void on_half_close() {
+    half_closed_ = true;
+    finish_if_closed();
+  }
+
  private:
   void handle(const xp::ProcessingRequest& r) {
     if (rejected_) return;  // answered 503: Envoy sends nothing more that needs an answer
@@ -348,6 +355,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       call_.write(out);
       rejected_ = true;
       release_body();
+      finish_if_closed();
       return;
     }
     picked_endpoint_ = pick.endpoints.front();
@@ -358,6 +366,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     send_pick(pick.endpoints);
     release_body();
     drain();
+    finish_if_closed();
+  }
+
+  void finish_if_closed() {
+    if (half_closed_ && !picking_ && call_.alive()) call_.finish(rpc::Status::ok());
   }
 
   void send_pick(const std::vector<std::string>& endpoints) {
@@ -456,6 +469,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool trailers_pending_ = false;
   bool headers_answered_by_pick_ = false;  // a body-less request: the pick rides on the headers
   bool picking_ = false;
+  bool half_closed_ = false;
   bool picked_ = false;
   bool rejected_ = false;
   std::optional<FailOpen> fail_;
@@ -476,7 +490,7 @@ class ExtProcHandler final : public rpc::CallHandler {
       : call_(call),
         exchange_(std::make_shared<Exchange>(std::move(call), config, index, scheduler)) {}
   void on_message(std::span<const std::byte> message) override { exchange_->on_message(message); }
-  void on_half_close() override { call_.finish(rpc::Status::ok()); }
+  void on_half_close() override { exchange_->on_half_close(); }
   void on_cancel() override { exchange_->on_cancel(); }
   void on_shutdown() override {}  // in-flight requests finish; Envoy opens new streams elsewhere
 
