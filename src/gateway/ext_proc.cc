@@ -266,9 +266,12 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       fail = fail_open_of(parse_body(path_, body_, body));
       request.model_id = body.model;
       if (!fail) {
+        // Ids as given, or no tokenizer for the model: nothing to tokenize, answered at once.
+        const bool tokenizes = !body.prompt_is_ids && config_.models != nullptr &&
+                               config_.models->find(body.model) != nullptr;
         auto tokens = std::make_unique<PromptTokensJob>(config_.models, std::move(body),
                                                         config_.max_token_ids);
-        if (scheduler_ == nullptr) {  // in one go (tests)
+        if (scheduler_ == nullptr || !tokenizes) {  // in one go (tests; nothing to tokenize)
           fail = tokens_in_one_go(*tokens, start + config_.tokenize_budget_us, request);
         } else if (!scheduler_->admits(request.tenant_id)) {
           fail = FailOpen::kBusy;

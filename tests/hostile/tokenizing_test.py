@@ -172,6 +172,7 @@ def overloaded():
 
 
 def neighbours_kept(srv, make_request):
+    """Runs the callers against the neighbour's windows; returns the attacks completed."""
     busy, load, cpus = overloaded()
     if busy:
         print("load %.1f on %d CPUs: latency printed, not asserted" % (load, cpus))
@@ -187,6 +188,7 @@ def neighbours_kept(srv, make_request):
     assert attacker.completed() >= 10, attacker.completed()
     if os.environ.get("IC_SANITIZED") != "1" and quiet <= QUIET_S and not busy:
         assert attacked <= MAX_ATTACKED_P99_S, "attacked p99 %.2f ms" % (attacked * 1e3)
+    return attacker.completed()
 
 
 def honest_pick(port):
@@ -217,8 +219,9 @@ def honest_pick(port):
 
 def case_gateway_long_word(binary):
     """8 concurrent 1 MB single-word chat bodies to the endpoint picker: each
-    is picked by load (the tokenizer refuses a 1 MB pre-token: tokenize), and
-    the neighbour's LookupRoute p99 stays within the bounds above."""
+    is picked by load (the tokenizer refuses a 1 MB pre-token: tokenize; or
+    the deadline while waiting: timeout), and the neighbour's LookupRoute p99
+    stays within the bounds above."""
     models = qwen3_models()
     try:
         with hl.Server(binary, "--tokenizer-models-dir", models, "--gateway",
@@ -228,10 +231,13 @@ def case_gateway_long_word(binary):
             assert srv.metric("gateway_picks_total", 'reason="no_endpoint"') == 1
             request = request_frames(EXT_PROC, ext_proc_messages(), False)
             neighbours_kept(srv, lambda: request)
-            fail_open = srv.metric("gateway_fail_open_total", 'reason="tokenize"')
-            busy = srv.metric("gateway_fail_open_total", 'reason="busy"')
-            print("gateway fail open: tokenize %d, busy %d" % (fail_open, busy))
-            assert fail_open >= 10 * CALLERS // 2, fail_open
+            # Each body is picked by load: the tokenizer refuses the word (tokenize), or the
+            # 20 ms deadline passed while it waited for slices (timeout), or the scheduler
+            # was full (busy).
+            reasons = {r: srv.metric("gateway_fail_open_total", 'reason="%s"' % r)
+                       for r in ("tokenize", "timeout", "busy")}
+            print("gateway fail open:", reasons)
+            assert sum(reasons.values()) >= 10 * CALLERS // 2, reasons
     finally:
         shutil.rmtree(models)
 
