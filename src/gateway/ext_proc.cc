@@ -13,6 +13,7 @@
 #include "gateway/openai_body.hh"
 #include "gateway/picker.hh"
 #include "gateway/prompt_tokens.hh"
+#include "prompt_text/scheduler.hh"
 #include "rpc/typed.hh"
 
 namespace ic::gateway {
@@ -82,8 +83,13 @@ BodyMode mode_of(const xp::ProtocolConfiguration& c, BodyMode fallback) {
 // another core finds it gone rather than freed.
 class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
-  Exchange(rpc::CallHandle call, const GatewayConfig& config, sharding::ShardedIndex& index)
-      : call_(std::move(call)), config_(config), index_(index), mode_(config.body_mode) {}
+  Exchange(rpc::CallHandle call, const GatewayConfig& config, sharding::ShardedIndex& index,
+           prompt_text::Scheduler* scheduler)
+      : call_(std::move(call)),
+        config_(config),
+        index_(index),
+        scheduler_(scheduler),
+        mode_(config.body_mode) {}
   ~Exchange() {
     end_request();
     release_body();
@@ -107,6 +113,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   void on_cancel() { end_request(); }
+
+  // The gateway half-closed: OK now, or once the pick on its way (its
+  // tokenizing job, the owner core) has been answered.
+  void on_half_close() {
+    half_closed_ = true;
+    finish_if_closed();
+  }
 
  private:
   void handle(const xp::ProcessingRequest& r) {
@@ -238,34 +251,98 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   // ---- the pick
 
   // `fail`: why the body cannot give token ids, known before reading it.
+  // A body to tokenize waits for its tokens as a job of the core's scheduler
+  // (TokensJob below); messages that arrive meanwhile are queued (picking_),
+  // so a stream has at most one job at a time.
   void begin_pick(std::optional<FailOpen> fail) {
     PickRequest request;
     request.tenant_id = tenant_.empty() ? config_.default_tenant : tenant_;
     request.subset = subset_;
     request.hash_scheme = config_.hash_scheme;
     const std::int64_t start = now();
-    if (!fail) fail = read_body(request, start);
+    picking_ = true;
+    if (!fail) {
+      InferenceBody body;
+      fail = fail_open_of(parse_body(path_, body_, body));
+      request.model_id = body.model;
+      if (!fail) {
+        // Ids as given, or no tokenizer for the model: nothing to tokenize, answered at once.
+        const bool tokenizes = !body.prompt_is_ids && config_.models != nullptr &&
+                               config_.models->find(body.model) != nullptr;
+        auto tokens = std::make_unique<PromptTokensJob>(config_.models, std::move(body),
+                                                        config_.max_token_ids);
+        if (scheduler_ == nullptr || !tokenizes) {  // in one go (tests; nothing to tokenize)
+          fail = tokens_in_one_go(*tokens, start + config_.tokenize_budget_us, request);
+        } else if (!scheduler_->admits(request.tenant_id)) {
+          fail = FailOpen::kBusy;
+        } else {
+          const std::string tenant = request.tenant_id;
+          scheduler_->add(tenant, std::make_unique<TokensJob>(
+                                      weak_from_this(), std::move(tokens), std::move(request),
+                                      start, start + config_.tokenize_budget_us, index_.clock()));
+          return;
+        }
+      }
+    }
+    finish_pick(std::move(request), fail, start);
+  }
+
+  std::optional<FailOpen> tokens_in_one_go(PromptTokensJob& tokens, std::int64_t deadline,
+                                           PickRequest& request) {
+    index::Clock& clock = index_.clock();
+    const TokensError t =
+        tokens.step([&clock, deadline] { return clock.monotonic_us() >= deadline; })
+            .value_or(TokensError::kTimeout);
+    if (t == TokensError::kNone) request.token_ids = std::move(tokens.ids());
+    return fail_open_of(t);
+  }
+
+  // A pick's body being tokenized, one slice per reactor turn
+  // (prompt_text/scheduler.hh); the pick goes on when the ids are made, or
+  // by load once the deadline (--gateway-tokenize-budget after the body's
+  // end, waiting included) passes.
+  class TokensJob final : public prompt_text::Scheduler::Job {
+   public:
+    TokensJob(std::weak_ptr<Exchange> exchange, std::unique_ptr<PromptTokensJob> tokens,
+              PickRequest&& request, std::int64_t start, std::int64_t deadline, index::Clock& clock)
+        : exchange_(std::move(exchange)),
+          tokens_(std::move(tokens)),
+          request_(std::move(request)),
+          start_(start),
+          deadline_(deadline),
+          clock_(clock) {}
+
+    bool run(std::int64_t slice_end_mono_us) override {
+      const std::shared_ptr<Exchange> exchange = exchange_.lock();
+      if (!exchange || !exchange->call_.alive()) return true;  // the stream ended
+      const std::int64_t stop_at = std::min(slice_end_mono_us, deadline_);
+      std::optional<TokensError> done =
+          clock_.monotonic_us() >= deadline_
+              ? std::optional(TokensError::kTimeout)
+              : tokens_->step([this, stop_at] { return clock_.monotonic_us() >= stop_at; });
+      if (!done && clock_.monotonic_us() < deadline_) return false;
+      const TokensError t = done.value_or(TokensError::kTimeout);
+      if (t == TokensError::kNone) request_.token_ids = std::move(tokens_->ids());
+      exchange->finish_pick(std::move(request_), fail_open_of(t), start_);
+      return true;
+    }
+
+   private:
+    std::weak_ptr<Exchange> exchange_;
+    std::unique_ptr<PromptTokensJob> tokens_;
+    PickRequest request_;
+    std::int64_t start_, deadline_;
+    index::Clock& clock_;
+  };
+
+  // The pick itself, once the body gave its token ids or `fail`.
+  void finish_pick(PickRequest&& request, std::optional<FailOpen> fail, std::int64_t start) {
     request.failed_open = fail.has_value();
     fail_ = fail;
-    picking_ = true;
     std::weak_ptr<Exchange> self = weak_from_this();
     pick(index_, std::move(request), config_.max_endpoints, [self, start](Pick&& p) {
       if (auto exchange = self.lock()) exchange->picked(std::move(p), start);
     });
-  }
-
-  // Parses and tokenizes the held body into `request`; why not, if it fails.
-  std::optional<FailOpen> read_body(PickRequest& request, std::int64_t start) {
-    InferenceBody body;
-    const BodyError error = parse_body(path_, body_, body);
-    request.model_id = body.model;
-    if (error != BodyError::kNone) return fail_open_of(error);
-    const std::int64_t deadline = start + config_.tokenize_budget_us;
-    index::Clock& clock = index_.clock();
-    const TokensError t = prompt_tokens(
-        config_.models, body, config_.max_token_ids,
-        [&clock, deadline] { return clock.monotonic_us() >= deadline; }, request.token_ids);
-    return fail_open_of(t);
   }
 
   void picked(Pick&& pick, std::int64_t start) {
@@ -281,6 +358,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       call_.write(out);
       rejected_ = true;
       release_body();
+      finish_if_closed();
       return;
     }
     picked_endpoint_ = pick.endpoints.front();
@@ -291,6 +369,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     send_pick(pick.endpoints);
     release_body();
     drain();
+    finish_if_closed();
+  }
+
+  void finish_if_closed() {
+    if (half_closed_ && !picking_ && call_.alive()) call_.finish(rpc::Status::ok());
   }
 
   void send_pick(const std::vector<std::string>& endpoints) {
@@ -377,6 +460,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   rpc::CallHandle call_;
   const GatewayConfig& config_;
   sharding::ShardedIndex& index_;
+  prompt_text::Scheduler* scheduler_;  // this core's; nullptr: tokenized in one go
   BodyMode mode_;
   bool first_ = true;
   std::string path_;
@@ -388,6 +472,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool trailers_pending_ = false;
   bool headers_answered_by_pick_ = false;  // a body-less request: the pick rides on the headers
   bool picking_ = false;
+  bool half_closed_ = false;
   bool picked_ = false;
   bool rejected_ = false;
   std::optional<FailOpen> fail_;
@@ -403,10 +488,12 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
 class ExtProcHandler final : public rpc::CallHandler {
  public:
-  ExtProcHandler(rpc::CallHandle call, const GatewayConfig& config, sharding::ShardedIndex& index)
-      : call_(call), exchange_(std::make_shared<Exchange>(std::move(call), config, index)) {}
+  ExtProcHandler(rpc::CallHandle call, const GatewayConfig& config, sharding::ShardedIndex& index,
+                 prompt_text::Scheduler* scheduler)
+      : call_(call),
+        exchange_(std::make_shared<Exchange>(std::move(call), config, index, scheduler)) {}
   void on_message(std::span<const std::byte> message) override { exchange_->on_message(message); }
-  void on_half_close() override { call_.finish(rpc::Status::ok()); }
+  void on_half_close() override { exchange_->on_half_close(); }
   void on_cancel() override { exchange_->on_cancel(); }
   void on_shutdown() override {}  // in-flight requests finish; Envoy opens new streams elsewhere
 
@@ -417,18 +504,20 @@ class ExtProcHandler final : public rpc::CallHandler {
 
 }  // namespace
 
-rpc::Method ext_proc_method(const GatewayConfig& config, sharding::ShardedIndex& index) {
+rpc::Method ext_proc_method(const GatewayConfig& config, sharding::ShardedIndex& index,
+                            prompt_text::Scheduler* scheduler) {
   rpc::Method m;
   m.kind = rpc::CallKind::kBidiStreaming;
-  m.make = [&config, &index](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
-    return std::make_unique<ExtProcHandler>(std::move(call), config, index);
+  m.make = [&config, &index, scheduler](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
+    return std::make_unique<ExtProcHandler>(std::move(call), config, index, scheduler);
   };
   return m;
 }
 
 void add_ext_proc(rpc::MethodTable& methods, const GatewayConfig& config,
-                  sharding::ShardedIndex& index) {
-  methods.add("/" + std::string(kExtProcService) + "/Process", ext_proc_method(config, index));
+                  sharding::ShardedIndex& index, prompt_text::Scheduler* scheduler) {
+  methods.add("/" + std::string(kExtProcService) + "/Process",
+              ext_proc_method(config, index, scheduler));
 }
 
 }  // namespace ic::gateway

@@ -9,8 +9,13 @@
 //                    (metadata_context envoy.lb.subset_hint); end_of_stream
 //                    → a pick by load, answered on the headers.
 //   request_body     held (up to max_body_bytes) until end_of_stream, then
-//                    parsed (gateway/openai_body.hh), tokenized
-//                    (gateway/prompt_tokens.hh) and picked (gateway/picker.hh).
+//                    parsed (gateway/openai_body.hh), tokenized as a job of
+//                    the core's scheduler, one slice per reactor turn
+//                    (gateway/prompt_tokens.hh PromptTokensJob,
+//                    prompt_text/scheduler.hh; scheduler full → by load,
+//                    busy; the tokenizing deadline → by load, timeout) and
+//                    picked (gateway/picker.hh). Messages arriving meanwhile
+//                    wait (at most 8), so a stream has one job at a time.
 //                    Full-duplex: the headers answer waits for the pick, then
 //                    the held body goes back as streamed_response chunks;
 //                    buffered: the pick rides on the body answer; streamed:
@@ -30,16 +35,20 @@
 // ends the stream INVALID_ARGUMENT (the gateway's own fault).
 
 #include "gateway/config.hh"
+#include "prompt_text/scheduler.hh"
 #include "rpc/call.hh"
 #include "sharding/sharded_index.hh"
 
 namespace ic::gateway {
 
-// The method's table entry; `config` and `index` outlive the sessions.
-rpc::Method ext_proc_method(const GatewayConfig& config, sharding::ShardedIndex& index);
+// The method's table entry; `config`, `index` and `scheduler` (this core's,
+// shared with the other surfaces that tokenize) outlive the sessions.
+// `scheduler` nullptr: bodies are tokenized in one go (tests, tools).
+rpc::Method ext_proc_method(const GatewayConfig& config, sharding::ShardedIndex& index,
+                            prompt_text::Scheduler* scheduler = nullptr);
 
 // Registers /envoy.service.ext_proc.v3.ExternalProcessor/Process in `methods`.
 void add_ext_proc(rpc::MethodTable& methods, const GatewayConfig& config,
-                  sharding::ShardedIndex& index);
+                  sharding::ShardedIndex& index, prompt_text::Scheduler* scheduler = nullptr);
 
 }  // namespace ic::gateway

@@ -21,8 +21,8 @@ std::string_view to_label(PickReason pick) {
 
 std::string_view to_label(FailOpen reason) {
   static constexpr std::array<std::string_view, kFailOpenCount> kNames = {
-      "not_json", "no_model", "no_prompt", "unknown_model",  "template",
-      "tokenize", "too_long", "timeout",   "body_too_large", "no_body"};
+      "not_json", "no_model", "no_prompt",      "unknown_model", "template", "tokenize",
+      "too_long", "timeout",  "body_too_large", "no_body",       "busy"};
   return kNames[static_cast<std::size_t>(reason)];
 }
 

@@ -22,7 +22,8 @@ namespace ic::gateway {
 // Why a body gave no token ids, for inferencecache_gateway_fail_open_total
 // {reason}: "not_json", "no_model", "no_prompt", "unknown_model" (no
 // tokenizer for it), "template", "tokenize", "too_long", "timeout",
-// "body_too_large", "no_body".
+// "body_too_large", "no_body", "busy" (the core's tokenizing scheduler was
+// full for the core or the tenant, prompt_text/scheduler.hh).
 enum class FailOpen : std::uint8_t {
   kNotJson,
   kNoModel,
@@ -33,9 +34,10 @@ enum class FailOpen : std::uint8_t {
   kTooLong,
   kTimeout,
   kBodyTooLarge,
-  kNoBody
+  kNoBody,
+  kBusy
 };
-inline constexpr std::size_t kFailOpenCount = 10;
+inline constexpr std::size_t kFailOpenCount = 11;
 // nullopt for kNone.
 std::optional<FailOpen> fail_open_of(BodyError error);
 std::optional<FailOpen> fail_open_of(TokensError error);

@@ -1,6 +1,7 @@
 #include "gateway/prompt_tokens.hh"
 
 #include "gateway/segment_tokens.hh"
+#include "prompt_text/encoder.hh"
 
 namespace ic::gateway {
 
@@ -45,6 +46,66 @@ TokensError prompt_tokens(const prompt_text::ModelSet* models, const InferenceBo
     default:
       return TokensError::kTokenize;
   }
+}
+
+PromptTokensJob::PromptTokensJob(const prompt_text::ModelSet* models, InferenceBody&& body,
+                                 std::size_t max_ids)
+    : models_(models), body_(std::move(body)), max_ids_(max_ids) {}
+
+std::optional<TokensError> PromptTokensJob::start() {
+  started_ = true;
+  if (body_.prompt_is_ids) {
+    if (body_.prompt_ids.size() > max_ids_) return TokensError::kTooLong;
+    ids_ = body_.prompt_ids;
+    return TokensError::kNone;
+  }
+  model_ = models_ != nullptr ? models_->find(body_.model) : nullptr;
+  if (model_ == nullptr) return TokensError::kUnknownModel;
+  text_ = body_.prompt;
+  if (body_.chat) {
+    std::string error;
+    if (!render_chat(*model_, body_, rendered_, error)) return TokensError::kTemplate;
+    text_ = rendered_;
+  }
+  model_->tokenizer->split_added(text_, [this](std::string_view run, const tokenizer::TokenId* id) {
+    runs_.push_back({run, id != nullptr ? static_cast<std::int64_t>(*id) : -1});
+  });
+  return std::nullopt;
+}
+
+std::optional<TokensError> PromptTokensJob::step(const std::function<bool()>& stop) {
+  if (!started_) {
+    if (stop && stop()) return std::nullopt;
+    if (auto done = start()) return done;
+  }
+  SegmentTokens& cache = SegmentTokens::local();
+  const tokenizer::Tokenizer& tok = *model_->tokenizer;
+  for (; next_ < runs_.size(); ++next_) {
+    const Run& run = runs_[next_];
+    if (run.id >= 0) {
+      ids_.push_back(static_cast<std::uint32_t>(run.id));
+      continue;
+    }
+    if (!run_encoding_) {
+      if (stop && stop()) return std::nullopt;
+      if (cache.lookup(tok, run.text, ids_)) continue;
+      run_encoding_.emplace(tok, run.text, run_ids_);
+    }
+    switch (run_encoding_->step(prompt_text::thread_workspace(), stop)) {
+      case tokenizer::EncodeStatus::kOk:
+        break;
+      case tokenizer::EncodeStatus::kPaused:
+      case tokenizer::EncodeStatus::kDeadline:
+        return std::nullopt;
+      case tokenizer::EncodeStatus::kTooLong:
+      default:
+        return TokensError::kTokenize;
+    }
+    run_encoding_.reset();
+    cache.remember(tok, run.text, run_ids_);
+    ids_.insert(ids_.end(), run_ids_.begin(), run_ids_.end());
+  }
+  return ids_.size() > max_ids_ ? TokensError::kTooLong : TokensError::kNone;
 }
 
 std::string_view to_label(TokensError error) {

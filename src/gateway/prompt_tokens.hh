@@ -9,11 +9,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gateway/openai_body.hh"
 #include "prompt_text/models.hh"
+#include "tokenizer/encoding.hh"
 
 namespace ic::gateway {
 
@@ -33,6 +36,48 @@ enum class TokensError : std::uint8_t {
 TokensError prompt_tokens(const prompt_text::ModelSet* models, const InferenceBody& body,
                           std::size_t max_ids, const std::function<bool()>& expired,
                           std::vector<std::uint32_t>& out);
+
+// prompt_tokens() as a job run in steps (the server's slices,
+// prompt_text/scheduler.hh; docs/gateway.md "Where tokenizing runs"): the
+// first step renders the chat template (one piece, bounded by the template's
+// limits) and cuts the prompt at its added tokens; then each run between
+// them comes from this core's SegmentTokens or is tokenized unit by unit
+// (tokenizer/encoding.hh) and kept there. `stop()` is polled between runs
+// and between the tokenizer's units. The same ids and errors as
+// prompt_tokens(), however the steps fall (kTimeout is the caller's: it
+// stops stepping).
+class PromptTokensJob {
+ public:
+  // `models` outlives the job (may be nullptr: kUnknownModel).
+  PromptTokensJob(const prompt_text::ModelSet* models, InferenceBody&& body, std::size_t max_ids);
+  PromptTokensJob(const PromptTokensJob&) = delete;
+  PromptTokensJob& operator=(const PromptTokensJob&) = delete;
+
+  // Done: the outcome (kNone: ids() holds the prompt ids); nullopt when
+  // `stop()` paused it (step again to go on).
+  std::optional<TokensError> step(const std::function<bool()>& stop);
+  std::vector<std::uint32_t>& ids() { return ids_; }
+
+ private:
+  struct Run {
+    std::string_view text;  // in text_
+    std::int64_t id;        // an added token's id, or -1 for ordinary text
+  };
+  std::optional<TokensError> start();
+
+  const prompt_text::ModelSet* models_;
+  InferenceBody body_;
+  std::size_t max_ids_;
+  const prompt_text::Model* model_ = nullptr;
+  bool started_ = false;
+  std::string rendered_;   // the chat prompt
+  std::string_view text_;  // the prompt to tokenize (rendered_ or body_.prompt)
+  std::vector<Run> runs_;
+  std::size_t next_ = 0;  // the run being made
+  std::vector<std::uint32_t> ids_;
+  std::vector<std::uint32_t> run_ids_;               // the long run being tokenized
+  std::optional<tokenizer::Encoding> run_encoding_;  // its units
+};
 
 // The chat prompt of `body` rendered by `model`'s template; false + `error`.
 bool render_chat(const prompt_text::Model& model, const InferenceBody& body, std::string& out,

@@ -57,6 +57,30 @@ tokenizer::EncodeStatus SegmentTokens::encode_run(const tokenizer::Tokenizer& to
   return status;
 }
 
+bool SegmentTokens::lookup(const tokenizer::Tokenizer& tokenizer, std::string_view run,
+                           std::vector<std::uint32_t>& out) {
+  if (run.size() < kMinCachedBytes) return false;
+  const XXH128_hash_t h = XXH3_128bits(run.data(), run.size());
+  auto it = entries_.find(Key{h.low64, h.high64, &tokenizer});
+  if (it == entries_.end()) {
+    ++misses_;
+    return false;
+  }
+  ++hits_;
+  lru_.splice(lru_.begin(), lru_, it->second.age);
+  out.insert(out.end(), it->second.ids.begin(), it->second.ids.end());
+  return true;
+}
+
+void SegmentTokens::remember(const tokenizer::Tokenizer& tokenizer, std::string_view run,
+                             const std::vector<std::uint32_t>& ids) {
+  if (run.size() < kMinCachedBytes || ids.size() > kMaxCachedIds / 4) return;
+  const XXH128_hash_t h = XXH3_128bits(run.data(), run.size());
+  const Key key{h.low64, h.high64, &tokenizer};
+  if (entries_.count(key) != 0) return;  // another job made them meanwhile
+  insert(key, ids);
+}
+
 void SegmentTokens::insert(const Key& key, std::vector<std::uint32_t> ids) {
   while (!lru_.empty() &&
          (cached_ids_ + ids.size() > kMaxCachedIds || entries_.size() >= kMaxEntries)) {

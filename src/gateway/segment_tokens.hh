@@ -40,6 +40,15 @@ class SegmentTokens {
                                  std::vector<std::uint32_t>& out,
                                  const std::function<bool()>& expired);
 
+  // For a caller that tokenizes a run itself in steps (PromptTokensJob,
+  // gateway/prompt_tokens.hh): appends the cached ids of `run` to `out` and
+  // returns true (a hit), or false (a miss when `run` is long enough to be
+  // cached). remember() then keeps the ids it made, as encode() would have.
+  bool lookup(const tokenizer::Tokenizer& tokenizer, std::string_view run,
+              std::vector<std::uint32_t>& out);
+  void remember(const tokenizer::Tokenizer& tokenizer, std::string_view run,
+                const std::vector<std::uint32_t>& ids);
+
   // Runs whose ids came from the cache / were tokenized, since construction.
   std::uint64_t hits() const { return hits_; }
   std::uint64_t misses() const { return misses_; }

@@ -241,6 +241,7 @@ void App::build_shards() {
   grpc_servers.resize(runtime.cores());
   grpc_factories.resize(runtime.cores());
   idle_collect = std::vector<IdleCollect>(runtime.cores());
+  prompt_schedulers.resize(runtime.cores());
 }
 
 // --state-file: restore the index before any listener is up (so /readyz only
@@ -586,10 +587,18 @@ void App::start_core(unsigned core) {
   opts.metrics_interval_us = config.metrics_stream_interval_us;
   opts.metric_subscribers = &metric_subscribers;
   opts.prompt_text = &prompt_text;
-  opts.add_methods = [this](ic::rpc::MethodTable& methods, ic::rpc::Timers&) {
+  // One scheduler of tokenizing jobs for the core, shared by LookupRoute's
+  // prompt_text, RenderTemplate and the endpoint picker, so its per-turn
+  // slice, tenant turns and admission bounds hold across the three.
+  prompt_schedulers[core] = std::make_shared<ic::prompt_text::Scheduler>(
+      runtime, clock, prompt_text.slice_us, prompt_text.max_jobs_per_core,
+      prompt_text.max_jobs_per_tenant);
+  ic::prompt_text::Scheduler* scheduler = prompt_schedulers[core].get();
+  opts.prompt_scheduler = scheduler;
+  opts.add_methods = [this, scheduler](ic::rpc::MethodTable& methods, ic::rpc::Timers&) {
     methods.add("/" + std::string(ic::service::kInferenceCacheService) + "/RenderTemplate",
-                ic::templates::render_template_method(render_service));
-    if (config.gateway && index) ic::gateway::add_ext_proc(methods, gateway, *index);
+                ic::templates::render_template_method(render_service, scheduler));
+    if (config.gateway && index) ic::gateway::add_ext_proc(methods, gateway, *index, scheduler);
   };
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();

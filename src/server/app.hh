@@ -41,6 +41,7 @@
 #include "persist/state_saver.hh"
 #include "placement/spread.hh"
 #include "prompt_text/models.hh"
+#include "prompt_text/scheduler.hh"
 #include "replication/bootstrap.hh"
 #include "replication/replicator.hh"
 #include "runtime/runtime.hh"
@@ -166,6 +167,10 @@ struct App {
   std::unique_ptr<ic::templates::TemplatesFile> templates_file;
   ic::templates::RenderService render_service;
   ic::gateway::GatewayConfig gateway;  // the endpoint picker's (set before the cores start)
+  // Per core: the scheduler of tokenizing jobs its LookupRoute, RenderTemplate
+  // and endpoint picker share (prompt_text/scheduler.hh); made on the core
+  // by start_core, outlives the core's gRPC server.
+  std::vector<std::shared_ptr<ic::prompt_text::Scheduler>> prompt_schedulers;
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
   std::atomic<unsigned> cores_serving{0};

@@ -40,6 +40,10 @@ namespace ic::sharding {
 class ShardedIndex;
 }  // namespace ic::sharding
 
+namespace ic::prompt_text {
+class Scheduler;
+}  // namespace ic::prompt_text
+
 namespace ic::service {
 
 using sharding::ShardedIndex;  // the cross-core index (src/sharding/)
@@ -71,6 +75,11 @@ struct GrpcServiceOptions {
   // prompt_text lookups (service/prompt_input.hh); nullptr: they fail open.
   // Shared by every core's server; outlives them.
   const PromptTextConfig* prompt_text = nullptr;
+  // This core's scheduler of tokenizing jobs (prompt_text/scheduler.hh),
+  // which the server shares with the methods add_methods adds (the endpoint
+  // picker, RenderTemplate); outlives the server. nullptr: prompt_text is
+  // tokenized in one go (tests).
+  prompt_text::Scheduler* prompt_scheduler = nullptr;
   // Methods of other rooms served on this port, added after the defaults (one
   // of the same path replaces the default): RenderTemplate
   // (templates/render_method.hh) and the endpoint picker (gateway/ext_proc.hh);

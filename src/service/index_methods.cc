@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "metrics/registry.hh"
+#include "prompt_text/scheduler.hh"
 #include "rpc/typed.hh"
 #include "runtime/runtime.hh"
 #include "runtime/submit.hh"
 #include "service/lookup_clock.hh"
 #include "service/prompt_lookup.hh"
-#include "service/prompt_scheduler.hh"
 #include "sharding/index_wire.hh"
 
 namespace ic::service::index_methods {
@@ -168,7 +168,7 @@ void route_lookup(ShardedIndex& index, index::LookupContext& ctx, LookupClock& c
 
 // `invalid_prompt_text`: the request's prompt_text was not UTF-8 and was
 // removed before parsing (drop_invalid_prompt_text): it fails open.
-void lookup(ShardedIndex& index, const PromptTextConfig* prompt, PromptScheduler* scheduler,
+void lookup(ShardedIndex& index, const PromptTextConfig* prompt, prompt_text::Scheduler* scheduler,
             LookupTimes times, rpc::CallHandle call, pb::LookupRouteRequest&& request,
             bool invalid_prompt_text) {
   index::Clock& clock = index.clock();
@@ -222,7 +222,7 @@ struct HeldLookup {
 class LookupHandler final : public rpc::CallHandler {
  public:
   LookupHandler(rpc::CallHandle call, ShardedIndex& index, const PromptTextConfig* prompt,
-                PromptScheduler* scheduler, LookupTimes times)
+                prompt_text::Scheduler* scheduler, LookupTimes times)
       : call_(std::move(call)),
         index_(index),
         prompt_(prompt),
@@ -285,7 +285,8 @@ class LookupHandler final : public rpc::CallHandler {
   rpc::CallHandle call_;
   ShardedIndex& index_;
   const PromptTextConfig* prompt_;
-  PromptScheduler* scheduler_;  // this core's (outlives the handler); nullptr: tokenize in one go
+  prompt_text::Scheduler*
+      scheduler_;  // this core's (outlives the handler); nullptr: tokenize in one go
   LookupTimes times_;
   rpc::MessagePool<HeldLookup>::Lease held_;
   rpc::MessagePool<pb::LookupRouteRequest>::Lease request_;  // protobuf path only
@@ -370,7 +371,8 @@ void cache_state(ShardedIndex& index, rpc::CallHandle call, pb::GetCacheStateReq
 
 }  // namespace
 
-rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
+rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt,
+                         prompt_text::Scheduler* scheduler) {
   ShardedIndex* i = &index;
   LookupTimes times;
   if (dynamic_cast<index::SystemClock*>(&index.clock()) != nullptr)
@@ -378,16 +380,9 @@ rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt) {
   rpc::Method m;
   m.kind = rpc::CallKind::kUnary;
   m.handles_deadline = true;
-  // One scheduler per method table, i.e. per core (each core builds its own).
-  std::shared_ptr<PromptScheduler> scheduler;
-  if (prompt != nullptr) {
-    scheduler =
-        std::make_shared<PromptScheduler>(index.cores(), index.clock(), prompt->slice_us,
-                                          prompt->max_jobs_per_core, prompt->max_jobs_per_tenant);
-  }
   m.make = [i, prompt, times,
             scheduler](rpc::CallHandle call) -> std::unique_ptr<rpc::CallHandler> {
-    return std::make_unique<LookupHandler>(std::move(call), *i, prompt, scheduler.get(), times);
+    return std::make_unique<LookupHandler>(std::move(call), *i, prompt, scheduler, times);
   };
   return m;
 }

@@ -23,6 +23,7 @@
 // answer, add_ingest per update, add_event per event, add_cross_core_post per
 // call.
 
+#include "prompt_text/scheduler.hh"
 #include "rpc/call.hh"
 #include "service/prompt_input.hh"
 #include "sharding/sharded_index.hh"
@@ -31,10 +32,14 @@ namespace ic::service::index_methods {
 
 using sharding::ShardedIndex;  // the cross-core index (src/sharding/)
 
-// Each returns the method's table entry; `index` (and `prompt`, when not
-// nullptr) outlive the sessions. `prompt` nullptr: prompt_text always fails
-// open (service/prompt_input.hh).
-rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt);
+// Each returns the method's table entry; `index` (and `prompt` and
+// `scheduler`, when not nullptr) outlive the sessions. `prompt` nullptr:
+// prompt_text always fails open (service/prompt_input.hh). `scheduler`: this
+// core's, shared with the other surfaces that tokenize
+// (prompt_text/scheduler.hh); nullptr: prompt_text is tokenized in one go
+// (tests and tools only: the server always gives one).
+rpc::Method lookup_route(ShardedIndex& index, const PromptTextConfig* prompt,
+                         prompt_text::Scheduler* scheduler);
 rpc::Method report_cache_state(ShardedIndex& index);
 rpc::Method publish_event(ShardedIndex& index);
 rpc::Method get_cache_state(ShardedIndex& index);

@@ -75,10 +75,10 @@ rpc::Method default_report() {
 }  // namespace
 
 void add_inference_cache(rpc::MethodTable& methods, ShardedIndex* index,
-                         const PromptTextConfig* prompt) {
+                         const PromptTextConfig* prompt, prompt_text::Scheduler* scheduler) {
   namespace im = index_methods;
   methods.add(path("LookupRoute"),
-              index != nullptr ? im::lookup_route(*index, prompt) : default_lookup());
+              index != nullptr ? im::lookup_route(*index, prompt, scheduler) : default_lookup());
   methods.add(path("ReportCacheState"),
               index != nullptr ? im::report_cache_state(*index) : default_report());
   if (index != nullptr) {
@@ -99,7 +99,7 @@ void add_inference_cache(rpc::MethodTable& methods, ShardedIndex* index,
                                      call.reply(response);
                                    });
   if (index != nullptr) {
-    methods.add(path("LookupPDRoute"), pd_methods::lookup_pd_route(*index, prompt));
+    methods.add(path("LookupPDRoute"), pd_methods::lookup_pd_route(*index, prompt, scheduler));
   } else {
     unary<pb::LookupPDRouteRequest>(methods, "LookupPDRoute",
                                     [](rpc::CallHandle call, pb::LookupPDRouteRequest&&) {

@@ -18,6 +18,10 @@ namespace ic::sharding {
 class ShardedIndex;
 }  // namespace ic::sharding
 
+namespace ic::prompt_text {
+class Scheduler;
+}  // namespace ic::prompt_text
+
 namespace ic::service {
 
 // Service name and the method path prefix.
@@ -29,9 +33,11 @@ struct PromptTextConfig;
 // Registers the eight methods in `methods`, once each: LookupRoute,
 // ReportCacheState, PublishEvent and GetCacheState over `index`
 // (service/index_methods.hh) or, with `index` nullptr, the contract defaults
-// above. `index` and `prompt` outlive the sessions; `prompt` nullptr:
-// prompt_text always fails open.
+// above. `index`, `prompt` and `scheduler` outlive the sessions; `prompt`
+// nullptr: prompt_text always fails open; `scheduler`: this core's
+// (prompt_text/scheduler.hh), nullptr: prompt_text tokenized in one go.
 void add_inference_cache(rpc::MethodTable& methods, ShardedIndex* index = nullptr,
-                         const PromptTextConfig* prompt = nullptr);
+                         const PromptTextConfig* prompt = nullptr,
+                         prompt_text::Scheduler* scheduler = nullptr);
 
 }  // namespace ic::service

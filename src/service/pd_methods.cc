@@ -109,8 +109,9 @@ void give_back(pb::LookupRouteRequest& r, pb::LookupPDRouteRequest& pd) {
 struct Method {
   ShardedIndex* index;
   const PromptTextConfig* prompt;  // nullptr: prompt_text fails open
-  // This core's (one per method table); nullptr: tokenize in one go.
-  std::shared_ptr<PromptScheduler> scheduler;
+  // This core's, shared with the other tokenizing surfaces; nullptr:
+  // tokenize in one go.
+  prompt_text::Scheduler* scheduler;
 };
 
 void lookup(const Method& m, rpc::CallHandle call, pb::LookupPDRouteRequest&& request) {
@@ -156,14 +157,9 @@ void lookup(const Method& m, rpc::CallHandle call, pb::LookupPDRouteRequest&& re
 
 }  // namespace
 
-rpc::Method lookup_pd_route(ShardedIndex& index, const PromptTextConfig* prompt) {
-  Method m{&index, prompt, nullptr};
-  // One scheduler per method table, i.e. per core, made as LookupRoute's.
-  if (prompt != nullptr) {
-    m.scheduler =
-        std::make_shared<PromptScheduler>(index.cores(), index.clock(), prompt->slice_us,
-                                          prompt->max_jobs_per_core, prompt->max_jobs_per_tenant);
-  }
+rpc::Method lookup_pd_route(ShardedIndex& index, const PromptTextConfig* prompt,
+                            prompt_text::Scheduler* scheduler) {
+  const Method m{&index, prompt, scheduler};
   return rpc::single_request_method<pb::LookupPDRouteRequest>(
       rpc::CallKind::kUnary,
       [m](rpc::CallHandle call, pb::LookupPDRouteRequest&& r) {

@@ -15,7 +15,7 @@
 // Tokenizing is bounded by the tighter of the caller's grpc-timeout and the
 // tenant's lookupTimeoutMs (or default_budget_us when the tenant sets none),
 // and by max_cpu_us of work. The server runs it in slices of at most
-// slice_us, one per reactor turn (service/prompt_scheduler.hh), so no turn
+// slice_us, one per reactor turn (prompt_text/scheduler.hh), so no turn
 // spends longer than about a slice on one request's tokenization.
 
 #include <cstddef>

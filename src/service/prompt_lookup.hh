@@ -1,6 +1,6 @@
 #pragma once
 // A lookup waiting for its prompt_text to be tokenized (docs/prompt-text.md),
-// one slice per reactor turn (service/prompt_scheduler.hh), then handed on
+// one slice per reactor turn (prompt_text/scheduler.hh), then handed on
 // with token_ids set (or as it was: the lookup then fails open). The one job
 // of LookupRoute (index_methods.cc) and LookupPDRoute (pd_methods.cc, whose
 // LookupRoute inputs wait in a LookupRouteRequest), so both tokenize alike.
@@ -11,14 +11,14 @@
 #include "index/clock.hh"
 #include "index/shard.hh"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "prompt_text/scheduler.hh"
 #include "rpc/call.hh"
 #include "service/lookup_clock.hh"
 #include "service/prompt_input.hh"
-#include "service/prompt_scheduler.hh"
 
 namespace ic::service {
 
-class PromptLookup final : public PromptScheduler::Job {
+class PromptLookup final : public prompt_text::Scheduler::Job {
  public:
   // Routes the call once the prompt is resolved; `ctx.clock` is `call_clock`
   // (on the caller's stack for the call only).

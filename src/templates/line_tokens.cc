@@ -36,53 +36,73 @@ tokenizer::EncodeStatus LineTokens::encode(const tokenizer::Tokenizer& tokenizer
                                            std::string_view text,
                                            std::vector<tokenizer::TokenId>& out,
                                            const std::function<bool()>& expired) {
-  out.clear();
-  for (std::size_t from = 0; from < text.size();) {
-    if (expired && expired()) return tokenizer::EncodeStatus::kDeadline;
-    const std::size_t to = piece_end(text, from);
-    const auto status = encode_piece(tokenizer, text.substr(from, to - from), out, expired);
-    if (status != tokenizer::EncodeStatus::kOk) return status;
-    from = to;
-  }
-  return tokenizer::EncodeStatus::kOk;
+  LineEncoding job(*this, tokenizer, text, out);
+  const auto status = job.step(expired);
+  return status == tokenizer::EncodeStatus::kPaused ? tokenizer::EncodeStatus::kDeadline : status;
 }
 
-tokenizer::EncodeStatus LineTokens::encode_piece(const tokenizer::Tokenizer& tokenizer,
-                                                 std::string_view piece,
-                                                 std::vector<tokenizer::TokenId>& out,
-                                                 const std::function<bool()>& expired) {
-  const XXH128_hash_t h = XXH3_128bits(piece.data(), piece.size());
+bool LineTokens::lookup(const tokenizer::Tokenizer& tokenizer, std::uint64_t low,
+                        std::uint64_t high, std::vector<tokenizer::TokenId>& out) {
   // Two ways: the piece's slot pair {i, i ^ 1}.
-  const std::size_t i = h.low64 % kSlots;
-  const auto holds = [&](const Slot& s) {
-    return s.tokenizer == &tokenizer && s.low == h.low64 && s.high == h.high64;
-  };
+  const std::size_t i = low % kSlots;
   for (const std::size_t at : {i, i ^ 1}) {
-    if (holds(slots_[at])) {
+    const Slot& s = slots_[at];
+    if (s.tokenizer == &tokenizer && s.low == low && s.high == high) {
       ++hits_;
-      out.insert(out.end(), slots_[at].ids.begin(), slots_[at].ids.end());
-      return tokenizer::EncodeStatus::kOk;
+      out.insert(out.end(), s.ids.begin(), s.ids.end());
+      return true;
     }
   }
+  ++misses_;
+  return false;
+}
+
+void LineTokens::remember(const tokenizer::Tokenizer& tokenizer, std::uint64_t low,
+                          std::uint64_t high, const std::vector<tokenizer::TokenId>& ids) {
   // A miss goes to an empty way, else to the way the hash picks.
+  const std::size_t i = low % kSlots;
   Slot& slot = slots_[slots_[i].tokenizer == nullptr       ? i
                       : slots_[i ^ 1].tokenizer == nullptr ? i ^ 1
-                      : (h.high64 & 1) != 0                ? i ^ 1
+                      : (high & 1) != 0                    ? i ^ 1
                                                            : i];
-  ++misses_;
-  const auto status = tokenizer.encode(piece, prompt_text::thread_workspace(), scratch_, expired);
-  if (status != tokenizer::EncodeStatus::kOk) return status;
-  out.insert(out.end(), scratch_.begin(), scratch_.end());
-  // Replace the slot's piece when the bound allows (else keep the older one).
   const std::size_t held = cached_ids_ - slot.ids.size();
-  if (held + scratch_.size() <= kMaxCachedIds) {
-    cached_ids_ = held + scratch_.size();
-    slot.ids.assign(scratch_.begin(), scratch_.end());
-    slot.low = h.low64;
-    slot.high = h.high64;
-    slot.tokenizer = &tokenizer;
+  if (held + ids.size() > kMaxCachedIds) return;
+  cached_ids_ = held + ids.size();
+  slot.ids.assign(ids.begin(), ids.end());
+  slot.low = low;
+  slot.high = high;
+  slot.tokenizer = &tokenizer;
+}
+
+LineEncoding::LineEncoding(LineTokens& cache, const tokenizer::Tokenizer& tokenizer,
+                           std::string_view text, std::vector<tokenizer::TokenId>& out)
+    : cache_(cache), tokenizer_(tokenizer), text_(text), out_(out) {
+  out_.clear();
+}
+
+tokenizer::EncodeStatus LineEncoding::step(const std::function<bool()>& stop) {
+  while (piece_ || from_ < text_.size()) {
+    if (!piece_) {
+      if (stop && stop()) return tokenizer::EncodeStatus::kPaused;
+      to_ = piece_end(text_, from_);
+      const std::string_view piece = text_.substr(from_, to_ - from_);
+      const XXH128_hash_t h = XXH3_128bits(piece.data(), piece.size());
+      low_ = h.low64;
+      high_ = h.high64;
+      if (cache_.lookup(tokenizer_, low_, high_, out_)) {
+        from_ = to_;
+        continue;
+      }
+      piece_.emplace(tokenizer_, piece, ids_);
+    }
+    const auto status = piece_->step(prompt_text::thread_workspace(), stop);
+    if (status != tokenizer::EncodeStatus::kOk) return status;
+    piece_.reset();
+    out_.insert(out_.end(), ids_.begin(), ids_.end());
+    cache_.remember(tokenizer_, low_, high_, ids_);
+    from_ = to_;
   }
-  return status;
+  return tokenizer::EncodeStatus::kOk;
 }
 
 }  // namespace ic::templates

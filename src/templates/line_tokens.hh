@@ -23,9 +23,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/encoding.hh"
 #include "tokenizer/tokenizer.hh"
 
 namespace ic::templates {
@@ -56,21 +58,54 @@ class LineTokens {
   static LineTokens& local();
 
  private:
+  friend class LineEncoding;
   struct Slot {
     std::uint64_t low = 0, high = 0;
     const void* tokenizer = nullptr;  // nullptr: empty slot
     std::vector<tokenizer::TokenId> ids;
   };
 
-  tokenizer::EncodeStatus encode_piece(const tokenizer::Tokenizer& tokenizer,
-                                       std::string_view piece, std::vector<tokenizer::TokenId>& out,
-                                       const std::function<bool()>& expired);
+  // Appends the cached ids of the piece hashed `low`/`high` to `out`; false on a miss.
+  bool lookup(const tokenizer::Tokenizer& tokenizer, std::uint64_t low, std::uint64_t high,
+              std::vector<tokenizer::TokenId>& out);
+  // Keeps `ids` as the piece's (when the bound allows; else the older piece stays).
+  void remember(const tokenizer::Tokenizer& tokenizer, std::uint64_t low, std::uint64_t high,
+                const std::vector<tokenizer::TokenId>& ids);
 
   std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
   std::size_t cached_ids_ = 0;
   std::uint64_t hits_ = 0;
   std::uint64_t misses_ = 0;
-  std::vector<tokenizer::TokenId> scratch_;
+};
+
+// LineTokens::encode as a job run in steps (a tokenizing job of the core's
+// scheduler, prompt_text/scheduler.hh): the pieces one after the other, a
+// cached one appended at once, a missed one tokenized in the tokenizer's
+// units (tokenizer/encoding.hh). The cache is looked up and filled at piece
+// boundaries only, so other jobs may use it between two steps.
+class LineEncoding {
+ public:
+  // `cache` (the thread's), `tokenizer`, `text` and `out` (cleared now)
+  // outlive the job.
+  LineEncoding(LineTokens& cache, const tokenizer::Tokenizer& tokenizer, std::string_view text,
+               std::vector<tokenizer::TokenId>& out);
+  LineEncoding(const LineEncoding&) = delete;
+  LineEncoding& operator=(const LineEncoding&) = delete;
+
+  // Runs until the text is encoded (kOk), an error, or `stop()` (polled
+  // between pieces and inside a missed one) returns true: then kPaused, and
+  // the next step() resumes there. On anything but kOk `out` is partial.
+  tokenizer::EncodeStatus step(const std::function<bool()>& stop);
+
+ private:
+  LineTokens& cache_;
+  const tokenizer::Tokenizer& tokenizer_;
+  std::string_view text_;
+  std::vector<tokenizer::TokenId>& out_;
+  std::size_t from_ = 0, to_ = 0;        // the piece being tokenized: [from_, to_)
+  std::uint64_t low_ = 0, high_ = 0;     // its XXH3-128
+  std::vector<tokenizer::TokenId> ids_;  // its ids while it is tokenized
+  std::optional<tokenizer::Encoding> piece_;
 };
 
 // The end of the piece of `text` that starts at `from` (< text.size()): the

@@ -7,12 +7,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "prompt_text/models.hh"
+#include "templates/stable_prefix.hh"
 #include "templates/template_set.hh"
 
 namespace ic::templates {
@@ -20,8 +23,10 @@ namespace ic::templates {
 struct RenderLimits {
   // Largest rendered prompt (bytes): LookupRoute's prompt_text limit.
   std::size_t max_rendered_bytes = 1 << 20;
-  // Tokenizing budget of one render's stable text (µs, wall): about 1 MiB
-  // at the tokenizer's benchmarked rate (docs/prompt-text.md).
+  // Tokenizing work one render's stable text may take, summed over its
+  // steps (µs): about 1 MiB at the tokenizer's benchmarked rate
+  // (docs/prompt-text.md). Waiting for a slice does not count: the caller's
+  // grpc-timeout bounds that.
   std::int64_t tokenize_budget_us = 100'000;
   // A render is a cache bust when at least this many stable bytes follow
   // the start of its volatile part (docs/templates.md "Cache-bust diagnosis").
@@ -61,5 +66,34 @@ struct Rendered {
 bool render_template(const PromptTemplate& t, std::span<const VariableView> variables,
                      const prompt_text::ModelSet* models, const RenderLimits& limits, Rendered& out,
                      std::string& error);
+
+// render_template() in steps, for the server's slices (prompt_text/scheduler.hh):
+// start() types the variables, renders and cuts (one piece, bounded by
+// RenderLimits::max_rendered_bytes and the template engine's limits); step()
+// tokenizes the stable text unit by unit. Same answers and errors as
+// render_template(), however the steps fall.
+class TemplateRender {
+ public:
+  // `t`, `models` and `limits` outlive the job; the variables are read here
+  // only. False + `error`: RENDER_ERROR, nothing rendered is kept.
+  bool start(const PromptTemplate& t, std::span<const VariableView> variables,
+             const prompt_text::ModelSet* models, const RenderLimits& limits, std::string& error);
+  // After a successful start(): runs until the stable text is tokenized, a
+  // failure or `stop()` (polled between the tokenizer's units) returns true.
+  // nullopt: paused, step again; true: result() is the answer; false +
+  // `error`: RENDER_ERROR (the tokenizer refused the stable text, or its
+  // tokenize_budget_us of work is spent). The first step answers a stable
+  // text seen before (stable_prefix.hh's cache) whatever `stop` says.
+  std::optional<bool> step(const std::function<bool()>& stop, std::string& error);
+  Rendered& result() { return out_; }
+
+ private:
+  const PromptTemplate* t_ = nullptr;
+  const RenderLimits* limits_ = nullptr;
+  Rendered out_;
+  std::size_t watched_output_bytes_ = 0;  // output of the volatile variables
+  std::optional<StablePrefixJob> prefix_;
+  std::int64_t work_us_ = 0;  // step() time so far
+};
 
 }  // namespace ic::templates

@@ -8,9 +8,17 @@
 //
 // template_ref: "<name>" (the revision in force) or "<name>@<revision>"
 // (that revision only: another one in force is TEMPLATE_NOT_FOUND).
-// The render runs on the connection's core, bounded by RenderLimits.
+// The render runs on the connection's core, bounded by RenderLimits; a stable
+// text not seen before is tokenized as a job of the core's scheduler
+// (prompt_text/scheduler.hh: one slice per reactor turn, tenants in turn,
+// shared with LookupRoute and the endpoint picker), and the call is answered
+// when its job ends. The scheduler full for the core or the tenant:
+// RESOURCE_EXHAUSTED (the server's overload, not the caller's mistake: retry
+// later). The caller's grpc-timeout passing ends the call DEADLINE_EXCEEDED
+// and the job with it.
 
 #include "prompt_text/models.hh"
+#include "prompt_text/scheduler.hh"
 #include "rpc/call.hh"
 #include "templates/catalog.hh"
 #include "templates/render.hh"
@@ -24,7 +32,9 @@ struct RenderService {
 };
 
 // The method for "/inferencecache.v1alpha1.InferenceCache/RenderTemplate".
-// `service` outlives the method table.
-rpc::Method render_template_method(const RenderService& service);
+// `service` outlives the method table; `scheduler` is this core's (outlives
+// it too), nullptr: the stable text is tokenized in one go (tests, tools).
+rpc::Method render_template_method(const RenderService& service,
+                                   prompt_text::Scheduler* scheduler = nullptr);
 
 }  // namespace ic::templates

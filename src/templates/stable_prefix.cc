@@ -40,42 +40,60 @@ std::size_t stable_cut(std::string_view prompt, std::size_t volatile_at) {
   return 0;
 }
 
-PrefixStatus stable_prefix(const tokenizer::Tokenizer& tokenizer, std::string_view revision,
-                           std::string_view text, std::int32_t block_size,
-                           const std::function<bool()>& expired, StablePrefix& out) {
+StablePrefixJob::StablePrefixJob(const tokenizer::Tokenizer& tokenizer, std::string_view revision,
+                                 std::string_view text, std::int32_t block_size)
+    : tokenizer_(tokenizer), text_(text), block_size_(block_size) {
   const XXH64_hash_t seed = XXH3_64bits(revision.data(), revision.size());
   const XXH128_hash_t key = XXH3_128bits_withSeed(text.data(), text.size(), seed);
-  CacheSlot& slot = thread_cache()[key.low64 % kCacheSlots];
-  if (slot.used && XXH128_isEqual(slot.key, key) && slot.text_bytes == text.size()) {
-    out = slot.value;
-    return PrefixStatus::kOk;
+  key_low_ = key.low64;
+  key_high_ = key.high64;
+}
+
+std::optional<PrefixStatus> StablePrefixJob::step(const std::function<bool()>& stop,
+                                                  StablePrefix& out) {
+  const XXH128_hash_t key{key_low_, key_high_};
+  if (!encoding_) {
+    const CacheSlot& slot = thread_cache()[key_low_ % kCacheSlots];
+    if (slot.used && XXH128_isEqual(slot.key, key) && slot.text_bytes == text_.size()) {
+      out = slot.value;
+      return PrefixStatus::kOk;
+    }
+    encoding_.emplace(LineTokens::local(), tokenizer_, text_, tokens_);
   }
-  thread_local std::vector<tokenizer::TokenId> tokens;
-  switch (LineTokens::local().encode(tokenizer, text, tokens, expired)) {
+  switch (encoding_->step(stop)) {
     case tokenizer::EncodeStatus::kOk:
       break;
     case tokenizer::EncodeStatus::kDeadline:
     case tokenizer::EncodeStatus::kPaused:
-      return PrefixStatus::kTimeout;
+      return std::nullopt;
     default:
       return PrefixStatus::kTokenize;
   }
   StablePrefix got;
-  got.tokens = static_cast<std::int32_t>(tokens.size());
+  got.tokens = static_cast<std::int32_t>(tokens_.size());
   const std::size_t blocks =
-      block_size > 0 ? tokens.size() / static_cast<std::size_t>(block_size) : 0;
-  got.block_tokens = static_cast<std::int32_t>(blocks * static_cast<std::size_t>(block_size));
+      block_size_ > 0 ? tokens_.size() / static_cast<std::size_t>(block_size_) : 0;
+  got.block_tokens = static_cast<std::int32_t>(blocks * static_cast<std::size_t>(block_size_));
   if (blocks > 0) {
-    const std::vector<std::uint64_t> chain = fingerprint::prefix_hashes(tokens, block_size);
+    const std::vector<std::uint64_t> chain = fingerprint::prefix_hashes(tokens_, block_size_);
     const auto wire = fingerprint::to_wire(chain.back());
     got.hash.assign(reinterpret_cast<const char*>(wire.data()), wire.size());
   }
+  // Looked up again: other jobs may have used the slot between two steps.
+  CacheSlot& slot = thread_cache()[key_low_ % kCacheSlots];
   slot.key = key;
-  slot.text_bytes = text.size();
+  slot.text_bytes = text_.size();
   slot.used = true;
   slot.value = got;
   out = std::move(got);
   return PrefixStatus::kOk;
+}
+
+PrefixStatus stable_prefix(const tokenizer::Tokenizer& tokenizer, std::string_view revision,
+                           std::string_view text, std::int32_t block_size,
+                           const std::function<bool()>& expired, StablePrefix& out) {
+  StablePrefixJob job(tokenizer, revision, text, block_size);
+  return job.step(expired, out).value_or(PrefixStatus::kTimeout);
 }
 
 }  // namespace ic::templates

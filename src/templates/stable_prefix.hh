@@ -7,9 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "templates/line_tokens.hh"
 #include "tokenizer/tokenizer.hh"
 
 namespace ic::templates {
@@ -54,5 +57,32 @@ enum class PrefixStatus : std::uint8_t {
 PrefixStatus stable_prefix(const tokenizer::Tokenizer& tokenizer, std::string_view revision,
                            std::string_view text, std::int32_t block_size,
                            const std::function<bool()>& expired, StablePrefix& out);
+
+// stable_prefix() as a job run in steps (the server's slices,
+// prompt_text/scheduler.hh): the first step answers from the cache when it
+// can, whatever `stop` says; otherwise the text's pieces are encoded
+// (LineEncoding: a cached piece at once, a new one in the tokenizer's units)
+// until `stop()`, polled between them, returns true.
+// The answer is the one stable_prefix() gives, however the steps fall.
+class StablePrefixJob {
+ public:
+  // `tokenizer`, `revision` and `text` outlive the job.
+  StablePrefixJob(const tokenizer::Tokenizer& tokenizer, std::string_view revision,
+                  std::string_view text, std::int32_t block_size);
+  StablePrefixJob(const StablePrefixJob&) = delete;
+  StablePrefixJob& operator=(const StablePrefixJob&) = delete;
+
+  // Done: the status (kOk: `out` set, and the result cached); nullopt when
+  // `stop()` paused it (step again to go on).
+  std::optional<PrefixStatus> step(const std::function<bool()>& stop, StablePrefix& out);
+
+ private:
+  const tokenizer::Tokenizer& tokenizer_;
+  std::string_view text_;
+  std::int32_t block_size_;
+  std::uint64_t key_low_ = 0, key_high_ = 0;  // XXH3-128 of the text, seeded by the revision
+  std::vector<tokenizer::TokenId> tokens_;
+  std::optional<LineEncoding> encoding_;  // the stable text's pieces (line_tokens.hh)
+};
 
 }  // namespace ic::templates

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,65 @@ TEST_CASE("prompt ids: the runs' reuse gives exactly the whole prompt's ids") {
   CHECK(ic::gateway::prompt_tokens(nullptr, b, 1 << 20, {}, ids) ==
         ic::gateway::TokensError::kNone);
   CHECK(ids == std::vector<std::uint32_t>{1, 2});
+}
+
+TEST_CASE("prompt ids in steps (the server's slices): the ids of one go, the runs kept the same") {
+  auto set = models();
+  const ic::prompt_text::Model& model = *set->find("m");
+  // Distinct words so the units are many; runs over 128 bytes are cached.
+  std::string system;
+  for (int i = 0; i < 2000; ++i)
+    system += "hel" + std::string(static_cast<std::size_t>(i % 7), 'l') + " ";
+  const std::string body = R"({"model":"m","messages":[{"role":"system","content":")" + system +
+                           R"("},{"role":"user","content":"hello world"}]})";
+  InferenceBody b;
+  REQUIRE(parse_body("/v1/chat/completions", body, b) == BodyError::kNone);
+  std::string rendered, error;
+  REQUIRE(ic::gateway::render_chat(model, b, rendered, error));
+  auto& cache = ic::gateway::SegmentTokens::local();
+  const auto hits = cache.hits(), misses = cache.misses();
+  // Stopped at every other poll: one unit (or one run) per step at most.
+  ic::gateway::PromptTokensJob job(set.get(), InferenceBody(b), 1 << 20);
+  int polls = 0, steps = 0;
+  std::optional<ic::gateway::TokensError> done;
+  while (!(done = job.step([&polls] { return ++polls % 2 == 0; })) && steps < 100'000) ++steps;
+  REQUIRE(done == ic::gateway::TokensError::kNone);
+  CHECK(steps >= 4);  // a poll every few KiB of the tokenizer's work, and between runs
+  CHECK(job.ids() == whole(model, rendered));
+  CHECK(cache.misses() == misses + 1);  // the system run, made in steps and kept
+  CHECK(cache.hits() == hits);
+  // In one go now: the kept run answers, the ids are the same.
+  std::vector<std::uint32_t> ids;
+  REQUIRE(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+          ic::gateway::TokensError::kNone);
+  CHECK(ids == job.ids());
+  CHECK(cache.hits() == hits + 1);
+  // A stop true from the start: no work, paused; then on to the end.
+  ic::gateway::PromptTokensJob paused(set.get(), InferenceBody(b), 1 << 20);
+  CHECK_FALSE(paused.step([] { return true; }).has_value());
+  CHECK(paused.step({}) == ic::gateway::TokensError::kNone);
+  CHECK(paused.ids() == ids);
+  // The errors of one go: too many ids, an unknown model, ids as given, a long word.
+  ic::gateway::PromptTokensJob too_many(set.get(), InferenceBody(b), 2);
+  CHECK(too_many.step({}) == ic::gateway::TokensError::kTooLong);
+  InferenceBody other = b;
+  other.model = "other";
+  ic::gateway::PromptTokensJob unknown(set.get(), std::move(other), 1 << 20);
+  CHECK(unknown.step({}) == ic::gateway::TokensError::kUnknownModel);
+  REQUIRE(parse_body("/v1/completions", R"({"model":"x","prompt":[1,2]})", b) == BodyError::kNone);
+  ic::gateway::PromptTokensJob given(nullptr, InferenceBody(b), 1 << 20);
+  CHECK(given.step({}) == ic::gateway::TokensError::kNone);
+  CHECK(given.ids() == std::vector<std::uint32_t>{1, 2});
+  const std::string word = R"({"model":"m","messages":[{"role":"user","content":")" +
+                           std::string(1 << 20, 'a') + R"("}]})";
+  REQUIRE(parse_body("/v1/chat/completions", word, b) == BodyError::kNone);
+  ic::gateway::PromptTokensJob long_word(set.get(), InferenceBody(b), 1 << 20);
+  polls = 0;
+  while (!(done = long_word.step([&polls] { return ++polls % 2 == 0; }))) {
+  }
+  CHECK(done == ic::gateway::TokensError::kTokenize);
+  CHECK(ic::gateway::prompt_tokens(set.get(), b, 1 << 20, {}, ids) ==
+        ic::gateway::TokensError::kTokenize);
 }
 
 TEST_CASE("json outline: the members and messages as written, or none") {

@@ -249,6 +249,7 @@ TEST_CASE("a known registry renders byte for byte") {
       "inferencecache_gateway_fail_open_total{reason=\"timeout\"} 0\n"
       "inferencecache_gateway_fail_open_total{reason=\"body_too_large\"} 0\n"
       "inferencecache_gateway_fail_open_total{reason=\"no_body\"} 0\n"
+      "inferencecache_gateway_fail_open_total{reason=\"busy\"} 0\n"
       "# HELP inferencecache_gateway_served_total Picked requests whose response began, by the "
       "endpoint that served (picked or a fallback).\n"
       "# TYPE inferencecache_gateway_served_total counter\n"

@@ -17,6 +17,7 @@
 #include "metrics/prometheus.hh"
 #include "metrics/registry.hh"
 #include "prompt_text/models.hh"
+#include "prompt_text/scheduler.hh"
 #include "service/prompt_input.hh"
 #include "service_fixture.hh"
 #include "sharding/pd_metrics.hh"
@@ -195,9 +196,14 @@ struct Tokenizing : Routed {
     REQUIRE_MESSAGE(m != nullptr, error);
     models.add(std::move(m));
     prompt.models = &models;
+    // This core's tokenizing scheduler, as the server gives every core one.
+    scheduler = std::make_shared<ic::prompt_text::Scheduler>(
+        index.cores(), index.clock(), prompt.slice_us, prompt.max_jobs_per_core,
+        prompt.max_jobs_per_tenant);
     ic::service::GrpcServiceOptions o;
     o.index = &index;
     o.prompt_text = &prompt;
+    o.prompt_scheduler = scheduler.get();
     svc = std::make_unique<ic::test::ServiceFixture>(o);
   }
   // prompt_text alone (no blocks).
@@ -210,6 +216,7 @@ struct Tokenizing : Routed {
   }
   ic::prompt_text::ModelSet models;
   ic::service::PromptTextConfig prompt;
+  std::shared_ptr<ic::prompt_text::Scheduler> scheduler;
 };
 
 }  // namespace

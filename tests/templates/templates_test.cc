@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -376,4 +377,75 @@ TEST_CASE("docs/templates.md: its documents load, and the reordering does what i
                             {{"today", "2027-01-01"}, {"rules", rules}, {"question", "How?"}});
   REQUIRE(other.ok);
   CHECK(other.out.stable_prefix_hash == a.out.stable_prefix_hash);
+}
+
+TEST_CASE(
+    "a render in steps (the server's slices): the answers of one go, however the steps fall") {
+  const auto set = parse_ok(document("agent", kAgent, kAgentVars));
+  const PromptTemplate& t = *set->find("team-a", "agent");
+  // Stable tools text no other case renders (the per-thread cache would answer it at once).
+  std::string tools;
+  for (int i = 0; i < 400; ++i) tools += "tool_" + std::to_string(i) + "(path, text) ";
+  const std::vector<VariableView> vars = {
+      {"tools", tools}, {"today", "2026-12-02"}, {"question", "Fix the bug."}};
+  TemplateRender job;
+  std::string error;
+  REQUIRE_MESSAGE(job.start(t, vars, &ic::templates::test::models(), {}, error), error);
+  // Stopped at every other poll: one unit of the tokenizer per step at most.
+  int polls = 0, steps = 0;
+  const auto every_other = [&polls] { return ++polls % 2 == 0; };
+  std::optional<bool> done;
+  while (!(done = job.step(every_other, error)) && steps < 100'000) ++steps;
+  REQUIRE(done.has_value());
+  REQUIRE_MESSAGE(*done, error);
+  CHECK(steps >= 4);  // ~5 KB: a poll every few KiB of the tokenizer's work
+  const Rendered sliced = job.result();
+  const std::string stable = "<|im_start|>system\nYou are a coding agent.\n" + tools + "\n";
+  CHECK(sliced.stable_cut_bytes == stable.size());
+  const std::vector<std::uint32_t> ids = encode(stable);
+  CHECK(sliced.volatile_token_offset == static_cast<std::int32_t>(ids.size()));
+  CHECK(sliced.stable_token_count == static_cast<std::int32_t>(ids.size() / 4 * 4));
+  CHECK(sliced.stable_prefix_hash == ic::templates::test::vllm_prefix_hash(ids, 4, ids.size() / 4));
+  // In one go now: the cache answers, with the same result.
+  const Call whole = render(t, vars);
+  REQUIRE(whole.ok);
+  CHECK(whole.out.prompt == sliced.prompt);
+  CHECK(whole.out.stable_prefix_hash == sliced.stable_prefix_hash);
+  CHECK(whole.out.volatile_token_offset == sliced.volatile_token_offset);
+  CHECK(whole.out.stable_bytes_after_volatile == sliced.stable_bytes_after_volatile);
+  // A stable text seen before: the first step answers whatever `stop` says.
+  TemplateRender again;
+  REQUIRE(again.start(t, vars, &ic::templates::test::models(), {}, error));
+  CHECK(again.step([] { return true; }, error) == std::optional<bool>(true));
+  CHECK(again.result().stable_prefix_hash == sliced.stable_prefix_hash);
+  // A new stable text with `stop` true: paused before any work.
+  TemplateRender fresh;
+  const std::string other_tools = tools + "!";
+  const std::vector<VariableView> other = {
+      {"tools", other_tools}, {"today", "x"}, {"question", "y"}};
+  REQUIRE(fresh.start(t, other, &ic::templates::test::models(), {}, error));
+  const std::optional<bool> first = fresh.step([] { return true; }, error);
+  CHECK_MESSAGE(!first.has_value(), error);
+}
+
+TEST_CASE("a render in steps: a 1 MiB stable word is refused as in one go, after bounded work") {
+  const auto set = parse_ok(document("agent", kAgent, kAgentVars));
+  const PromptTemplate& t = *set->find("team-a", "agent");
+  const std::string word(1 << 20, 'a');
+  const std::vector<VariableView> vars = {{"tools", word}, {"today", "x"}, {"question", "y"}};
+  RenderLimits limits;
+  limits.max_rendered_bytes = 2 << 20;
+  TemplateRender job;
+  std::string error;
+  REQUIRE(job.start(t, vars, &ic::templates::test::models(), limits, error));
+  int polls = 0;
+  std::optional<bool> done;
+  while (!(done = job.step([&polls] { return ++polls % 2 == 0; }, error))) {
+  }
+  CHECK_FALSE(*done);
+  CHECK(error == "the tokenizer refused the stable prefix (a pre-token over its bound)");
+  CHECK(job.result().prompt.empty());
+  const Call whole = render(t, vars, limits);
+  CHECK_FALSE(whole.ok);
+  CHECK(whole.error == error);
 }

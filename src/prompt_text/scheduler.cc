@@ -1,38 +1,43 @@
-#include "service/prompt_scheduler.hh"
+#include "prompt_text/scheduler.hh"
 
 #include <utility>
 
-namespace ic::service {
+namespace ic::prompt_text {
 
-PromptScheduler::PromptScheduler(runtime::Cores& cores, index::Clock& clock, std::int64_t slice_us,
-                                 std::size_t max_jobs, std::size_t max_jobs_per_tenant)
+Scheduler::Scheduler(runtime::Cores& cores, index::Clock& clock, std::int64_t slice_us,
+                     std::size_t max_jobs, std::size_t max_jobs_per_tenant)
     : cores_(cores),
       clock_(clock),
       slice_us_(slice_us),
       max_jobs_(max_jobs),
       max_jobs_per_tenant_(max_jobs_per_tenant) {}
 
-PromptScheduler::Tenant* PromptScheduler::find(std::string_view tenant) {
+Scheduler::Tenant* Scheduler::find(std::string_view tenant) {
   for (const auto& t : tenants_) {
     if (t->id == tenant) return t.get();
   }
   return nullptr;
 }
 
-const PromptScheduler::Tenant* PromptScheduler::find(std::string_view tenant) const {
+const Scheduler::Tenant* Scheduler::find(std::string_view tenant) const {
   for (const auto& t : tenants_) {
     if (t->id == tenant) return t.get();
   }
   return nullptr;
 }
 
-bool PromptScheduler::admits(std::string_view tenant) const {
+bool Scheduler::admits(std::string_view tenant) const {
   if (jobs_ >= max_jobs_) return false;
   const Tenant* t = find(tenant);
   return t == nullptr || t->jobs.size() < max_jobs_per_tenant_;
 }
 
-void PromptScheduler::add(std::string_view tenant, std::unique_ptr<Job> job) {
+std::size_t Scheduler::jobs(std::string_view tenant) const {
+  const Tenant* t = find(tenant);
+  return t == nullptr ? 0 : t->jobs.size();
+}
+
+void Scheduler::add(std::string_view tenant, std::unique_ptr<Job> job) {
   Tenant* t = find(tenant);
   if (t == nullptr) {
     tenants_.push_back(std::make_unique<Tenant>());
@@ -44,16 +49,16 @@ void PromptScheduler::add(std::string_view tenant, std::unique_ptr<Job> job) {
   arm();
 }
 
-void PromptScheduler::arm() {
+void Scheduler::arm() {
   if (armed_ || jobs_ == 0) return;
   armed_ = true;
-  std::weak_ptr<PromptScheduler> weak = weak_from_this();
+  std::weak_ptr<Scheduler> weak = weak_from_this();
   cores_.defer([weak] {
     if (const auto self = weak.lock()) self->turn();
   });
 }
 
-void PromptScheduler::turn() {
+void Scheduler::turn() {
   armed_ = false;
   if (tenants_.empty()) return;
   if (next_ >= tenants_.size()) next_ = 0;
@@ -76,4 +81,4 @@ void PromptScheduler::turn() {
   arm();
 }
 
-}  // namespace ic::service
+}  // namespace ic::prompt_text
