@@ -94,8 +94,7 @@ struct LookupScratch {
   std::vector<Scored> load_scratch;
   std::vector<ReplicaScratch> replica_scratch;  // by replica id
   std::vector<WorkCand> work_cands;
-  std::vector<std::uint64_t> work_keys;     // the request's key hashes (work-aware bookings)
-  std::vector<std::uint32_t> booked_slots;  // match_bookings: the slots it matched, ascending
+  std::vector<std::uint64_t> work_keys;  // the request's key hashes (work-aware bookings)
   std::uint32_t load_stamp = 0;
   EVP_MD_CTX* sha = nullptr;  // AFFINITY_HINT digest (ranking.cc)
 };

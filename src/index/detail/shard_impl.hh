@@ -475,6 +475,10 @@ struct Shard::Impl : detail::Records,
   void credit_lfu(const detail::LookupState& st);
   void build_result(detail::LookupState& st);
   void finish(detail::LookupState& st, std::string_view code, bool echo_adapter) const;
+
+  // match_bookings' scratch: the slots it matched, ascending. Last, so the
+  // members the chain walk reads keep their offsets (LookupScratch's layout).
+  std::vector<std::uint32_t> booked_slots;
 };
 
 }  // namespace ic::index
