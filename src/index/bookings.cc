@@ -38,6 +38,40 @@ std::int64_t micros(double tokens, double rate) {
   return static_cast<std::int64_t>(tokens / rate * 1e6);
 }
 
+// The bucket index of WorkState::heads (first block's key → slots): O(1) link
+// and unlink, so a lookup's match_bookings visits one bucket, not every slot.
+void link_first(WorkState& ws, std::uint32_t slot) {
+  Booking& b = ws.bookings[slot];
+  std::uint32_t& head = ws.heads[b.blocks[0] & (ws.heads.size() - 1)];
+  b.prev_same = kNone;
+  b.next_same = head;
+  if (head != kNone) ws.bookings[head].prev_same = slot;
+  head = slot;
+}
+
+void unlink_first(WorkState& ws, std::uint32_t slot) {
+  Booking& b = ws.bookings[slot];
+  if (b.prev_same != kNone) {
+    ws.bookings[b.prev_same].next_same = b.next_same;
+  } else {
+    ws.heads[b.blocks[0] & (ws.heads.size() - 1)] = b.next_same;
+  }
+  if (b.next_same != kNone) ws.bookings[b.next_same].prev_same = b.prev_same;
+  b.next_same = b.prev_same = kNone;
+}
+
+// Keeps heads at ≥ 2 buckets per slot (chains short): rebuilt when the slots grew.
+void size_heads(WorkState& ws) {
+  if (ws.heads.size() >= 2 * ws.bookings.size()) return;
+  std::size_t n = 16;
+  while (n < 2 * ws.bookings.size()) n *= 2;
+  ws.heads.assign(n, kNone);
+  for (std::uint32_t i = 0; i < ws.bookings.size(); ++i) {
+    const Booking& b = ws.bookings[i];
+    if (b.replica != kNone && !b.blocks.empty()) link_first(ws, i);
+  }
+}
+
 }  // namespace
 
 double Shard::Impl::rate_of(const ReplicaWork& w) const {
@@ -67,6 +101,7 @@ void Shard::Impl::end_booking(WorkState& ws, Booking& b, bool completed) {
     w->open_tokens -= b.tokens;
     ++(completed ? w->completed : w->expired);
   }
+  if (!b.blocks.empty()) unlink_first(ws, static_cast<std::uint32_t>(&b - ws.bookings.data()));
   b.replica = kNone;
   b.done = false;
   b.blocks.clear();
@@ -90,7 +125,10 @@ void Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t now, s
         break;
       }
     }
-    if (slot == nullptr) slot = &ws.bookings.emplace_back();
+    if (slot == nullptr) {
+      slot = &ws.bookings.emplace_back();
+      size_heads(ws);  // before the new slot is linked
+    }
   }
   ReplicaWork& w = work_of(ws, replica, now);
   const double rate = rate_of(w);
@@ -110,6 +148,7 @@ void Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t now, s
   slot->expires_at = now + bound;
   slot->tokens = tokens;
   slot->blocks.assign(keys.begin(), keys.begin() + std::min(keys.size(), kMaxBookedBlocks));
+  if (!slot->blocks.empty()) link_first(ws, static_cast<std::uint32_t>(slot - ws.bookings.data()));
   ws.next_expiry = std::min(ws.next_expiry, slot->expires_at);
   ++ws.live;
 }

@@ -259,10 +259,12 @@ std::size_t Shard::memory_bytes() const noexcept {
   for (const ScopeRec& sc : s.scopes) {
     b += sc.members.capacity() * sizeof(ScopeMember) + sc.loads.capacity() * sizeof(LoadRec);
     b += sc.work.replicas.capacity() * sizeof(ReplicaWork) +
-         sc.work.bookings.capacity() * sizeof(Booking);
+         sc.work.bookings.capacity() * sizeof(Booking) +
+         sc.work.heads.capacity() * sizeof(std::uint32_t);
     for (const Booking& bk : sc.work.bookings) b += bk.blocks.capacity() * sizeof(std::uint64_t);
   }
-  b += s.work_cands.capacity() * sizeof(WorkCand) + s.work_keys.capacity() * sizeof(std::uint64_t);
+  b += s.work_cands.capacity() * sizeof(WorkCand) + s.work_keys.capacity() * sizeof(std::uint64_t) +
+       s.booked_slots.capacity() * sizeof(std::uint32_t);
   b += s.replica_scratch.capacity() * sizeof(ReplicaScratch);
   for (const TmRec& tm : s.tms) b += tm.stats.capacity() * sizeof(StatsRec);
   b += s.tenant_recs.capacity() * sizeof(TenantRec) + s.tenant_replicas.size() * 48;

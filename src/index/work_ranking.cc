@@ -117,7 +117,7 @@ std::uint32_t Shard::Impl::begin_work(LookupState& st, WorkState* ws) {
   if (ws != nullptr) expire_work(*ws, st.now);
   const std::uint32_t stamp = next_stamp();
   work_keys.clear();
-  if (ws != nullptr && ws->live > 0 && !st.below_min && (st.chain || !st.exact_hash.empty())) {
+  if (ws != nullptr && ws->live > 0 && !st.below_min && booked_first(st, *ws)) {
     hash_request(st);
     match_bookings(st, *ws, stamp);
     add_booked_holders(st, stamp);
@@ -152,11 +152,25 @@ void Shard::Impl::hash_request(const LookupState& st) {
   }
 }
 
+bool Shard::Impl::booked_first(const LookupState& st, const WorkState& ws) const {
+  // One key hash, not the whole chain's: most lookups share no first block
+  // with a booking (work_keys stays empty; book_answer hashes when it books).
+  if (st.chain ? chain_hashes.empty() : st.exact_hash.empty()) return false;
+  const std::uint64_t first = group_hasher(st.tm)(st.chain ? chain_hashes[0] : st.exact_hash);
+  for (std::uint32_t i = ws.first_of(first); i != kNone; i = ws.bookings[i].next_same) {
+    if (ws.bookings[i].blocks[0] == first) return true;
+  }
+  return false;
+}
+
 void Shard::Impl::match_bookings(const LookupState& st, const WorkState& ws, std::uint32_t stamp) {
   const std::size_t n = work_keys.size();
-  for (const Booking& b : ws.bookings) {
-    if (b.replica == kNone || b.chain != st.chain || b.blocks.empty() || n == 0) continue;
-    if (b.blocks[0] != work_keys[0]) continue;
+  booked_slots.clear();
+  if (n == 0) return;
+  // Only the bookings of the first block's bucket can share a leading run.
+  for (std::uint32_t i = ws.first_of(work_keys[0]); i != kNone; i = ws.bookings[i].next_same) {
+    const Booking& b = ws.bookings[i];
+    if (b.chain != st.chain || b.blocks[0] != work_keys[0]) continue;
     std::int64_t matched = st.exact_tokens;
     if (st.chain) {
       // A block's hash names its whole prefix, so the blocks both hold form a
@@ -178,7 +192,10 @@ void Shard::Impl::match_bookings(const LookupState& st, const WorkState& ws, std
       r.spec_matched = 0;
     }
     r.spec_matched = std::max(r.spec_matched, matched);
+    booked_slots.push_back(i);
   }
+  // Slot order: add_booked_holders lists the replicas as a scan of the slots would.
+  std::sort(booked_slots.begin(), booked_slots.end());
 }
 
 void Shard::Impl::add_booked_holders(LookupState& st, std::uint32_t stamp) {
@@ -192,8 +209,9 @@ void Shard::Impl::add_booked_holders(LookupState& st, std::uint32_t stamp) {
     }
     r.spec_stamp = 0;  // listed
   }
-  for (const Booking& b : scopes[st.scope].work.bookings) {
-    if (b.replica == kNone) continue;
+  const WorkState& ws = scopes[st.scope].work;
+  for (const std::uint32_t slot : booked_slots) {
+    const Booking& b = ws.bookings[slot];
     ReplicaScratch& r = replica_scratch[b.replica];
     if (r.spec_stamp != stamp) continue;
     r.spec_stamp = 0;

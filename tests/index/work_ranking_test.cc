@@ -396,3 +396,46 @@ TEST_CASE(
   }
   CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(49000, 2), kBlock))) == "NO_HINT");
 }
+
+TEST_CASE(
+    "work-aware: 300 misses in one scope keep the 256 newest bookings, each still found by its "
+    "prompt") {
+  // The scope's bookings are indexed by their first block (bookings.cc): the
+  // index grows with the slots, a full scope ends its oldest booking and
+  // reuses its slot. A booked prompt asked again is its booked replica's
+  // PREFIX_MATCH (all its tokens held, nothing more booked); an ended one is a
+  // miss again.
+  Harness h = work_harness();
+  eight_replicas(h);
+  auto prompt = [](std::uint64_t i) { return blocks(100'000 + 1000 * i, 2); };  // 1024 tokens
+  std::vector<std::string> booked_on;
+  for (std::uint64_t i = 0; i < 300; ++i) {
+    const auto r = h.lookup(chain_req("t", "m", "vllm", prompt(i), kBlock));
+    CHECK(r.reason_code() == "AFFINITY_HINT");
+    booked_on.push_back(replica_of(r));
+  }
+  auto totals = [&] {
+    std::pair<std::int64_t, std::int64_t> open_expired{0, 0};
+    for (const WorkRow& w : h.shard->collect_snapshot().work) {
+      open_expired.first += w.open_bookings;
+      open_expired.second += w.bookings_expired;
+    }
+    return open_expired;
+  };
+  CHECK(totals() == std::pair<std::int64_t, std::int64_t>{256, 44});
+  // 5 s later every queue has drained (38 bookings of 102.4 ms at most) and
+  // no booking reached its bound (10 s): a booked prompt waits nothing on its
+  // booked replica, 102.4 ms anywhere else.
+  h.clock.wall += 5'000'000;
+  for (const std::uint64_t i : {44, 45, 100, 200, 299}) {
+    const auto r = h.lookup(chain_req("t", "m", "vllm", prompt(i), kBlock));
+    CHECK(top(r) == named("PREFIX_MATCH", booked_on[i]));
+    CHECK(r.replica_scores(0).matched_tokens() == 2 * kBlock);
+  }
+  CHECK(totals() == std::pair<std::int64_t, std::int64_t>{256, 44});
+  // The oldest 44 were ended to make room: prompt 0 is a miss again, booked anew
+  // (ending the oldest live one, prompt 44's).
+  CHECK(h.lookup(chain_req("t", "m", "vllm", prompt(0), kBlock)).reason_code() == "AFFINITY_HINT");
+  CHECK(totals() == std::pair<std::int64_t, std::int64_t>{256, 45});
+  CHECK(h.lookup(chain_req("t", "m", "vllm", prompt(44), kBlock)).reason_code() == "AFFINITY_HINT");
+}

@@ -339,8 +339,12 @@ struct Shard::Impl : detail::Records,
   std::int64_t discovery_window(const detail::WorkState& ws) const;
   // The request's key hashes into work_keys: every chain block's, or the exact key's.
   void hash_request(const detail::LookupState& st);
+  // True when a live booking of `ws` starts with the request's first key
+  // (one key hashed; match_bookings then needs the whole request's).
+  bool booked_first(const detail::LookupState& st, const detail::WorkState& ws) const;
   // Sets replica_scratch[r].spec_matched (stamp) to the longest leading run of
-  // the request a live booking of `ws` holds on r, in the request's tokens.
+  // the request a live booking of `ws` holds on r, in the request's tokens,
+  // and booked_slots to the matching bookings' slots.
   void match_bookings(const detail::LookupState& st, const detail::WorkState& ws,
                       std::uint32_t stamp);
   // Adds the replicas holding the request only through bookings to `scored`
@@ -471,6 +475,10 @@ struct Shard::Impl : detail::Records,
   void credit_lfu(const detail::LookupState& st);
   void build_result(detail::LookupState& st);
   void finish(detail::LookupState& st, std::string_view code, bool echo_adapter) const;
+
+  // match_bookings' scratch: the slots it matched, ascending. Last, so the
+  // members the chain walk reads keep their offsets (LookupScratch's layout).
+  std::vector<std::uint32_t> booked_slots;
 };
 
 }  // namespace ic::index

@@ -47,6 +47,10 @@ struct Booking {
   // exact key; at most kMaxBookedBlocks. The vector's capacity is kept when
   // the slot is reused.
   std::vector<std::uint64_t> blocks;
+  // Its bucket in WorkState::heads (by blocks[0]): the next and previous slot
+  // there, kNone = none. Linked while the booking is live and has blocks.
+  std::uint32_t next_same = kNone;
+  std::uint32_t prev_same = kNone;
 };
 
 // One LookupPDRoute answer's decode slot on `replica` (docs/pd-routing.md
@@ -63,6 +67,10 @@ struct WorkState {
   std::vector<ReplicaWork> replicas;  // unsorted; few per scope
   std::vector<Booking> bookings;      // slots; replica == kNone is free
   std::uint32_t live = 0;             // bookings in use
+  // The live bookings by their first block's key: bucket heads (slots, kNone =
+  // empty), a power of two ≥ 2 × bookings.size(), so a lookup visits only the
+  // bookings that share its first block, not every slot (bookings.cc).
+  std::vector<std::uint32_t> heads;
   std::uint64_t next_seq = 0;
   std::int64_t next_expiry = INT64_MAX;         // wall µs: no booking ends by its bound before
   std::vector<DecodeBooking> decodes;           // slots; replica == kNone is free
@@ -73,6 +81,12 @@ struct WorkState {
   // the scope knew then.
   std::int64_t probe_at = INT64_MIN;
   std::uint32_t known_at_probe = 0;
+
+  // The first slot of `key`'s bucket, kNone when empty; the rest follow
+  // Booking::next_same. Its bookings may have other first keys (compare blocks[0]).
+  std::uint32_t first_of(std::uint64_t key) const {
+    return heads.empty() ? kNone : heads[key & (heads.size() - 1)];
+  }
 };
 
 }  // namespace ic::index::detail
