@@ -1,8 +1,8 @@
 #include "gateway/segment_tokens.hh"
 
-#include <xxhash.h>
-
 #include <utility>
+
+#include "gateway/bytes_key.hh"
 
 namespace ic::gateway {
 
@@ -41,11 +41,11 @@ tokenizer::EncodeStatus SegmentTokens::encode_run(const tokenizer::Tokenizer& to
       out.insert(out.end(), scratch_.begin(), scratch_.end());
     return status;
   }
-  const XXH128_hash_t h = XXH3_128bits(run.data(), run.size());
+  const XXH128_hash_t h = bytes_key(run);
   const Key key{h.low64, h.high64, &tokenizer};
   if (auto it = entries_.find(key); it != entries_.end()) {
     ++hits_;
-    lru_.splice(lru_.begin(), lru_, it->second.age);
+    it->second.used = true;
     out.insert(out.end(), it->second.ids.begin(), it->second.ids.end());
     return tokenizer::EncodeStatus::kOk;
   }
@@ -58,9 +58,15 @@ tokenizer::EncodeStatus SegmentTokens::encode_run(const tokenizer::Tokenizer& to
 }
 
 void SegmentTokens::insert(const Key& key, std::vector<std::uint32_t> ids) {
+  std::size_t chances = 0;
   while (!lru_.empty() &&
          (cached_ids_ + ids.size() > kMaxCachedIds || entries_.size() >= kMaxEntries)) {
     auto victim = entries_.find(lru_.back());
+    if (victim->second.used && chances++ < kMaxSecondChances) {
+      victim->second.used = false;
+      lru_.splice(lru_.begin(), lru_, victim->second.age);
+      continue;
+    }
     cached_ids_ -= victim->second.ids.size();
     entries_.erase(victim);
     lru_.pop_back();
