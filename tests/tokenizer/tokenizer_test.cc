@@ -61,6 +61,17 @@ TEST_CASE("UTF-8 validation rejects overlongs, surrogates and truncation") {
   CHECK_FALSE(valid_utf8("\xED\xA0\x80"));
   CHECK_FALSE(valid_utf8("\xE4\xB8"));
   CHECK_FALSE(valid_utf8("\xF4\x90\x80\x80"));
+  // Past the eight-byte ASCII steps: the bad byte at every offset of a word.
+  for (std::size_t at = 0; at < 24; ++at) {
+    std::string text(24, 'a');
+    CHECK(valid_utf8(text));
+    text[at] = '\xFF';
+    CHECK_FALSE(valid_utf8(text));
+    text[at] = '\xC3';  // a two-byte code point cut by the end, or by an 'a'
+    CHECK_FALSE(valid_utf8(text));
+    text.insert(at + 1, 1, '\xA9');  // é: valid again
+    CHECK(valid_utf8(text));
+  }
 }
 
 TEST_CASE("merges apply lowest rank first, leftmost on a tie") {
