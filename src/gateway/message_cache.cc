@@ -1,8 +1,8 @@
 #include "gateway/message_cache.hh"
 
-#include <utility>
+#include <xxhash.h>
 
-#include "gateway/bytes_key.hh"
+#include <utility>
 
 namespace ic::gateway {
 
@@ -12,7 +12,7 @@ MessageCache& MessageCache::local() {
 }
 
 MessageCache::Key MessageCache::key_of(std::string_view bytes) {
-  const XXH128_hash_t h = bytes_key(bytes);
+  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
   return {h.low64, h.high64};
 }
 

@@ -2,13 +2,13 @@
 // The template values of JSON pieces this core has parsed before, keyed by
 // their bytes (docs/gateway.md "Next turn"): a chat's messages and tools come
 // back byte for byte in its next turn, and a hit skips their JSON parse. One
-// cache per core (reactor thread), keyed by XXH3-128 of the bytes
-// (gateway/bytes_key.hh), bounded by the bytes it stands for
-// (kMaxCachedBytes: the values take about as much) and its entries. Eviction
-// is second chance (CLOCK, an approximation of least recently used): the
-// oldest entry goes out unless hit since it came to the front, then it goes
-// to the front once more. A hit only sets a flag: a next turn hits every
-// earlier message, and moving each in a list cost a cache miss apiece.
+// cache per core (reactor thread), keyed by XXH3-128 of the bytes, bounded by
+// the bytes it stands for (kMaxCachedBytes: the values take about as much) and
+// its entries. Eviction is second chance (CLOCK, an approximation of least
+// recently used): the oldest entry goes out unless hit since it came to the
+// front, then it goes to the front once more. A hit only sets a flag: a next
+// turn hits every earlier message, and moving each in a list cost a cache miss
+// apiece.
 
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,8 @@
 #include "gateway/segment_tokens.hh"
 
-#include <utility>
+#include <xxhash.h>
 
-#include "gateway/bytes_key.hh"
+#include <utility>
 
 namespace ic::gateway {
 
@@ -41,7 +41,7 @@ tokenizer::EncodeStatus SegmentTokens::encode_run(const tokenizer::Tokenizer& to
       out.insert(out.end(), scratch_.begin(), scratch_.end());
     return status;
   }
-  const XXH128_hash_t h = bytes_key(run);
+  const XXH128_hash_t h = XXH3_128bits(run.data(), run.size());
   const Key key{h.low64, h.high64, &tokenizer};
   if (auto it = entries_.find(key); it != entries_.end()) {
     ++hits_;

@@ -9,9 +9,9 @@
 // the ids equal Tokenizer::encode of the whole text.
 //
 // One cache per core (reactor thread), keyed by XXH3-128 of the run's bytes
-// (gateway/bytes_key.hh) and the tokenizer's identity, bounded by the ids it
-// holds (kMaxCachedIds, about 16 MiB) and its entries; evicted second chance
-// as gateway/message_cache.hh is (a hit only sets a flag).
+// and the tokenizer's identity, bounded by the ids it holds (kMaxCachedIds,
+// about 16 MiB) and its entries; evicted second chance as
+// gateway/message_cache.hh is (a hit only sets a flag).
 
 #include <cstddef>
 #include <cstdint>
