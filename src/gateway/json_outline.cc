@@ -106,7 +106,11 @@ class Scanner {
 }  // namespace
 
 bool outline_json(std::string_view body, JsonOutline& out, int max_depth) {
-  out = JsonOutline();
+  // Cleared member by member: the messages' capacity stays for the next body.
+  out.model = {};
+  out.tools = {};
+  out.has_messages = false;
+  out.messages.clear();
   Scanner s(body, max_depth);
   if (!s.take('{')) return false;
   bool first = true;

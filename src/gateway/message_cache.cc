@@ -23,7 +23,7 @@ std::optional<chat_template::Value> MessageCache::find(std::string_view bytes) {
     return std::nullopt;
   }
   ++hits_;
-  lru_.splice(lru_.begin(), lru_, it->second.age);
+  it->second.used = true;
   return it->second.value;
 }
 
@@ -31,9 +31,15 @@ void MessageCache::insert(std::string_view bytes, chat_template::Value value) {
   if (bytes.size() > kMaxPieceBytes) return;
   const Key key = key_of(bytes);
   if (entries_.contains(key)) return;
+  std::size_t chances = 0;
   while (!lru_.empty() &&
          (cached_bytes_ + bytes.size() > kMaxCachedBytes || entries_.size() >= kMaxEntries)) {
     auto victim = entries_.find(lru_.back());
+    if (victim->second.used && chances++ < kMaxSecondChances) {
+      victim->second.used = false;
+      lru_.splice(lru_.begin(), lru_, victim->second.age);
+      continue;
+    }
     cached_bytes_ -= victim->second.bytes;
     entries_.erase(victim);
     lru_.pop_back();

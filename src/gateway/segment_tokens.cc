@@ -45,7 +45,7 @@ tokenizer::EncodeStatus SegmentTokens::encode_run(const tokenizer::Tokenizer& to
   const Key key{h.low64, h.high64, &tokenizer};
   if (auto it = entries_.find(key); it != entries_.end()) {
     ++hits_;
-    lru_.splice(lru_.begin(), lru_, it->second.age);
+    it->second.used = true;
     out.insert(out.end(), it->second.ids.begin(), it->second.ids.end());
     return tokenizer::EncodeStatus::kOk;
   }
@@ -82,9 +82,15 @@ void SegmentTokens::remember(const tokenizer::Tokenizer& tokenizer, std::string_
 }
 
 void SegmentTokens::insert(const Key& key, std::vector<std::uint32_t> ids) {
+  std::size_t chances = 0;
   while (!lru_.empty() &&
          (cached_ids_ + ids.size() > kMaxCachedIds || entries_.size() >= kMaxEntries)) {
     auto victim = entries_.find(lru_.back());
+    if (victim->second.used && chances++ < kMaxSecondChances) {
+      victim->second.used = false;
+      lru_.splice(lru_.begin(), lru_, victim->second.age);
+      continue;
+    }
     cached_ids_ -= victim->second.ids.size();
     entries_.erase(victim);
     lru_.pop_back();

@@ -9,8 +9,9 @@
 // the ids equal Tokenizer::encode of the whole text.
 //
 // One cache per core (reactor thread), keyed by XXH3-128 of the run's bytes
-// and the tokenizer's identity, least recently used first out, bounded by
-// the ids it holds (kMaxCachedIds, about 16 MiB) and its entries.
+// and the tokenizer's identity, bounded by the ids it holds (kMaxCachedIds,
+// about 16 MiB) and its entries; evicted second chance as
+// gateway/message_cache.hh is (a hit only sets a flag).
 
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,8 @@ class SegmentTokens {
   // Token ids held at most (4 bytes each) and entries at most.
   static constexpr std::size_t kMaxCachedIds = 4u << 20;
   static constexpr std::size_t kMaxEntries = 64u << 10;
+  // Entries one insert moves to the front at most before it evicts the oldest.
+  static constexpr std::size_t kMaxSecondChances = 16;
 
   // Appends the ids of `text` to `out` (not cleared). `expired` (may be
   // empty) is polled between runs and inside long ones; on anything but kOk
@@ -68,7 +71,8 @@ class SegmentTokens {
   };
   struct Entry {
     std::vector<std::uint32_t> ids;
-    std::list<Key>::iterator age;  // position in lru_ (front = most recent)
+    std::list<Key>::iterator age;  // position in lru_ (front = newest)
+    bool used = false;             // hit since it last came to the front
   };
 
   tokenizer::EncodeStatus encode_run(const tokenizer::Tokenizer& tokenizer, std::string_view run,
@@ -77,7 +81,7 @@ class SegmentTokens {
   void insert(const Key& key, std::vector<std::uint32_t> ids);
 
   std::unordered_map<Key, Entry, KeyHash> entries_;
-  std::list<Key> lru_;
+  std::list<Key> lru_;  // front = inserted or given a second chance last
   std::size_t cached_ids_ = 0;
   std::uint64_t hits_ = 0;
   std::uint64_t misses_ = 0;

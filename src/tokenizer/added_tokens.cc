@@ -5,6 +5,11 @@
 namespace ic::tokenizer {
 
 void AddedTokens::add(std::string content, TokenId id) {
+  const auto first = static_cast<unsigned char>(content.front());
+  if (count_ == 0)
+    only_first_ = first;
+  else if (only_first_ != first)
+    only_first_ = -1;
   auto& bucket = by_first_[static_cast<unsigned char>(content.front())];
   for (auto& [text, existing] : bucket) {
     if (text == content) {  // the same content twice: the last id wins, as in tokenizers

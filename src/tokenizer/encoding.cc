@@ -100,7 +100,7 @@ EncodeStatus Encoding::scan_added_unit() {
   }
   const std::size_t end = std::min(text_.size(), pos_ + kScanChunk);
   work_ += end - pos_;
-  while (pos_ < end) {
+  while ((pos_ = tok_.added_.next_start(text_, pos_, end)) < end) {
     const auto* hit = tok_.added_.longest_at(text_, pos_);
     if (hit == nullptr) {
       ++pos_;

@@ -1,5 +1,8 @@
 #include "tokenizer/utf8.hh"
 
+#include <cstdint>
+#include <cstring>
+
 namespace ic::tokenizer {
 
 bool valid_utf8(std::string_view s) {
@@ -7,6 +10,15 @@ bool valid_utf8(std::string_view s) {
   const std::size_t n = s.size();
   std::size_t i = 0;
   while (i < n) {
+    // Prompts are mostly ASCII: eight bytes at a time while no high bit is set.
+    if (n - i >= 8) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, p + i, 8);
+      if ((word & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     const unsigned c = p[i];
     if (c < 0x80) {
       ++i;

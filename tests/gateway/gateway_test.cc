@@ -307,3 +307,27 @@ TEST_CASE(
   CHECK(a.count == 3);
   CHECK(a.sum_us == 200'040);
 }
+
+TEST_CASE("message cache: full, the oldest goes unless hit since; a hit one gets a second chance") {
+  using ic::gateway::MessageCache;
+  MessageCache cache;
+  const auto bytes = [](std::size_t i) { return "piece " + std::to_string(i); };
+  for (std::size_t i = 0; i < MessageCache::kMaxEntries; ++i)
+    cache.insert(bytes(i), ic::chat_template::Value(static_cast<std::int64_t>(i)));
+  REQUIRE(cache.find(bytes(0)).has_value());  // the oldest, hit: kept once more
+  cache.insert(bytes(MessageCache::kMaxEntries), ic::chat_template::Value(std::int64_t{-1}));
+  CHECK_FALSE(cache.find(bytes(1)).has_value());  // the oldest not hit: evicted
+  const auto kept = cache.find(bytes(0));
+  REQUIRE(kept.has_value());
+  CHECK(kept->as_int() == 0);
+  CHECK(cache.find(bytes(MessageCache::kMaxEntries))->as_int() == -1);
+  CHECK(cache.find(bytes(2))->as_int() == 2);
+  // More hit entries at the back than second chances: the insert still evicts one, the 17th.
+  for (std::size_t i = 3; i < 3 + 20; ++i) REQUIRE(cache.find(bytes(i)).has_value());
+  cache.insert(bytes(MessageCache::kMaxEntries + 1), ic::chat_template::Value(std::int64_t{-2}));
+  // 2 was hit after the first insert, so it and 3..17 (16 second chances) go to the front; 18 goes.
+  CHECK(cache.find(bytes(2)).has_value());
+  CHECK(cache.find(bytes(17)).has_value());
+  CHECK_FALSE(cache.find(bytes(18)).has_value());
+  CHECK(cache.find(bytes(19)).has_value());
+}

@@ -61,6 +61,17 @@ TEST_CASE("UTF-8 validation rejects overlongs, surrogates and truncation") {
   CHECK_FALSE(valid_utf8("\xED\xA0\x80"));
   CHECK_FALSE(valid_utf8("\xE4\xB8"));
   CHECK_FALSE(valid_utf8("\xF4\x90\x80\x80"));
+  // Past the eight-byte ASCII steps: the bad byte at every offset of a word.
+  for (std::size_t at = 0; at < 24; ++at) {
+    std::string text(24, 'a');
+    CHECK(valid_utf8(text));
+    text[at] = '\xFF';
+    CHECK_FALSE(valid_utf8(text));
+    text[at] = '\xC3';  // a two-byte code point cut by the end, or by an 'a'
+    CHECK_FALSE(valid_utf8(text));
+    text.insert(at + 1, 1, '\xA9');  // é: valid again
+    CHECK(valid_utf8(text));
+  }
 }
 
 TEST_CASE("merges apply lowest rank first, leftmost on a tie") {
@@ -111,6 +122,53 @@ TEST_CASE("added tokens are cut out first, leftmost-longest") {
   CHECK(encode(*t, "<|x|>y<|x") == std::vector<TokenId>{1001, 1002, '|', 'x'});
   CHECK(t->added_token_id("<|x|>") == 1000);
   CHECK(t->added_token_id("<|y|>") == -1);
+}
+
+TEST_CASE("added tokens found alike with one first byte (memchr) and several (byte table)") {
+  json j = small_tokenizer({});
+  j["added_tokens"] = json::array({{{"id", 1000}, {"content", "<|x|>"}},
+                                   {{"id", 1001}, {"content", "<|x|>y"}},
+                                   {{"id", 1002}, {"content", "<"}}});
+  auto one_first = load(j);
+  j["added_tokens"].push_back({{"id", 1003}, {"content", "[e]"}});
+  auto several = load(j);
+  const std::string text = "a<|x|>b<|x|>y<|x[e]<";
+  CHECK(encode(*one_first, text) ==
+        std::vector<TokenId>{'a', 1000, 'b', 1001, 1002, '|', 'x', '[', 'e', ']', 1002});
+  CHECK(encode(*several, text) ==
+        std::vector<TokenId>{'a', 1000, 'b', 1001, 1002, '|', 'x', 1003, 1002});
+  // split_added: the same cuts, runs between them ("#id" for a token).
+  std::vector<std::string> cuts;
+  const auto cut = [&cuts](std::string_view piece, const TokenId* id) {
+    cuts.emplace_back(id != nullptr ? std::string_view("#") : piece);
+    if (id != nullptr) cuts.back() += std::to_string(*id);
+  };
+  several->split_added(text, cut);
+  CHECK(cuts ==
+        std::vector<std::string>{"a", "#1000", "b", "#1001", "#1002", "|x", "#1003", "#1002"});
+  cuts.clear();
+  one_first->split_added("plain text, no token", cut);
+  CHECK(cuts == std::vector<std::string>{"plain text, no token"});
+}
+
+TEST_CASE("an added token across the Encoding's 64 KiB scan units is cut once") {
+  json j = small_tokenizer({});
+  j["added_tokens"] = json::array({{{"id", 1000}, {"content", "<|x|>"}}});
+  auto t = load(j);
+  const std::string text = std::string(65'534, 'a') + "<|x|>b<|x|>";
+  std::vector<TokenId> expected(65'534, 'a');
+  expected.insert(expected.end(), {1000, 'b', 1000});
+  CHECK(encode(*t, text) == expected);
+  Workspace ws;
+  std::vector<TokenId> out;
+  Encoding e(*t, text, out);
+  int polls = 0;
+  const auto every_other = [&] { return polls++ % 2 == 1; };
+  EncodeStatus s;
+  while ((s = e.step(ws, every_other)) == EncodeStatus::kPaused) {
+  }
+  REQUIRE(s == EncodeStatus::kOk);
+  CHECK(out == expected);
 }
 
 TEST_CASE("NFC normalizer composes before the split") {
@@ -180,7 +238,8 @@ TEST_CASE("an Encoding stopped at every poll gives the tokens of one encode") {
   auto t = load(j);
   std::string text;
   for (int i = 0; i < 3'000; ++i) text += " ab";
-  text += " " + std::string(9'000, 'a') + "<|x|>" + std::string(5'000, ' ') + "x";
+  // Appended piece by piece: gcc 12's -Wrestrict misfires on " " + std::string(...) here.
+  text.append(" ").append(9'000, 'a').append("<|x|>").append(5'000, ' ').append("x");
   for (int i = 0; i < 2'000; ++i) text += "e\xCC\x81 ";  // NFC cut at each 'e' or space
   text += std::string(40'000, '\n') + "z";
   const std::vector<TokenId> whole = encode(*t, text);
