@@ -40,8 +40,27 @@ std::int64_t micros(double tokens, double rate) {
 
 }  // namespace
 
-double Shard::Impl::rate_of(const ReplicaWork& w) const {
-  return w.rate > 0 ? w.rate : cfg.work_aware.prefill_tokens_per_s;
+double Shard::Impl::rate_of(const WorkState& ws, const ReplicaWork& w) const {
+  return w.rate > 0 ? w.rate : prior_rate(&ws);
+}
+
+double Shard::Impl::prior_rate(const WorkState* ws) const {
+  // A replica the scope has not timed yet is priced like the ones it has: the
+  // knob is a guess (and on another clock than the replicas'), so an idle
+  // replica priced at the knob while the timed ones run faster would look
+  // slower than it is and never be picked, never timed.
+  return ws != nullptr && ws->prior_rate > 0 ? ws->prior_rate : cfg.work_aware.prefill_tokens_per_s;
+}
+
+void Shard::Impl::update_prior_rate(WorkState& ws) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const ReplicaWork& w : ws.replicas) {
+    if (w.rate <= 0) continue;
+    sum += w.rate;
+    ++n;
+  }
+  ws.prior_rate = n > 0 ? sum / static_cast<double>(n) : 0;
 }
 
 ReplicaWork* Shard::Impl::find_work(WorkState& ws, std::uint32_t replica) {
@@ -93,7 +112,7 @@ void Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t now, s
     if (slot == nullptr) slot = &ws.bookings.emplace_back();
   }
   ReplicaWork& w = work_of(ws, replica, now);
-  const double rate = rate_of(w);
+  const double rate = rate_of(ws, w);
   w.busy_until = std::max(w.busy_until, now) + micros(static_cast<double>(tokens), rate);
   ++w.open;
   w.open_tokens += tokens;
@@ -127,13 +146,16 @@ void Shard::Impl::expire_work(WorkState& ws, std::int64_t now) {
     }
   }
   // Forget the records of replicas idle for the stats window.
+  bool forgot = false;
   for (std::size_t i = ws.replicas.size(); i-- > 0;) {
     ReplicaWork& w = ws.replicas[i];
     if (w.open > 0 || w.decode_open > 0 || now - w.last_active < cfg.load_stats_window_us) continue;
     replicas.release(w.replica);
     w = ws.replicas.back();
     ws.replicas.pop_back();
+    forgot = true;
   }
+  if (forgot) update_prior_rate(ws);
 }
 
 void Shard::Impl::note_stored_chain(WorkState& ws, std::uint32_t replica,
@@ -157,7 +179,7 @@ void Shard::Impl::end_elsewhere(WorkState& ws, Booking& b, std::int64_t now) {
   // replica that never held them).
   if (ReplicaWork* w = find_work(ws, b.replica)) {
     w->busy_until =
-        std::max(now, w->busy_until - micros(static_cast<double>(b.tokens), rate_of(*w)));
+        std::max(now, w->busy_until - micros(static_cast<double>(b.tokens), rate_of(ws, *w)));
   }
   end_booking(ws, b, false);
 }
@@ -205,11 +227,12 @@ void Shard::Impl::settle_stored(std::uint32_t scope, std::uint32_t replica, std:
       w->sample_tokens = keep * w->sample_tokens + tokens;
       w->sample_us = keep * w->sample_us + static_cast<double>(took);
       w->rate = w->sample_tokens / w->sample_us * 1e6;
+      update_prior_rate(ws);
     }
   }
   w->last_done = now;
   w->last_active = now;
-  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(*w));
+  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
 }
 
 void Shard::Impl::clear_work(WorkState& ws) {

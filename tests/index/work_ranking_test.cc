@@ -349,6 +349,34 @@ TEST_CASE("work-aware: replicas of two speeds get misses in proportion to their 
   CHECK(per == std::map<std::string, int>{{"fast", 8}, {"slow", 4}});
 }
 
+TEST_CASE("work-aware: a replica not timed yet is priced at the scope's mean learned rate") {
+  Harness h = work_harness();
+  for (const char* r : {"a", "b", "new"}) h.ingest(idle_stats(r, kNow));
+  h.ingest(chain_update("t", "m", "vllm", "a", kNow, {100}, 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "b", kNow, {101}, 0, "", kBlock));
+  // a and b each prefill a prompt of 11 blocks holding its first: 5120 tokens
+  // booked, reported after 125 ms: 40,960 tokens/s, four times the flag's
+  // 10,000 (a replay at trace time / 4 runs its replicas that much faster).
+  auto prompt = [](std::uint64_t first) {
+    auto chain = blocks(first * 100, 10);
+    chain.insert(chain.begin(), first);
+    return chain;
+  };
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", prompt(100), kBlock))) == "PREFIX_MATCH a");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", prompt(101), kBlock))) == "PREFIX_MATCH b");
+  h.clock.wall += 125'000;
+  h.ingest(chain_update("t", "m", "vllm", "a", h.clock.wall, prompt(100), 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "b", h.clock.wall, prompt(101), 0, "", kBlock));
+  CHECK(work_row(h, "a").prefill_tokens_per_s == doctest::Approx(40960.0));
+  CHECK(work_row(h, "b").prefill_tokens_per_s == doctest::Approx(40960.0));
+  // Six misses of 1024 tokens: 25 ms on each of the three. Priced at the
+  // flag's rate, `new` would wait 102.4 ms and get none of them.
+  std::map<std::string, int> per;
+  for (std::uint64_t i = 0; i < 6; ++i)
+    ++per[replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(50000 + 10 * i, 2), kBlock)))];
+  CHECK(per == std::map<std::string, int>{{"a", 2}, {"b", 2}, {"new", 2}});
+}
+
 TEST_CASE(
     "work-aware without replica stats: misses go to idle known replicas, then one NO_HINT probe "
     "per discovery window") {
