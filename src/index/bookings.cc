@@ -33,6 +33,10 @@ constexpr double kRateWindow = 16;
 // booking's own estimate), at most kMaxBoundUs.
 constexpr double kBoundFactor = 4;
 constexpr std::int64_t kMaxBoundUs = 5LL * 60 * 1'000'000;
+// A request reaches its engine within this long after its LookupRoute answer
+// (the gateway forwards it at once): a booking younger than that may not be
+// counted yet in the engine's load when it reports pressure 0.
+constexpr std::int64_t kIdleGraceUs = 100'000;
 
 std::int64_t micros(double tokens, double rate) {
   return static_cast<std::int64_t>(tokens / rate * 1e6);
@@ -233,6 +237,26 @@ void Shard::Impl::settle_stored(std::uint32_t scope, std::uint32_t replica, std:
   w->last_done = now;
   w->last_active = now;
   w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
+}
+
+void Shard::Impl::settle_idle(std::uint32_t tm, std::uint32_t replica, std::int64_t seen,
+                              std::int64_t now) {
+  // Pressure 0 is an engine with nothing running or waiting (docs/kvevents.md:
+  // (running + waiting) / ceiling). A booking made before that is not queued
+  // there: the gateway sent the request elsewhere (it did not follow the hint),
+  // or the request is done and its report is on its way. Either way it is no
+  // longer work waiting on this replica; kept, it would keep the replica
+  // looking busy until its bound while it idles.
+  for (ScopeRec& sr : scopes) {
+    if (!sr.live || sr.tm != tm || sr.work.live == 0) continue;
+    WorkState& ws = sr.work;
+    ReplicaWork* w = find_work(ws, replica);
+    if (w == nullptr || w->open == 0) continue;
+    for (Booking& b : ws.bookings) {
+      if (b.replica == replica && b.booked_at + kIdleGraceUs <= seen) end_booking(ws, b, false);
+    }
+    w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
+  }
 }
 
 void Shard::Impl::clear_work(WorkState& ws) {

@@ -177,6 +177,7 @@ IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
     tenants.release(t);
     models.release(m);
     apply_stats(tm, replica, *u.stats, seen);
+    if (u.stats->pressure == 0) settle_idle(tm, replica, std::min(seen, now), now);
     if (tenant == kNone) tenant = t;
   }
   replicas.release(replica);
