@@ -239,7 +239,7 @@ void Shard::Impl::settle_stored(std::uint32_t scope, std::uint32_t replica, std:
   w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
 }
 
-void Shard::Impl::settle_idle(std::uint32_t tm, std::uint32_t replica, std::int64_t seen,
+void Shard::Impl::settle_idle(std::uint32_t scope, std::uint32_t replica, std::int64_t seen,
                               std::int64_t now) {
   // Pressure 0 is an engine with nothing running or waiting (docs/kvevents.md:
   // (running + waiting) / ceiling). A booking made before that is not queued
@@ -247,16 +247,14 @@ void Shard::Impl::settle_idle(std::uint32_t tm, std::uint32_t replica, std::int6
   // or the request is done and its report is on its way. Either way it is no
   // longer work waiting on this replica; kept, it would keep the replica
   // looking busy until its bound while it idles.
-  for (ScopeRec& sr : scopes) {
-    if (!sr.live || sr.tm != tm || sr.work.live == 0) continue;
-    WorkState& ws = sr.work;
-    ReplicaWork* w = find_work(ws, replica);
-    if (w == nullptr || w->open == 0) continue;
-    for (Booking& b : ws.bookings) {
-      if (b.replica == replica && b.booked_at + kIdleGraceUs <= seen) end_booking(ws, b, false);
-    }
-    w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
+  if (scope == kNone || scopes[scope].work.live == 0) return;
+  WorkState& ws = scopes[scope].work;
+  ReplicaWork* w = find_work(ws, replica);
+  if (w == nullptr || w->open == 0) return;
+  for (Booking& b : ws.bookings) {
+    if (b.replica == replica && b.booked_at + kIdleGraceUs <= seen) end_booking(ws, b, false);
   }
+  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
 }
 
 void Shard::Impl::clear_work(WorkState& ws) {

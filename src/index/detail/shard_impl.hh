@@ -389,10 +389,11 @@ struct Shard::Impl : detail::Records,
   // (and the older ones they overtook), learns the rate and the bound, and
   // re-estimates the replica's queue. `new_blocks`: the report stored new entries.
   void settle_stored(std::uint32_t scope, std::uint32_t replica, std::int64_t now, bool new_blocks);
-  // After ReplicaStats of `replica` for `tm` with pressure 0 (nothing running
-  // or waiting, reported at `seen`, wall µs): ends its bookings in the scopes
-  // of `tm` made more than kIdleGraceUs before, and re-times its queue.
-  void settle_idle(std::uint32_t tm, std::uint32_t replica, std::int64_t seen, std::int64_t now);
+  // After ReplicaStats of `replica` with pressure 0 (nothing running or
+  // waiting, reported at `seen`, wall µs) sent for `scope` (kNone: no such
+  // scope, nothing to do): ends its bookings there made more than
+  // kIdleGraceUs before, and re-times its queue.
+  void settle_idle(std::uint32_t scope, std::uint32_t replica, std::int64_t seen, std::int64_t now);
   // Drops the scope's bookings and work records (scope removal).
   void clear_work(detail::WorkState& ws);
   // Entries the current ingest created (upsert), for settle_stored.
