@@ -264,7 +264,7 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--index-max-entries", uint_in<std::uint64_t>(&c.index_max_entries, 1, std::uint64_t{1} << 40), "global cap on (key, replica) entries"},
       {"--sweep-interval", duration_at_least(&c.sweep_interval_us, 1000), "period of the TTL sweep"},
       {"--ranking", one_of(&c.ranking, {{"work-aware", Ranking::kWorkAware}, {"load-aware", Ranking::kLoadAware}, {"reference", Ranking::kReference}}, "want work-aware, load-aware or reference"), "ranking of tenants without a policy choice"},
-      {"--prefill-rate", number_in(&c.work_aware.prefill_tokens_per_s, 1, 1e9), "work-aware: prefill tokens/s of a replica until its rate is learned"},
+      {"--prefill-rate", number_in(&c.work_aware.prefill_tokens_per_s, 1, 1e9), "work-aware: prefill tokens/s of a replica until the scope has learned a rate"},
       {"--load-cost-tokens", number_in(&c.load_aware.load_cost_tokens, 0, 1e9), "load-aware: prefill tokens one recent hint costs"},
       {"--load-window", number_in(&c.load_aware.load_window, 1, 1e6), "load-aware: hints the load remembers"},
       {"--pressure-load", number_in(&c.load_aware.pressure_load, 0, 1e6), "load-aware: hints a replica at pressure 1.0 counts as"},

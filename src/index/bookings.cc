@@ -33,6 +33,10 @@ constexpr double kRateWindow = 16;
 // booking's own estimate), at most kMaxBoundUs.
 constexpr double kBoundFactor = 4;
 constexpr std::int64_t kMaxBoundUs = 5LL * 60 * 1'000'000;
+// A request reaches its engine within this long after its LookupRoute answer
+// (the gateway forwards it at once): a booking younger than that may not be
+// counted yet in the engine's load when it reports pressure 0.
+constexpr std::int64_t kIdleGraceUs = 100'000;
 
 std::int64_t micros(double tokens, double rate) {
   return static_cast<std::int64_t>(tokens / rate * 1e6);
@@ -74,8 +78,27 @@ void size_heads(WorkState& ws) {
 
 }  // namespace
 
-double Shard::Impl::rate_of(const ReplicaWork& w) const {
-  return w.rate > 0 ? w.rate : cfg.work_aware.prefill_tokens_per_s;
+double Shard::Impl::rate_of(const WorkState& ws, const ReplicaWork& w) const {
+  return w.rate > 0 ? w.rate : prior_rate(&ws);
+}
+
+double Shard::Impl::prior_rate(const WorkState* ws) const {
+  // A replica the scope has not timed yet is priced like the ones it has: the
+  // knob is a guess (and on another clock than the replicas'), so an idle
+  // replica priced at the knob while the timed ones run faster would look
+  // slower than it is and never be picked, never timed.
+  return ws != nullptr && ws->prior_rate > 0 ? ws->prior_rate : cfg.work_aware.prefill_tokens_per_s;
+}
+
+void Shard::Impl::update_prior_rate(WorkState& ws) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const ReplicaWork& w : ws.replicas) {
+    if (w.rate <= 0) continue;
+    sum += w.rate;
+    ++n;
+  }
+  ws.prior_rate = n > 0 ? sum / static_cast<double>(n) : 0;
 }
 
 ReplicaWork* Shard::Impl::find_work(WorkState& ws, std::uint32_t replica) {
@@ -131,7 +154,7 @@ void Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t now, s
     }
   }
   ReplicaWork& w = work_of(ws, replica, now);
-  const double rate = rate_of(w);
+  const double rate = rate_of(ws, w);
   w.busy_until = std::max(w.busy_until, now) + micros(static_cast<double>(tokens), rate);
   ++w.open;
   w.open_tokens += tokens;
@@ -166,13 +189,16 @@ void Shard::Impl::expire_work(WorkState& ws, std::int64_t now) {
     }
   }
   // Forget the records of replicas idle for the stats window.
+  bool forgot = false;
   for (std::size_t i = ws.replicas.size(); i-- > 0;) {
     ReplicaWork& w = ws.replicas[i];
     if (w.open > 0 || w.decode_open > 0 || now - w.last_active < cfg.load_stats_window_us) continue;
     replicas.release(w.replica);
     w = ws.replicas.back();
     ws.replicas.pop_back();
+    forgot = true;
   }
+  if (forgot) update_prior_rate(ws);
 }
 
 void Shard::Impl::note_stored_chain(WorkState& ws, std::uint32_t replica,
@@ -196,7 +222,7 @@ void Shard::Impl::end_elsewhere(WorkState& ws, Booking& b, std::int64_t now) {
   // replica that never held them).
   if (ReplicaWork* w = find_work(ws, b.replica)) {
     w->busy_until =
-        std::max(now, w->busy_until - micros(static_cast<double>(b.tokens), rate_of(*w)));
+        std::max(now, w->busy_until - micros(static_cast<double>(b.tokens), rate_of(ws, *w)));
   }
   end_booking(ws, b, false);
 }
@@ -244,11 +270,30 @@ void Shard::Impl::settle_stored(std::uint32_t scope, std::uint32_t replica, std:
       w->sample_tokens = keep * w->sample_tokens + tokens;
       w->sample_us = keep * w->sample_us + static_cast<double>(took);
       w->rate = w->sample_tokens / w->sample_us * 1e6;
+      update_prior_rate(ws);
     }
   }
   w->last_done = now;
   w->last_active = now;
-  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(*w));
+  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
+}
+
+void Shard::Impl::settle_idle(std::uint32_t scope, std::uint32_t replica, std::int64_t seen,
+                              std::int64_t now) {
+  // Pressure 0 is an engine with nothing running or waiting (docs/kvevents.md:
+  // (running + waiting) / ceiling). A booking made before that is not queued
+  // there: the gateway sent the request elsewhere (it did not follow the hint),
+  // or the request is done and its report is on its way. Either way it is no
+  // longer work waiting on this replica; kept, it would keep the replica
+  // looking busy until its bound while it idles.
+  if (scope == kNone || scopes[scope].work.live == 0) return;
+  WorkState& ws = scopes[scope].work;
+  ReplicaWork* w = find_work(ws, replica);
+  if (w == nullptr || w->open == 0) return;
+  for (Booking& b : ws.bookings) {
+    if (b.replica == replica && b.booked_at + kIdleGraceUs <= seen) end_booking(ws, b, false);
+  }
+  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
 }
 
 void Shard::Impl::clear_work(WorkState& ws) {

@@ -177,6 +177,10 @@ IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
     tenants.release(t);
     models.release(m);
     apply_stats(tm, replica, *u.stats, seen);
+    // Stats name the scope by the update's hash scheme (the KV-event adapter
+    // sends its own): one lookup, only for an idle replica.
+    if (u.stats->pressure == 0)
+      settle_idle(find_scope(tm, schemes.find(u.hash_scheme)), replica, std::min(seen, now), now);
     if (tenant == kNone) tenant = t;
   }
   replicas.release(replica);

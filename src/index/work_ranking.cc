@@ -61,7 +61,7 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   // a replica; in between the busy scope answers hints.
   const ReplicaScratch& bs = replica_scratch[best.replica];
   const double best_rate =
-      bs.work_stamp == stamp ? rate_of(ws.replicas[bs.work]) : cfg.work_aware.prefill_tokens_per_s;
+      bs.work_stamp == stamp ? rate_of(ws, ws.replicas[bs.work]) : prior_rate(&ws);
   const bool busy =
       !any_fresh_stats && best.queued_us > 0 && best.wait_us > prompt / best_rate * 1e6;
   const bool probe = busy && (known > ws.known_at_probe || ws.probe_at == INT64_MIN ||
@@ -247,7 +247,7 @@ void Shard::Impl::add_work_cand(const LookupState& st, const WorkState* ws, std:
   ReplicaScratch& r = replica_scratch[replica];
   r.cand_stamp = stamp;
   const ReplicaWork* w = r.work_stamp == stamp && ws != nullptr ? &ws->replicas[r.work] : nullptr;
-  const double rate = w != nullptr ? rate_of(*w) : cfg.work_aware.prefill_tokens_per_s;
+  const double rate = w != nullptr ? rate_of(*ws, *w) : prior_rate(ws);
   const double queued =
       w != nullptr ? static_cast<double>(std::max<std::int64_t>(0, w->busy_until - st.now)) : 0;
   const double uncached = std::max(0.0, prompt - static_cast<double>(matched) * fresh);

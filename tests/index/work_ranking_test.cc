@@ -306,6 +306,48 @@ TEST_CASE(
         named("PREFIX_MATCH", other));
 }
 
+TEST_CASE(
+    "work-aware: pressure 0 ends the replica's bookings made before it (the gateway sent "
+    "them elsewhere)") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  // Two misses of 20 blocks (10240 tokens, 1024 ms each) booked 150 ms apart
+  // on one replica: the second follows the first's booked blocks.
+  auto first = blocks(7000, 20);
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", first, kBlock)));
+  h.clock.wall += 150'000;
+  auto second = blocks(7000, 20);
+  second.push_back(8000);
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", second, kBlock))) == named("PREFIX_MATCH", r));
+  CHECK(work_row(h, r).open_bookings == 2);
+  CHECK(work_row(h, r).booked_tokens == 10240 + 512);
+  // 60 ms later the replica reports pressure 0: nothing running or waiting.
+  // The first booking (210 ms old) was not sent there; the second, 60 ms old,
+  // may not have reached the engine yet (100 ms grace): it stays.
+  h.clock.wall += 60'000;
+  h.ingest(idle_stats(r, h.clock.wall));
+  WorkRow w = work_row(h, r);
+  CHECK(w.open_bookings == 1);
+  CHECK(w.booked_tokens == 512);
+  CHECK(w.bookings_expired == 1);
+  // Its queue is now the 512 tokens left (51.2 ms): a miss of 1024 tokens
+  // waits 153.6 ms there, against 102.4 ms on the idle replicas.
+  CHECK(replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock))) != r);
+  // A report of pressure 0.5 ends nothing.
+  h.clock.wall += 200'000;
+  pb::CacheStateUpdate busy = idle_stats(r, h.clock.wall);
+  busy.mutable_stats()->set_pressure(0.5f);
+  h.ingest(busy);
+  CHECK(work_row(h, r).open_bookings == 1);
+  // Pressure 0 again, now 260 ms after it: it ends.
+  h.ingest(idle_stats(r, h.clock.wall));
+  w = work_row(h, r);
+  CHECK(w.open_bookings == 0);
+  CHECK(w.booked_tokens == 0);
+  CHECK(w.bookings_expired == 2);
+  CHECK(w.bookings_completed == 0);
+}
+
 TEST_CASE("work-aware: one known replica → misses get NO_HINT; a second one → AFFINITY_HINT") {
   Harness h = work_harness();
   h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {1, 2}, 0, "", kBlock));
@@ -347,6 +389,34 @@ TEST_CASE("work-aware: replicas of two speeds get misses in proportion to their 
   for (std::uint64_t i = 0; i < 12; ++i)
     ++per[replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(50000 + 10 * i, 2), kBlock)))];
   CHECK(per == std::map<std::string, int>{{"fast", 8}, {"slow", 4}});
+}
+
+TEST_CASE("work-aware: a replica not timed yet is priced at the scope's mean learned rate") {
+  Harness h = work_harness();
+  for (const char* r : {"a", "b", "new"}) h.ingest(idle_stats(r, kNow));
+  h.ingest(chain_update("t", "m", "vllm", "a", kNow, {100}, 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "b", kNow, {101}, 0, "", kBlock));
+  // a and b each prefill a prompt of 11 blocks holding its first: 5120 tokens
+  // booked, reported after 125 ms: 40,960 tokens/s, four times the flag's
+  // 10,000 (a replay at trace time / 4 runs its replicas that much faster).
+  auto prompt = [](std::uint64_t first) {
+    auto chain = blocks(first * 100, 10);
+    chain.insert(chain.begin(), first);
+    return chain;
+  };
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", prompt(100), kBlock))) == "PREFIX_MATCH a");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", prompt(101), kBlock))) == "PREFIX_MATCH b");
+  h.clock.wall += 125'000;
+  h.ingest(chain_update("t", "m", "vllm", "a", h.clock.wall, prompt(100), 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "b", h.clock.wall, prompt(101), 0, "", kBlock));
+  CHECK(work_row(h, "a").prefill_tokens_per_s == doctest::Approx(40960.0));
+  CHECK(work_row(h, "b").prefill_tokens_per_s == doctest::Approx(40960.0));
+  // Six misses of 1024 tokens: 25 ms on each of the three. Priced at the
+  // flag's rate, `new` would wait 102.4 ms and get none of them.
+  std::map<std::string, int> per;
+  for (std::uint64_t i = 0; i < 6; ++i)
+    ++per[replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(50000 + 10 * i, 2), kBlock)))];
+  CHECK(per == std::map<std::string, int>{{"a", 2}, {"b", 2}, {"new", 2}});
 }
 
 TEST_CASE(

@@ -362,8 +362,13 @@ struct Shard::Impl : detail::Records,
   void book_answer(detail::LookupState& st, const detail::Scored& top);
 
   // ===== bookings and learned rates (bookings.cc, docs/ranking.md "Bookings") =====
-  // A replica's prefill rate, tokens/s: learned, else the knob.
-  double rate_of(const detail::ReplicaWork& w) const;
+  // A replica's prefill rate, tokens/s: learned, else the scope's prior.
+  double rate_of(const detail::WorkState& ws, const detail::ReplicaWork& w) const;
+  // The rate of a replica `ws` has not timed, tokens/s: the mean learned rate of
+  // its replicas, else the knob (no scope, or none learned).
+  double prior_rate(const detail::WorkState* ws) const;
+  // Recomputes ws.prior_rate after a learned rate changed or a record went.
+  static void update_prior_rate(detail::WorkState& ws);
   // The scope's work record of `replica` (created, with an interner reference).
   detail::ReplicaWork& work_of(detail::WorkState& ws, std::uint32_t replica, std::int64_t now);
   detail::ReplicaWork* find_work(detail::WorkState& ws, std::uint32_t replica);
@@ -388,6 +393,11 @@ struct Shard::Impl : detail::Records,
   // (and the older ones they overtook), learns the rate and the bound, and
   // re-estimates the replica's queue. `new_blocks`: the report stored new entries.
   void settle_stored(std::uint32_t scope, std::uint32_t replica, std::int64_t now, bool new_blocks);
+  // After ReplicaStats of `replica` with pressure 0 (nothing running or
+  // waiting, reported at `seen`, wall µs) sent for `scope` (kNone: no such
+  // scope, nothing to do): ends its bookings there made more than
+  // kIdleGraceUs before, and re-times its queue.
+  void settle_idle(std::uint32_t scope, std::uint32_t replica, std::int64_t seen, std::int64_t now);
   // Drops the scope's bookings and work records (scope removal).
   void clear_work(detail::WorkState& ws);
   // Entries the current ingest created (upsert), for settle_stored.

@@ -81,6 +81,9 @@ struct WorkState {
   // the scope knew then.
   std::int64_t probe_at = INT64_MIN;
   std::uint32_t known_at_probe = 0;
+  // The rate of a replica the scope has not timed yet (bookings.cc prior_rate):
+  // the mean learned rate of its replicas, tokens/s; 0 = none learned (the knob's).
+  double prior_rate = 0;
 
   // The first slot of `key`'s bucket, kNone when empty; the rest follow
   // Booking::next_same. Its bookings may have other first keys (compare blocks[0]).
