@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "config/policy.hh"
@@ -55,6 +57,33 @@ TEST_CASE("pdTopologies: every field, and the source document kept") {
   CHECK(t->affinity_weight == 0.25);
   CHECK(shared_level(t->prefill[0], t->decode[0]) == PdLevel::kRack);
   CHECK(shared_level(t->prefill[0], t->decode[1]) == PdLevel::kNone);
+}
+
+TEST_CASE("pdTopologies: the example of docs/pd-routing.md \"Topology\", exactly as written") {
+  std::ifstream file(IC_PD_ROUTING_DOC);
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string all = text.str();
+  const std::size_t open = all.find("```json\n", all.find("## Topology"));
+  REQUIRE(open != std::string::npos);
+  const std::size_t begin = open + 8;
+  const std::size_t end = all.find("```", begin);
+  REQUIRE(end != std::string::npos);
+  const PolicyParseResult r = parse_policy_json(all.substr(begin, end - begin));
+  INFO(r.error);
+  REQUIRE(r.ok());
+  const PdTopology* t = r.set->pd_topology("llama-70b");
+  REQUIRE(t != nullptr);
+  CHECK(t->transport == PdTransport::kNixl);
+  REQUIRE(t->prefill.size() == 2);
+  REQUIRE(t->decode.size() == 2);
+  CHECK(t->decode[0].slots == 16);
+  CHECK(t->decode[1].slots == 8);
+  CHECK(t->decode[1].zone == "us-east-1b");
+  CHECK(t->required_level == PdLevel::kNone);
+  CHECK(t->min_uncached_tokens == 2048);
+  CHECK(t->decode_hold_us == 60'000'000);
+  CHECK(t->affinity_weight == 0.5);
 }
 
 TEST_CASE("pdTopologies: the defaults, and a document without them") {
