@@ -294,6 +294,8 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--spread-tenants", list(&c.spread_tenants), "tenants answered by read copies on several cores, comma-separated (docs/placement.md)"},
       {"--spread-cores", uint_in<unsigned>(&c.spread_cores, 0, 1024), "cores holding each --spread-tenants tenant, its owner included (0: all)"},
       {"--gateway", on_off(&c.gateway), "serve the endpoint picker (Envoy ext_proc) on the gRPC port (docs/gateway.md)"},
+      {"--gateway-listen", text(&c.gateway_listen), "endpoint picker: serve it on its own listener [host]:port instead of the gRPC port (empty: the gRPC port)"},
+      {"--gateway-shed-queue", duration_at_least(&c.gateway_shed_queue_us, 0), "endpoint picker: answer 429 when every eligible endpoint has more prefill work queued than this (0: never shed)"},
       {"--gateway-tenant-header", text(&c.gateway_tenant_header), "endpoint picker: request header naming the tenant (lower case)"},
       {"--gateway-default-tenant", text(&c.gateway_default_tenant), "endpoint picker: tenant of requests without that header"},
       {"--gateway-hash-scheme", text(&c.gateway_hash_scheme), "endpoint picker: hash scheme of the engines' reports (the kvevents adapter's --hash-scheme)"},

@@ -39,10 +39,12 @@ struct Booking {
   std::uint32_t replica = kNone;  // kNone = a free slot
   bool chain = false;             // `blocks` are a chain's (else the one exact key)
   bool done = false;              // the replica reported its last block (ingest, settled after)
-  std::uint64_t seq = 0;          // booking order in the scope
+  bool prefilled = false;         // the gateway saw its first response byte (feedback.cc)
+  std::uint64_t seq = 0;          // booking order, unique in the shard (1, 2, …)
   std::int64_t booked_at = 0;     // wall µs
   std::int64_t expires_at = 0;    // wall µs: the bound
-  std::int64_t tokens = 0;        // uncached prompt tokens booked
+  std::int64_t tokens = 0;        // uncached prompt tokens booked (0 once prefilled)
+  std::int64_t prompt = 0;        // the request's effective prompt tokens (a move re-prices)
   // Key hashes (Shard::Impl::group_hash) of the request's blocks, or of its
   // exact key; at most kMaxBookedBlocks. The vector's capacity is kept when
   // the slot is reused.
@@ -60,10 +62,9 @@ struct DecodeBooking {
 
 // The bookings of one scope and its replicas' work records.
 struct WorkState {
-  std::vector<ReplicaWork> replicas;  // unsorted; few per scope
-  std::vector<Booking> bookings;      // slots; replica == kNone is free
-  std::uint32_t live = 0;             // bookings in use
-  std::uint64_t next_seq = 0;
+  std::vector<ReplicaWork> replicas;            // unsorted; few per scope
+  std::vector<Booking> bookings;                // slots; replica == kNone is free
+  std::uint32_t live = 0;                       // bookings in use
   std::int64_t next_expiry = INT64_MAX;         // wall µs: no booking ends by its bound before
   std::vector<DecodeBooking> decodes;           // slots; replica == kNone is free
   std::uint32_t decodes_live = 0;               // decode bookings in use
