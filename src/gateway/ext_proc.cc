@@ -108,6 +108,15 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void on_cancel() { end_request(); }
 
+  // The gateway half-closed: the stream ends once a pick on its way is answered.
+  void on_half_close() {
+    if (picking_) {
+      finish_after_pick_ = true;
+      return;
+    }
+    call_.finish(rpc::Status::ok());
+  }
+
  private:
   void handle(const xp::ProcessingRequest& r) {
     if (rejected_) return;  // answered 503: Envoy sends nothing more that needs an answer
@@ -273,6 +282,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void picked(Pick&& pick, std::int64_t start) {
     picking_ = false;
     picked_ = true;
+    answer(std::move(pick), start);
+    if (finish_after_pick_ && call_.alive()) call_.finish(rpc::Status::ok());
+  }
+
+  void answer(Pick&& pick, std::int64_t start) {
     record_pick(pick.reason, fail_, now() - start);
     if (pick.reason == PickReason::kShed) {
       reject(::envoy::type::v3::TooManyRequests, "every eligible endpoint is over its queue bound",
@@ -414,6 +428,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool trailers_pending_ = false;
   bool headers_answered_by_pick_ = false;  // a body-less request: the pick rides on the headers
   bool picking_ = false;
+  bool finish_after_pick_ = false;
   bool picked_ = false;
   bool rejected_ = false;
   std::optional<FailOpen> fail_;
@@ -436,7 +451,7 @@ class ExtProcHandler final : public rpc::CallHandler {
   ExtProcHandler(rpc::CallHandle call, const GatewayConfig& config, sharding::ShardedIndex& index)
       : call_(call), exchange_(std::make_shared<Exchange>(std::move(call), config, index)) {}
   void on_message(std::span<const std::byte> message) override { exchange_->on_message(message); }
-  void on_half_close() override { call_.finish(rpc::Status::ok()); }
+  void on_half_close() override { exchange_->on_half_close(); }
   void on_cancel() override { exchange_->on_cancel(); }
   void on_shutdown() override {}  // in-flight requests finish; Envoy opens new streams elsewhere
 

@@ -19,10 +19,10 @@
 // At most max_endpoints; empty → the stream answers 503.
 //
 // Shedding (docs/gateway.md "Shedding"): with shed_queue_us > 0, when every
-// eligible endpoint the owner knows had more prefill work queued than that,
-// before this request,
-// (the work-aware ranking's booked work, index::Shard::queued_work), the
-// answer is kShed (the stream answers 429) and nothing is booked.
+// eligible endpoint the owner knows had more prefill work queued than that
+// before this request (the work-aware ranking's booked work,
+// index::Shard::queued_work), the answer is kShed (the stream answers 429)
+// and nothing is booked.
 //
 // Bookings (docs/ranking.md "Feedback"): the lookup books its top replica;
 // on the owner, before anything else runs there, a booked replica the answer

@@ -91,9 +91,9 @@ TEST_CASE("--gateway-listen: the picker on its own listener, InferenceCache on t
   CHECK(server.stop() == 0);
 }
 
-TEST_CASE("--gateway off: no picker anywhere") {
+TEST_CASE("--gateway=false: no picker anywhere") {
   ServerOptions o;
-  o.extra_args = {"--gateway", "off", "--gateway-listen", "127.0.0.1:1"};
+  o.extra_args = {"--gateway=false", "--gateway-listen", "127.0.0.1:1"};
   ServerProcess server(o);
   CHECK(process(server.grpc_port()) == "grpc " + std::to_string(kUnimplemented));
   CHECK(lookup(server.grpc_port()) == kOk);

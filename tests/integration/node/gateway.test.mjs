@@ -411,24 +411,33 @@ modeTest(`${mode}: a completion's text gets the special tokens its tokenizer add
 });
 
 test('shedding: every eligible endpoint over --gateway-shed-queue (200 ms here) is a 429, counted', { skip: !shedRun && 'not the shedding run' }, async () => {
-  const tenant = seededTenant();
-  // About 8,000 new tokens each: 0.8 s of prefill at the default 10,000 tokens/s.
-  const big = (seed) => JSON.stringify({ model: 'qwen3', prompt: `Long ${text(8000, seed)}` });
+  // A and B both hold turn 1's prompt; each request adds 30,000 new token ids
+  // (3 s of prefill at the default 10,000 tokens/s) to it.
+  const tenant = `shed-t${++tenantSeq}`;
+  const earlier = oracleTokens({ messages: turn1, add_generation_prompt: true });
+  report(tenant, A, earlier);
+  report(tenant, B, earlier);
+  const big = (seed) => JSON.stringify({
+    model: 'qwen3', prompt: [...earlier, ...Array.from({ length: 30000 }, (_, i) => 100 + ((i * 7 + seed * 13) % 5000))],
+  });
   const before = await metrics();
+  // Their streams stay open: a request that ends before its first byte releases its booking.
   const picked = [];
-  for (const seed of [11, 12]) {
+  const open1 = [];
+  for (const seed of [1, 2]) {
     const s = open();
     const { pick } = await request(s, { tenant, body: big(seed), path: '/v1/completions' });
     assert.notEqual(pick.msg.response, 'immediate_response');
     picked.push(pickOf(pick).header.split(',')[0]);
-    s.close();
+    open1.push(s);
   }
   assert.deepEqual(picked.sort(), [A, B], 'one on each: both queues are now over the bound');
   const s = open();
-  const { pick } = await request(s, { tenant, body: big(13), path: '/v1/completions' });
+  const { pick } = await request(s, { tenant, body: big(3), path: '/v1/completions' });
   assert.equal(pick.msg.response, 'immediate_response');
   assert.equal(pick.msg.immediate_response.status.code, 'TooManyRequests');
   s.close();
+  open1.forEach((o) => o.close());
   const after = await metrics();
   assert.equal(after('gateway_picks_total{reason="shed"}') - before('gateway_picks_total{reason="shed"}'), 1);
 });
