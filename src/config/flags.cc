@@ -294,12 +294,14 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--spread-tenants", list(&c.spread_tenants), "tenants answered by read copies on several cores, comma-separated (docs/placement.md)"},
       {"--spread-cores", uint_in<unsigned>(&c.spread_cores, 0, 1024), "cores holding each --spread-tenants tenant, its owner included (0: all)"},
       {"--gateway", on_off(&c.gateway), "serve the endpoint picker (Envoy ext_proc) on the gRPC port (docs/gateway.md)"},
+      {"--gateway-listen", text(&c.gateway_listen), "endpoint picker: serve it on its own listener [host]:port instead of the gRPC port (empty: the gRPC port)"},
+      {"--gateway-shed-queue", duration_at_least(&c.gateway_shed_queue_us, 0), "endpoint picker: answer 429 when every eligible endpoint has more prefill work queued than this (0: never shed)"},
       {"--gateway-tenant-header", text(&c.gateway_tenant_header), "endpoint picker: request header naming the tenant (lower case)"},
       {"--gateway-default-tenant", text(&c.gateway_default_tenant), "endpoint picker: tenant of requests without that header"},
       {"--gateway-hash-scheme", text(&c.gateway_hash_scheme), "endpoint picker: hash scheme of the engines' reports (the kvevents adapter's --hash-scheme)"},
       {"--gateway-body-mode", one_of(&c.gateway_body_mode, {{"full-duplex", GatewayBodyMode::kFullDuplex}, {"buffered", GatewayBodyMode::kBuffered}, {"streamed", GatewayBodyMode::kStreamed}}, "want full-duplex, buffered or streamed"), "endpoint picker: the ext_proc filter's request body mode when Envoy does not send it"},
       {"--gateway-max-body-bytes", uint_in<std::uint32_t>(&c.gateway_max_body_bytes, 1024, 1u << 30), "endpoint picker: request body held per stream; longer bodies are picked by load"},
-      {"--gateway-tokenize-budget", duration_at_least(&c.gateway_tokenize_budget_us, 100), "endpoint picker: tokenizing time of one pick; past it the pick goes by load"},
+      {"--gateway-tokenize-budget", duration_at_least(&c.gateway_tokenize_budget_us, 100), "endpoint picker: how long a pick waits for its tokens from the body's end, slices and waiting included; past it the pick goes by load"},
       {"--gateway-max-endpoints", uint_in<std::uint32_t>(&c.gateway_max_endpoints, 1, 64), "endpoint picker: endpoints per answer (the pick and its fallbacks)"},
   };
   // clang-format on

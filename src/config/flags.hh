@@ -164,6 +164,10 @@ struct ServerConfig {
   std::uint32_t gateway_max_body_bytes = 4u << 20;
   std::int64_t gateway_tokenize_budget_us = 20'000;
   std::uint32_t gateway_max_endpoints = 4;
+  // Its own listener, [host]:port; "" = the gRPC port (docs/gateway.md "Flags").
+  std::string gateway_listen;
+  // Answer 429 when every eligible endpoint has more prefill work queued; 0 = never.
+  std::int64_t gateway_shed_queue_us = 0;
 };
 
 // Result of parsing argv: a config, or an exit code with the text to print.

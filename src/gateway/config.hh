@@ -42,6 +42,10 @@ struct GatewayConfig {
   std::int64_t tokenize_budget_us = 20'000;
   // Endpoints in one answer: the pick and its fallbacks.
   std::size_t max_endpoints = 4;
+  // Shedding (docs/gateway.md "Shedding"): when every eligible endpoint has
+  // more prefill work queued than this (the work-aware ranking's bookings),
+  // the request is answered 429. µs; 0 = never.
+  std::int64_t shed_queue_us = 0;
 };
 
 // The Endpoint Picker Protocol's names (gateway-api-inference-extension

@@ -257,6 +257,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void begin_pick(std::optional<FailOpen> fail) {
     PickRequest request;
     request.tenant_id = tenant_.empty() ? config_.default_tenant : tenant_;
+    request.shed_queue_us = config_.shed_queue_us;
+    tenant_id_ = request.tenant_id;
     request.subset = subset_;
     request.hash_scheme = config_.hash_scheme;
     const std::int64_t start = now();
@@ -348,19 +350,25 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void picked(Pick&& pick, std::int64_t start) {
     picking_ = false;
     picked_ = true;
+    answer(std::move(pick), start);
+    finish_if_closed();
+  }
+
+  void answer(Pick&& pick, std::int64_t start) {
     record_pick(pick.reason, fail_, now() - start);
-    if (pick.endpoints.empty()) {
-      xp::ProcessingResponse out;
-      auto* immediate = out.mutable_immediate_response();
-      immediate->mutable_status()->set_code(::envoy::type::v3::ServiceUnavailable);
-      immediate->set_body("no eligible endpoint");
-      immediate->set_details("inferencecache_no_endpoint");
-      call_.write(out);
-      rejected_ = true;
-      release_body();
-      finish_if_closed();
+    if (pick.reason == PickReason::kShed) {
+      reject(::envoy::type::v3::TooManyRequests, "every eligible endpoint is over its queue bound",
+             "inferencecache_shed");
       return;
     }
+    if (pick.endpoints.empty()) {
+      reject(::envoy::type::v3::ServiceUnavailable, "no eligible endpoint",
+             "inferencecache_no_endpoint");
+      return;
+    }
+    booking_ = pick.booking;
+    answered_ = pick.endpoints;
+    held_tokens_ = pick.held_tokens;
     picked_endpoint_ = pick.endpoints.front();
     served_ = picked_endpoint_;
     pick_sent_us_ = now();
@@ -369,11 +377,23 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     send_pick(pick.endpoints);
     release_body();
     drain();
-    finish_if_closed();
   }
 
+  // Ends the stream once the gateway half-closed and no pick is on its way.
   void finish_if_closed() {
     if (half_closed_ && !picking_ && call_.alive()) call_.finish(rpc::Status::ok());
+  }
+
+  // Answers the request itself (ImmediateResponse) instead of picking.
+  void reject(::envoy::type::v3::StatusCode code, std::string body, std::string details) {
+    xp::ProcessingResponse out;
+    auto* immediate = out.mutable_immediate_response();
+    immediate->mutable_status()->set_code(code);
+    immediate->set_body(std::move(body));
+    immediate->set_details(std::move(details));
+    call_.write(out);
+    rejected_ = true;
+    release_body();
   }
 
   void send_pick(const std::vector<std::string>& endpoints) {
@@ -414,6 +434,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     served_ = served->front();
     EndpointLoad::local().started(served_, t);
     served_elsewhere_ = true;
+    // The ranking's booking follows, priced by what the served endpoint
+    // holds of the prompt (0 for one the answer did not rank).
+    std::int64_t held = 0;
+    for (std::size_t i = 0; i < answered_.size(); ++i) {
+      if (answered_[i] == served_) held = held_tokens_[i];
+    }
+    feedback(index_, tenant_id_, index::BookingFeedback::Kind::kServedBy, booking_, served_, held);
   }
 
   void first_response_byte() {
@@ -422,6 +449,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     const std::int64_t t = now();
     EndpointLoad::local().first_byte(served_, t - pick_sent_us_, t);
     record_served(served_elsewhere_ ? Served::kFallback : Served::kPicked);
+    feedback(index_, tenant_id_, index::BookingFeedback::Kind::kFirstByte, booking_);
   }
 
   void response_headers(const xp::HttpHeaders& h) {
@@ -453,6 +481,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     if (!in_flight_) return;
     in_flight_ = false;
     EndpointLoad::local().ended(served_, now());
+    feedback(index_, tenant_id_, index::BookingFeedback::Kind::kEnded, booking_);
+    booking_ = index::BookingRef{};
   }
 
   std::int64_t now() const { return index_.clock().monotonic_us(); }
@@ -477,6 +507,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool rejected_ = false;
   std::optional<FailOpen> fail_;
   std::deque<std::unique_ptr<xp::ProcessingRequest>> queued_;
+  std::string tenant_id_;                  // the pick's tenant (its owner core holds the booking)
+  index::BookingRef booking_;              // the pick's booking; none after the end
+  std::vector<std::string> answered_;      // the endpoints answered, best first
+  std::vector<std::int64_t> held_tokens_;  // prompt tokens each holds
   std::string picked_endpoint_;
   std::string served_;
   bool served_elsewhere_ = false;

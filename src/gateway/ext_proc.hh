@@ -23,12 +23,16 @@
 //   the pick         header x-gateway-destination-endpoint and dynamic
 //                    metadata envoy.lb/x-gateway-destination-endpoint, both
 //                    "ip:port,ip:port,..." best first, clear_route_cache; no
-//                    eligible endpoint → ImmediateResponse 503.
+//                    eligible endpoint → ImmediateResponse 503; over the
+//                    shedding bound → ImmediateResponse 429.
 //   response_*       answered CONTINUE (full-duplex body chunks passed back);
 //                    metadata envoy.lb/x-gateway-destination-endpoint-served
 //                    names the endpoint that served; the first response
 //                    message's arrival is its time to first byte, the
-//                    response's end ends the request (gateway/endpoints.hh).
+//                    response's end ends the request (gateway/endpoints.hh);
+//                    all three reach the work-aware ranking's booking
+//                    (gateway/picker.hh feedback()). A half-close ends the
+//                    stream once a pick on its way is answered.
 //
 // A client's mistake never errors the stream: a body that gives no token ids
 // is picked by load and counted by reason. A message that does not decode

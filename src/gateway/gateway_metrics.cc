@@ -15,7 +15,7 @@ metrics::CoreFamilyId<GatewayFigures> g_gateway;
 
 std::string_view to_label(PickReason pick) {
   static constexpr std::array<std::string_view, kPickReasonCount> kNames = {
-      "prefix_match", "ranked", "load", "fail_open", "no_endpoint"};
+      "prefix_match", "ranked", "load", "fail_open", "no_endpoint", "shed"};
   return kNames[static_cast<std::size_t>(pick)];
 }
 

@@ -14,17 +14,86 @@ namespace {
 
 namespace pb = ::inferencecache::v1alpha1;
 
+using Kind = index::BookingFeedback::Kind;
+
 // What the owner core answers.
 struct OwnerAnswer {
   std::vector<std::string> ranked;  // LookupRoute's replica_scores, best first
+  std::vector<std::int64_t> held;   // their matched_tokens
   std::string reason_code;
   // Replicas with stats for (tenant, model) and their reported pressure.
   std::vector<std::pair<std::string, float>> known;
+  index::BookingRef booking;  // of the first eligible ranked endpoint
+  bool shed = false;
 };
+
+bool contains(const std::vector<std::string>& list, std::string_view s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+// An endpoint the answer may name: ip:port, and in the subset hint if there is one.
+bool eligible(const PickRequest& r, std::string_view id) {
+  return is_endpoint(id) && (!r.subset || contains(*r.subset, id));
+}
+
+using Queued = std::unordered_map<std::string, std::int64_t>;
+
+// The prefill work queued on each replica of the request's scope, µs, before
+// its own lookup books anything.
+Queued queued_before(index::Shard& shard, std::int64_t now_wall_us, const PickRequest& r) {
+  Queued queued;
+  shard.queued_work(r.tenant_id, r.model_id, r.hash_scheme, now_wall_us,
+                    [&queued](std::string_view id, std::int64_t us) { queued.emplace(id, us); });
+  return queued;
+}
+
+// Whether every eligible endpoint the owner knows has more prefill work queued
+// than the bound; false when it knows none (the stream's core may know some).
+bool over_bound(const Queued& queued, const PickRequest& r, const OwnerAnswer& answer) {
+  bool any = false;
+  auto idle = [&](const std::string& id) {
+    if (!eligible(r, id)) return false;
+    any = true;
+    const auto q = queued.find(id);
+    return q == queued.end() || q->second <= r.shed_queue_us;
+  };
+  if (r.subset) {
+    for (const std::string& id : *r.subset)
+      if (idle(id)) return false;
+  } else {
+    for (const std::string& id : answer.ranked)
+      if (idle(id)) return false;
+    for (const auto& [id, pressure] : answer.known)
+      if (idle(id)) return false;
+  }
+  return any;
+}
+
+// Keeps booked only what is answered first (see picker.hh "Bookings").
+void settle_booking(index::Shard& shard, std::int64_t now_wall_us, const PickRequest& r,
+                    OwnerAnswer& answer) {
+  if (!answer.booking.valid()) return;
+  std::size_t first = 0;
+  while (first < answer.ranked.size() && !eligible(r, answer.ranked[first])) ++first;
+  index::BookingFeedback f;
+  f.booking = answer.booking;
+  if (answer.shed || first == answer.ranked.size()) {
+    f.kind = Kind::kEnded;
+    shard.feedback(f, now_wall_us);
+    answer.booking = index::BookingRef{};
+  } else if (first > 0) {
+    f.kind = Kind::kServedBy;
+    f.replica_id = answer.ranked[first];
+    f.held_tokens = answer.held[first];
+    shard.feedback(f, now_wall_us);
+  }
+}
 
 OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickRequest& r) {
   OwnerAnswer answer;
   if (r.model_id.empty()) return answer;
+  const std::int64_t now = clock.wall_us();
+  const Queued queued = r.shed_queue_us > 0 ? queued_before(shard, now, r) : Queued();
   if (!r.token_ids.empty()) {
     thread_local pb::LookupRouteRequest lookup;
     thread_local pb::LookupRouteResponse response;
@@ -37,9 +106,12 @@ OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickReques
     ctx.clock = &clock;
     ctx.deadline_mono_us = r.deadline_mono_us;
     sharding::wire::lookup_route(shard, lookup, ctx, &response);
+    answer.booking = shard.last_booking();
     answer.reason_code = response.reason_code();
-    for (const pb::ReplicaScore& s : response.replica_scores())
+    for (const pb::ReplicaScore& s : response.replica_scores()) {
       answer.ranked.push_back(s.replica_id());
+      answer.held.push_back(s.matched_tokens());
+    }
     // A long prompt's ids are not kept for the next pick.
     if (lookup.token_ids_size() > 65536) lookup = pb::LookupRouteRequest();
   }
@@ -50,22 +122,26 @@ OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickReques
   sharding::wire::get_cache_state(shard, query, &state);
   for (const pb::ReplicaStats& s : state.replicas())
     answer.known.emplace_back(s.replica_id(), s.pressure());
+  if (r.shed_queue_us > 0) answer.shed = over_bound(queued, r, answer);
+  settle_booking(shard, clock.wall_us(), r, answer);
   return answer;
-}
-
-bool contains(const std::vector<std::string>& list, std::string_view s) {
-  return std::find(list.begin(), list.end(), s) != list.end();
 }
 
 // The answer on the stream's core: ranked eligible endpoints, then the rest by load.
 Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_endpoints) {
   Pick pick;
   pick.reason_code = owner.reason_code;
-  auto eligible = [&](std::string_view id) {
-    return is_endpoint(id) && (!r.subset || contains(*r.subset, id));
-  };
-  for (const std::string& id : owner.ranked) {
-    if (eligible(id) && !contains(pick.endpoints, id)) pick.endpoints.push_back(id);
+  if (owner.shed) {
+    pick.reason = PickReason::kShed;
+    return pick;
+  }
+  pick.booking = owner.booking;
+  for (std::size_t i = 0; i < owner.ranked.size(); ++i) {
+    const std::string& id = owner.ranked[i];
+    if (eligible(r, id) && !contains(pick.endpoints, id)) {
+      pick.endpoints.push_back(id);
+      pick.held_tokens.push_back(owner.held[i]);
+    }
   }
   const bool ranked = !pick.endpoints.empty();
   std::vector<std::string> rest;
@@ -86,9 +162,15 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
   });
   EndpointLoad::local().order_by_load(rest);
   for (const std::string& id : rest) {
-    if (eligible(id) && !contains(pick.endpoints, id)) pick.endpoints.push_back(id);
+    if (eligible(r, id) && !contains(pick.endpoints, id)) {
+      pick.endpoints.push_back(id);
+      pick.held_tokens.push_back(0);
+    }
   }
-  if (pick.endpoints.size() > max_endpoints) pick.endpoints.resize(max_endpoints);
+  if (pick.endpoints.size() > max_endpoints) {
+    pick.endpoints.resize(max_endpoints);
+    pick.held_tokens.resize(max_endpoints);
+  }
   if (pick.endpoints.empty()) {
     pick.reason = PickReason::kNoEndpoint;
   } else if (ranked) {
@@ -115,6 +197,24 @@ void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_
         done(compose(answer.second, answer.first, max_endpoints));
       });
   if (refused) done(compose(*refused, OwnerAnswer{}, max_endpoints));
+}
+
+void feedback(sharding::ShardedIndex& index, std::string_view tenant_id, Kind kind,
+              index::BookingRef booking, std::string replica_id, std::int64_t held_tokens) {
+  if (!booking.valid()) return;
+  const unsigned owner = index.owner(tenant_id);
+  runtime::submit(
+      index.cores(), owner,
+      [shard = &index.shard(owner), clock = &index.clock(), kind, booking,
+       replica = std::move(replica_id), held_tokens] {
+        index::BookingFeedback f;
+        f.kind = kind;
+        f.booking = booking;
+        f.replica_id = replica;
+        f.held_tokens = held_tokens;
+        shard->feedback(f, clock->wall_us());
+      },
+      runtime::Wait{100, 1'000'000});
 }
 
 }  // namespace ic::gateway

@@ -17,6 +17,19 @@
 // (tenant, model); when there are none (no model named, none reported), the
 // endpoints this core has sent requests to.
 // At most max_endpoints; empty → the stream answers 503.
+//
+// Shedding (docs/gateway.md "Shedding"): with shed_queue_us > 0, when every
+// eligible endpoint the owner knows had more prefill work queued than that
+// before this request (the work-aware ranking's booked work,
+// index::Shard::queued_work), the answer is kShed (the stream answers 429)
+// and nothing is booked.
+//
+// Bookings (docs/ranking.md "Feedback"): the lookup books its top replica;
+// on the owner, before anything else runs there, a booked replica the answer
+// does not name first (not an endpoint, outside the subset hint) has its
+// booking moved to the first eligible ranked endpoint, or ended when none is
+// (a pick by load, a shed, a 503): only what is answered stays booked. The
+// stream then reports the response side with feedback().
 
 #include <cstddef>
 #include <cstdint>
@@ -34,9 +47,16 @@ namespace ic::gateway {
 // {reason} (gateway/gateway_metrics.hh): "prefix_match" (the index's
 // PREFIX_MATCH), "ranked" (another ranked answer), "load" (no ranked endpoint
 // was eligible), "fail_open" (the body gave no token ids), "no_endpoint"
-// (nothing eligible: 503).
-enum class PickReason : std::uint8_t { kPrefixMatch, kRanked, kLoad, kFailOpen, kNoEndpoint };
-inline constexpr std::size_t kPickReasonCount = 5;
+// (nothing eligible: 503), "shed" (the shedding bound: 429).
+enum class PickReason : std::uint8_t {
+  kPrefixMatch,
+  kRanked,
+  kLoad,
+  kFailOpen,
+  kNoEndpoint,
+  kShed
+};
+inline constexpr std::size_t kPickReasonCount = 6;
 
 struct PickRequest {
   std::string tenant_id;
@@ -46,12 +66,20 @@ struct PickRequest {
   bool failed_open = false;                        // the body's tokens are missing for a reason
   std::optional<std::vector<std::string>> subset;  // the gateway's subset hint
   std::int64_t deadline_mono_us = INT64_MAX;
+  // Shed when every eligible endpoint has more prefill work queued, µs; 0: never.
+  std::int64_t shed_queue_us = 0;
 };
 
 struct Pick {
   std::vector<std::string> endpoints;  // best first; empty: 503
   PickReason reason = PickReason::kNoEndpoint;
   std::string reason_code;  // the index's LookupRoute reason code ("" without a lookup)
+  // Prompt tokens each of `endpoints` holds (its LookupRoute matched_tokens; 0
+  // for one picked by load): what a booking moved there is priced by.
+  std::vector<std::int64_t> held_tokens;
+  // The booking of endpoints.front() on the tenant's owner core; none when
+  // the lookup booked nothing (feedback() then does nothing).
+  index::BookingRef booking;
 };
 
 // Picks for `request` and calls `done` on this core (now when this core owns
@@ -59,5 +87,14 @@ struct Pick {
 // (and the subset hint). `index` outlives the call.
 void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_endpoints,
           std::function<void(Pick&&)> done);
+
+// Tells the work-aware ranking on the owner core of `tenant_id` what became
+// of the request `booking` priced (index::BookingFeedback: the endpoint that
+// served it and the prompt tokens it holds, its first byte, its end). One
+// way; a full owner mailbox is retried for up to 1 s, then the feedback is
+// dropped (the booking ends at its bound). Nothing for an invalid booking.
+void feedback(sharding::ShardedIndex& index, std::string_view tenant_id,
+              index::BookingFeedback::Kind kind, index::BookingRef booking,
+              std::string replica_id = {}, std::int64_t held_tokens = 0);
 
 }  // namespace ic::gateway

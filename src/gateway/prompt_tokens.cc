@@ -39,6 +39,12 @@ TokensError prompt_tokens(const prompt_text::ModelSet* models, const InferenceBo
   if (rendered.capacity() > (1u << 20)) std::string().swap(rendered);
   switch (status) {
     case tokenizer::EncodeStatus::kOk:
+      // A completion's prompt gets the tokenizer's special tokens, as the
+      // engine encodes it (a chat template writes its own).
+      if (!body.chat) {
+        out.insert(out.begin(), model->single_prefix.begin(), model->single_prefix.end());
+        out.insert(out.end(), model->single_suffix.begin(), model->single_suffix.end());
+      }
       return out.size() > max_ids ? TokensError::kTooLong : TokensError::kNone;
     case tokenizer::EncodeStatus::kDeadline:
     case tokenizer::EncodeStatus::kPaused:

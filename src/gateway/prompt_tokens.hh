@@ -4,8 +4,10 @@
 // model's chat template (every message, the tools, the generation prompt,
 // the special tokens of tokenizer_config.json, as transformers'
 // apply_chat_template does), then tokenized without adding special tokens;
-// a completion's prompt text tokenized as it is, or its token ids taken as
-// given. Runs seen before reuse their ids (gateway/segment_tokens.hh).
+// a completion's prompt text tokenized with the special tokens the tokenizer
+// adds (prompt_text::Model::single_prefix / single_suffix: a BOS where the
+// tokenizer adds one), or its token ids taken as given. Runs seen before reuse their ids
+// (gateway/segment_tokens.hh).
 
 #include <cstdint>
 #include <functional>

@@ -127,13 +127,14 @@ void Shard::Impl::end_booking(WorkState& ws, Booking& b, bool completed) {
   if (!b.blocks.empty()) unlink_first(ws, static_cast<std::uint32_t>(&b - ws.bookings.data()));
   b.replica = kNone;
   b.done = false;
+  b.prefilled = false;
   b.blocks.clear();
   if (b.blocks.capacity() > kKeptBlockCapacity) std::vector<std::uint64_t>().swap(b.blocks);
   --ws.live;
 }
 
-void Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t now, std::int64_t tokens,
-                       bool chain, std::span<const std::uint64_t> keys) {
+Booking& Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t now,
+                           std::int64_t tokens, bool chain, std::span<const std::uint64_t> keys) {
   Booking* slot = nullptr;
   if (ws.live >= kMaxBookings) {
     // Full: the oldest booking makes room.
@@ -166,14 +167,16 @@ void Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t now, s
   slot->replica = replica;
   slot->chain = chain;
   slot->done = false;
-  slot->seq = ws.next_seq++;
+  slot->seq = ++booking_seq;
   slot->booked_at = now;
   slot->expires_at = now + bound;
   slot->tokens = tokens;
+  slot->prompt = tokens;
   slot->blocks.assign(keys.begin(), keys.begin() + std::min(keys.size(), kMaxBookedBlocks));
   if (!slot->blocks.empty()) link_first(ws, static_cast<std::uint32_t>(slot - ws.bookings.data()));
   ws.next_expiry = std::min(ws.next_expiry, slot->expires_at);
   ++ws.live;
+  return *slot;
 }
 
 void Shard::Impl::expire_work(WorkState& ws, std::int64_t now) {

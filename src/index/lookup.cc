@@ -27,6 +27,7 @@ SystemClock& fallback_clock() {
 }  // namespace
 
 void Shard::lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out) {
+  impl_->last_booking = BookingRef{};
   impl_->lookup(query, ctx, out);
 }
 

@@ -144,6 +144,42 @@ struct EvictionCounters {
   std::uint64_t lfu_ttl = 0;
 };
 
+// A booking of the work-aware ranking (docs/ranking.md "Bookings") as the
+// lookup that made it names it (Shard::last_booking); seq 0 = none. Unique
+// for the shard's life: feedback on a booking that has ended is ignored.
+struct BookingRef {
+  std::uint32_t scope = UINT32_MAX;
+  std::uint64_t seq = 0;
+  bool valid() const noexcept { return seq != 0; }
+};
+
+// What a gateway learned of the request a booking priced (docs/ranking.md
+// "Feedback"): the endpoint picker's response side (gateway/picker.hh).
+struct BookingFeedback {
+  enum class Kind : std::uint8_t {
+    // The request went to `replica_id` (the answer's choice among eligible
+    // replicas, or the endpoint that served it): a booking of another replica
+    // moves there, its work becomes prompt tokens − `held_tokens` (never
+    // below 0; none once its first byte came) on that replica's queue.
+    kServedBy,
+    // Its first response byte came back: its prefill is done. Its tokens
+    // leave the queue, the replica's rate learns tokens / (now −
+    // max(booked, the replica's previous prefill end)) as from a completion,
+    // and the replica's queue restarts from now. Its blocks stay speculative
+    // entries until the engine's report or the bound.
+    kFirstByte,
+    // The request ended. Before a first byte (failed, cancelled, or never
+    // sent: an answer the gateway did not give) the booking ends: its work
+    // leaves the queue and its blocks stop being entries. After one, nothing
+    // is left to release.
+    kEnded,
+  };
+  Kind kind = Kind::kEnded;
+  BookingRef booking;
+  std::string_view replica_id;   // kServedBy
+  std::int64_t held_tokens = 0;  // kServedBy: prompt tokens the replica holds (its matched_tokens)
+};
+
 class Shard {
  public:
   // `globals` must outlive the shard; nullptr → the shard owns a private one
@@ -179,6 +215,20 @@ class Shard {
   // answered replica (docs/ranking.md "Load-aware cost"); under the work-aware
   // ranking, a booking of the answered replica (docs/ranking.md "Bookings").
   void lookup(const LookupQuery& query, const LookupContext& ctx, LookupResult* out);
+  // The booking the last lookup() made (work-aware PREFIX_MATCH or
+  // AFFINITY_HINT with uncached tokens); none otherwise.
+  BookingRef last_booking() const noexcept;
+  // Applies what the gateway learned of a booked request (BookingFeedback);
+  // a booking that ended already is left alone. Wall µs.
+  void feedback(const BookingFeedback& feedback, std::int64_t now_wall_us);
+  // Visits the replicas with a work record in scope (tenant, model,
+  // hash_scheme) and the prefill work booked on each not done by
+  // `now_wall_us` (µs, ≥ 0, at the replica's learned rate): the queued part
+  // of the work-aware wait (docs/ranking.md "Cost"). Nothing for an unknown scope.
+  void queued_work(
+      std::string_view tenant_id, std::string_view model_id, std::string_view hash_scheme,
+      std::int64_t now_wall_us,
+      const std::function<void(std::string_view replica_id, std::int64_t queued_us)>& fn);
 
   // LookupPDRoute (docs/pd-routing.md): the prefill/decode pair of the
   // topology `topology_ref` names in the policy set in force, for the prompt

@@ -328,7 +328,9 @@ void Shard::Impl::book_answer(LookupState& st, const Scored& top) {
   const std::int64_t tokens = st.effective - top.matched;
   if (tokens <= 0) return;
   if (work_keys.empty()) hash_request(st);
-  book(ws, top.replica, st.now, tokens, st.chain, work_keys);
+  Booking& b = book(ws, top.replica, st.now, tokens, st.chain, work_keys);
+  b.prompt = st.effective;
+  last_booking = BookingRef{st.scope, b.seq};
 }
 
 }  // namespace ic::index

@@ -56,6 +56,69 @@ void add_special(const json& config, std::string_view key, chat_template::Dict& 
   }
 }
 
+// tokenizer.json's post_processor, parsed alone (every other member skipped).
+json post_processor_of(std::string_view tokenizer_json) {
+  const json top = json::parse(tokenizer_json, [](int depth, json::parse_event_t event, json& v) {
+    return !(depth == 1 && event == json::parse_event_t::key && v != "post_processor");
+  });
+  const auto it = top.find("post_processor");
+  return it != top.end() ? *it : json();
+}
+
+// The TemplateProcessing among `processor` (itself or in a Sequence), or null.
+const json* template_processing(const json& processor) {
+  if (!processor.is_object()) return nullptr;
+  const std::string type = processor.value("type", "");
+  if (type == "TemplateProcessing") return &processor;
+  if (type == "Sequence" && processor.contains("processors")) {
+    for (const json& p : processor["processors"]) {
+      if (const json* t = template_processing(p)) return t;
+    }
+  }
+  return nullptr;
+}
+
+// The content of config[key] ("<s>" or {"content": "<s>"}); "" when unset.
+std::string special_content(const json& config, std::string_view key) {
+  const auto it = config.find(key);
+  if (it == config.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
+    return (*it)["content"].get<std::string>();
+  return {};
+}
+
+// Model::single_prefix / single_suffix from the post_processor and the config.
+void single_special_ids(const json& processor, const json& config, Model& model) {
+  const json* t = template_processing(processor);
+  if (t == nullptr || !t->contains("single") || !(*t)["single"].is_array()) return;
+  const json specials = t->value("special_tokens", json::object());
+  auto dropped = [&config](const std::string& token) {
+    for (const auto& [add, name] :
+         {std::pair{"add_bos_token", "bos_token"}, std::pair{"add_eos_token", "eos_token"}}) {
+      const auto flag = config.find(add);
+      if (flag != config.end() && flag->is_boolean() && !flag->get<bool>() &&
+          special_content(config, name) == token)
+        return true;
+    }
+    return false;
+  };
+  bool after = false;
+  for (const json& piece : (*t)["single"]) {
+    if (piece.contains("Sequence")) {
+      after = true;
+      continue;
+    }
+    if (!piece.contains("SpecialToken")) continue;
+    const std::string id = piece["SpecialToken"].value("id", "");
+    if (dropped(id) || !specials.contains(id)) continue;
+    for (const json& n : specials[id].value("ids", json::array())) {
+      if (!n.is_number_unsigned()) continue;
+      (after ? model.single_suffix : model.single_prefix).push_back(n.get<std::uint32_t>());
+    }
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> ModelSet::load_model(std::string id, std::string_view tokenizer_json,
@@ -71,6 +134,7 @@ std::unique_ptr<Model> ModelSet::load_model(std::string id, std::string_view tok
     if (!chat_template_source(config, source, error)) return nullptr;
     for (std::string_view key : {"bos_token", "eos_token", "unk_token", "pad_token"})
       add_special(config, key, model->special_tokens);
+    single_special_ids(post_processor_of(tokenizer_json), config, *model);
   } catch (const json::exception& e) {
     error = std::string("tokenizer_config.json: ") + e.what();
     return nullptr;

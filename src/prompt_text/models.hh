@@ -25,6 +25,15 @@ struct Model {
   // bos_token, eos_token, unk_token, pad_token of tokenizer_config.json (those
   // set, as strings), passed to the template as transformers does.
   chat_template::Dict special_tokens;
+  // The special tokens the tokenizer adds around one sequence when asked to
+  // (transformers' encode(text), i.e. add_special_tokens=True, as vLLM
+  // tokenizes a /v1/completions prompt; a chat prompt's template writes its
+  // own): the SpecialToken ids before and after "$A" in tokenizer.json's
+  // post_processor TemplateProcessing "single" (itself, or in a Sequence of
+  // processors; none for another processor, e.g. Qwen3's ByteLevel), less a
+  // bos_token / eos_token that tokenizer_config.json's add_bos_token /
+  // add_eos_token set to false (huggingface tokenizers' TemplateProcessing).
+  std::vector<std::uint32_t> single_prefix, single_suffix;
 };
 
 // One model directory's outcome, for the startup log.

@@ -106,8 +106,10 @@ std::string check_addresses(const ServerConfig& config) {
       {"--grpc-bind-address", &config.grpc_bind_address},
       {"--http-bind-address", &config.http_bind_address},
       {"--snapshot-bind-address", &config.snapshot_bind_address},
+      {"--gateway-listen", &config.gateway_listen},  // "" = the gRPC port's
   };
   for (const auto& [flag, value] : flags) {
+    if (value == &config.gateway_listen && value->empty()) continue;
     std::string why;
     if (!ic::net::parse_address(*value, &why)) {
       return std::string(flag) + ": invalid address \"" + *value + "\": " + why;
@@ -193,6 +195,7 @@ bool App::load_tokenizer_models() {
   gateway.max_token_ids = limits.max_token_ids;
   gateway.tokenize_budget_us = config.gateway_tokenize_budget_us;
   gateway.max_endpoints = config.gateway_max_endpoints;
+  gateway.shed_queue_us = config.gateway_shed_queue_us;
   prompt_text.max_cpu_us = config.prompt_text_max_cpu_us;
   prompt_text.max_jobs_per_core = config.prompt_text_max_jobs;
   prompt_text.max_jobs_per_tenant = config.prompt_text_max_jobs_per_tenant;
@@ -242,6 +245,8 @@ void App::build_shards() {
   grpc_factories.resize(runtime.cores());
   idle_collect = std::vector<IdleCollect>(runtime.cores());
   prompt_schedulers.resize(runtime.cores());
+  gateway_servers.resize(runtime.cores());
+  gateway_factories.resize(runtime.cores());
 }
 
 // --state-file: restore the index before any listener is up (so /readyz only
@@ -465,6 +470,7 @@ std::string App::add_listeners() {
   if (std::string e = server.add_listener(std::move(grpc)); !e.empty()) {
     return "--grpc-bind-address: " + e;
   }
+  if (std::string e = add_gateway_listener(); !e.empty()) return e;
 
   auto admin = std::make_shared<ic::admin::AdminContext>();
   admin->runtime = &runtime;
@@ -516,6 +522,30 @@ std::string App::add_listeners() {
     return e;
   }
   return {};
+}
+
+// --gateway-listen: the endpoint picker on a listener of its own (the gRPC
+// listener's limits and TLS), served by gateway_servers.
+std::string App::add_gateway_listener() {
+  if (!config.gateway || config.gateway_listen.empty()) return {};
+  ic::net::ListenerOptions picker;
+  picker.name = "gateway";
+  picker.address = config.gateway_listen;
+  picker.max_connections = config.max_connections;
+  picker.idle_timeout_us = config.idle_timeout_us;
+  picker.max_connection_age_us = config.max_connection_age_us;
+  picker.max_connection_age_grace_us = config.max_connection_age_grace_us;
+  picker.output_high_water = std::size_t{4} << 20;
+  picker.factory = [this](ic::net::Connection& conn) {
+    return gateway_factories[conn.core()](conn);
+  };
+  if (tls) {
+    ic::net::TlsCertificateStore* store = tls.get();
+    picker.factory = ic::net::tls_session_factory([store] { return store->current(); },
+                                                  std::move(picker.factory));
+  }
+  std::string e = server.add_listener(std::move(picker));
+  return e.empty() ? e : "--gateway-listen: " + e;
 }
 
 void App::install_collectors() {
@@ -598,10 +628,24 @@ void App::start_core(unsigned core) {
   opts.add_methods = [this, scheduler](ic::rpc::MethodTable& methods, ic::rpc::Timers&) {
     methods.add("/" + std::string(ic::service::kInferenceCacheService) + "/RenderTemplate",
                 ic::templates::render_template_method(render_service, scheduler));
-    if (config.gateway && index) ic::gateway::add_ext_proc(methods, gateway, *index, scheduler);
+    if (config.gateway && index && config.gateway_listen.empty())
+      ic::gateway::add_ext_proc(methods, gateway, *index, scheduler);
   };
   grpc_servers[core] = std::make_unique<ic::service::CoreGrpcServer>(opts, runtime.reactor(core));
   grpc_factories[core] = grpc_servers[core]->session_factory();
+  if (config.gateway && index && !config.gateway_listen.empty()) {
+    // The picker's own listener: ext_proc, health and reflection only.
+    ic::service::GrpcServiceOptions picker;
+    picker.grpc = opts.grpc;
+    picker.ready = opts.ready;
+    picker.inference_cache = false;
+    picker.add_methods = [this, scheduler](ic::rpc::MethodTable& methods, ic::rpc::Timers&) {
+      ic::gateway::add_ext_proc(methods, gateway, *index, scheduler);
+    };
+    gateway_servers[core] =
+        std::make_unique<ic::service::CoreGrpcServer>(picker, runtime.reactor(core));
+    gateway_factories[core] = gateway_servers[core]->session_factory();
+  }
   runtime.reactor(core).add_timer(config.sweep_interval_us, [this, core] { sweep_index(core); });
   idle_collect[core].start(runtime.reactor(core));
   if (core == 0 && policy_file) {
@@ -646,6 +690,8 @@ void App::log_serving() {
        {"build", build.build_type},
        {"grpc_address", config.grpc_bind_address},
        {"grpc_port", server.port("grpc")},
+       {"gateway_address", config.gateway_listen},
+       {"gateway_port", server.port("gateway")},
        {"http_address", config.http_bind_address},
        {"http_port", server.port("http")},
        {"snapshot_address", config.snapshot_bind_address},

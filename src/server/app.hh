@@ -115,6 +115,7 @@ struct App {
   void install_saved_policy(const std::string& json, std::string_view source);
   void save_final_state();
   std::string add_listeners();
+  std::string add_gateway_listener();
   void install_collectors();
   // Starts the reactors (start_core on each); "" or why they did not start.
   std::string start_runtime();
@@ -173,6 +174,9 @@ struct App {
   std::vector<std::shared_ptr<ic::prompt_text::Scheduler>> prompt_schedulers;
   std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> grpc_servers;
   std::vector<ic::net::SessionFactory> grpc_factories;
+  // --gateway-listen: the endpoint picker's own gRPC servers, one per core.
+  std::vector<std::unique_ptr<ic::service::CoreGrpcServer>> gateway_servers;
+  std::vector<ic::net::SessionFactory> gateway_factories;
   std::atomic<unsigned> cores_serving{0};
   // Per core: a quiet core's free heap pages handed back (server/idle_collect.hh).
   std::vector<IdleCollect> idle_collect;

@@ -23,7 +23,8 @@ void CoreGrpcServer::build(const GrpcServiceOptions& options) {
   // could make every reactor block on stderr that way: drop those logs.
   static std::once_flag quiet;
   std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
-  add_inference_cache(methods_, options.index, options.prompt_text, options.prompt_scheduler);
+  if (options.inference_cache)
+    add_inference_cache(methods_, options.index, options.prompt_text, options.prompt_scheduler);
   if (options.events != nullptr) options.events->add_method(methods_);
   if (options.scrape_metrics) {
     static MetricSubscribers process_wide;

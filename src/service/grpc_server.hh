@@ -86,6 +86,9 @@ struct GrpcServiceOptions {
   // called with this core's table and timers before reflection lists the
   // services; empty = none.
   std::function<void(rpc::MethodTable&, rpc::Timers&)> add_methods;
+  // false: no InferenceCache service (a listener of add_methods, health and
+  // reflection only: the endpoint picker's own, --gateway-listen).
+  bool inference_cache = true;
 };
 
 // One core's gRPC server: the method table (InferenceCache, Health,

@@ -254,6 +254,10 @@ def check_example_sidecar_never_gates_the_engine():
                 if "fieldRef" in e.get("valueFrom", {})}
     require(downward == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace",
                          "POD_IP": "status.podIP"}, "downward API env %s" % downward)
+    engine_port = next(p["containerPort"] for p in containers["vllm"]["ports"] if p["name"] == "http")
+    require(arg_value(side, "--replica-id") == "$(POD_IP):%d" % engine_port,
+            "the replica id must be the endpoint $(POD_IP):<vLLM's port>: %s"
+            % arg_value(side, "--replica-id"))
     monitor_port = EXAMPLE_MONITOR["spec"]["podMetricsEndpoints"][0]["port"]
     require(monitor_port in side_ports, "the PodMonitor scrapes port %s" % monitor_port)
     require(arg_value(side, "--http-bind-address").endswith(":%d" % side["ports"][0]["containerPort"]),

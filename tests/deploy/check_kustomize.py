@@ -133,6 +133,11 @@ def check_inference_gateway():
     labels = engines[0]["spec"]["template"]["metadata"]["labels"]
     require(all(labels.get(k) == v for k, v in spec["selector"]["matchLabels"].items()),
             "the pool selects the vllm-kvevents engines")
+    side = next(c for c in engines[0]["spec"]["template"]["spec"]["containers"]
+                if c["name"] == "kvevents")
+    replica = [a.split("=", 1)[1] for a in side["args"] if a.startswith("--replica-id=")]
+    require(replica == ["$(POD_IP):%d" % spec["targetPorts"][0]["number"]],
+            "the adapters report the pool's endpoints $(POD_IP):<targetPort>: %s" % replica)
     routes = find(docs, "HTTPRoute")
     require(len(routes) == 1 and routes[0]["apiVersion"] == "gateway.networking.k8s.io/v1", routes)
     backends = [b for r in routes[0]["spec"]["rules"] for b in r["backendRefs"]]

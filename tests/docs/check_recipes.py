@@ -138,7 +138,8 @@ def check_kvevents_command_lines():
                 for b in code_blocks(doc, heading) if b.startswith("inferencecache-kvevents ")]
     if len(commands) != 2:
         PROBLEMS.append("expected the vLLM and SGLang adapter command lines, found %d" % len(commands))
-    env = dict(os.environ, POD_NAME="llama-8b-7d9f-x2x4q", POD_NAMESPACE="team-a")
+    env = dict(os.environ, POD_NAME="llama-8b-7d9f-x2x4q", POD_NAMESPACE="team-a",
+               POD_IP="10.0.0.7")
     env["PATH"] = os.path.dirname(os.path.abspath(KVEVENTS)) + os.pathsep + env.get("PATH", "")
     for command in commands:
         proc = subprocess.Popen(["unshare", "-rn", "bash", "-c",

@@ -235,6 +235,7 @@ TEST_CASE("a known registry renders byte for byte") {
       "inferencecache_gateway_picks_total{reason=\"load\"} 0\n"
       "inferencecache_gateway_picks_total{reason=\"fail_open\"} 1\n"
       "inferencecache_gateway_picks_total{reason=\"no_endpoint\"} 0\n"
+      "inferencecache_gateway_picks_total{reason=\"shed\"} 0\n"
       "# HELP inferencecache_gateway_fail_open_total Endpoint picker picks made by load because "
       "the "
       "body gave no token ids, by reason.\n"

@@ -97,3 +97,66 @@ TEST_CASE("model folders: a directory that cannot be listed is an error") {
   CHECK(error == "cannot list /nonexistent/models: No such file or directory");
   CHECK(reports.empty());
 }
+
+namespace {
+
+// A model whose tokenizer.json has `post_processor` and whose config adds `config_extra`.
+std::unique_ptr<ic::prompt_text::Model> with_processor(const nlohmann::json& post_processor,
+                                                       const std::string& config_extra = "") {
+  nlohmann::json tok = ic::test::small_tokenizer({});
+  tok["post_processor"] = post_processor;
+  const std::string config =
+      R"({"chat_template": "x", "bos_token": "<s>", "eos_token": "</s>")" + config_extra + "}";
+  std::string error;
+  auto model = ModelSet::load_model("m", tok.dump(), config, error);
+  REQUIRE_MESSAGE(model != nullptr, error);
+  return model;
+}
+
+// TemplateProcessing as huggingface tokenizers writes it: BOS id 1, EOS id 2.
+nlohmann::json template_processing(bool eos) {
+  using nlohmann::json;
+  json single = json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                             {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}});
+  if (eos) single.push_back({{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}});
+  return {{"type", "TemplateProcessing"},
+          {"single", single},
+          {"pair", json::array()},
+          {"special_tokens",
+           {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}},
+            {"</s>", {{"id", "</s>"}, {"ids", {2}}, {"tokens", {"</s>"}}}}}}};
+}
+
+using Ids = std::vector<std::uint32_t>;
+
+}  // namespace
+
+TEST_CASE("model folders: the special tokens a tokenizer adds around one sequence") {
+  // TemplateProcessing: before and after $A.
+  auto m = with_processor(template_processing(false));
+  CHECK(m->single_prefix == Ids{1});
+  CHECK(m->single_suffix == Ids{});
+  m = with_processor(template_processing(true));
+  CHECK(m->single_prefix == Ids{1});
+  CHECK(m->single_suffix == Ids{2});
+  // Inside a Sequence of processors (Llama 3's ByteLevel, then TemplateProcessing).
+  m = with_processor(
+      {{"type", "Sequence"},
+       {"processors",
+        {{{"type", "ByteLevel"}, {"trim_offsets", false}}, template_processing(false)}}});
+  CHECK(m->single_prefix == Ids{1});
+  // add_bos_token / add_eos_token false drop them; true changes nothing.
+  m = with_processor(template_processing(true), R"(, "add_bos_token": false)");
+  CHECK(m->single_prefix == Ids{});
+  CHECK(m->single_suffix == Ids{2});
+  m = with_processor(template_processing(true),
+                     R"(, "add_bos_token": true, "add_eos_token": false)");
+  CHECK(m->single_prefix == Ids{1});
+  CHECK(m->single_suffix == Ids{});
+  // Another processor (Qwen3's ByteLevel), or none: nothing added.
+  m = with_processor({{"type", "ByteLevel"}, {"trim_offsets", false}});
+  CHECK(m->single_prefix == Ids{});
+  CHECK(m->single_suffix == Ids{});
+  m = with_processor(nullptr);
+  CHECK(m->single_prefix == Ids{});
+}

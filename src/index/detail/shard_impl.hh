@@ -373,8 +373,8 @@ struct Shard::Impl : detail::Records,
   detail::ReplicaWork& work_of(detail::WorkState& ws, std::uint32_t replica, std::int64_t now);
   detail::ReplicaWork* find_work(detail::WorkState& ws, std::uint32_t replica);
   // Books `tokens` and the key hashes `keys` (a chain's, or one exact key) on `replica`.
-  void book(detail::WorkState& ws, std::uint32_t replica, std::int64_t now, std::int64_t tokens,
-            bool chain, std::span<const std::uint64_t> keys);
+  detail::Booking& book(detail::WorkState& ws, std::uint32_t replica, std::int64_t now,
+                        std::int64_t tokens, bool chain, std::span<const std::uint64_t> keys);
   // Frees booking `b` (counted completed or expired on its replica).
   void end_booking(detail::WorkState& ws, detail::Booking& b, bool completed);
   // Ends the bookings past their bound; forgets idle work records.
@@ -400,6 +400,21 @@ struct Shard::Impl : detail::Records,
   void settle_idle(std::uint32_t scope, std::uint32_t replica, std::int64_t seen, std::int64_t now);
   // Drops the scope's bookings and work records (scope removal).
   void clear_work(detail::WorkState& ws);
+  // Bookings made by this shard (the last one's seq); the booking the last
+  // lookup made (Shard::last_booking).
+  std::uint64_t booking_seq = 0;
+  BookingRef last_booking;
+
+  // ===== gateway feedback (feedback.cc, docs/ranking.md "Feedback") =====
+  // The live booking `ref` names; nullptr when it ended.
+  detail::Booking* find_booking(BookingRef ref);
+  void feedback(const BookingFeedback& f, std::int64_t now);
+  // kServedBy: moves `b` to the replica named `name` (see BookingFeedback).
+  void move_booking(detail::WorkState& ws, detail::Booking& b, std::string_view name,
+                    std::int64_t held, std::int64_t now);
+  // kFirstByte: `b`'s prefill is done; its replica's rate learns from it.
+  void prefill_done(detail::WorkState& ws, detail::Booking& b, std::int64_t now);
+
   // Entries the current ingest created (upsert), for settle_stored.
   std::uint32_t ingest_new_entries = 0;
   std::int64_t ingest_now = 0;  // the current ingest's wall µs (bookings it ends elsewhere)

@@ -39,10 +39,12 @@ struct Booking {
   std::uint32_t replica = kNone;  // kNone = a free slot
   bool chain = false;             // `blocks` are a chain's (else the one exact key)
   bool done = false;              // the replica reported its last block (ingest, settled after)
-  std::uint64_t seq = 0;          // booking order in the scope
+  bool prefilled = false;         // the gateway saw its first response byte (feedback.cc)
+  std::uint64_t seq = 0;          // booking order, unique in the shard (1, 2, …)
   std::int64_t booked_at = 0;     // wall µs
   std::int64_t expires_at = 0;    // wall µs: the bound
-  std::int64_t tokens = 0;        // uncached prompt tokens booked
+  std::int64_t tokens = 0;        // uncached prompt tokens booked (0 once prefilled)
+  std::int64_t prompt = 0;        // the request's effective prompt tokens (a move re-prices)
   // Key hashes (Shard::Impl::group_hash) of the request's blocks, or of its
   // exact key; at most kMaxBookedBlocks. The vector's capacity is kept when
   // the slot is reused.
@@ -64,14 +66,13 @@ struct DecodeBooking {
 
 // The bookings of one scope and its replicas' work records.
 struct WorkState {
-  std::vector<ReplicaWork> replicas;  // unsorted; few per scope
-  std::vector<Booking> bookings;      // slots; replica == kNone is free
-  std::uint32_t live = 0;             // bookings in use
+  std::vector<ReplicaWork> replicas;            // unsorted; few per scope
+  std::vector<Booking> bookings;                // slots; replica == kNone is free
+  std::uint32_t live = 0;                       // bookings in use
   // The live bookings by their first block's key: bucket heads (slots, kNone =
   // empty), a power of two ≥ 2 × bookings.size(), so a lookup visits only the
   // bookings that share its first block, not every slot (bookings.cc).
   std::vector<std::uint32_t> heads;
-  std::uint64_t next_seq = 0;
   std::int64_t next_expiry = INT64_MAX;         // wall µs: no booking ends by its bound before
   std::vector<DecodeBooking> decodes;           // slots; replica == kNone is free
   std::uint32_t decodes_live = 0;               // decode bookings in use

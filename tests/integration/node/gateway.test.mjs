@@ -20,6 +20,12 @@ import { grpc, target, credentials, health, deadline } from './client.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const mode = process.env.IC_GATEWAY_MODE;
+const serverMode = mode;
+// The shedding run (IC_GATEWAY_SHED, a server with --gateway-shed-queue) runs
+// only the shedding test; the others run in every mode's run.
+const shedRun = Boolean(process.env.IC_GATEWAY_SHED);
+const modeTest = (name, fn) => test(name, { skip: shedRun && 'the shedding run' }, fn);
+const bosModelDir = process.env.IC_GATEWAY_BOS_MODEL_DIR;  // qwen3 with a BOS (bos_model.py)
 const cli = process.env.IC_CLI;
 const modelDir = process.env.IC_GATEWAY_MODEL_DIR;  // the qwen3 tokenizer files
 const oracle = path.resolve(here, '../../tokenizer/oracle/oracle.mjs');
@@ -43,9 +49,24 @@ const Process = {
 const ExtProc = grpc.makeGenericClientConstructor({ Process }, 'ExternalProcessor');
 const extProc = new ExtProc(target, credentials);
 
+// The same service from the server's own subset (proto/envoy): the npm envoy-api
+// predates ProcessingRequest.protocol_config, which only this one can send.
+const ownDefinition = protoLoader.loadSync('envoy/service/ext_proc/v3/external_processor.proto', {
+  includeDirs: [path.resolve(here, '../../../proto')],
+  keepCase: true, longs: String, enums: String, defaults: false, oneofs: true,
+});
+const ownService = ownDefinition['envoy.service.ext_proc.v3.ExternalProcessor'];
+const OwnExtProc = grpc.makeGenericClientConstructor({
+  Process: {
+    ...ownService.Process,
+    responseDeserialize: (bytes) => ({ raw: Buffer.from(bytes), msg: ownService.Process.responseDeserialize(bytes) }),
+  },
+}, 'ExternalProcessor');
+const ownExtProc = new OwnExtProc(target, credentials);
+
 // One ext_proc stream: send() messages, next() the following response.
-function open() {
-  const call = extProc.Process({ deadline: deadline(20000) });
+function open(client = extProc) {
+  const call = client.Process({ deadline: deadline(20000) });
   const queue = [];
   const waiting = [];
   let ended = null;
@@ -101,9 +122,11 @@ function pickOf(response) {
 
 // Sends one request (headers, then `body` in `chunks` pieces) as Envoy does in
 // this mode and returns the response that carries the pick (or the 503).
-async function request(s, { tenant, body, chunks = 1, metadata, path: p }) {
+// `as`: the mode Envoy works in (default: the server's --gateway-body-mode);
+// `first`: more fields of the first message (protocol_config).
+async function request(s, { tenant, body, chunks = 1, metadata, path: p, as: mode = serverMode, first = {} }) {
   const bytes = Buffer.from(body);
-  s.send({ request_headers: { ...headersOf(tenant, p), end_of_stream: false }, ...(metadata ? { metadata_context: metadata } : {}) });
+  s.send({ request_headers: { ...headersOf(tenant, p), end_of_stream: false }, ...(metadata ? { metadata_context: metadata } : {}), ...first });
   if (mode !== 'full-duplex') {
     const h = await s.next();
     assert.equal(h.msg.response, 'request_headers', 'headers answered at once');
@@ -138,8 +161,16 @@ function oracleTokens(chat) {
   fs.rmSync(file);
   return out.prompt_ids;
 }
-function report(tenant, replica, tokens) {
-  execFileSync(cli, ['--server', target, 'report', '--tenant', tenant, '--model', 'qwen3',
+// The oracle's ids of `text` with the tokenizer's special tokens (a completion's prompt).
+function oracleEncode(dir, text) {
+  const file = path.join(os.tmpdir(), `ic-gateway-text-${process.pid}.txt`);
+  fs.writeFileSync(file, text);
+  const out = JSON.parse(execFileSync('node', [oracle, 'encode', dir, file], { maxBuffer: 1 << 26 }));
+  fs.rmSync(file);
+  return out.ids;
+}
+function report(tenant, replica, tokens, model = 'qwen3') {
+  execFileSync(cli, ['--server', target, 'report', '--tenant', tenant, '--model', model,
     '--replica', replica, '--token-ids', tokens.join(','), '--pressure', '0.1', '--hit-rate', '0.5']);
 }
 
@@ -179,7 +210,7 @@ async function metrics() {
   };
 }
 
-test(`${mode}: a conversation's next turn goes to the endpoint holding its earlier turns, with the fallback list`, async () => {
+modeTest(`${mode}: a conversation's next turn goes to the endpoint holding its earlier turns, with the fallback list`, async () => {
   const tenant = seededTenant();
   const before = await metrics();
   const s = open();
@@ -192,7 +223,7 @@ test(`${mode}: a conversation's next turn goes to the endpoint holding its earli
   assert.equal(after('gateway_pick_latency_seconds_count') - before('gateway_pick_latency_seconds_count'), 1);
 });
 
-test(`${mode}: the subset hint bounds the pick; none eligible is a 503`, async () => {
+modeTest(`${mode}: the subset hint bounds the pick; none eligible is a 503`, async () => {
   const tenant = seededTenant();
   const body = JSON.stringify({ model: 'qwen3', messages: turn2 });
   let s = open();
@@ -214,7 +245,7 @@ test(`${mode}: the subset hint bounds the pick; none eligible is a 503`, async (
   }
 });
 
-test(`${mode}: bad bodies are picked by load, counted by reason, and never error the stream`, async () => {
+modeTest(`${mode}: bad bodies are picked by load, counted by reason, and never error the stream`, async () => {
   const tenant = seededTenant();
   const cases = [
     ['not_json', '{"model": "qwen3", "messages": [', '/v1/chat/completions'],
@@ -242,7 +273,7 @@ test(`${mode}: bad bodies are picked by load, counted by reason, and never error
   s.close();
 });
 
-test(`${mode}: a body over --gateway-max-body-bytes (64 KiB here) is picked by load and still passed through`, async () => {
+modeTest(`${mode}: a body over --gateway-max-body-bytes (64 KiB here) is picked by load and still passed through`, async () => {
   const tenant = seededTenant();
   const before = await metrics();
   const bytes = Buffer.from(JSON.stringify({ model: 'qwen3', messages: [{ role: 'user', content: 'x'.repeat(100000) }] }));
@@ -273,7 +304,7 @@ test(`${mode}: a body over --gateway-max-body-bytes (64 KiB here) is picked by l
   assert.equal(after('gateway_fail_open_total{reason="body_too_large"}') - before('gateway_fail_open_total{reason="body_too_large"}'), 1);
 });
 
-test(`${mode}: the response side: served-endpoint feedback, pass-through, the stream's end`, async () => {
+modeTest(`${mode}: the response side: served-endpoint feedback, pass-through, the stream's end`, async () => {
   const tenant = seededTenant();
   const before = await metrics();
   const s = open();
@@ -293,7 +324,7 @@ test(`${mode}: the response side: served-endpoint feedback, pass-through, the st
   assert.equal(after('gateway_served_total{endpoint="picked"}') - before('gateway_served_total{endpoint="picked"}'), 0);
 });
 
-test(`${mode}: a request without a body is picked by load on its headers`, async () => {
+modeTest(`${mode}: a request without a body is picked by load on its headers`, async () => {
   const tenant = seededTenant();
   const s = open();
   s.send({ request_headers: { ...headersOf(tenant, '/v1/models'), end_of_stream: true } });
@@ -303,10 +334,110 @@ test(`${mode}: a request without a body is picked by load on its headers`, async
   s.close();
 });
 
-test(`${mode}: health names of the Endpoint Picker Protocol`, async () => {
+modeTest(`${mode}: health names of the Endpoint Picker Protocol`, async () => {
   for (const service of ['liveness', 'readiness', 'envoy.service.ext_proc.v3.ExternalProcessor']) {
     const response = await new Promise((resolve, reject) =>
       health.Check({ service }, { deadline: deadline(5000) }, (e, r) => (e ? reject(e) : resolve(r))));
     assert.equal(response.status, 'SERVING', service);
   }
+});
+
+// One response as Envoy sends it: headers (with the served endpoint), then one body chunk.
+async function respond(s, served) {
+  s.send({ response_headers: { headers: { headers: [{ key: ':status', raw_value: Buffer.from('200') }] } }, metadata_context: servedMetadata(served) });
+  assert.equal((await s.next()).msg.response, 'response_headers');
+  s.send({ response_body: { body: Buffer.from('data: {"choices":[]}\n\n'), end_of_stream: true } });
+  assert.equal((await s.next()).msg.response, 'response_body');
+}
+
+modeTest(`${mode}: served-endpoint feedback moves the booking: the conversation follows the endpoint that served`, async () => {
+  const tenant = seededTenant();
+  const body = JSON.stringify({ model: 'qwen3', messages: turn2 });
+  let s = open();
+  let { pick } = await request(s, { tenant, body });
+  assert.equal(pickOf(pick).header, `${A},${B}`);
+  // The gateway sent it to B: its first byte and end come back from there.
+  await respond(s, B);
+  s.close();
+  // B now holds the whole prompt (the moved booking, prefilled), A its earlier turns.
+  s = open();
+  ({ pick } = await request(s, { tenant, body }));
+  assert.equal(pickOf(pick).header, `${B},${A}`);
+  s.close();
+});
+
+modeTest(`${mode}: without feedback the booking stays where the pick was`, async () => {
+  const tenant = seededTenant();
+  const body = JSON.stringify({ model: 'qwen3', messages: turn2 });
+  let s = open();
+  let { pick } = await request(s, { tenant, body });
+  assert.equal(pickOf(pick).header, `${A},${B}`);
+  await respond(s, A);
+  s.close();
+  s = open();
+  ({ pick } = await request(s, { tenant, body }));
+  assert.equal(pickOf(pick).header, `${A},${B}`);
+  s.close();
+});
+
+modeTest(`${mode}: the first message's protocol_config decides the body mode (sent with the server's own protos)`, async () => {
+  const tenant = seededTenant();
+  const body = JSON.stringify({ model: 'qwen3', messages: turn2 });
+  const modes = [['full-duplex', 'FULL_DUPLEX_STREAMED'], ['buffered', 'BUFFERED'], ['streamed', 'STREAMED']];
+  for (const [as, name] of modes.filter(([m]) => m !== serverMode)) {
+    const s = open(ownExtProc);
+    const { pick } = await request(s, { tenant, body, chunks: 2, as, first: { protocol_config: { request_body_mode: name } } });
+    assert.deepEqual(pickOf(pick), { header: `${A},${B}`, metadata: `${A},${B}`, clear: true }, as);
+    s.close();
+  }
+});
+
+modeTest(`${mode}: a completion's text gets the special tokens its tokenizer adds (a BOS), as the oracle encodes it`, async () => {
+  assert.ok(fs.existsSync(path.join(bosModelDir, 'tokenizer.json')), bosModelDir);
+  const tenant = `${mode}-bos-${++tenantSeq}`;
+  const prompt = `Complete this. ${text(600, 6)}`;
+  const ids = oracleEncode(bosModelDir, prompt);
+  assert.equal(ids[0], 151643, 'the oracle adds the BOS');
+  assert.deepEqual(oracleEncode(modelDir, prompt), ids.slice(1), 'Qwen3 itself adds nothing');
+  report(tenant, A, ids, 'qwen3-bos');
+  report(tenant, B, oracleEncode(bosModelDir, `Something else. ${text(600, 7)}`), 'qwen3-bos');
+  const before = await metrics();
+  const s = open();
+  const { pick } = await request(s, { tenant, body: JSON.stringify({ model: 'qwen3-bos', prompt }), path: '/v1/completions' });
+  assert.equal(pickOf(pick).header, `${A},${B}`);
+  s.close();
+  const after = await metrics();
+  assert.equal(after('gateway_picks_total{reason="prefix_match"}') - before('gateway_picks_total{reason="prefix_match"}'), 1);
+});
+
+test('shedding: every eligible endpoint over --gateway-shed-queue (200 ms here) is a 429, counted', { skip: !shedRun && 'not the shedding run' }, async () => {
+  // A and B both hold turn 1's prompt; each request adds 30,000 new token ids
+  // (3 s of prefill at the default 10,000 tokens/s) to it.
+  const tenant = `shed-t${++tenantSeq}`;
+  const earlier = oracleTokens({ messages: turn1, add_generation_prompt: true });
+  report(tenant, A, earlier);
+  report(tenant, B, earlier);
+  const big = (seed) => JSON.stringify({
+    model: 'qwen3', prompt: [...earlier, ...Array.from({ length: 30000 }, (_, i) => 100 + ((i * 7 + seed * 13) % 5000))],
+  });
+  const before = await metrics();
+  // Their streams stay open: a request that ends before its first byte releases its booking.
+  const picked = [];
+  const open1 = [];
+  for (const seed of [1, 2]) {
+    const s = open();
+    const { pick } = await request(s, { tenant, body: big(seed), path: '/v1/completions' });
+    assert.notEqual(pick.msg.response, 'immediate_response');
+    picked.push(pickOf(pick).header.split(',')[0]);
+    open1.push(s);
+  }
+  assert.deepEqual(picked.sort(), [A, B], 'one on each: both queues are now over the bound');
+  const s = open();
+  const { pick } = await request(s, { tenant, body: big(3), path: '/v1/completions' });
+  assert.equal(pick.msg.response, 'immediate_response');
+  assert.equal(pick.msg.immediate_response.status.code, 'TooManyRequests');
+  s.close();
+  open1.forEach((o) => o.close());
+  const after = await metrics();
+  assert.equal(after('gateway_picks_total{reason="shed"}') - before('gateway_picks_total{reason="shed"}'), 1);
 });

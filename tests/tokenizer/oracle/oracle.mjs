@@ -7,6 +7,9 @@
 //   node oracle.mjs template <model_dir> <case_file> → {"prompt", "prompt_ids", "ids"}
 //     (tests/templates: case_file is {"source", "variables", "encode": [texts]}; the
 //     source is rendered with the variables alone, "ids" are the texts' tokens)
+//   node oracle.mjs encode <model_dir> <text_file>  → {"ids"}: the text with the
+//     tokenizer's special tokens (add_special_tokens: true, the post_processor's), as an
+//     engine encodes a /v1/completions prompt
 //   node oracle.mjs chat <model_dir> <json_file>    → {"prompt", "prompt_ids"}
 //     json_file: {"messages": [...], "tools"?: [...], "add_generation_prompt": bool}, the
 //     whole conversation rendered as transformers' apply_chat_template does
@@ -30,6 +33,7 @@ function loadModel(dir) {
     else if (v && typeof v.content === "string") special[key] = v.content;
   }
   const encode = (text) => Array.from(tokenizer.encode(text, { add_special_tokens: false }).ids);
+  const encodeSpecial = (text) => Array.from(tokenizer.encode(text, { add_special_tokens: true }).ids);
   const render = (text) =>
     template.render({ messages: [{ role: "user", content: text }], add_generation_prompt: true, ...special });
   const renderChat = (chat) =>
@@ -39,7 +43,7 @@ function loadModel(dir) {
       add_generation_prompt: chat.add_generation_prompt !== false,
       ...special,
     });
-  return { encode, render, renderChat };
+  return { encode, encodeSpecial, render, renderChat };
 }
 
 // mulberry32: a small fixed-seed PRNG so the corpus is the same on every run.
@@ -178,13 +182,17 @@ function main() {
     process.stdout.write(JSON.stringify({ prompt, prompt_ids: model.encode(prompt), ids }));
     return;
   }
+  if (mode === "encode") {
+    process.stdout.write(JSON.stringify({ ids: model.encodeSpecial(fs.readFileSync(file, "utf8")) }));
+    return;
+  }
   if (mode === "chat") {
     const prompt = model.renderChat(JSON.parse(fs.readFileSync(file, "utf8")));
     process.stdout.write(JSON.stringify({ prompt, prompt_ids: model.encode(prompt) }));
     return;
   }
   if (mode !== "corpus") {
-    throw new Error("usage: oracle.mjs corpus|render|template|chat <model_dir> [file]");
+    throw new Error("usage: oracle.mjs corpus|render|template|encode|chat <model_dir> [file]");
   }
   const cases = corpus().map(({ name, text }) => {
     const prompt = model.render(text);
