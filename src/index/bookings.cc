@@ -90,6 +90,15 @@ double Shard::Impl::prior_rate(const WorkState* ws) const {
   return ws != nullptr && ws->prior_rate > 0 ? ws->prior_rate : cfg.work_aware.prefill_tokens_per_s;
 }
 
+void Shard::Impl::learn_rate(WorkState& ws, ReplicaWork& w, double tokens, std::int64_t took_us) {
+  if (tokens <= 0 || took_us <= 0) return;
+  const double keep = 1.0 - 1.0 / kRateWindow;
+  w.sample_tokens = keep * w.sample_tokens + tokens;
+  w.sample_us = keep * w.sample_us + static_cast<double>(took_us);
+  w.rate = w.sample_tokens / w.sample_us * 1e6;
+  update_prior_rate(ws);
+}
+
 void Shard::Impl::update_prior_rate(WorkState& ws) {
   double sum = 0;
   std::size_t n = 0;
@@ -269,12 +278,7 @@ void Shard::Impl::settle_stored(std::uint32_t scope, std::uint32_t replica, std:
       if (b.replica == replica && b.seq < last_seq) end_booking(ws, b, false);
     }
     const std::int64_t took = now - std::max(first_booked, w->last_done);
-    if (tokens > 0 && took > 0) {
-      w->sample_tokens = keep * w->sample_tokens + tokens;
-      w->sample_us = keep * w->sample_us + static_cast<double>(took);
-      w->rate = w->sample_tokens / w->sample_us * 1e6;
-      update_prior_rate(ws);
-    }
+    learn_rate(ws, *w, tokens, took);
   }
   w->last_done = now;
   w->last_active = now;

@@ -17,9 +17,6 @@ using namespace detail;
 
 namespace {
 
-// Completions the learned rate remembers (decay 1 − 1/window): bookings.cc's.
-constexpr double kRateWindow = 16;
-
 std::int64_t micros(double tokens, double rate) {
   return static_cast<std::int64_t>(tokens / rate * 1e6);
 }
@@ -78,7 +75,7 @@ void Shard::Impl::move_booking(WorkState& ws, Booking& b, std::string_view name,
   // Off the booked replica's queue (its record exists while the booking is open).
   if (ReplicaWork* old = find_work(ws, b.replica)) {
     old->busy_until =
-        std::max(now, old->busy_until - micros(static_cast<double>(b.tokens), rate_of(*old)));
+        std::max(now, old->busy_until - micros(static_cast<double>(b.tokens), rate_of(ws, *old)));
     --old->open;
     old->open_tokens -= b.tokens;
   }
@@ -87,7 +84,7 @@ void Shard::Impl::move_booking(WorkState& ws, Booking& b, std::string_view name,
   ReplicaWork& w = work_of(ws, id, now);  // holds its own reference
   replicas.release(id);
   const std::int64_t tokens = b.prefilled ? 0 : std::max<std::int64_t>(0, b.prompt - held);
-  w.busy_until = std::max(w.busy_until, now) + micros(static_cast<double>(tokens), rate_of(w));
+  w.busy_until = std::max(w.busy_until, now) + micros(static_cast<double>(tokens), rate_of(ws, w));
   ++w.open;
   w.open_tokens += tokens;
   w.last_active = now;
@@ -102,19 +99,14 @@ void Shard::Impl::prefill_done(WorkState& ws, Booking& b, std::int64_t now) {
   // The prefill could start when the request was booked and the replica's
   // previous prefill had ended (it prefills in arrival order).
   const std::int64_t took = now - std::max(b.booked_at, w->last_done);
-  if (b.tokens > 0 && took > 0) {
-    const double keep = 1.0 - 1.0 / kRateWindow;
-    w->sample_tokens = keep * w->sample_tokens + static_cast<double>(b.tokens);
-    w->sample_us = keep * w->sample_us + static_cast<double>(took);
-    w->rate = w->sample_tokens / w->sample_us * 1e6;
-  }
+  learn_rate(ws, *w, static_cast<double>(b.tokens), took);
   w->open_tokens -= b.tokens;
   b.tokens = 0;
   b.prefilled = true;
   w->last_done = now;
   w->last_active = now;
   // What is still booked is queued behind the prefill that just ended.
-  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(*w));
+  w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
 }
 
 }  // namespace ic::index

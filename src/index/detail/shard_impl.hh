@@ -367,6 +367,10 @@ struct Shard::Impl : detail::Records,
   // The rate of a replica `ws` has not timed, tokens/s: the mean learned rate of
   // its replicas, else the knob (no scope, or none learned).
   double prior_rate(const detail::WorkState* ws) const;
+  // One timed prefill of `tokens` that took `took_us` (µs) joins `w`'s learned
+  // rate (a decaying window of completions); nothing when either is ≤ 0.
+  void learn_rate(detail::WorkState& ws, detail::ReplicaWork& w, double tokens,
+                  std::int64_t took_us);
   // Recomputes ws.prior_rate after a learned rate changed or a record went.
   static void update_prior_rate(detail::WorkState& ws);
   // The scope's work record of `replica` (created, with an interner reference).

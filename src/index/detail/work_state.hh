@@ -66,9 +66,9 @@ struct DecodeBooking {
 
 // The bookings of one scope and its replicas' work records.
 struct WorkState {
-  std::vector<ReplicaWork> replicas;            // unsorted; few per scope
-  std::vector<Booking> bookings;                // slots; replica == kNone is free
-  std::uint32_t live = 0;                       // bookings in use
+  std::vector<ReplicaWork> replicas;  // unsorted; few per scope
+  std::vector<Booking> bookings;      // slots; replica == kNone is free
+  std::uint32_t live = 0;             // bookings in use
   // The live bookings by their first block's key: bucket heads (slots, kNone =
   // empty), a power of two ≥ 2 × bookings.size(), so a lookup visits only the
   // bookings that share its first block, not every slot (bookings.cc).
