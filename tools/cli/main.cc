@@ -53,6 +53,8 @@ struct Args {
   std::vector<std::uint32_t> token_ids;
   std::int32_t block_size = 16;
   std::string prompt;
+  std::string topology, template_ref;
+  std::vector<std::string> variables;  // render: name=value
   int ttft_ms = 0;
   int tier = 1;
   float pressure = -1, hit_rate = -1;
@@ -269,6 +271,72 @@ int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
       [tokens](const v1::LookupRouteResponse& response) { print_route(response, tokens); });
 }
 
+void print_pd_route(const v1::LookupPDRouteResponse& r) {
+  std::printf("reason: %s  (server lookup latency %lld us)\n", r.reason_code().c_str(),
+              static_cast<long long>(r.lookup_latency_us()));
+  if (r.prefill_replica_id().empty() && r.decode_replica_id().empty()) {
+    std::printf("no pair: route as usual\n");
+    return;
+  }
+  std::printf("prefill: %s  matched %d  score %.3f\n",
+              r.prefill_replica_id().empty() ? "-" : r.prefill_replica_id().c_str(),
+              r.prefill_matched_tokens(), r.prefill_score());
+  std::printf("decode:  %s  matched %d  score %.3f\n",
+              r.decode_replica_id().empty() ? "-" : r.decode_replica_id().c_str(),
+              r.decode_matched_tokens(), r.decode_score());
+  std::printf("transport: %s  uncached tokens: %d\n",
+              r.transport_hint().empty() ? "-" : r.transport_hint().c_str(), r.uncached_tokens());
+}
+
+// LookupPDRoute (docs/pd-routing.md): the prompt given as lookup's is.
+int do_pd_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
+  v1::LookupPDRouteRequest request;
+  set_scope(request, a);
+  request.set_pd_topology_ref(a.topology);
+  if (a.ttft_ms > 0) request.mutable_slo()->set_ttft_ms(a.ttft_ms);
+  if (!a.prefix.block_ids.empty() || !a.prefix.block_hashes.empty()) add_chain(request, a.prefix);
+  request.set_prefix_hash(prefix_bytes(a.prefix));
+  request.set_prefix_token_count(a.prefix.prefix_tokens);
+  for (auto t : a.token_ids) request.add_token_ids(t);
+  request.set_prompt_text(a.prompt);
+  return call_and_print("LookupPDRoute", g, stub, &v1::InferenceCache::Stub::LookupPDRoute, request,
+                        print_pd_route);
+}
+
+void print_render(const v1::RenderTemplateResponse& r) {
+  std::printf("reason: %s%s%s\n", r.reason_code().c_str(),
+              r.error().empty() ? "" : "  error: ", r.error().c_str());
+  if (r.reason_code() != "OK") return;
+  std::printf("revision: %s\n", r.template_revision().c_str());
+  std::printf("stable prefix hash: %s  (%d stable tokens)\n",
+              hex_encode(r.stable_prefix_hash()).c_str(), r.stable_token_count());
+  if (r.cache_bust()) {
+    std::printf(
+        "cache bust: a volatile variable renders at byte %d (token %d), before %d stable bytes "
+        "(docs/templates.md)\n",
+        r.volatile_byte_offset(), r.volatile_token_offset(), r.stable_bytes_after_volatile());
+  }
+  std::printf("--- rendered prompt (%zu bytes)\n%s\n", r.rendered_prompt().size(),
+              r.rendered_prompt().c_str());
+}
+
+// RenderTemplate (docs/templates.md); exit status 1 unless OK.
+int do_render(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
+  v1::RenderTemplateRequest request;
+  request.set_tenant_id(a.tenant);
+  request.set_template_ref(a.template_ref);
+  for (const std::string& v : a.variables) {
+    const std::size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0) usage_error("--var wants name=value, got: " + v);
+    (*request.mutable_variables())[v.substr(0, eq)] = v.substr(eq + 1);
+  }
+  const auto response =
+      call_unary("RenderTemplate", g, stub, &v1::InferenceCache::Stub::RenderTemplate, request);
+  if (!response) return 1;
+  print_answer(g, *response, print_render);
+  return response->reason_code() == "OK" ? 0 : 1;
+}
+
 // Prints an Ack (human or JSON); exit status 0 when accepted, 1 otherwise.
 int print_ack(const v1::Ack& ack, const Global& g) {
   print_answer(g, ack, [](const v1::Ack& a) {
@@ -396,11 +464,21 @@ int main(int argc, char** argv) {
   auto* event = app.add_subcommand("event", "PublishEvent: evictions, liveness, clears");
   auto* state = app.add_subcommand("state", "GetCacheState: the (tenant, model) aggregate");
   auto* health = app.add_subcommand("health", "grpc.health.v1 Check");
-  for (auto* cmd : {lookup, report, event, state}) {
+  auto* pd_lookup = app.add_subcommand(
+      "pd-lookup", "LookupPDRoute: the prefill/decode pair for this prompt (docs/pd-routing.md)");
+  auto* render = app.add_subcommand(
+      "render", "RenderTemplate: a tenant's template rendered, its stable prefix hash");
+  for (auto* cmd : {lookup, report, event, state, pd_lookup}) {
     cmd->add_option("--tenant", a.tenant, "tenant_id")->required();
     cmd->add_option("--model", a.model, "model_id")->required();
   }
-  for (auto* cmd : {lookup, report}) {
+  pd_lookup->add_option("--topology", a.topology, "pd_topology_ref (a pdTopologies name)")
+      ->required();
+  render->add_option("--tenant", a.tenant, "tenant_id")->required();
+  render->add_option("--template", a.template_ref, "template_ref: name or name@revision")
+      ->required();
+  render->add_option("--var", a.variables, "a variable as name=value (repeat the flag)");
+  for (auto* cmd : {lookup, report, pd_lookup}) {
     cmd->add_option("--hash-scheme,--scheme", a.scheme,
                     "hash_scheme; default: vllm with --token-ids or --prompt (what "
                     "inferencecache-kvevents reports by default), mooncake otherwise");
@@ -415,9 +493,12 @@ int main(int argc, char** argv) {
                    "--token-ids: tokens per KV block, the server's --engine-block-size")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  for (auto* cmd : {lookup, report, event}) cmd->add_option("--adapter", a.adapter, "adapter_id");
-  lookup->add_option("--prompt", a.prompt, "prompt text (needs a server-side tokenizer)");
-  lookup->add_option("--ttft-ms", a.ttft_ms, "SLO ttft_ms (0 < v < 200 is 'tight')");
+  for (auto* cmd : {lookup, report, event, pd_lookup})
+    cmd->add_option("--adapter", a.adapter, "adapter_id");
+  for (auto* cmd : {lookup, pd_lookup}) {
+    cmd->add_option("--prompt", a.prompt, "prompt text (needs a server-side tokenizer)");
+    cmd->add_option("--ttft-ms", a.ttft_ms, "SLO ttft_ms (0 < v < 200 is 'tight')");
+  }
   for (auto* cmd : {report, event})
     cmd->add_option("--replica", a.replica, "replica_id")->required();
   report->add_option("--tier", a.tier, "1 = T1 (engine), 2 = T2 (offload), 3 = T3 (remote)")
@@ -446,5 +527,7 @@ int main(int argc, char** argv) {
   if (report->parsed()) return do_report(*stub, g, a);
   if (event->parsed()) return do_event(*stub, g, a);
   if (state->parsed()) return do_state(*stub, g, a);
+  if (pd_lookup->parsed()) return do_pd_lookup(*stub, g, a);
+  if (render->parsed()) return do_render(*stub, g, a);
   return do_health(channel, g, a);
 }

@@ -141,6 +141,47 @@ def case_cli(a, target):
           "short --token-ids: %d %r" % (rc, err))
 
 
+TOPOLOGY = {"version": 7, "policies": [], "pdTopologies": [
+    {"name": "pd", "transport": "NIXL",
+     "prefill": [{"replica": "p-0"}, {"replica": "p-1"}],
+     "decode": [{"replica": "d-0"}, {"replica": "d-1"}]}]}
+
+
+def case_cli_pd_render(a, target):
+    """pd-lookup and render (the server runs with --insecure-disable-auth: the topology is
+    pushed to its control listener first)."""
+    import urllib.request
+    req = urllib.request.Request("http://127.0.0.1:%s/policy" % os.environ["IC_SNAPSHOT_PORT"],
+                                 data=json.dumps(TOPOLOGY).encode(), method="POST")
+    check(urllib.request.urlopen(req, timeout=10).status == 204, "policy push")
+    base = [a.cli, "--server", target]
+    scope = ["--tenant", "cli-pd", "--model", "m", "--topology", "pd"]
+    # 3,000 token ids: 187 whole 16-token blocks (2,992 tokens), held nowhere, over the
+    # 2,048-token disaggregation threshold: a pair.
+    ids = ",".join(str(i) for i in range(1, 3001))
+    rc, out, err = run(base + ["--json", "pd-lookup"] + scope + ["--token-ids", ids])
+    check(rc == 0, "pd-lookup: %d %r" % (rc, err))
+    doc = json.loads(out)
+    check(doc["reason_code"] == "DISAGGREGATED" and doc["transport_hint"] == "NIXL" and
+          doc["uncached_tokens"] == 2992 and doc["prefill_replica_id"] in ("p-0", "p-1") and
+          doc["decode_replica_id"] in ("d-0", "d-1"), "pd-lookup pair: %r" % out)
+    # 20 tokens: one whole block, under the threshold: the decode replica prefills itself.
+    rc, out, err = run(base + ["pd-lookup"] + scope + ["--token-ids", ",".join(map(str, range(1, 21)))])
+    check(rc == 0 and out.startswith("reason: DECODE_ONLY_SHORT  (server lookup latency ") and
+          "prefill: -  matched 0" in out and "uncached tokens: 16\n" in out,
+          "pd-lookup decode-only: %d %r" % (rc, out))
+    rc, out, err = run(base + ["pd-lookup", "--tenant", "cli-pd", "--model", "m", "--topology",
+                               "nope", "--token-ids", ids])
+    check(rc == 0 and out.startswith("reason: UNKNOWN_TOPOLOGY") and "no pair: route as usual" in out,
+          "unknown topology: %d %r" % (rc, out))
+    rc, out, err = run(base + ["render", "--tenant", "cli-pd", "--template", "agent", "--var", "q=hi"])
+    check(rc == 1 and out == "reason: TEMPLATE_NOT_FOUND\n", "render unknown: %d %r %r" % (rc, out, err))
+    rc, out, err = run(base + ["--json", "render", "--tenant", "cli-pd", "--template", "agent"])
+    check(rc == 1 and json.loads(out)["reason_code"] == "TEMPLATE_NOT_FOUND", "render --json: %r" % out)
+    rc, out, err = run(base + ["render", "--tenant", "cli-pd", "--template", "agent", "--var", "q"])
+    check(rc == 2 and "--var wants name=value, got: q" in err, "render usage: %d %r" % (rc, err))
+
+
 def case_bench(a, target):
     rc, out, err = run([a.bench, "--server", target, "-D", "1", "-r", "200", "-c", "2", "-m", "4",
                         "--blocks", "4", "--replicas", "2", "--hit-ratio", "1", "--json"])
