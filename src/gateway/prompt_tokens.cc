@@ -72,6 +72,9 @@ std::optional<TokensError> PromptTokensJob::start() {
     std::string error;
     if (!render_chat(*model_, body_, rendered_, error)) return TokensError::kTemplate;
     text_ = rendered_;
+  } else {
+    // A completion's prompt gets the tokenizer's special tokens (prompt_tokens).
+    ids_.assign(model_->single_prefix.begin(), model_->single_prefix.end());
   }
   model_->tokenizer->split_added(text_, [this](std::string_view run, const tokenizer::TokenId* id) {
     runs_.push_back({run, id != nullptr ? static_cast<std::int64_t>(*id) : -1});
@@ -111,6 +114,8 @@ std::optional<TokensError> PromptTokensJob::step(const std::function<bool()>& st
     cache.remember(tok, run.text, run_ids_);
     ids_.insert(ids_.end(), run_ids_.begin(), run_ids_.end());
   }
+  if (!body_.chat)
+    ids_.insert(ids_.end(), model_->single_suffix.begin(), model_->single_suffix.end());
   return ids_.size() > max_ids_ ? TokensError::kTooLong : TokensError::kNone;
 }
 
