@@ -171,7 +171,7 @@ def overloaded():
     return load > 2 * cpus, load, cpus
 
 
-def neighbours_kept(srv, make_request):
+def neighbours_kept(srv, make_request, allow_s=ALLOW_S):
     """Runs the callers against the neighbour's windows; returns the attacks completed."""
     busy, load, cpus = overloaded()
     if busy:
@@ -181,7 +181,7 @@ def neighbours_kept(srv, make_request):
         quiet, attacked = hl.latency_kept(srv, attacker.on, attacker.off,
                                           attacks=attacker.completed, pairs=5, calls=300,
                                           min_attacks=2, factor=float("inf") if busy else FACTOR,
-                                          allow_s=ALLOW_S)
+                                          allow_s=allow_s)
     finally:
         attacker.stop()
     print("attacks completed: %d" % attacker.completed())
@@ -266,8 +266,13 @@ def case_render_long_text(binary):
             fields = dict(hl.pb_fields(body))
             assert fields.get(4) == b"RENDER_ERROR", fields.get(4)
             # A new text each call: a stable text seen before is answered from the cache.
+            # The margin is the issue's absolute bound (10 ms), not ALLOW_S: the render
+            # of a 1 MiB output still runs in one piece on the reactor (docs/templates.md
+            # "Where it runs"), about 5 ms of the neighbour's p99 here; its tokenizing
+            # is what the slices bound.
             neighbours_kept(srv, lambda: request_frames(
-                RENDER, render_message("%d %s" % (random.getrandbits(48), PROSE)), True))
+                RENDER, render_message("%d %s" % (random.getrandbits(48), PROSE)), True),
+                allow_s=MAX_ATTACKED_P99_S)
     finally:
         shutil.rmtree(models)
 
