@@ -54,6 +54,9 @@ inline constexpr std::string_view kDestinationHeader = "x-gateway-destination-en
 inline constexpr std::string_view kLbNamespace = "envoy.lb";
 inline constexpr std::string_view kSubsetNamespace = "envoy.lb.subset_hint";
 inline constexpr std::string_view kSubsetKey = "x-gateway-destination-endpoint-subset";
+// Endpoints of a subset hint the picker reads; later ones are ignored
+// (an InferencePool's endpoints are far fewer; docs/gateway.md "Endpoints").
+inline constexpr std::size_t kMaxSubsetEndpoints = 1024;
 inline constexpr std::string_view kServedKey = "x-gateway-destination-endpoint-served";
 inline constexpr std::string_view kExtProcService = "envoy.service.ext_proc.v3.ExternalProcessor";
 

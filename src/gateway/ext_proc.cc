@@ -1,5 +1,6 @@
 #include "gateway/ext_proc.hh"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -40,7 +41,7 @@ std::optional<std::vector<std::string>> metadata_list(const core3::Metadata& m, 
   if (f == n->second.fields().end()) return std::nullopt;
   std::vector<std::string> out;
   auto add = [&out](const std::string& s) {
-    for (std::size_t b = 0; b <= s.size();) {
+    for (std::size_t b = 0; b <= s.size() && out.size() < kMaxSubsetEndpoints;) {
       std::size_t e = s.find(',', b);
       if (e == std::string::npos) e = s.size();
       if (e > b) out.push_back(s.substr(b, e - b));
@@ -429,17 +430,19 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void read_served(const core3::Metadata& m) {
     auto served = metadata_list(m, kLbNamespace, kServedKey);
     if (!served || served->empty() || !in_flight_ || served->front() == served_) return;
+    // Only an endpoint of the answer's own list counts: Envoy retries down that
+    // list, so any other name is not where this pick's request went, and
+    // following it would let a response steer the tenant's later picks.
+    const auto at = std::find(answered_.begin(), answered_.end(), served->front());
+    if (at == answered_.end()) return;
     const std::int64_t t = now();
     EndpointLoad::local().ended(served_, t);
-    served_ = served->front();
+    served_ = *at;
     EndpointLoad::local().started(served_, t);
     served_elsewhere_ = true;
-    // The ranking's booking follows, priced by what the served endpoint
-    // holds of the prompt (0 for one the answer did not rank).
-    std::int64_t held = 0;
-    for (std::size_t i = 0; i < answered_.size(); ++i) {
-      if (answered_[i] == served_) held = held_tokens_[i];
-    }
+    // The ranking's booking follows, priced by what the served endpoint holds
+    // of the prompt (0 for one ranked by load).
+    const std::int64_t held = held_tokens_[static_cast<std::size_t>(at - answered_.begin())];
     feedback(index_, tenant_id_, index::BookingFeedback::Kind::kServedBy, booking_, served_, held);
   }
 

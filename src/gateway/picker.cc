@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "gateway/endpoints.hh"
@@ -31,10 +32,22 @@ bool contains(const std::vector<std::string>& list, std::string_view s) {
   return std::find(list.begin(), list.end(), s) != list.end();
 }
 
-// An endpoint the answer may name: ip:port, and in the subset hint if there is one.
-bool eligible(const PickRequest& r, std::string_view id) {
-  return is_endpoint(id) && (!r.subset || contains(*r.subset, id));
-}
+// An endpoint the answer may name: ip:port, and in the subset hint if there is
+// one. Built once per step: the hint may name up to kMaxSubsetEndpoints, so
+// membership is a hash lookup, not a scan of the hint per candidate.
+class Eligible {
+ public:
+  explicit Eligible(const PickRequest& r) : subset_(r.subset.has_value()) {
+    if (subset_) in_subset_.insert(r.subset->begin(), r.subset->end());
+  }
+  bool operator()(std::string_view id) const {
+    return is_endpoint(id) && (!subset_ || in_subset_.count(id) != 0);
+  }
+
+ private:
+  bool subset_;
+  std::unordered_set<std::string_view> in_subset_;  // views of r.subset's strings
+};
 
 using Queued = std::unordered_map<std::string, std::int64_t>;
 
@@ -51,8 +64,9 @@ Queued queued_before(index::Shard& shard, std::int64_t now_wall_us, const PickRe
 // than the bound; false when it knows none (the stream's core may know some).
 bool over_bound(const Queued& queued, const PickRequest& r, const OwnerAnswer& answer) {
   bool any = false;
+  const Eligible eligible(r);
   auto idle = [&](const std::string& id) {
-    if (!eligible(r, id)) return false;
+    if (!eligible(id)) return false;
     any = true;
     const auto q = queued.find(id);
     return q == queued.end() || q->second <= r.shed_queue_us;
@@ -74,7 +88,8 @@ void settle_booking(index::Shard& shard, std::int64_t now_wall_us, const PickReq
                     OwnerAnswer& answer) {
   if (!answer.booking.valid()) return;
   std::size_t first = 0;
-  while (first < answer.ranked.size() && !eligible(r, answer.ranked[first])) ++first;
+  const Eligible eligible(r);
+  while (first < answer.ranked.size() && !eligible(answer.ranked[first])) ++first;
   index::BookingFeedback f;
   f.booking = answer.booking;
   if (answer.shed || first == answer.ranked.size()) {
@@ -136,9 +151,12 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
     return pick;
   }
   pick.booking = owner.booking;
-  for (std::size_t i = 0; i < owner.ranked.size(); ++i) {
+  const Eligible eligible(r);
+  // At most max_endpoints are answered: stop there, so the duplicate check
+  // below stays that short whatever the subset hint's size.
+  for (std::size_t i = 0; i < owner.ranked.size() && pick.endpoints.size() < max_endpoints; ++i) {
     const std::string& id = owner.ranked[i];
-    if (eligible(r, id) && !contains(pick.endpoints, id)) {
+    if (eligible(id) && !contains(pick.endpoints, id)) {
       pick.endpoints.push_back(id);
       pick.held_tokens.push_back(owner.held[i]);
     }
@@ -162,7 +180,8 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
   });
   EndpointLoad::local().order_by_load(rest);
   for (const std::string& id : rest) {
-    if (eligible(r, id) && !contains(pick.endpoints, id)) {
+    if (pick.endpoints.size() >= max_endpoints) break;
+    if (eligible(id) && !contains(pick.endpoints, id)) {
       pick.endpoints.push_back(id);
       pick.held_tokens.push_back(0);
     }

@@ -236,6 +236,14 @@ modeTest(`${mode}: the subset hint bounds the pick; none eligible is a 503`, asy
   ({ pick } = await request(s, { tenant, body, metadata: subsetMetadata([A]) }));
   assert.deepEqual(pickOf(pick), { header: A, metadata: A, clear: true });
   s.close();
+  // Only the hint's first 1,024 entries are read: after 1,024 names that are not endpoints, A
+  // (which holds the prefix) is not read, so nothing is eligible.
+  const long = Array.from({ length: 1024 }, (_, i) => `not-an-endpoint-${i}`);
+  s = open();
+  ({ pick } = await request(s, { tenant, body, metadata: subsetMetadata([...long, A]) }));
+  assert.equal(pick.msg.response, 'immediate_response');
+  assert.equal(pick.msg.immediate_response.status.code, 'ServiceUnavailable');
+  s.close();
   for (const list of [[], ['not-an-endpoint']]) {
     s = open();
     ({ pick } = await request(s, { tenant, body, metadata: subsetMetadata(list) }));
@@ -322,6 +330,21 @@ modeTest(`${mode}: the response side: served-endpoint feedback, pass-through, th
   const after = await metrics();
   assert.equal(after('gateway_served_total{endpoint="fallback"}') - before('gateway_served_total{endpoint="fallback"}'), 1);
   assert.equal(after('gateway_served_total{endpoint="picked"}') - before('gateway_served_total{endpoint="picked"}'), 0);
+});
+
+modeTest(`${mode}: a served endpoint outside the answer's list is ignored: the next turn still goes to the holder`, async () => {
+  const tenant = seededTenant();
+  const body = JSON.stringify({ model: 'qwen3', messages: turn2 });
+  let s = open();
+  let { pick } = await request(s, { tenant, body });
+  assert.equal(pickOf(pick).header, `${A},${B}`);
+  s.send({ response_headers: { headers: { headers: [{ key: ':status', raw_value: Buffer.from('200') }] } }, metadata_context: servedMetadata('203.0.113.7:6666') });
+  await s.next();
+  s.close();
+  s = open();
+  ({ pick } = await request(s, { tenant, body }));
+  assert.equal(pickOf(pick).header, `${A},${B}`);
+  s.close();
 });
 
 modeTest(`${mode}: a request without a body is picked by load on its headers`, async () => {
