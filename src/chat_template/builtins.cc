@@ -4,6 +4,7 @@
 #include <array>
 #include <ctime>
 
+#include "chat_template/template.hh"
 #include "tokenizer/utf8.hh"
 
 namespace ic::chat_template {
@@ -114,6 +115,10 @@ std::string replace(const std::string& s, const std::string& from, const std::st
     const std::size_t at =
         from.empty() ? (pos <= s.size() ? pos : std::string::npos) : s.find(from, pos);
     if (at == std::string::npos) break;
+    // Intermediate strings are bounded like the output: a replacement as long
+    // as the text, at every position, would otherwise be quadratic in memory.
+    if (out.size() + (at - pos) + to.size() > kMaxOutputBytes)
+      throw RenderError("replace(): result over " + std::to_string(kMaxOutputBytes) + " bytes");
     out.append(s, pos, at - pos);
     out += to;
     if (from.empty()) {

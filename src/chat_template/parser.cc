@@ -16,6 +16,7 @@ ExprPtr Parser::make(Expr::Kind kind, int line, std::string name) {
 }
 
 Body Parser::body(std::initializer_list<std::string_view> stops, std::string* stopped) {
+  const Nest nest(*this);
   Body out;
   for (;;) {
     const Token& tok = peek();

@@ -10,6 +10,7 @@
 namespace ic::chat_template::detail {
 
 ExprPtr Parser::expression() {
+  const Nest nest(*this);
   ExprPtr e = or_expr();
   while (is_name("if")) {
     const int line = take().line;
@@ -43,6 +44,7 @@ ExprPtr Parser::or_expr() { return logical_level(Expr::kOr, "or", &Parser::and_e
 ExprPtr Parser::and_expr() { return logical_level(Expr::kAnd, "and", &Parser::not_expr); }
 
 ExprPtr Parser::not_expr() {
+  const Nest nest(*this);
   if (is_name("not")) {
     auto u = make(Expr::kUnary, take().line, "not");
     u->args.push_back(not_expr());
@@ -96,6 +98,7 @@ ExprPtr Parser::math2() { return binary_level(&Parser::power, {"*", "/", "//", "
 ExprPtr Parser::power() { return binary_level(&Parser::unary, {"**"}); }
 
 ExprPtr Parser::unary() {
+  const Nest nest(*this);
   if (is_op("-") || is_op("+")) {
     auto u = make(Expr::kUnary, peek().line, take().value);
     u->args.push_back(postfix(primary()));

@@ -9,6 +9,7 @@
 
 #include "chat_template/ast.hh"
 #include "chat_template/lexer.hh"
+#include "chat_template/template.hh"
 
 namespace ic::chat_template::detail {
 
@@ -20,6 +21,20 @@ class Parser {
   Body body(std::initializer_list<std::string_view> stops, std::string* stopped);
 
  private:
+  // One level of nesting while it lives; past kMaxNesting the source is refused.
+  class Nest {
+   public:
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxNesting) p_.fail("nested too deeply");
+    }
+    ~Nest() { --p_.depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
   const Token& peek(std::size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   const Token& take() { return t_[i_ < t_.size() - 1 ? i_++ : i_]; }
   bool is_op(std::string_view op, std::size_t k = 0) const {
@@ -93,6 +108,7 @@ class Parser {
 
   const std::vector<Token>& t_;
   std::size_t i_ = 0;
+  int depth_ = 0;  // Nest levels open
 };
 
 }  // namespace ic::chat_template::detail

@@ -290,6 +290,7 @@ Value Renderer::make_macro(const Stmt& s) {
   const Stmt* macro = &s;
   return Value(Function([this, macro](Args& args, Kwargs& kw) -> Value {
     if (macro_depth_ >= kMaxMacroDepth) throw RenderError("macros nested too deeply");
+    if (++macro_calls_ > kMaxMacroCalls) throw RenderError("too many macro calls");
     Dict frame;
     for (std::size_t k = 0; k < macro->params.size(); ++k) {
       const auto& [name, def] = macro->params[k];

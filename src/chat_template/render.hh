@@ -40,6 +40,7 @@ class Renderer {
   std::size_t watched_reads_ = 0;
   std::size_t iterations_ = 0;
   int macro_depth_ = 0;
+  std::size_t macro_calls_ = 0;  // this render's, ≤ kMaxMacroCalls
 };
 
 }  // namespace ic::chat_template::detail

@@ -28,6 +28,14 @@ namespace ic::chat_template {
 inline constexpr std::size_t kMaxOutputBytes = 8u << 20;
 inline constexpr std::size_t kMaxLoopIterations = 1'000'000;
 inline constexpr int kMaxMacroDepth = 32;
+// Macro calls per render: recursion stays within kMaxMacroDepth, but two
+// calls per level are 2^depth calls; this bounds the render's time.
+inline constexpr std::size_t kMaxMacroCalls = 100'000;
+// Nesting a source may have, counted as blocks, expressions and prefix
+// operators (a parenthesis is three: its expression, `not` and unary levels);
+// the parser and the renderer recurse, so deeper is a parse error (about 340
+// parentheses, far beyond any chat template).
+inline constexpr int kMaxNesting = 1024;
 
 // What one render tells about the reads of some top-scope names (a prompt
 // template's volatile variables, src/templates): where the output stood at

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chat_template/template.hh"
+
 namespace ic::chat_template {
 namespace {
 
@@ -79,6 +81,10 @@ void json_string(std::string& out, const std::string& s) {
 }
 
 void json_value(std::string& out, const Value& v, int indent, int depth) {
+  // A list holding itself twice per level doubles per level: bounded like the
+  // output, checked as it is written.
+  if (out.size() > kMaxOutputBytes)
+    throw RenderError("tojson: result over " + std::to_string(kMaxOutputBytes) + " bytes");
   auto newline = [&](int d) {
     if (indent < 0) return;
     out += '\n';

@@ -51,11 +51,11 @@ std::string parse_error(std::string_view source) {
   return error;
 }
 
-std::string render_error(std::string_view source) {
+std::string render_error(std::string_view source, const Dict& variables = {}) {
   std::string error, out;
   auto t = Template::parse(source, error);
   REQUIRE_MESSAGE(t != nullptr, error);
-  CHECK_FALSE(t->render({}, out, error));
+  CHECK_FALSE(t->render(variables, out, error));
   return error;
 }
 
@@ -101,6 +101,28 @@ TEST_CASE("raise_exception, type errors and limits fail the render, never crash"
   CHECK(render_error("{{ 'x' * 10000000 }}") == "line 1: output over 8388608 bytes");
   CHECK(render_error("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}") ==
         "line 1: macros nested too deeply");
+}
+
+TEST_CASE("a template's own work is bounded too: memory, macro calls, nesting") {
+  // A replacement as long as the text at every position: 4,000 x 4,000 bytes.
+  CHECK(
+      render_error("{{ s | replace('a', s) | length }}", {{"s", Value(std::string(4000, 'a'))}}) ==
+      "line 1: replace(): result over 8388608 bytes");
+  // A list holding the one before it twice, 30 times: 2^30 elements once written.
+  CHECK(render_error("{% set ns = namespace(x=[1]) %}{% for i in range(30) %}"
+                     "{% set ns.x = [ns.x, ns.x] %}{% endfor %}{{ ns.x | tojson | length }}") ==
+        "line 1: tojson: result over 8388608 bytes");
+  // Two calls per level, 2^30 calls in all, within the depth limit.
+  CHECK(render_error("{% macro f(k) %}{% if k > 0 %}{{ f(k - 1) }}{{ f(k - 1) }}{% endif %}"
+                     "{% endmacro %}{{ f(30) | length }}") == "line 1: too many macro calls");
+  CHECK(parse_error("{{ " + std::string(400, '(') + "1" + std::string(400, ')') + " }}") ==
+        "line 1: nested too deeply");
+  std::string ifs;
+  for (int i = 0; i < 1100; ++i) ifs += "{% if x %}";
+  for (int i = 0; i < 1100; ++i) ifs += "{% endif %}";
+  CHECK(parse_error(ifs) == "line 1: nested too deeply");
+  // 300 levels are fine.
+  CHECK(render("{{ " + std::string(300, '(') + "1" + std::string(300, ')') + " }}") == "1");
 }
 
 TEST_CASE("Python semantics where Jinja2 and JavaScript differ") {
