@@ -20,7 +20,7 @@ bool TemplateRender::start(const PromptTemplate& t, std::span<const VariableView
                            const prompt_text::ModelSet* models, const RenderLimits& limits,
                            std::string& error) {
   t_ = &t;
-  limits_ = &limits;
+  limits_ = limits;
   chat_template::Dict values;
   if (!typed_variables(t, variables, values, error)) return false;
   const prompt_text::Model* model = models != nullptr ? models->find(t.model_id) : nullptr;
@@ -46,12 +46,12 @@ bool TemplateRender::start(const PromptTemplate& t, std::span<const VariableView
 
 std::optional<bool> TemplateRender::step(const std::function<bool()>& stop, std::string& error) {
   const std::int64_t begin = steady_us();
-  const std::int64_t budget_end = begin + (limits_->tokenize_budget_us - work_us_);
+  const std::int64_t budget_end = begin + (limits_.tokenize_budget_us - work_us_);
   const auto paused = [&stop, budget_end] { return steady_us() > budget_end || (stop && stop()); };
   StablePrefix prefix;
   const std::optional<PrefixStatus> status = prefix_->step(paused, prefix);
   work_us_ += steady_us() - begin;
-  if (!status && work_us_ < limits_->tokenize_budget_us) return std::nullopt;
+  if (!status && work_us_ < limits_.tokenize_budget_us) return std::nullopt;
   if (!status) {
     error = "tokenizing the stable prefix took longer than its budget";
     out_.prompt.clear();
@@ -68,7 +68,7 @@ std::optional<bool> TemplateRender::step(const std::function<bool()>& stop, std:
   const std::size_t after = out_.prompt.size() - out_.volatile_byte_offset;
   out_.stable_bytes_after_volatile =
       after > watched_output_bytes_ ? after - watched_output_bytes_ : 0;
-  out_.cache_bust = out_.stable_bytes_after_volatile >= limits_->cache_bust_bytes;
+  out_.cache_bust = out_.stable_bytes_after_volatile >= limits_.cache_bust_bytes;
   return true;
 }
 

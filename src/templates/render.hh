@@ -74,7 +74,7 @@ bool render_template(const PromptTemplate& t, std::span<const VariableView> vari
 // render_template(), however the steps fall.
 class TemplateRender {
  public:
-  // `t`, `models` and `limits` outlive the job; the variables are read here
+  // `t` and `models` outlive the job (`limits` is copied); the variables are read here
   // only. False + `error`: RENDER_ERROR, nothing rendered is kept.
   bool start(const PromptTemplate& t, std::span<const VariableView> variables,
              const prompt_text::ModelSet* models, const RenderLimits& limits, std::string& error);
@@ -89,7 +89,7 @@ class TemplateRender {
 
  private:
   const PromptTemplate* t_ = nullptr;
-  const RenderLimits* limits_ = nullptr;
+  RenderLimits limits_;  // a copy: a caller's temporary may end before the job
   Rendered out_;
   std::size_t watched_output_bytes_ = 0;  // output of the volatile variables
   std::optional<StablePrefixJob> prefix_;
