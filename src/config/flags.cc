@@ -71,7 +71,7 @@ struct FlagValue {
   enum class Shape { kValue, kSwitch, kList };
   Shape shape = Shape::kValue;
   std::string type;          // --help: "TEXT", "INT in [0, 1024]", "DURATION >= 1ms", "{json,text}"
-  std::string default_text;  // --help: the ServerConfig default
+  std::string default_text;  // --help: the ServerConfig default ("" shown as "")
   std::function<std::string(const std::string&)> check;  // "" or why not (kValue)
   std::function<void(const std::string&)> set;           // stores a checked value (kValue)
   bool* switch_out = nullptr;                            // kSwitch: present = true
@@ -87,6 +87,8 @@ FlagValue text(std::string* out) {
 FlagValue on_off(bool* out) {
   FlagValue v;
   v.shape = FlagValue::Shape::kSwitch;
+  v.type = "SWITCH";
+  v.default_text = *out ? "on" : "off";
   v.switch_out = out;
   return v;
 }
@@ -215,6 +217,14 @@ std::string env_name(std::string_view flag) {
   return out;
 }
 
+// --help's text after a flag's name: "TYPE=DEFAULT (Env:VARIABLE)" for every flag, an empty
+// default shown as "" and a switch's as on or off (CLI11 itself leaves both out).
+std::string option_text(std::string_view type, const std::string& default_text,
+                        const std::string& env) {
+  return std::string(type) + "=" + (default_text.empty() ? "\"\"" : default_text) + " (Env:" + env +
+         ")";
+}
+
 void add_flag_row(CLI::App& app, const FlagRow& row) {
   const FlagValue& v = row.value;
   CLI::Option* option = nullptr;
@@ -226,9 +236,9 @@ void add_flag_row(CLI::App& app, const FlagRow& row) {
     option =
         app.add_option_function<std::string>(row.name, v.set, row.help)
             ->check(CLI::Validator([check = v.check](std::string& t) { return check(t); }, ""));
-    if (!v.default_text.empty()) option->default_str(v.default_text);
   }
-  option->type_name(v.type)->envname(env_name(row.name));
+  const std::string env = env_name(row.name);
+  option->type_name(v.type)->envname(env)->option_text(option_text(v.type, v.default_text, env));
 }
 
 // Every flag, in --help order (the order of definition). A flag is one row: its name, its
@@ -473,14 +483,16 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
       "InferenceCache: tells LLM gateways which engine replica holds the KV cache "
       "for a prompt prefix.\nEvery flag may also come from its environment variable "
       "(INFERENCECACHE_<FLAG>, e.g. INFERENCECACHE_MAX_CONNECTIONS) or from the --config file; "
-      "the command line wins over the environment, the environment over the file.",
+      "the command line wins over the environment, the environment over the file.\nEach flag "
+      "shows TYPE=DEFAULT; a SWITCH is on when given (--name=false turns it off).",
       std::string(kProgram)};
   for (FlagRow& row : flag_rows(config)) add_flag_row(app, row);
   app.set_config("--config", "",
                  "read flags from this TOML file, one `name = value` per line (names without "
                  "the dashes)")
       ->type_name("FILE")
-      ->envname(env_name("--config"));
+      ->envname(env_name("--config"))
+      ->option_text(option_text("FILE", "", env_name("--config")));
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.set_version_flag("--version", "", "print version, commit, compiler and library versions");
   std::vector<std::string> args = normalize_args(argc, argv);

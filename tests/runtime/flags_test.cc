@@ -272,12 +272,30 @@ TEST_SUITE("runtime") {
              "--grpc-bind-address TEXT=:9090",
              "(Env:INFERENCECACHE_THREADS)",
              "(Env:INFERENCECACHE_GRPC_BIND_ADDRESS)",
-             "--config FILE (Env:INFERENCECACHE_CONFIG)",
+             "--tls-cert-file TEXT=\"\" (Env:INFERENCECACHE_TLS_CERT_FILE)",
+             "--insecure-disable-auth SWITCH=off (Env:INFERENCECACHE_INSECURE_DISABLE_AUTH)",
+             "--gateway SWITCH=on (Env:INFERENCECACHE_GATEWAY)",
+             "--spread-tenants LIST=\"\" (Env:INFERENCECACHE_SPREAD_TENANTS)",
+             "--config FILE=\"\" (Env:INFERENCECACHE_CONFIG)",
          }) {
       CAPTURE(line);
       CHECK(help.find(line) != std::string::npos);
     }
     CHECK(help.find("TEXT=4194304") == std::string::npos);  // no number shown as TEXT
+    // Every flag that takes or sets a value shows its default: "--name TYPE=DEFAULT (Env:...)".
+    std::istringstream lines(help);
+    int flags = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("  --", 0) != 0 || line.rfind("  --version", 0) == 0) continue;
+      CAPTURE(line);
+      ++flags;
+      const std::size_t name_end = line.find(' ', 2);
+      const std::size_t env = line.find(" (Env:INFERENCECACHE_");
+      REQUIRE(name_end != std::string::npos);
+      REQUIRE(env != std::string::npos);
+      CHECK(line.substr(name_end + 1, env - name_end - 1).find('=') != std::string::npos);
+    }
+    CHECK(flags == 65);
   }
 
   TEST_CASE("flags: environment and --config file; flag > environment > file > default") {
