@@ -396,8 +396,28 @@ void validate(const ServerConfig& c) {
   }
 }
 
-FlagsOutcome error_outcome(const std::string& why) {
-  return FlagsOutcome{std::nullopt, 2, std::string(kProgram) + ": " + one_line(why)};
+// The --log-format a refused command line asked for, so that its error line is in that format:
+// read again by an app that knows only --log-format and --config and ignores everything else.
+// json when the value is missing or bad (or the --config file does not parse).
+LogFormat chosen_log_format(const std::vector<std::string>& args) {
+  CLI::App app;
+  std::string format;
+  app.add_option("--log-format", format)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_config("--config");
+  app.allow_extras();
+  app.allow_config_extras(CLI::config_extras_mode::ignore);
+  std::vector<const char*> ptrs;
+  for (const auto& a : args) ptrs.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(ptrs.size()), ptrs.data());
+  } catch (const CLI::Error&) {
+    // What it read before the error still counts; json otherwise.
+  }
+  return format == "text" ? LogFormat::text : LogFormat::json;
+}
+
+FlagsOutcome error_outcome(const std::string& why, const std::vector<std::string>& args) {
+  return FlagsOutcome{std::nullopt, 2, one_line(why), chosen_log_format(args)};
 }
 
 }  // namespace
@@ -508,14 +528,15 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
     return FlagsOutcome{std::nullopt, 0, buildinfo::version_text(kProgram)};
   } catch (const CLI::ExtrasError& e) {
     return error_outcome(std::string("unknown flag or argument: ") +
-                         one_line(CLI::detail::join(app.remaining(), " ")));
+                             one_line(CLI::detail::join(app.remaining(), " ")),
+                         args);
   } catch (const CLI::ParseError& e) {
-    return error_outcome(e.what());
+    return error_outcome(e.what(), args);
   }
   try {
     validate(config);
   } catch (const FlagError& e) {
-    return error_outcome(e.why);
+    return error_outcome(e.why, args);
   }
   return FlagsOutcome{std::move(config), 0, {}};
 }
