@@ -4,12 +4,16 @@
 Usage: check_readme.py SOURCE_ROOT BUILD_ROOT
 
 Taken verbatim from README.md:
-- "Quick start": the first command's server start (the text from `build/src/inferencecache-server`
-  on; the `tools/install-deps.sh && meson setup build && ninja -C build &&` before it is the set-up
-  CI itself runs on a clean clone);
+- "Quick start": the first command, `tools/install-deps.sh && meson setup build && ninja -C build
+  TARGET... && build/src/inferencecache-server ...`. Its set-up steps are checked as text (the
+  package installer CI runs on a clean clone; `meson setup` of a directory named `build`, which
+  this build tree stands in for); its ninja command runs as written against this build tree; its
+  targets must be exactly the binaries the Quick start runs (the server and the CLI of "Try it":
+  nothing else is built just to start the server); then the server starts as written;
 - "Try it from another shell": every line (the CLI's health, report and lookup, the /metrics and
   /snapshot curls);
-- "Real traffic: the Mooncake conversation trace": the replay command.
+- "Real traffic: the Mooncake conversation trace": the block as written, its own ninja line (which
+  must build the replay binary it runs) and the replay command.
 They run in bash, one after another, in a temporary directory whose `build` is this build tree and
 whose `tests` is the source tree's (the paths the README names), inside a private
 network namespace (`unshare -rn`, loopback only), so the default ports (9090, 8080, 8081) collide
@@ -67,19 +71,47 @@ def blocks(text, heading):
             for m in re.finditer(r"((?:\n {4}.*\S.*)+)", section)]
 
 
+def binaries(lines):
+    """The build-tree programs `lines` run: {'src/inferencecache-server', ...}."""
+    return {m.group(1) for line in lines for m in re.finditer(r"(?:^|\s)build/(\S+)", line)}
+
+
+def ninja_targets(command):
+    """TARGET... of `ninja -C build TARGET...`; exits when the command names none."""
+    m = re.fullmatch(r"ninja -C build((?: [\w./-]+)+)", command)
+    if not m:
+        sys.exit("%r is not `ninja -C build TARGET...`: a bare `ninja -C build` builds the whole "
+                 "tree (tests, benchmarks, fuzz targets)" % command)
+    return set(m.group(1).split())
+
+
 def recipes():
     with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
         text = f.read()
     quick = blocks(text, "## Quick start (fresh Debian 12)")
-    first = quick[0][0]
-    if SERVER_PREFIX not in first:
+    steps = quick[0][0].split(" && ")
+    if len(steps) < 4 or steps[:2] != ["tools/install-deps.sh", "meson setup build"]:
+        sys.exit("the Quick start's first command no longer begins `tools/install-deps.sh && "
+                 "meson setup build && ninja -C build TARGET... && `: %r" % quick[0][0])
+    build = steps[2]
+    server = " && ".join(steps[3:])
+    if not server.startswith(SERVER_PREFIX):
         sys.exit("the Quick start's first command no longer starts %s" % SERVER_PREFIX)
-    server = first[first.index(SERVER_PREFIX):]
     tried = next((b for b in quick if b[0].startswith("build/tools/cli/inferencecache-cli health")), None)
     if tried is None:
         sys.exit("no \"Try it\" block starting with the CLI's health call under Quick start")
+    used = binaries([server] + tried)
+    if ninja_targets(build) != used:
+        sys.exit("the Quick start's %r builds %s; its commands run %s" % (
+            build, sorted(ninja_targets(build)), sorted(used)))
     replay = blocks(text, "## Real traffic: the Mooncake conversation trace")[0]
-    return server, tried, "\n".join(replay) + "\n"
+    replay_built = set()
+    for line in replay:
+        if line.startswith("ninja "):
+            replay_built |= ninja_targets(line)
+    if not binaries(replay) <= replay_built | used:
+        sys.exit("the replay block runs %s but builds %s" % (sorted(binaries(replay)), sorted(replay_built)))
+    return build, server, tried, "\n".join(replay) + "\n"
 
 
 def sections(out):
@@ -141,10 +173,17 @@ def main():
             ["unshare", "-rn", "true"], capture_output=True, check=False).returncode != 0:
         print("SKIP: no private network namespace (unshare -rn) here")
         return 77
-    server, tried, replay = recipes()
-    print("server: " + server + "\ntry it:\n" + "\n".join(tried) + "\nreplay:\n" + replay)
+    build, server, tried, replay = recipes()
+    print("build: " + build + "\nserver: " + server + "\ntry it:\n" + "\n".join(tried) +
+          "\nreplay:\n" + replay)
     with tempfile.TemporaryDirectory() as tmp:
         os.symlink(os.path.abspath(BUILD), os.path.join(tmp, "build"))
+        # meson test built these already: as written, it finds them up to date.
+        r = subprocess.run(["bash", "-c", build], cwd=tmp, capture_output=True, text=True,
+                           timeout=600, check=False)
+        if r.returncode != 0:
+            print("FAIL: `%s` exited %d:\n%s" % (build, r.returncode, (r.stdout + r.stderr)[-3000:]))
+            return 1
         for name in ("tests",):
             os.symlink(os.path.join(os.path.abspath(SRC), name), os.path.join(tmp, name))
         for name, body in (("server.sh", server + "\n"), ("try.sh", "\n".join(tried) + "\n"),
