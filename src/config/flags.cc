@@ -147,9 +147,9 @@ FlagValue duration_at_least(std::int64_t* out_us, std::int64_t min_us) {
             if (!v) {
               return "invalid duration " + quote_value(t) + " (want e.g. 500ms, 10s, 30m, 1h30m)";
             }
-            return *v >= min_us ? std::string()
-                                : "must be at least " + std::to_string(min_us / 1000) + "ms, got " +
-                                      quote_value(t);
+            return *v >= min_us
+                       ? std::string()
+                       : "must be at least " + duration_text(min_us) + ", got " + quote_value(t);
           },
           [out_us](const std::string& t) { *out_us = *parse_duration_us(t); }};
 }

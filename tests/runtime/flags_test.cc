@@ -132,6 +132,11 @@ TEST_SUITE("runtime") {
     CHECK(error_of({"--idle-timeout", "5x"}) ==
           "--idle-timeout: invalid duration \"5x\" (want e.g. 500ms, 10s, 30m, 1h30m)");
     CHECK(error_of({"--index-ttl", "0"}) == "--index-ttl: must be at least 1ms, got \"0\"");
+    // A floor under 1ms is said in its own unit (it read "at least 0ms").
+    CHECK(error_of({"--gateway-tokenize-budget", "50us"}) ==
+          "--gateway-tokenize-budget: must be at least 100us, got \"50us\"");
+    CHECK(error_of({"--metrics-stream-interval", "10ms"}) ==
+          "--metrics-stream-interval: must be at least 100ms, got \"10ms\"");
     CHECK(error_of({"--tls-cert-file", "/etc/hostname"}) ==
           "--tls-cert-file given without --tls-key-file (both or neither)");
     CHECK(error_of({"--tls-key-file", "/etc/hostname"}) ==
