@@ -396,6 +396,25 @@ void validate(const ServerConfig& c) {
   }
 }
 
+// CLI11's complaints about the --config file, said like the other flags' ("--config: ..."):
+// "F was not readable (missing?)" and "INI was not able to parse NAME" (an unknown name).
+std::string config_file_error(const std::string& what) {
+  constexpr std::string_view kMissing = " was not readable (missing?)";
+  constexpr std::string_view kExtra = "INI was not able to parse ";
+  if (what.size() > kMissing.size() &&
+      what.compare(what.size() - kMissing.size(), kMissing.size(), kMissing) == 0) {
+    const std::string path = what.substr(0, what.size() - kMissing.size());
+    const int error = ::access(path.c_str(), R_OK) == 0 ? 0 : errno;
+    return "--config: cannot read " + quote_value(path) +
+           (error != 0 ? ": " + std::string(std::strerror(error)) : std::string());
+  }
+  if (what.rfind(kExtra, 0) == 0) {
+    return "--config: unknown flag " + quote_value(what.substr(kExtra.size())) +
+           " in the file (names are the flags' without the dashes)";
+  }
+  return "--config: " + what;
+}
+
 // The --log-format a refused command line asked for, so that its error line is in that format:
 // read again by an app that knows only --log-format and --config and ignores everything else.
 // json when the value is missing or bad (or the --config file does not parse).
@@ -530,6 +549,10 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
     return error_outcome(std::string("unknown flag or argument: ") +
                              one_line(CLI::detail::join(app.remaining(), " ")),
                          args);
+  } catch (const CLI::FileError& e) {
+    return error_outcome(config_file_error(e.what()), args);
+  } catch (const CLI::ConfigError& e) {
+    return error_outcome(config_file_error(e.what()), args);
   } catch (const CLI::ParseError& e) {
     return error_outcome(e.what(), args);
   }
