@@ -14,14 +14,16 @@ Taken verbatim from README.md:
   /snapshot curls);
 - "Real traffic: the Mooncake conversation trace": the block as written, its own ninja line (which
   must build the replay binary it runs) and the replay command.
-They run in bash, one after another, in a temporary directory whose `build` is this build tree and
+These run in bash, one after another, in a temporary directory whose `build` is this build tree and
 whose `tests` is the source tree's (the paths the README names), inside a private
 network namespace (`unshare -rn`, loopback only), so the default ports (9090, 8080, 8081) collide
 with nothing on this machine. Asserted: health says SERVING; the lookup answers PREFIX_MATCH on r1;
 the metric line counts that one lookup; /snapshot is JSON that holds team-a's entries; the replay
 prints its table with a row for each of the four policies and writes its SVG; the server exits 0
 on SIGTERM. The replay's figures themselves are not asserted (they depend on the machine's load:
-tools/replay/results/ holds measured runs). Skips (77) where user namespaces are refused.
+tools/replay/results/ holds measured runs). Also, first: README.md's "Flags" table names every flag
+of the server's --help (`--config` and `--version` are in its prose; a row may name a group,
+`--gateway-*`). Skips (77) where user namespaces are refused.
 """
 import json
 import os
@@ -114,6 +116,19 @@ def recipes():
     return build, server, tried, "\n".join(replay) + "\n"
 
 
+def missing_flags(text):
+    """The server's --help flags that README.md's "## Flags" table leaves out (a row may cover a
+    group: `--gateway-*`)."""
+    table = text.split("\n## Flags\n", 1)[1].split("\n## ", 1)[0]
+    rows = [l for l in table.splitlines() if l.startswith("| `--")]
+    named = set(re.findall(r"`(--[a-z0-9-]+)`", "\n".join(rows)))
+    groups = re.findall(r"`(--[a-z0-9-]+-)\*`", "\n".join(rows))
+    help_text = subprocess.run([os.path.join(BUILD, SERVER_PREFIX[len("build/"):]), "--help"],
+                               capture_output=True, text=True, timeout=30, check=False).stdout
+    flags = set(re.findall(r"^  (--[a-z0-9-]+)", help_text, re.M)) - {"--version", "--config"}
+    return sorted(f for f in flags if f not in named and not any(f.startswith(g) for g in groups))
+
+
 def sections(out):
     """{'try 1': (output, exit), ..., 'replay': (output, exit), 'server': exit}."""
     found, name, lines = {}, None, []
@@ -173,6 +188,11 @@ def main():
             ["unshare", "-rn", "true"], capture_output=True, check=False).returncode != 0:
         print("SKIP: no private network namespace (unshare -rn) here")
         return 77
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        unlisted = missing_flags(f.read())
+    if unlisted:
+        print("FAIL: README.md's Flags table leaves out %s (the server's --help has them)" % unlisted)
+        return 1
     build, server, tried, replay = recipes()
     print("build: " + build + "\nserver: " + server + "\ntry it:\n" + "\n".join(tried) +
           "\nreplay:\n" + replay)
