@@ -256,18 +256,35 @@ void print_not_tokenized_note(const v1::LookupRouteResponse& response, const std
       model.c_str(), model.c_str());
 }
 
+// The note under the reason line, when the answer needs one: a prompt the server did not tokenize,
+// a lookup without a prefix, or the matched-tokens floor.
+void print_note(const v1::LookupRouteResponse& response, std::int64_t tokens,
+                const v1::LookupRouteRequest& request) {
+  const bool no_prefix =
+      tokens == 0 && request.prefix_hash().empty() && request.block_hashes_size() == 0;
+  if (no_prefix && !request.prompt_text().empty()) {
+    if (response.token_ids_size() == 0) {
+      print_not_tokenized_note(response, request.model_id());
+    } else {
+      print_floor_note(response, response.token_ids_size());  // the prompt's echoed tokens
+    }
+  } else if (no_prefix) {
+    // Nothing to match: the contract's exact lookup of the empty prefix (docs/lookup.md step 5).
+    if (response.reason_code() != "NO_HINT" && response.reason_code() != "AFFINITY_HINT") return;
+    std::printf(
+        "note: no prefix given (--block-ids, --block-hashes, --prefix-hash, --token-ids or "
+        "--prompt): the server looked up the empty prefix, which only TENANT_HOT can answer "
+        "(docs/lookup.md step 5)\n");
+  } else {
+    print_floor_note(response, tokens);
+  }
+}
+
 void print_route(const v1::LookupRouteResponse& response, std::int64_t tokens,
                  const v1::LookupRouteRequest& request) {
   std::printf("reason: %s  (server lookup latency %lld us)\n", response.reason_code().c_str(),
               static_cast<long long>(response.lookup_latency_us()));
-  const bool prompt_only = !request.prompt_text().empty() && tokens == 0 &&
-                           request.prefix_hash().empty() && request.block_hashes_size() == 0;
-  if (prompt_only && response.token_ids_size() == 0) {
-    print_not_tokenized_note(response, request.model_id());
-  } else {
-    // A tokenized prompt's size is its echoed tokens.
-    print_floor_note(response, prompt_only ? response.token_ids_size() : tokens);
-  }
+  print_note(response, tokens, request);
   if (response.replica_scores_size() == 0) {
     std::printf("no replica scores: route as usual\n");
   } else {

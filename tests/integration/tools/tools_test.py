@@ -147,6 +147,14 @@ def case_cli(a, target):
           "inferencecache_prompt_text_failures_total{reason} on /metrics says which "
           "(docs/prompt-text.md \"Failure modes\")\nno replica scores: route as usual\n",
           "untokenized prompt lookup: %d %r" % (rc, out))
+    # No prefix at all: the note says so, not that a floor filtered a match.
+    rc, out, err = run(base + ["lookup"] + tokens + ["--hash-scheme", "vllm"])
+    check(rc == 0 and out.startswith("reason: NO_HINT  (server lookup latency ") and
+          out.split("\n", 1)[1] ==
+          "note: no prefix given (--block-ids, --block-hashes, --prefix-hash, --token-ids or "
+          "--prompt): the server looked up the empty prefix, which only TENANT_HOT can answer "
+          "(docs/lookup.md step 5)\nno replica scores: route as usual\n",
+          "lookup without a prefix: %d %r" % (rc, out))
     rc, out, err = run(base + ["report"] + tokens + ["--replica", "r-t", "--token-ids", "1,2,3"])
     check(rc == 2 and "--token-ids has 3 tokens, fewer than one block of --block-size 16" in err,
           "short --token-ids: %d %r" % (rc, err))
