@@ -23,7 +23,8 @@ prints its table with a row for each of the four policies and writes its SVG; th
 on SIGTERM. The replay's figures themselves are not asserted (they depend on the machine's load:
 tools/replay/results/ holds measured runs). Also, first: README.md's "Flags" table names every flag
 of the server's --help (`--config` and `--version` are in its prose; a row may name a group,
-`--gateway-*`). Skips (77) where user namespaces are refused.
+`--gateway-*`); and every target of an inline `ninja -C build TARGET...` in its prose is one of
+this build tree's. Skips (77) where user namespaces are refused.
 """
 import json
 import os
@@ -129,6 +130,25 @@ def missing_flags(text):
     return sorted(f for f in flags if f not in named and not any(f.startswith(g) for g in groups))
 
 
+def unknown_targets(text):
+    """Targets of the README's inline `ninja -C build TARGET...` commands that this build tree
+    does not have (an optional part this tree leaves out, perf/ or tools/kvevents/, is skipped)."""
+    out = subprocess.run(["ninja", "-C", BUILD, "-t", "targets", "all"], capture_output=True,
+                         text=True, timeout=60, check=False).stdout
+    known = {line.split(":", 1)[0] for line in out.splitlines()}
+    unknown = []
+    for command in re.findall(r"`(ninja -C build [^`]+)`", text):
+        for target in ninja_targets(command):
+            part = target.split("/")[0] + "/" if target.startswith("perf/") else target.rsplit("/", 1)[0] + "/"
+            if target in known:
+                continue
+            if not any(k.startswith(part) for k in known):
+                print("skip %s: this build tree leaves %s out" % (target, part))
+                continue
+            unknown.append(target)
+    return unknown
+
+
 def sections(out):
     """{'try 1': (output, exit), ..., 'replay': (output, exit), 'server': exit}."""
     found, name, lines = {}, None, []
@@ -192,6 +212,11 @@ def main():
         unlisted = missing_flags(f.read())
     if unlisted:
         print("FAIL: README.md's Flags table leaves out %s (the server's --help has them)" % unlisted)
+        return 1
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        unknown = unknown_targets(f.read())
+    if unknown:
+        print("FAIL: README.md names ninja targets this build tree does not have: %s" % unknown)
         return 1
     build, server, tried, replay = recipes()
     print("build: " + build + "\nserver: " + server + "\ntry it:\n" + "\n".join(tried) +
