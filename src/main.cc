@@ -20,18 +20,25 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
   signal(SIGPIPE, SIG_IGN);
   const ic::config::FlagsOutcome flags = ic::config::parse_flags(argc, argv);
-  if (!flags.config) {
+  if (!flags.config && flags.exit_code == 0) {  // --help, --version
     const bool newline = flags.message.empty() || flags.message.back() != '\n';
-    std::fprintf(flags.exit_code == 0 ? stdout : stderr, "%s%s", flags.message.c_str(),
-                 newline ? "\n" : "");
-    return flags.exit_code;
+    std::fprintf(stdout, "%s%s", flags.message.c_str(), newline ? "\n" : "");
+    return 0;
   }
-  const ic::config::ServerConfig& config = *flags.config;
-  if (std::string error = ic::server::check_addresses(config); !error.empty()) {
-    std::fprintf(stderr, "inferencecache-server: %s\n", error.c_str());
+  // Every failed start is one error line of the log, in the --log-format asked
+  // for, and exit 2 for a refused configuration or 1 for a start step that
+  // failed (docs/admin.md "Exit statuses").
+  if (!flags.config) {
+    ic::base::configure_logging(flags.log_format, ic::base::LogLevel::info);
+    ic::base::log(ic::base::LogLevel::error, "bad flag value", {{"error", flags.message}});
     return ic::server::kExitUsage;
   }
+  const ic::config::ServerConfig& config = *flags.config;
   ic::base::configure_logging(config.log_format, config.log_level);
+  if (std::string error = ic::server::check_addresses(config); !error.empty()) {
+    ic::base::log(ic::base::LogLevel::error, "bad flag value", {{"error", error}});
+    return ic::server::kExitUsage;
+  }
   ic::base::start_log_writer();
   int code = ic::server::kExitStartup;
   try {

@@ -71,7 +71,7 @@ struct FlagValue {
   enum class Shape { kValue, kSwitch, kList };
   Shape shape = Shape::kValue;
   std::string type;          // --help: "TEXT", "INT in [0, 1024]", "DURATION >= 1ms", "{json,text}"
-  std::string default_text;  // --help: the ServerConfig default
+  std::string default_text;  // --help: the ServerConfig default ("" shown as "")
   std::function<std::string(const std::string&)> check;  // "" or why not (kValue)
   std::function<void(const std::string&)> set;           // stores a checked value (kValue)
   bool* switch_out = nullptr;                            // kSwitch: present = true
@@ -87,6 +87,8 @@ FlagValue text(std::string* out) {
 FlagValue on_off(bool* out) {
   FlagValue v;
   v.shape = FlagValue::Shape::kSwitch;
+  v.type = "SWITCH";
+  v.default_text = *out ? "on" : "off";
   v.switch_out = out;
   return v;
 }
@@ -145,9 +147,9 @@ FlagValue duration_at_least(std::int64_t* out_us, std::int64_t min_us) {
             if (!v) {
               return "invalid duration " + quote_value(t) + " (want e.g. 500ms, 10s, 30m, 1h30m)";
             }
-            return *v >= min_us ? std::string()
-                                : "must be at least " + std::to_string(min_us / 1000) + "ms, got " +
-                                      quote_value(t);
+            return *v >= min_us
+                       ? std::string()
+                       : "must be at least " + duration_text(min_us) + ", got " + quote_value(t);
           },
           [out_us](const std::string& t) { *out_us = *parse_duration_us(t); }};
 }
@@ -215,6 +217,14 @@ std::string env_name(std::string_view flag) {
   return out;
 }
 
+// --help's text after a flag's name: "TYPE=DEFAULT (Env:VARIABLE)" for every flag, an empty
+// default shown as "" and a switch's as on or off (CLI11 itself leaves both out).
+std::string option_text(std::string_view type, const std::string& default_text,
+                        const std::string& env) {
+  return std::string(type) + "=" + (default_text.empty() ? "\"\"" : default_text) + " (Env:" + env +
+         ")";
+}
+
 void add_flag_row(CLI::App& app, const FlagRow& row) {
   const FlagValue& v = row.value;
   CLI::Option* option = nullptr;
@@ -226,9 +236,9 @@ void add_flag_row(CLI::App& app, const FlagRow& row) {
     option =
         app.add_option_function<std::string>(row.name, v.set, row.help)
             ->check(CLI::Validator([check = v.check](std::string& t) { return check(t); }, ""));
-    if (!v.default_text.empty()) option->default_str(v.default_text);
   }
-  option->type_name(v.type)->envname(env_name(row.name));
+  const std::string env = env_name(row.name);
+  option->type_name(v.type)->envname(env)->option_text(option_text(v.type, v.default_text, env));
 }
 
 // Every flag, in --help order (the order of definition). A flag is one row: its name, its
@@ -386,8 +396,47 @@ void validate(const ServerConfig& c) {
   }
 }
 
-FlagsOutcome error_outcome(const std::string& why) {
-  return FlagsOutcome{std::nullopt, 2, std::string(kProgram) + ": " + one_line(why)};
+// CLI11's complaints about the --config file, said like the other flags' ("--config: ..."):
+// "F was not readable (missing?)" and "INI was not able to parse NAME" (an unknown name).
+std::string config_file_error(const std::string& what) {
+  constexpr std::string_view kMissing = " was not readable (missing?)";
+  constexpr std::string_view kExtra = "INI was not able to parse ";
+  if (what.size() > kMissing.size() &&
+      what.compare(what.size() - kMissing.size(), kMissing.size(), kMissing) == 0) {
+    const std::string path = what.substr(0, what.size() - kMissing.size());
+    const int error = ::access(path.c_str(), R_OK) == 0 ? 0 : errno;
+    return "--config: cannot read " + quote_value(path) +
+           (error != 0 ? ": " + std::string(std::strerror(error)) : std::string());
+  }
+  if (what.rfind(kExtra, 0) == 0) {
+    return "--config: unknown flag " + quote_value(what.substr(kExtra.size())) +
+           " in the file (names are the flags' without the dashes)";
+  }
+  return "--config: " + what;
+}
+
+// The --log-format a refused command line asked for, so that its error line is in that format:
+// read again by an app that knows only --log-format and --config and ignores everything else.
+// json when the value is missing or bad (or the --config file does not parse).
+LogFormat chosen_log_format(const std::vector<std::string>& args) {
+  CLI::App app;
+  std::string format;
+  app.add_option("--log-format", format)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_config("--config");
+  app.allow_extras();
+  app.allow_config_extras(CLI::config_extras_mode::ignore);
+  std::vector<const char*> ptrs;
+  for (const auto& a : args) ptrs.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(ptrs.size()), ptrs.data());
+  } catch (const CLI::Error&) {
+    // What it read before the error still counts; json otherwise.
+  }
+  return format == "text" ? LogFormat::text : LogFormat::json;
+}
+
+FlagsOutcome error_outcome(const std::string& why, const std::vector<std::string>& args) {
+  return FlagsOutcome{std::nullopt, 2, one_line(why), chosen_log_format(args)};
 }
 
 }  // namespace
@@ -473,14 +522,16 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
       "InferenceCache: tells LLM gateways which engine replica holds the KV cache "
       "for a prompt prefix.\nEvery flag may also come from its environment variable "
       "(INFERENCECACHE_<FLAG>, e.g. INFERENCECACHE_MAX_CONNECTIONS) or from the --config file; "
-      "the command line wins over the environment, the environment over the file.",
+      "the command line wins over the environment, the environment over the file.\nEach flag "
+      "shows TYPE=DEFAULT; a SWITCH is on when given (--name=false turns it off).",
       std::string(kProgram)};
   for (FlagRow& row : flag_rows(config)) add_flag_row(app, row);
   app.set_config("--config", "",
                  "read flags from this TOML file, one `name = value` per line (names without "
                  "the dashes)")
       ->type_name("FILE")
-      ->envname(env_name("--config"));
+      ->envname(env_name("--config"))
+      ->option_text(option_text("FILE", "", env_name("--config")));
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.set_version_flag("--version", "", "print version, commit, compiler and library versions");
   std::vector<std::string> args = normalize_args(argc, argv);
@@ -496,14 +547,19 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
     return FlagsOutcome{std::nullopt, 0, buildinfo::version_text(kProgram)};
   } catch (const CLI::ExtrasError& e) {
     return error_outcome(std::string("unknown flag or argument: ") +
-                         one_line(CLI::detail::join(app.remaining(), " ")));
+                             one_line(CLI::detail::join(app.remaining(), " ")),
+                         args);
+  } catch (const CLI::FileError& e) {
+    return error_outcome(config_file_error(e.what()), args);
+  } catch (const CLI::ConfigError& e) {
+    return error_outcome(config_file_error(e.what()), args);
   } catch (const CLI::ParseError& e) {
-    return error_outcome(e.what());
+    return error_outcome(e.what(), args);
   }
   try {
     validate(config);
   } catch (const FlagError& e) {
-    return error_outcome(e.why);
+    return error_outcome(e.why, args);
   }
   return FlagsOutcome{std::move(config), 0, {}};
 }

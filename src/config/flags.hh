@@ -174,9 +174,14 @@ struct ServerConfig {
 struct FlagsOutcome {
   std::optional<ServerConfig> config;  // set when the server should run
   int exit_code = 0;                   // 0 for --help/--version, 2 for a bad command line
-  // --help: the usage text; --version: buildinfo::version_text; error: ONE line
-  // "inferencecache-server: <why>" (no newline), printed to stderr by main.
+  // --help: the usage text; --version: buildinfo::version_text (both printed
+  // to stdout by main); error: why, ONE line without a newline
+  // ("--threads: want an integer in [0, 1024], got \"x\""), which main logs as
+  // the one "bad flag value" error line (docs/admin.md "Exit statuses").
   std::string message;
+  // On error: the --log-format the command line, environment or --config file
+  // chose, as far as it can be read; json when that flag's own value is bad.
+  LogFormat log_format = LogFormat::json;
 };
 
 // Parses and validates the command line (argv[0] is the program name). Each

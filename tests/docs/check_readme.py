@@ -4,20 +4,27 @@
 Usage: check_readme.py SOURCE_ROOT BUILD_ROOT
 
 Taken verbatim from README.md:
-- "Quick start": the first command's server start (the text from `build/src/inferencecache-server`
-  on; the `tools/install-deps.sh && meson setup build && ninja -C build &&` before it is the set-up
-  CI itself runs on a clean clone);
+- "Quick start": the first command, `tools/install-deps.sh && meson setup build && ninja -C build
+  TARGET... && build/src/inferencecache-server ...`. Its set-up steps are checked as text (the
+  package installer CI runs on a clean clone; `meson setup` of a directory named `build`, which
+  this build tree stands in for); its ninja command runs as written against this build tree; its
+  targets must be exactly the binaries the Quick start runs (the server and the CLI of "Try it":
+  nothing else is built just to start the server); then the server starts as written;
 - "Try it from another shell": every line (the CLI's health, report and lookup, the /metrics and
   /snapshot curls);
-- "Real traffic: the Mooncake conversation trace": the replay command.
-They run in bash, one after another, in a temporary directory whose `build` is this build tree and
+- "Real traffic: the Mooncake conversation trace": the block as written, its own ninja line (which
+  must build the replay binary it runs) and the replay command.
+These run in bash, one after another, in a temporary directory whose `build` is this build tree and
 whose `tests` is the source tree's (the paths the README names), inside a private
 network namespace (`unshare -rn`, loopback only), so the default ports (9090, 8080, 8081) collide
 with nothing on this machine. Asserted: health says SERVING; the lookup answers PREFIX_MATCH on r1;
 the metric line counts that one lookup; /snapshot is JSON that holds team-a's entries; the replay
 prints its table with a row for each of the four policies and writes its SVG; the server exits 0
 on SIGTERM. The replay's figures themselves are not asserted (they depend on the machine's load:
-tools/replay/results/ holds measured runs). Skips (77) where user namespaces are refused.
+tools/replay/results/ holds measured runs). Also, first: README.md's "Flags" table names every flag
+of the server's --help (`--config` and `--version` are in its prose; a row may name a group,
+`--gateway-*`); and every target of an inline `ninja -C build TARGET...` in its prose is one of
+this build tree's. Skips (77) where user namespaces are refused.
 """
 import json
 import os
@@ -67,19 +74,79 @@ def blocks(text, heading):
             for m in re.finditer(r"((?:\n {4}.*\S.*)+)", section)]
 
 
+def binaries(lines):
+    """The build-tree programs `lines` run: {'src/inferencecache-server', ...}."""
+    return {m.group(1) for line in lines for m in re.finditer(r"(?:^|\s)build/(\S+)", line)}
+
+
+def ninja_targets(command):
+    """TARGET... of `ninja -C build TARGET...`; exits when the command names none."""
+    m = re.fullmatch(r"ninja -C build((?: [\w./-]+)+)", command)
+    if not m:
+        sys.exit("%r is not `ninja -C build TARGET...`: a bare `ninja -C build` builds the whole "
+                 "tree (tests, benchmarks, fuzz targets)" % command)
+    return set(m.group(1).split())
+
+
 def recipes():
     with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
         text = f.read()
     quick = blocks(text, "## Quick start (fresh Debian 12)")
-    first = quick[0][0]
-    if SERVER_PREFIX not in first:
+    steps = quick[0][0].split(" && ")
+    if len(steps) < 4 or steps[:2] != ["tools/install-deps.sh", "meson setup build"]:
+        sys.exit("the Quick start's first command no longer begins `tools/install-deps.sh && "
+                 "meson setup build && ninja -C build TARGET... && `: %r" % quick[0][0])
+    build = steps[2]
+    server = " && ".join(steps[3:])
+    if not server.startswith(SERVER_PREFIX):
         sys.exit("the Quick start's first command no longer starts %s" % SERVER_PREFIX)
-    server = first[first.index(SERVER_PREFIX):]
     tried = next((b for b in quick if b[0].startswith("build/tools/cli/inferencecache-cli health")), None)
     if tried is None:
         sys.exit("no \"Try it\" block starting with the CLI's health call under Quick start")
+    used = binaries([server] + tried)
+    if ninja_targets(build) != used:
+        sys.exit("the Quick start's %r builds %s; its commands run %s" % (
+            build, sorted(ninja_targets(build)), sorted(used)))
     replay = blocks(text, "## Real traffic: the Mooncake conversation trace")[0]
-    return server, tried, "\n".join(replay) + "\n"
+    replay_built = set()
+    for line in replay:
+        if line.startswith("ninja "):
+            replay_built |= ninja_targets(line)
+    if not binaries(replay) <= replay_built | used:
+        sys.exit("the replay block runs %s but builds %s" % (sorted(binaries(replay)), sorted(replay_built)))
+    return build, server, tried, "\n".join(replay) + "\n"
+
+
+def missing_flags(text):
+    """The server's --help flags that README.md's "## Flags" table leaves out (a row may cover a
+    group: `--gateway-*`)."""
+    table = text.split("\n## Flags\n", 1)[1].split("\n## ", 1)[0]
+    rows = [l for l in table.splitlines() if l.startswith("| `--")]
+    named = set(re.findall(r"`(--[a-z0-9-]+)`", "\n".join(rows)))
+    groups = re.findall(r"`(--[a-z0-9-]+-)\*`", "\n".join(rows))
+    help_text = subprocess.run([os.path.join(BUILD, SERVER_PREFIX[len("build/"):]), "--help"],
+                               capture_output=True, text=True, timeout=30, check=False).stdout
+    flags = set(re.findall(r"^  (--[a-z0-9-]+)", help_text, re.M)) - {"--version", "--config"}
+    return sorted(f for f in flags if f not in named and not any(f.startswith(g) for g in groups))
+
+
+def unknown_targets(text):
+    """Targets of the README's inline `ninja -C build TARGET...` commands that this build tree
+    does not have (an optional part this tree leaves out, perf/ or tools/kvevents/, is skipped)."""
+    out = subprocess.run(["ninja", "-C", BUILD, "-t", "targets", "all"], capture_output=True,
+                         text=True, timeout=60, check=False).stdout
+    known = {line.split(":", 1)[0] for line in out.splitlines()}
+    unknown = []
+    for command in re.findall(r"`(ninja -C build [^`]+)`", text):
+        for target in ninja_targets(command):
+            part = target.split("/")[0] + "/" if target.startswith("perf/") else target.rsplit("/", 1)[0] + "/"
+            if target in known:
+                continue
+            if not any(k.startswith(part) for k in known):
+                print("skip %s: this build tree leaves %s out" % (target, part))
+                continue
+            unknown.append(target)
+    return unknown
 
 
 def sections(out):
@@ -141,10 +208,27 @@ def main():
             ["unshare", "-rn", "true"], capture_output=True, check=False).returncode != 0:
         print("SKIP: no private network namespace (unshare -rn) here")
         return 77
-    server, tried, replay = recipes()
-    print("server: " + server + "\ntry it:\n" + "\n".join(tried) + "\nreplay:\n" + replay)
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        unlisted = missing_flags(f.read())
+    if unlisted:
+        print("FAIL: README.md's Flags table leaves out %s (the server's --help has them)" % unlisted)
+        return 1
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        unknown = unknown_targets(f.read())
+    if unknown:
+        print("FAIL: README.md names ninja targets this build tree does not have: %s" % unknown)
+        return 1
+    build, server, tried, replay = recipes()
+    print("build: " + build + "\nserver: " + server + "\ntry it:\n" + "\n".join(tried) +
+          "\nreplay:\n" + replay)
     with tempfile.TemporaryDirectory() as tmp:
         os.symlink(os.path.abspath(BUILD), os.path.join(tmp, "build"))
+        # meson test built these already: as written, it finds them up to date.
+        r = subprocess.run(["bash", "-c", build], cwd=tmp, capture_output=True, text=True,
+                           timeout=600, check=False)
+        if r.returncode != 0:
+            print("FAIL: `%s` exited %d:\n%s" % (build, r.returncode, (r.stdout + r.stderr)[-3000:]))
+            return 1
         for name in ("tests",):
             os.symlink(os.path.join(os.path.abspath(SRC), name), os.path.join(tmp, name))
         for name, body in (("server.sh", server + "\n"), ("try.sh", "\n".join(tried) + "\n"),

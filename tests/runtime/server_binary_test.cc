@@ -1,6 +1,7 @@
 // The inferencecache-server binary's command-line and signal contract
-// (docs/admin.md: bad flags exit 2 with one line; docs/contract.md: SIGTERM /
-// SIGINT drain and exit 0).
+// (docs/admin.md "Exit statuses": a refused configuration exits 2, a failed
+// start step 1, each with one error line of the log; docs/contract.md:
+// SIGTERM / SIGINT drain and exit 0).
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -75,6 +76,17 @@ Run run_to_exit(const std::vector<std::string>& args) {
   return r;
 }
 
+// `err` as one log line with its timestamp replaced by TS: JSON
+// {"ts":"TS",...} or text "TS ERROR ..." (the line's end is kept).
+std::string without_ts(const std::string& err) {
+  if (err.rfind("{\"ts\":\"", 0) == 0) {
+    const std::size_t end = err.find('"', 7);
+    return end == std::string::npos ? err : "{\"ts\":\"TS" + err.substr(end);
+  }
+  const std::size_t space = err.find(' ');
+  return space == std::string::npos ? err : "TS" + err.substr(space);
+}
+
 const std::vector<std::string> kLoopback = {"--grpc-bind-address",
                                             "127.0.0.1:0",
                                             "--http-bind-address",
@@ -89,26 +101,44 @@ const std::vector<std::string> kLoopback = {"--grpc-bind-address",
 }  // namespace
 
 TEST_SUITE("runtime") {
-  TEST_CASE("binary: a bad flag exits 2 with exactly one line on stderr") {
+  TEST_CASE("binary: a bad flag exits 2 with exactly one error line of the log on stderr") {
+    // Its own value is the bad one: the default format, JSON.
     const Run r = run_to_exit({"--log-format", "xml"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err == "inferencecache-server: --log-format: want json or text, got \"xml\"\n");
+    CHECK(without_ts(r.err) ==
+          "{\"ts\":\"TS\",\"level\":\"error\",\"msg\":\"bad flag value\",\"error\":\"--log-format: "
+          "want json or text, got \\\"xml\\\"\"}\n");
     CHECK(r.out.empty());
+    // In the format asked for, wherever the bad flag is.
+    const Run text = run_to_exit({"--threads", "many", "--log-format", "text"});
+    CHECK(text.exit_code == 2);
+    CHECK(without_ts(text.err) ==
+          "TS ERROR bad flag value error=--threads: want an integer in [0, 1024], got \"many\"\n");
+    CHECK(text.out.empty());
+    const Run unknown = run_to_exit({"--log-format", "text", "--no-such-flag"});
+    CHECK(unknown.exit_code == 2);
+    CHECK(without_ts(unknown.err) ==
+          "TS ERROR bad flag value error=unknown flag or argument: --no-such-flag\n");
   }
 
   TEST_CASE("binary: exactly one of the TLS flags exits 2") {
-    const Run r = run_to_exit({"--tls-cert-file", IC_SERVER_BINARY});
+    const Run r = run_to_exit({"--tls-cert-file", IC_SERVER_BINARY, "--log-format", "text"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err ==
-          "inferencecache-server: --tls-cert-file given without --tls-key-file (both or "
+    CHECK(without_ts(r.err) ==
+          "TS ERROR bad flag value error=--tls-cert-file given without --tls-key-file (both or "
           "neither)\n");
   }
 
   TEST_CASE("binary: an unparsable listen address exits 2 naming the flag") {
     const Run r = run_to_exit({"--http-bind-address", "8080"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err ==
-          "inferencecache-server: --http-bind-address: invalid address \"8080\": missing "
+    CHECK(without_ts(r.err) ==
+          "{\"ts\":\"TS\",\"level\":\"error\",\"msg\":\"bad flag value\",\"error\":\"--http-bind-"
+          "address: invalid address \\\"8080\\\": missing \\\":port\\\"\"}\n");
+    const Run text = run_to_exit({"--http-bind-address", "8080", "--log-format", "text"});
+    CHECK(text.exit_code == 2);
+    CHECK(without_ts(text.err) ==
+          "TS ERROR bad flag value error=--http-bind-address: invalid address \"8080\": missing "
           "\":port\"\n");
   }
 
@@ -129,9 +159,9 @@ TEST_SUITE("runtime") {
     const Run missing = run_to_exit(
         {"--nats-url", "nats://127.0.0.1:1", "--nats-creds-file", "/nonexistent/user.creds"});
     CHECK(missing.exit_code == 2);
-    CHECK(missing.err ==
-          "inferencecache-server: --nats-creds-file: cannot read \"/nonexistent/user.creds\": No "
-          "such file or directory\n");
+    CHECK(without_ts(missing.err) ==
+          "{\"ts\":\"TS\",\"level\":\"error\",\"msg\":\"bad flag value\",\"error\":\"--nats-creds-"
+          "file: cannot read \\\"/nonexistent/user.creds\\\": No such file or directory\"}\n");
     // Readable but no JWT in it: one log line before NATS is ever called
     // (the NATS client would read it only when connecting, and retry forever).
     const Run garbage = run_to_exit({"--nats-url", "nats://127.0.0.1:1", "--nats-creds-file",
@@ -148,9 +178,9 @@ TEST_SUITE("runtime") {
     const Run r = run_to_exit({"--insecure-disable-auth", "--control-token-file", IC_SERVER_BINARY,
                                "--grpc-bind-address", "127.0.0.1:0"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err ==
-          "inferencecache-server: --insecure-disable-auth and --control-token-file contradict "
-          "each other (give one)\n");
+    CHECK(without_ts(r.err) ==
+          "{\"ts\":\"TS\",\"level\":\"error\",\"msg\":\"bad flag value\",\"error\":\"--insecure-"
+          "disable-auth and --control-token-file contradict each other (give one)\"}\n");
     CHECK(r.out.empty());
   }
 
@@ -200,7 +230,7 @@ TEST_SUITE("runtime") {
     }
   }
 
-  TEST_CASE("binary: a port already in use is one JSON error line and exit 1, no abort") {
+  TEST_CASE("binary: a port already in use is one error line (JSON or text) and exit 1, no abort") {
     // A socket bound without SO_REUSEPORT: the server's SO_REUSEPORT bind fails.
     const int taken = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(taken >= 0);
@@ -211,16 +241,23 @@ TEST_SUITE("runtime") {
     REQUIRE(::bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
     REQUIRE(::getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
     const std::string address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-    const Run r = run_to_exit({"--grpc-bind-address", address, "--http-bind-address", "127.0.0.1:0",
-                               "--snapshot-bind-address", "127.0.0.1:0", "--threads", "2"});
+    const std::vector<std::string> args = {
+        "--grpc-bind-address",     address,       "--http-bind-address", "127.0.0.1:0",
+        "--snapshot-bind-address", "127.0.0.1:0", "--threads",           "2"};
+    const Run r = run_to_exit(args);
+    std::vector<std::string> text_args = args;
+    text_args.insert(text_args.end(), {"--log-format", "text"});
+    const Run text = run_to_exit(text_args);
     ::close(taken);
     CHECK(r.exit_code == 1);
     CHECK(r.out.empty());
-    CHECK(r.err.find('\n') == r.err.size() - 1);
-    CHECK(r.err.rfind("{\"ts\":\"", 0) == 0);
-    CHECK(
-        r.err.find("\"level\":\"error\",\"msg\":\"cannot listen\",\"error\":\"--grpc-bind-address: "
-                   "bind " +
-                   address + ": Address already in use\"}\n") != std::string::npos);
+    CHECK(without_ts(r.err) ==
+          "{\"ts\":\"TS\",\"level\":\"error\",\"msg\":\"cannot listen\",\"error\":\"--grpc-bind-"
+          "address: bind " +
+              address + ": Address already in use\"}\n");
+    CHECK(text.exit_code == 1);
+    CHECK(text.out.empty());
+    CHECK(without_ts(text.err) == "TS ERROR cannot listen error=--grpc-bind-address: bind " +
+                                      address + ": Address already in use\n");
   }
 }

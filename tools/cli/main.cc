@@ -238,10 +238,53 @@ void print_floor_note(const v1::LookupRouteResponse& response, std::int64_t toke
   }
 }
 
-void print_route(const v1::LookupRouteResponse& response, std::int64_t tokens) {
+// A --prompt lookup (nothing else given) whose answer echoes no token ids: the server did not
+// tokenize the prompt, so nothing was looked up and no floor was involved (docs/prompt-text.md
+// "Failure modes"). The answer does not say why; a TIMEOUT says the deadline passed first.
+void print_not_tokenized_note(const v1::LookupRouteResponse& response, const std::string& model) {
+  if (response.reason_code() == "TIMEOUT") {
+    std::printf(
+        "note: the prompt was not tokenized: the call's deadline passed first (--timeout-ms)\n");
+    return;
+  }
+  std::printf(
+      "note: the prompt was not tokenized, so nothing was looked up: the server has no "
+      "tokenizer for model \"%s\" (start it with --tokenizer-models-dir holding a \"%s\" "
+      "folder), or it gave up on this prompt (too long, busy, over its CPU budget); "
+      "inferencecache_prompt_text_failures_total{reason} on /metrics says which "
+      "(docs/prompt-text.md \"Failure modes\")\n",
+      model.c_str(), model.c_str());
+}
+
+// The note under the reason line, when the answer needs one: a prompt the server did not tokenize,
+// a lookup without a prefix, or the matched-tokens floor.
+void print_note(const v1::LookupRouteResponse& response, std::int64_t tokens,
+                const v1::LookupRouteRequest& request) {
+  const bool no_prefix =
+      tokens == 0 && request.prefix_hash().empty() && request.block_hashes_size() == 0;
+  if (no_prefix && !request.prompt_text().empty()) {
+    if (response.token_ids_size() == 0) {
+      print_not_tokenized_note(response, request.model_id());
+    } else {
+      print_floor_note(response, response.token_ids_size());  // the prompt's echoed tokens
+    }
+  } else if (no_prefix) {
+    // Nothing to match: the contract's exact lookup of the empty prefix (docs/lookup.md step 5).
+    if (response.reason_code() != "NO_HINT" && response.reason_code() != "AFFINITY_HINT") return;
+    std::printf(
+        "note: no prefix given (--block-ids, --block-hashes, --prefix-hash, --token-ids or "
+        "--prompt): the server looked up the empty prefix, which only TENANT_HOT can answer "
+        "(docs/lookup.md step 5)\n");
+  } else {
+    print_floor_note(response, tokens);
+  }
+}
+
+void print_route(const v1::LookupRouteResponse& response, std::int64_t tokens,
+                 const v1::LookupRouteRequest& request) {
   std::printf("reason: %s  (server lookup latency %lld us)\n", response.reason_code().c_str(),
               static_cast<long long>(response.lookup_latency_us()));
-  print_floor_note(response, tokens);
+  print_note(response, tokens, request);
   if (response.replica_scores_size() == 0) {
     std::printf("no replica scores: route as usual\n");
   } else {
@@ -266,9 +309,10 @@ int do_lookup(v1::InferenceCache::Stub& stub, const Global& g, const Args& a) {
   for (auto t : a.token_ids) request.add_token_ids(t);
   request.set_prompt_text(a.prompt);
   const std::int64_t tokens = request_tokens(request);
-  return call_and_print(
-      "LookupRoute", g, stub, &v1::InferenceCache::Stub::LookupRoute, request,
-      [tokens](const v1::LookupRouteResponse& response) { print_route(response, tokens); });
+  return call_and_print("LookupRoute", g, stub, &v1::InferenceCache::Stub::LookupRoute, request,
+                        [tokens, &request](const v1::LookupRouteResponse& response) {
+                          print_route(response, tokens, request);
+                        });
 }
 
 void print_pd_route(const v1::LookupPDRouteResponse& r) {

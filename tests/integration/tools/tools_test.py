@@ -136,6 +136,25 @@ def case_cli(a, target):
           "holding it is matched, then filtered out, never reported as PREFIX_MATCH "
           "(minimumMatchedTokens, docs/lookup.md step 10; a policy may lower it)\n" in out,
           "48-token lookup says nothing of the floor: %r" % out)
+    # A prompt this server (no --tokenizer-models-dir) cannot tokenize: the note says so, not
+    # that a floor filtered a match (nothing was looked up).
+    rc, out, err = run(base + ["lookup"] + tokens + ["--prompt", "hello world"])
+    check(rc == 0 and out.startswith("reason: NO_HINT  (server lookup latency ") and
+          out.split("\n", 1)[1] ==
+          "note: the prompt was not tokenized, so nothing was looked up: the server has no "
+          "tokenizer for model \"m\" (start it with --tokenizer-models-dir holding a \"m\" folder), "
+          "or it gave up on this prompt (too long, busy, over its CPU budget); "
+          "inferencecache_prompt_text_failures_total{reason} on /metrics says which "
+          "(docs/prompt-text.md \"Failure modes\")\nno replica scores: route as usual\n",
+          "untokenized prompt lookup: %d %r" % (rc, out))
+    # No prefix at all: the note says so, not that a floor filtered a match.
+    rc, out, err = run(base + ["lookup"] + tokens + ["--hash-scheme", "vllm"])
+    check(rc == 0 and out.startswith("reason: NO_HINT  (server lookup latency ") and
+          out.split("\n", 1)[1] ==
+          "note: no prefix given (--block-ids, --block-hashes, --prefix-hash, --token-ids or "
+          "--prompt): the server looked up the empty prefix, which only TENANT_HOT can answer "
+          "(docs/lookup.md step 5)\nno replica scores: route as usual\n",
+          "lookup without a prefix: %d %r" % (rc, out))
     rc, out, err = run(base + ["report"] + tokens + ["--replica", "r-t", "--token-ids", "1,2,3"])
     check(rc == 2 and "--token-ids has 3 tokens, fewer than one block of --block-size 16" in err,
           "short --token-ids: %d %r" % (rc, err))
