@@ -123,6 +123,9 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     out->lookup_latency_us = pd_steps_out.lookup_latency_us;
     return;
   }
+  // No prompt (no chain, no prefix_hash, no token_ids): nothing to price or
+  // place, so the contract default and nothing booked.
+  if (!st.chain && st.exact_hash.empty()) return answer(reason::kNoHint);
   if (st.outcome != Outcome::kPrefixMatch) scored.clear();  // TENANT_HOT holds no tokens
   const PdPools& pools = pit->second;
   const config::PdTopology& topo = *pools.topology;
@@ -130,6 +133,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   const std::uint32_t stamp = begin_work(st, ws);
   if (ws != nullptr) expire_decodes(*ws, st.now);
   const double prompt = prompt_tokens(st);
+  if (prompt <= 0) return answer(reason::kNoHint);  // an exact key of 0 tokens: no prompt either
   const double saturation = resolve_knobs(pol).saturation_pressure;
   stamp_work_state(st, ws, stamp);
   for (std::size_t i = 0; i < scored.size(); ++i) {

@@ -128,6 +128,23 @@ TEST_CASE("pd: the fail-open answers are LookupRoute's") {
   CHECK(pair(pd(h, text)) == "NO_HINT");
 }
 
+TEST_CASE("pd: a request without a prompt is NO_HINT and books nothing") {
+  Harness h = pd_harness();
+  // No block_hashes, prefix_hash, token_ids or prompt_text.
+  CHECK(pd(h, pd_req({}, "one")).ShortDebugString() == R"(reason_code: "NO_HINT")");
+  // An exact key of 0 tokens that nothing holds: no prompt either.
+  pb::LookupPDRouteRequest empty_key = pd_req({}, "one");
+  empty_key.set_prefix_hash(hb(7));
+  CHECK(pd(h, empty_key).ShortDebugString() == R"(reason_code: "NO_HINT")");
+  // d0's one slot and p0's queue are still free: an idle pair (score 0.5),
+  // then OVERLOADED (this pair's slot).
+  const auto first = pd(h, pd_req(blocks(100, 8), "one"));
+  CHECK(pair(first) == "DISAGGREGATED p0 d0 Mooncake");
+  CHECK(first.prefill_score() == doctest::Approx(0.5));
+  CHECK(first.decode_score() == 1.0f);
+  CHECK(pair(pd(h, pd_req(blocks(200, 8), "one"))) == "OVERLOADED");
+}
+
 TEST_CASE("pd: a short prompt is decode-only; a long miss is a pair near the prefill pick") {
   Harness h = pd_harness();
   // 1,024 tokens < minUncachedTokens 2,048: decode-only on an idle decode
