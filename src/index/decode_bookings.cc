@@ -52,7 +52,8 @@ bool Shard::Impl::holds_booking(const WorkState& ws, std::uint32_t replica, bool
   return false;
 }
 
-void Shard::Impl::book_decode(LookupState& st, std::uint32_t replica, std::int64_t hold_us) {
+void Shard::Impl::book_decode(LookupState& st, std::uint32_t replica, std::int64_t start_us,
+                              std::int64_t hold_us) {
   WorkState& ws = scopes[st.scope].work;
   DecodeBooking* slot = nullptr;
   if (ws.decodes_live >= kMaxDecodeBookings) {
@@ -75,7 +76,8 @@ void Shard::Impl::book_decode(LookupState& st, std::uint32_t replica, std::int64
   if (work_keys.empty()) hash_request(st);
   const std::size_t booked = std::min<std::size_t>(work_keys.size(), 1024);
   slot->replica = replica;
-  slot->expires_at = st.now + hold_us;
+  slot->starts_at = st.now + start_us;
+  slot->expires_at = slot->starts_at + hold_us;
   ws.next_decode_expiry = std::min(ws.next_decode_expiry, slot->expires_at);
   slot->key = booked > 0 ? work_keys[booked - 1] : 0;
   ++ws.decodes_live;

@@ -309,3 +309,38 @@ TEST_CASE("pd: affinity never costs a booked decode slot of balance") {
   // Equal again (1 each): affinity decides again.
   CHECK(pair(pd(h, pd_req(blocks(300, 8), "bal"))) == "DISAGGREGATED p0 d0 NIXL");
 }
+
+TEST_CASE("pd: decode load is the reported running decodes plus the bookings since the report") {
+  Harness h = pd_harness();
+  const auto report = [&](const std::string& replica, float pressure) {
+    pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", replica, h.clock.wall);
+    stats.mutable_stats()->set_pressure(pressure);
+    h.ingest(stats);
+  };
+  // "bal": 16 slots each; d0 reports 4 running, d2 6.
+  report("d0", 0.25f);
+  report("d2", 0.375f);
+  // A burst before the next report: each pair counts on its decode replica
+  // at once (4, 5 → d0; 6 and 6: affinity, d0; 7 against 6 → d2; 7 and 7 →
+  // d0). The higher of bookings and pressure would have sent all five to d0.
+  std::vector<std::string> burst;
+  for (std::uint64_t k = 0; k < 5; ++k)
+    burst.push_back(pair(pd(h, pd_req(blocks(100 * (k + 1), 8), "bal"))));
+  const std::string to_d0 = "DISAGGREGATED p0 d0 NIXL", to_d2 = "DISAGGREGATED p0 d2 NIXL";
+  CHECK(burst == std::vector<std::string>{to_d0, to_d0, to_d0, to_d2, to_d0});
+  // 5 s later every one of them has started (p0's waits end by 2,048 ms),
+  // and the engines' reports count them (and one more decode on d0): d0 9
+  // running, d2 7. The bookings started before the report are not counted
+  // again: 7 → d2, then 8 against 9 → d2, then 9 and 9 → d0.
+  h.clock.wall += 5'000'000;
+  report("d0", 0.5625f);
+  report("d2", 0.4375f);
+  std::vector<std::string> after;
+  for (std::uint64_t k = 5; k < 8; ++k)
+    after.push_back(pair(pd(h, pd_req(blocks(100 * (k + 1), 8), "bal"))));
+  CHECK(after == std::vector<std::string>{to_d2, to_d2, to_d0});
+  // d0 10, d2 9 → d2; decode_score is d2's free fraction before it, 7 of 16.
+  const auto next = pd(h, pd_req(blocks(1000, 8), "bal"));
+  CHECK(pair(next) == to_d2);
+  CHECK(next.decode_score() == doctest::Approx(7.0 / 16));
+}

@@ -60,7 +60,8 @@ struct Booking {
 // (its last booked block evicted, or ALL_CLEARED) or until `expires_at`.
 struct DecodeBooking {
   std::uint32_t replica = kNone;  // kNone = a free slot
-  std::int64_t expires_at = 0;    // wall µs
+  std::int64_t starts_at = 0;     // wall µs: the answer + the prefill's estimated wait
+  std::int64_t expires_at = 0;    // wall µs: starts_at + decodeHoldMs
   std::uint64_t key = 0;          // key hash of the request's last booked block
 };
 
