@@ -157,8 +157,9 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     return !d.full && prompt - static_cast<double>(d.held) < threshold;
   };
   // Its own prefill stalls every decode running there: priced as the delay it
-  // adds up, its own wait and that of each running decode.
-  const auto own_wait = [](const DecodeCand& d) { return d.wait_us * (1.0 + d.running); };
+  // adds up, its own wait and that of each decode running now (one booked
+  // but not started yet is not stalled).
+  const auto own_wait = [](const DecodeCand& d) { return d.wait_us * (1.0 + d.stalled); };
   const auto load = [](const DecodeCand& d) { return d.load; };
   const DecodeCand* decode = pick_decode(st, own_wait, local);
   std::string_view code =
@@ -252,7 +253,7 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
     r.decode = static_cast<std::uint32_t>(i);
     const std::int64_t reported_at = r.pressure_stamp == stamp ? r.pressure_at : INT64_MIN;
     decode_cands.push_back(DecodeCand{static_cast<std::uint32_t>(i), replica, held, 0.0, wait_us,
-                                      0.0, false, reported_at, 0});
+                                      0.0, false, reported_at, 0, 0.0});
   }
   // Its decodes: what its last fresh report counted running (pressure ×
   // slots), plus the decodes booked here that report could not count (their
@@ -264,7 +265,9 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
       const ReplicaScratch& r = replica_scratch[b.replica];
       if (r.decode_stamp != stamp) continue;
       DecodeCand& c = decode_cands[r.decode];
-      if (b.starts_at > c.reported_at) ++c.pending;
+      if (b.starts_at <= c.reported_at) continue;
+      ++c.pending;
+      if (b.starts_at <= st.now) c.stalled += 1;
     }
   }
   for (DecodeCand& c : decode_cands) {
@@ -272,6 +275,7 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
     const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
     const auto slots = static_cast<double>(pools.topology->decode[c.pool_index].slots);
     c.running = pressure * slots + c.pending;
+    c.stalled += pressure * slots;
     c.load = c.running / slots;
     c.full = c.running >= slots || pressure >= saturation;
   }

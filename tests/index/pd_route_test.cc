@@ -213,26 +213,38 @@ TEST_CASE("pd: a decode replica that holds the prefix takes the request alone") 
 
 TEST_CASE("pd: decode-only while the delay it adds is no longer than a pair's prefill") {
   Harness h = pd_harness();
+  // d1 reports 4 decodes running.
+  pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", "d1", kNow);
+  stats.mutable_stats()->set_pressure(0.25f);
+  h.ingest(stats);
   // d1 holds 7 of 8 blocks of nine prompts: each decode-only answer books
   // its last 512 tokens (51.2 ms) on d1 and one of its 16 slots. A
-  // decode-only answer costs d1's own wait × (1 + the decodes running
-  // there), a pair p0's wait (409.6 ms for the prompt on idle p0, each
-  // pair books 409.6 ms more there):
-  //   0: 51.2 × 1 = 51.2 ≤ 409.6       decode-only
-  //   1: 102.4 × 2 = 204.8 ≤ 409.6     decode-only
-  //   2: 153.6 × 3 = 460.8 > 409.6     pair (d1's slot booked too)
-  //   3: 153.6 × 4 = 614.4 ≤ 819.2     decode-only
-  //   4: 204.8 × 5 = 1024 > 819.2      pair
-  //   5: 204.8 × 6 = 1228.8 = 1228.8   decode-only (not slower)
-  //   6: 256 × 7 = 1792 > 1228.8, and on: pairs
+  // decode-only answer costs d1's own wait × (1 + the decodes running there
+  // now: the 4 reported; the ones booked since have not started, their
+  // prefills still wait), a pair p0's wait (409.6 ms for the prompt on idle
+  // p0, each pair books 409.6 ms more there):
+  //   0: 51.2 × 5 = 256 ≤ 409.6       decode-only
+  //   1: 102.4 × 5 = 512 > 409.6      pair
+  //   2: 102.4 × 5 = 512 ≤ 819.2      decode-only
+  //   3: 153.6 × 5 = 768 ≤ 819.2      decode-only
+  //   4: 204.8 × 5 = 1024 > 819.2     pair
+  //   5: 204.8 × 5 = 1024 ≤ 1228.8    decode-only
+  //   6: 256 × 5 = 1280 > 1228.8      pair
+  //   7: 256 × 5 = 1280 ≤ 1638.4      decode-only
+  //   8: 307.2 × 5 = 1536 ≤ 1638.4    decode-only
   std::vector<std::string> answers;
   for (std::uint64_t k = 0; k < 9; ++k) {
     h.ingest(chain_update("t", "m", "vllm", "d1", kNow, blocks(1000 + 100 * k, 7), 0, "", kBlock));
     answers.push_back(pair(pd(h, pd_req(blocks(1000 + 100 * k, 8), "wide"))));
   }
   const std::string local = "DECODE_ONLY_CACHED d1", paired = "DISAGGREGATED p0 d1 NIXL";
-  CHECK(answers == std::vector<std::string>{local, local, paired, local, paired, local, paired,
-                                            paired, paired});
+  CHECK(answers ==
+        std::vector<std::string>{local, paired, local, local, paired, local, paired, local, local});
+  // 10 s later every queue is done and the nine booked decodes have started:
+  // 13 run on d1, so its own 51.2 ms costs 51.2 × 14 = 716.8 > 409.6: a pair.
+  h.clock.wall += 10'000'000;
+  h.ingest(chain_update("t", "m", "vllm", "d1", h.clock.wall, blocks(1900, 7), 0, "", kBlock));
+  CHECK(pair(pd(h, pd_req(blocks(1900, 8), "wide"))) == paired);
 }
 
 TEST_CASE("pd: decode slots: OVERLOADED when full, freed by eviction, ALL_CLEARED and time") {
