@@ -238,7 +238,7 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
   work_cands.clear();
   for (std::size_t i = 0; i < pools.decode.size(); ++i) {
     const std::uint32_t replica = pools.decode[i];
-    ReplicaScratch& r = replica_scratch[replica];
+    const ReplicaScratch& r = replica_scratch[replica];
     const std::uint32_t holder = r.held_stamp == stamp ? r.held : kNone;
     const std::int64_t held =
         holder != kNone
@@ -249,25 +249,26 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
                   prompt, saturation, stamp);
     const double wait_us = work_cands.back().wait_us;
     work_cands.pop_back();
-    r.decode_stamp = stamp;
-    r.decode = static_cast<std::uint32_t>(i);
     const std::int64_t reported_at = r.pressure_stamp == stamp ? r.pressure_at : INT64_MIN;
     decode_cands.push_back(DecodeCand{static_cast<std::uint32_t>(i), replica, held, 0.0, wait_us,
-                                      0.0, false, reported_at, 0, 0.0});
+                                      0.0, false, reported_at, 0, 0, 0.0});
   }
   // Its decodes: what its last fresh report counted running (pressure ×
   // slots), plus the decodes booked here that report could not count (their
   // estimated start is after it): a burst of answers between two reports
-  // counts at once. Without fresh stats, every open booking.
-  if (ws != nullptr && ws->decodes_live > 0) {
-    for (const DecodeBooking& b : ws->decodes) {
-      if (b.replica == kNone) continue;
-      const ReplicaScratch& r = replica_scratch[b.replica];
-      if (r.decode_stamp != stamp) continue;
-      DecodeCand& c = decode_cands[r.decode];
-      if (b.starts_at <= c.reported_at) continue;
-      ++c.pending;
-      if (b.starts_at <= st.now) c.stalled += 1;
+  // counts at once. Without fresh stats, every open booking. (By binary
+  // search in the replica's sorted starts: a scope may hold 256 bookings.)
+  if (ws != nullptr) {
+    for (DecodeCand& c : decode_cands) {
+      const ReplicaScratch& r = replica_scratch[c.replica];
+      if (r.work_stamp != stamp) continue;
+      const std::vector<std::int64_t>& starts = ws->replicas[r.work].decode_starts;
+      const auto after = [&](std::int64_t t) {
+        return static_cast<std::uint32_t>(starts.end() -
+                                          std::upper_bound(starts.begin(), starts.end(), t));
+      };
+      c.pending = after(c.reported_at);
+      c.started = st.now > c.reported_at ? c.pending - after(st.now) : 0;
     }
   }
   for (DecodeCand& c : decode_cands) {
@@ -275,7 +276,7 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
     const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
     const auto slots = static_cast<double>(pools.topology->decode[c.pool_index].slots);
     c.running = pressure * slots + c.pending;
-    c.stalled += pressure * slots;
+    c.stalled = pressure * slots + c.started;
     c.load = c.running / slots;
     c.full = c.running >= slots || pressure >= saturation;
   }

@@ -60,14 +60,12 @@ struct ReplicaScratch {
   std::uint32_t spec_stamp = 0;      // `spec_matched` is this lookup's
   std::uint32_t work_stamp = 0;      // `work` is this lookup's
   std::uint32_t held_stamp = 0;      // `held` is this lookup's (LookupPDRoute)
-  std::uint32_t decode_stamp = 0;    // `decode` is this lookup's (LookupPDRoute)
   double hints = 0;
   double pressure = 0;
   std::int64_t pressure_at = 0;   // wall µs of the stats `pressure` came with
   std::int64_t spec_matched = 0;  // work-aware: tokens of its longest booked run
   std::uint32_t work = 0;         // work-aware: index of its ReplicaWork in the scope
   std::uint32_t held = 0;         // LookupPDRoute: its index in Shard::Impl::scored
-  std::uint32_t decode = 0;       // LookupPDRoute: its index in Shard::Impl::decode_cands
 };
 
 // Answer of the load-aware ranking.

@@ -35,6 +35,7 @@ struct DecodeCand {
   bool full;                 // load ≥ 1, or saturated by reported pressure
   std::int64_t reported_at;  // wall µs of its fresh stats; INT64_MIN = none
   std::uint32_t pending;     // its open decode bookings starting after reported_at
+  std::uint32_t started;     // those of them whose estimated start has passed
   double stalled;            // decodes running now: reported, or pending and started by now
 };
 

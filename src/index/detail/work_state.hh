@@ -24,6 +24,9 @@ struct ReplicaWork {
   std::uint32_t open = 0;         // open bookings
   std::int64_t open_tokens = 0;   // their tokens
   std::uint32_t decode_open = 0;  // LookupPDRoute: open decode bookings (slots taken)
+  // LookupPDRoute: their estimated starts (DecodeBooking::starts_at), sorted,
+  // so a lookup counts those after a time by binary search.
+  std::vector<std::int64_t> decode_starts;
   // Predicted vs delivered (docs/ranking.md): hints naming it on top, Σ of the hit
   // tokens they predicted, and how its bookings ended.
   std::uint64_t hints = 0;
