@@ -22,8 +22,13 @@ constexpr std::uint32_t kMaxDecodeBookings = 256;
 }  // namespace
 
 void Shard::Impl::end_decode(WorkState& ws, DecodeBooking& b) {
-  if (ReplicaWork* w = find_work(ws, b.replica); w != nullptr && w->decode_open > 0)
+  if (ReplicaWork* w = find_work(ws, b.replica); w != nullptr && w->decode_open > 0) {
     --w->decode_open;
+    auto& starts = w->decode_starts;
+    if (auto it = std::lower_bound(starts.begin(), starts.end(), b.starts_at);
+        it != starts.end() && *it == b.starts_at)
+      starts.erase(it);
+  }
   b.replica = kNone;
   --ws.decodes_live;
 }
@@ -52,7 +57,8 @@ bool Shard::Impl::holds_booking(const WorkState& ws, std::uint32_t replica, bool
   return false;
 }
 
-void Shard::Impl::book_decode(LookupState& st, std::uint32_t replica, std::int64_t hold_us) {
+void Shard::Impl::book_decode(LookupState& st, std::uint32_t replica, std::int64_t start_us,
+                              std::int64_t hold_us) {
   WorkState& ws = scopes[st.scope].work;
   DecodeBooking* slot = nullptr;
   if (ws.decodes_live >= kMaxDecodeBookings) {
@@ -75,7 +81,11 @@ void Shard::Impl::book_decode(LookupState& st, std::uint32_t replica, std::int64
   if (work_keys.empty()) hash_request(st);
   const std::size_t booked = std::min<std::size_t>(work_keys.size(), 1024);
   slot->replica = replica;
-  slot->expires_at = st.now + hold_us;
+  slot->starts_at = st.now + start_us;
+  w.decode_starts.insert(
+      std::upper_bound(w.decode_starts.begin(), w.decode_starts.end(), slot->starts_at),
+      slot->starts_at);
+  slot->expires_at = slot->starts_at + hold_us;
   ws.next_decode_expiry = std::min(ws.next_decode_expiry, slot->expires_at);
   slot->key = booked > 0 ? work_keys[booked - 1] : 0;
   ++ws.decodes_live;

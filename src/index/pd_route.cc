@@ -14,8 +14,10 @@
 //                weight × (1 − its affinity to the prefill pick's domains):
 //                affinity never costs a booked slot of decode balance.
 //
-// A decode replica's load is its open decode bookings over its slots
-// (decode_bookings.cc). The answer books the prefilling replica's work as
+// A decode replica's load is the decodes its last fresh stats counted
+// (pressure × slots) plus its decode bookings starting after that report
+// (every open booking without stats; decode_bookings.cc), over its slots.
+// The answer books the prefilling replica's work as
 // LookupRoute does, the decode replica's slot (held from the answer through
 // the prefill's estimated wait and then decodeHoldMs), and the request's
 // blocks on the decode replica (the KV lands there).
@@ -58,10 +60,10 @@ bool in_domain(const config::PdTopology& t, const config::PdReplica& p,
          config::shared_level(p, d) <= t.required_level;
 }
 
-// A decode slot booked now is taken from when the decode starts, after the
-// prefilling replica's estimated wait, for the topology's decodeHoldMs.
-std::int64_t slot_hold_us(const config::PdTopology& t, double wait_us) {
-  return t.decode_hold_us + static_cast<std::int64_t>(std::clamp<double>(wait_us, 0, 3.6e9));
+// When a decode booked now starts: after the prefilling replica's estimated
+// wait (µs from the answer).
+std::int64_t slot_start_us(double wait_us) {
+  return static_cast<std::int64_t>(std::clamp<double>(wait_us, 0, 3.6e9));
 }
 
 std::int32_t clamp32(double v) {
@@ -123,6 +125,9 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     out->lookup_latency_us = pd_steps_out.lookup_latency_us;
     return;
   }
+  // No prompt (no chain, no prefix_hash, no token_ids): nothing to price or
+  // place, so the contract default and nothing booked.
+  if (!st.chain && st.exact_hash.empty()) return answer(reason::kNoHint);
   if (st.outcome != Outcome::kPrefixMatch) scored.clear();  // TENANT_HOT holds no tokens
   const PdPools& pools = pit->second;
   const config::PdTopology& topo = *pools.topology;
@@ -130,6 +135,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   const std::uint32_t stamp = begin_work(st, ws);
   if (ws != nullptr) expire_decodes(*ws, st.now);
   const double prompt = prompt_tokens(st);
+  if (prompt <= 0) return answer(reason::kNoHint);  // an exact key of 0 tokens: no prompt either
   const double saturation = resolve_knobs(pol).saturation_pressure;
   stamp_work_state(st, ws, stamp);
   for (std::size_t i = 0; i < scored.size(); ++i) {
@@ -151,8 +157,9 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     return !d.full && prompt - static_cast<double>(d.held) < threshold;
   };
   // Its own prefill stalls every decode running there: priced as the delay it
-  // adds up, its own wait and that of each running decode.
-  const auto own_wait = [](const DecodeCand& d) { return d.wait_us * (1.0 + d.running); };
+  // adds up, its own wait and that of each decode running now (one booked
+  // but not started yet is not stalled).
+  const auto own_wait = [](const DecodeCand& d) { return d.wait_us * (1.0 + d.stalled); };
   const auto load = [](const DecodeCand& d) { return d.load; };
   const DecodeCand* decode = pick_decode(st, own_wait, local);
   std::string_view code =
@@ -169,7 +176,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     const Scored top{decode->replica, 0.0, decode->held, 1.0, 0, 0, kNone};
     if (ws != nullptr) {
       book_answer(st, top);  // the decode replica prefills the rest itself
-      book_decode(st, decode->replica, slot_hold_us(topo, decode->wait_us));
+      book_decode(st, decode->replica, slot_start_us(decode->wait_us), topo.decode_hold_us);
     }
     out->decode_replica_id = replicas.name(decode->replica);
     out->decode_matched_tokens = clamp32(static_cast<double>(decode->held));
@@ -210,7 +217,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     // speculative hold per prompt and replica is enough).
     if (!holds_booking(*ws, decode->replica, st.chain))
       book(*ws, decode->replica, st.now, 0, st.chain, work_keys);
-    book_decode(st, decode->replica, slot_hold_us(topo, best->wait_us));
+    book_decode(st, decode->replica, slot_start_us(best->wait_us), topo.decode_hold_us);
   }
   const double full_us = prompt / cfg.work_aware.prefill_tokens_per_s * 1e6;
   out->prefill_replica_id = replicas.name(best->replica);
@@ -237,21 +244,41 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
         holder != kNone
             ? std::min<std::int64_t>(scored[holder].matched, static_cast<std::int64_t>(prompt))
             : 0;
-    const std::uint32_t open =
-        r.work_stamp == stamp && ws != nullptr ? ws->replicas[r.work].decode_open : 0;
-    const std::int32_t slots = pools.topology->decode[i].slots;
-    const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
     // Its own prefill of what it does not hold, priced as LookupRoute prices it.
     add_work_cand(st, ws, replica, holder, held, holder != kNone ? scored[holder].prob : 0.0,
                   prompt, saturation, stamp);
     const double wait_us = work_cands.back().wait_us;
     work_cands.pop_back();
-    // Its load: the slots booked, or the engine's own pressure when that is higher
-    // (decodes this server did not book, or that outlived their booking).
-    const double load = std::max(static_cast<double>(open) / slots, pressure);
-    decode_cands.push_back(
-        DecodeCand{static_cast<std::uint32_t>(i), replica, held, load, wait_us, load * slots,
-                   open >= static_cast<std::uint32_t>(slots) || pressure >= saturation});
+    const std::int64_t reported_at = r.pressure_stamp == stamp ? r.pressure_at : INT64_MIN;
+    decode_cands.push_back(DecodeCand{static_cast<std::uint32_t>(i), replica, held, 0.0, wait_us,
+                                      0.0, false, reported_at, 0, 0, 0.0});
+  }
+  // Its decodes: what its last fresh report counted running (pressure ×
+  // slots), plus the decodes booked here that report could not count (their
+  // estimated start is after it): a burst of answers between two reports
+  // counts at once. Without fresh stats, every open booking. (By binary
+  // search in the replica's sorted starts: a scope may hold 256 bookings.)
+  if (ws != nullptr) {
+    for (DecodeCand& c : decode_cands) {
+      const ReplicaScratch& r = replica_scratch[c.replica];
+      if (r.work_stamp != stamp) continue;
+      const std::vector<std::int64_t>& starts = ws->replicas[r.work].decode_starts;
+      const auto after = [&](std::int64_t t) {
+        return static_cast<std::uint32_t>(starts.end() -
+                                          std::upper_bound(starts.begin(), starts.end(), t));
+      };
+      c.pending = after(c.reported_at);
+      c.started = st.now > c.reported_at ? c.pending - after(st.now) : 0;
+    }
+  }
+  for (DecodeCand& c : decode_cands) {
+    const ReplicaScratch& r = replica_scratch[c.replica];
+    const double pressure = r.pressure_stamp == stamp ? r.pressure : 0.0;
+    const auto slots = static_cast<double>(pools.topology->decode[c.pool_index].slots);
+    c.running = pressure * slots + c.pending;
+    c.stalled = pressure * slots + c.started;
+    c.load = c.running / slots;
+    c.full = c.running >= slots || pressure >= saturation;
   }
 }
 

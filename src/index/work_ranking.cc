@@ -229,6 +229,7 @@ bool Shard::Impl::stamp_work_state(const LookupState& st, const WorkState* ws,
       if (st.now - s.stats_reported >= cfg.load_stats_window_us) continue;
       replica_scratch[s.replica].pressure_stamp = stamp;
       replica_scratch[s.replica].pressure = s.pressure;
+      replica_scratch[s.replica].pressure_at = s.stats_reported;
       any_fresh_stats = true;
     }
   }

@@ -128,6 +128,23 @@ TEST_CASE("pd: the fail-open answers are LookupRoute's") {
   CHECK(pair(pd(h, text)) == "NO_HINT");
 }
 
+TEST_CASE("pd: a request without a prompt is NO_HINT and books nothing") {
+  Harness h = pd_harness();
+  // No block_hashes, prefix_hash, token_ids or prompt_text.
+  CHECK(pd(h, pd_req({}, "one")).ShortDebugString() == R"(reason_code: "NO_HINT")");
+  // An exact key of 0 tokens that nothing holds: no prompt either.
+  pb::LookupPDRouteRequest empty_key = pd_req({}, "one");
+  empty_key.set_prefix_hash(hb(7));
+  CHECK(pd(h, empty_key).ShortDebugString() == R"(reason_code: "NO_HINT")");
+  // d0's one slot and p0's queue are still free: an idle pair (score 0.5),
+  // then OVERLOADED (this pair's slot).
+  const auto first = pd(h, pd_req(blocks(100, 8), "one"));
+  CHECK(pair(first) == "DISAGGREGATED p0 d0 Mooncake");
+  CHECK(first.prefill_score() == doctest::Approx(0.5));
+  CHECK(first.decode_score() == 1.0f);
+  CHECK(pair(pd(h, pd_req(blocks(200, 8), "one"))) == "OVERLOADED");
+}
+
 TEST_CASE("pd: a short prompt is decode-only; a long miss is a pair near the prefill pick") {
   Harness h = pd_harness();
   // 1,024 tokens < minUncachedTokens 2,048: decode-only on an idle decode
@@ -196,26 +213,38 @@ TEST_CASE("pd: a decode replica that holds the prefix takes the request alone") 
 
 TEST_CASE("pd: decode-only while the delay it adds is no longer than a pair's prefill") {
   Harness h = pd_harness();
+  // d1 reports 4 decodes running.
+  pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", "d1", kNow);
+  stats.mutable_stats()->set_pressure(0.25f);
+  h.ingest(stats);
   // d1 holds 7 of 8 blocks of nine prompts: each decode-only answer books
   // its last 512 tokens (51.2 ms) on d1 and one of its 16 slots. A
-  // decode-only answer costs d1's own wait × (1 + the decodes running
-  // there), a pair p0's wait (409.6 ms for the prompt on idle p0, each
-  // pair books 409.6 ms more there):
-  //   0: 51.2 × 1 = 51.2 ≤ 409.6       decode-only
-  //   1: 102.4 × 2 = 204.8 ≤ 409.6     decode-only
-  //   2: 153.6 × 3 = 460.8 > 409.6     pair (d1's slot booked too)
-  //   3: 153.6 × 4 = 614.4 ≤ 819.2     decode-only
-  //   4: 204.8 × 5 = 1024 > 819.2      pair
-  //   5: 204.8 × 6 = 1228.8 = 1228.8   decode-only (not slower)
-  //   6: 256 × 7 = 1792 > 1228.8, and on: pairs
+  // decode-only answer costs d1's own wait × (1 + the decodes running there
+  // now: the 4 reported; the ones booked since have not started, their
+  // prefills still wait), a pair p0's wait (409.6 ms for the prompt on idle
+  // p0, each pair books 409.6 ms more there):
+  //   0: 51.2 × 5 = 256 ≤ 409.6       decode-only
+  //   1: 102.4 × 5 = 512 > 409.6      pair
+  //   2: 102.4 × 5 = 512 ≤ 819.2      decode-only
+  //   3: 153.6 × 5 = 768 ≤ 819.2      decode-only
+  //   4: 204.8 × 5 = 1024 > 819.2     pair
+  //   5: 204.8 × 5 = 1024 ≤ 1228.8    decode-only
+  //   6: 256 × 5 = 1280 > 1228.8      pair
+  //   7: 256 × 5 = 1280 ≤ 1638.4      decode-only
+  //   8: 307.2 × 5 = 1536 ≤ 1638.4    decode-only
   std::vector<std::string> answers;
   for (std::uint64_t k = 0; k < 9; ++k) {
     h.ingest(chain_update("t", "m", "vllm", "d1", kNow, blocks(1000 + 100 * k, 7), 0, "", kBlock));
     answers.push_back(pair(pd(h, pd_req(blocks(1000 + 100 * k, 8), "wide"))));
   }
   const std::string local = "DECODE_ONLY_CACHED d1", paired = "DISAGGREGATED p0 d1 NIXL";
-  CHECK(answers == std::vector<std::string>{local, local, paired, local, paired, local, paired,
-                                            paired, paired});
+  CHECK(answers ==
+        std::vector<std::string>{local, paired, local, local, paired, local, paired, local, local});
+  // 10 s later every queue is done and the nine booked decodes have started:
+  // 13 run on d1, so its own 51.2 ms costs 51.2 × 14 = 716.8 > 409.6: a pair.
+  h.clock.wall += 10'000'000;
+  h.ingest(chain_update("t", "m", "vllm", "d1", h.clock.wall, blocks(1900, 7), 0, "", kBlock));
+  CHECK(pair(pd(h, pd_req(blocks(1900, 8), "wide"))) == paired);
 }
 
 TEST_CASE("pd: decode slots: OVERLOADED when full, freed by eviction, ALL_CLEARED and time") {
@@ -291,4 +320,39 @@ TEST_CASE("pd: affinity never costs a booked decode slot of balance") {
   CHECK(pair(pd(h, pd_req(blocks(200, 8), "bal"))) == "DISAGGREGATED p0 d2 NIXL");
   // Equal again (1 each): affinity decides again.
   CHECK(pair(pd(h, pd_req(blocks(300, 8), "bal"))) == "DISAGGREGATED p0 d0 NIXL");
+}
+
+TEST_CASE("pd: decode load is the reported running decodes plus the bookings since the report") {
+  Harness h = pd_harness();
+  const auto report = [&](const std::string& replica, float pressure) {
+    pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", replica, h.clock.wall);
+    stats.mutable_stats()->set_pressure(pressure);
+    h.ingest(stats);
+  };
+  // "bal": 16 slots each; d0 reports 4 running, d2 6.
+  report("d0", 0.25f);
+  report("d2", 0.375f);
+  // A burst before the next report: each pair counts on its decode replica
+  // at once (4, 5 → d0; 6 and 6: affinity, d0; 7 against 6 → d2; 7 and 7 →
+  // d0). The higher of bookings and pressure would have sent all five to d0.
+  std::vector<std::string> burst;
+  for (std::uint64_t k = 0; k < 5; ++k)
+    burst.push_back(pair(pd(h, pd_req(blocks(100 * (k + 1), 8), "bal"))));
+  const std::string to_d0 = "DISAGGREGATED p0 d0 NIXL", to_d2 = "DISAGGREGATED p0 d2 NIXL";
+  CHECK(burst == std::vector<std::string>{to_d0, to_d0, to_d0, to_d2, to_d0});
+  // 5 s later every one of them has started (p0's waits end by 2,048 ms),
+  // and the engines' reports count them (and one more decode on d0): d0 9
+  // running, d2 7. The bookings started before the report are not counted
+  // again: 7 → d2, then 8 against 9 → d2, then 9 and 9 → d0.
+  h.clock.wall += 5'000'000;
+  report("d0", 0.5625f);
+  report("d2", 0.4375f);
+  std::vector<std::string> after;
+  for (std::uint64_t k = 5; k < 8; ++k)
+    after.push_back(pair(pd(h, pd_req(blocks(100 * (k + 1), 8), "bal"))));
+  CHECK(after == std::vector<std::string>{to_d2, to_d2, to_d0});
+  // d0 10, d2 9 → d2; decode_score is d2's free fraction before it, 7 of 16.
+  const auto next = pd(h, pd_req(blocks(1000, 8), "bal"));
+  CHECK(pair(next) == to_d2);
+  CHECK(next.decode_score() == doctest::Approx(7.0 / 16));
 }

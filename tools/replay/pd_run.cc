@@ -622,6 +622,7 @@ nlohmann::json render_pd_json(const PdResult& result, const PdOptions& o,
                              {"ttft_p50_s", pct(p.ttft_ms, 0.5) / 1000},
                              {"ttft_p90_s", pct(p.ttft_ms, 0.9) / 1000},
                              {"tbt_mean_ms", mean(p.tbt_ms)},
+                             {"tbt_p50_ms", pct(p.tbt_ms, 0.5)},
                              {"tbt_p90_ms", pct(p.tbt_ms, 0.9)},
                              {"pairs", p.pairs},
                              {"decode_only", p.decode_only},
@@ -660,15 +661,16 @@ std::string render_pd_text(const PdResult& result, const PdOptions& o,
                   o.speed, j["events_late_p99_ms"].get<double>());
     out << line;
   }
-  out << "\npolicy           TTFT mean   p50     p90   (s)   TBT mean  p90 (ms)   pairs  "
-         "decode-only\n";
+  out << "\npolicy           TTFT mean   p50     p90   (s)   TBT mean   p50    p90 (ms)   "
+         "pairs  decode-only\n";
   for (const auto& p : j["policies"]) {
-    std::snprintf(line, sizeof line, "%-16s %8.2f %7.2f %7.2f       %8.1f %6.1f   %6lld %8lld\n",
-                  p["policy"].get<std::string>().c_str(), p["ttft_mean_s"].get<double>(),
-                  p["ttft_p50_s"].get<double>(), p["ttft_p90_s"].get<double>(),
-                  p["tbt_mean_ms"].get<double>(), p["tbt_p90_ms"].get<double>(),
-                  static_cast<long long>(p["pairs"].get<std::int64_t>()),
-                  static_cast<long long>(p["decode_only"].get<std::int64_t>()));
+    std::snprintf(
+        line, sizeof line, "%-16s %8.2f %7.2f %7.2f       %8.2f %6.2f %6.2f      %6lld %8lld\n",
+        p["policy"].get<std::string>().c_str(), p["ttft_mean_s"].get<double>(),
+        p["ttft_p50_s"].get<double>(), p["ttft_p90_s"].get<double>(),
+        p["tbt_mean_ms"].get<double>(), p["tbt_p50_ms"].get<double>(),
+        p["tbt_p90_ms"].get<double>(), static_cast<long long>(p["pairs"].get<std::int64_t>()),
+        static_cast<long long>(p["decode_only"].get<std::int64_t>()));
     out << line;
   }
   for (const auto& p : result.policies) {

@@ -94,7 +94,7 @@ struct PdResult {
 PdResult run_pd_replay(const std::vector<TraceRequest>& trace, const PdOptions& options,
                        IndexClient& client, ProgressBar& progress);
 
-// The table: per policy mean / p50 / p90 TTFT (s) and mean / p90 TBT (ms), pairs and
+// The table: per policy mean / p50 / p90 TTFT (s) and mean / p50 / p90 TBT (ms), pairs and
 // decode-only, then the acceptance ratios of issue 30.
 std::string render_pd_text(const PdResult& result, const PdOptions& options,
                            const std::string& trace_path);

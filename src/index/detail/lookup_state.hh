@@ -62,6 +62,7 @@ struct ReplicaScratch {
   std::uint32_t held_stamp = 0;      // `held` is this lookup's (LookupPDRoute)
   double hints = 0;
   double pressure = 0;
+  std::int64_t pressure_at = 0;   // wall µs of the stats `pressure` came with
   std::int64_t spec_matched = 0;  // work-aware: tokens of its longest booked run
   std::uint32_t work = 0;         // work-aware: index of its ReplicaWork in the scope
   std::uint32_t held = 0;         // LookupPDRoute: its index in Shard::Impl::scored

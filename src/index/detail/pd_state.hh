@@ -28,11 +28,15 @@ using PdPoolMap = std::unordered_map<std::string, PdPools, config::StringHash, s
 struct DecodeCand {
   std::uint32_t pool_index;  // into topology->decode / PdPools::decode
   std::uint32_t replica;
-  std::int64_t held;  // prompt tokens it holds (stored or booked), unweighted
-  double load;        // max(open decode bookings / slots, fresh reported pressure)
-  double wait_us;     // its own prefill of the rest: the work-aware wait (add_work_cand)
-  double running;     // decodes it runs, as load × slots
-  bool full;          // slots all booked, or saturated by reported pressure
+  std::int64_t held;         // prompt tokens it holds (stored or booked), unweighted
+  double load;               // its decodes over its slots: see gather_decode_candidates
+  double wait_us;            // its own prefill of the rest: the work-aware wait (add_work_cand)
+  double running;            // decodes it runs or is booked to run, as load × slots
+  bool full;                 // load ≥ 1, or saturated by reported pressure
+  std::int64_t reported_at;  // wall µs of its fresh stats; INT64_MIN = none
+  std::uint32_t pending;     // its open decode bookings starting after reported_at
+  std::uint32_t started;     // those of them whose estimated start has passed
+  double stalled;            // decodes running now: reported, or pending and started by now
 };
 
 // The scratch of LookupPDRoute (reused per call).

@@ -443,7 +443,10 @@ struct Shard::Impl : detail::Records,
                                  const detail::PdPools& pools, double prompt, double saturation,
                                  std::uint32_t stamp);
   // Books decode slot and speculative blocks of a pair's (or decode-only) answer.
-  void book_decode(detail::LookupState& st, std::uint32_t replica, std::int64_t hold_us);
+  // The slot is taken from `start_us` after the answer (the prefill's
+  // estimated wait) for `hold_us`.
+  void book_decode(detail::LookupState& st, std::uint32_t replica, std::int64_t start_us,
+                   std::int64_t hold_us);
   // Frees decode bookings of `replica` in the scopes of `tm`: those whose key
   // is `key`, or every one when `all`. (PREFIX_EVICTED, ALL_CLEARED.)
   void release_decodes(std::uint32_t tm, std::uint32_t replica, std::uint64_t key, bool all);

@@ -24,6 +24,9 @@ struct ReplicaWork {
   std::uint32_t open = 0;         // open bookings
   std::int64_t open_tokens = 0;   // their tokens
   std::uint32_t decode_open = 0;  // LookupPDRoute: open decode bookings (slots taken)
+  // LookupPDRoute: their estimated starts (DecodeBooking::starts_at), sorted,
+  // so a lookup counts those after a time by binary search.
+  std::vector<std::int64_t> decode_starts;
   // Predicted vs delivered (docs/ranking.md): hints naming it on top, Σ of the hit
   // tokens they predicted, and how its bookings ended.
   std::uint64_t hints = 0;
@@ -60,7 +63,8 @@ struct Booking {
 // (its last booked block evicted, or ALL_CLEARED) or until `expires_at`.
 struct DecodeBooking {
   std::uint32_t replica = kNone;  // kNone = a free slot
-  std::int64_t expires_at = 0;    // wall µs
+  std::int64_t starts_at = 0;     // wall µs: the answer + the prefill's estimated wait
+  std::int64_t expires_at = 0;    // wall µs: starts_at + decodeHoldMs
   std::uint64_t key = 0;          // key hash of the request's last booked block
 };
 
