@@ -420,8 +420,8 @@ TEST_CASE("work-aware: a replica not timed yet is priced at the scope's mean lea
 }
 
 TEST_CASE(
-    "work-aware without replica stats: misses go to idle known replicas, then one NO_HINT probe "
-    "per discovery window") {
+    "work-aware without replica stats: misses go to idle known replicas, then NO_HINT probes: "
+    "up to 3 once the known replicas grew, else one per discovery window") {
   Harness h = work_harness();
   eight_replicas(h, false);
   // The scope knows r0..r7 only by their entries. While one of them has
@@ -439,23 +439,29 @@ TEST_CASE(
   h.clock.wall += 102'400;
   CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
-  // Every replica busy again: that NO_HINT (a probe) found no new replica and
-  // the discovery window (the first booking bound, 10 s: no completion is
-  // timed) has not passed, so the busy scope answers hints, work it can book.
+  // Every replica busy again. The first probe found the scope's replicas (0
+  // → 8 known): it leaves two more probes for misses, whatever the window.
   for (std::uint64_t i = 0; i < 7; ++i) {
     CHECK(
         h.lookup(chain_req("t", "m", "vllm", blocks(20000 + 1000 * i, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
   }
-  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(27000, 2), kBlock)).reason_code() ==
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(27000, 2), kBlock))) == "NO_HINT");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(28000, 2), kBlock))) == "NO_HINT");
+  // Those probes found no new replica and the discovery window (the first
+  // booking bound, 10 s: no completion is timed) has not passed, so the busy
+  // scope answers hints, work it can book.
+  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(29000, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
   // A ninth replica reports entries: it is idle, so the next miss goes there.
   // The known replicas grew since the last probe, so once every replica is
-  // busy the next is a probe at once; the one after it a hint again.
+  // busy the next three misses are probes; the one after them a hint again.
   h.ingest(chain_update("t", "m", "vllm", "r8", h.clock.wall, {108}, 0, "", kBlock));
   CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(30000, 2), kBlock))) == "AFFINITY_HINT r8");
   CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(31000, 2), kBlock))) == "NO_HINT");
-  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(32000, 2), kBlock)).reason_code() ==
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(32000, 2), kBlock))) == "NO_HINT");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(33000, 2), kBlock))) == "NO_HINT");
+  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(34000, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
   // Ten seconds after that probe, a busy scope probes again.
   h.clock.wall += 10'000'000;

@@ -82,6 +82,9 @@ struct WorkState {
   // the scope knew then.
   std::int64_t probe_at = INT64_MIN;
   std::uint32_t known_at_probe = 0;
+  // Probes left for misses since the known replicas last grew (at most
+  // kGrowthProbes, the growth's own probe included).
+  std::uint32_t growth_probes = 0;
   // The rate of a replica the scope has not timed yet (bookings.cc prior_rate):
   // the mean learned rate of its replicas, tokens/s; 0 = none learned (the knob's).
   double prior_rate = 0;
