@@ -3,7 +3,9 @@
 // uncached tokens and its blocks on the replica it names; a booking ends when
 // the replica's report stores its last block (ingest), when a later booking of
 // the same replica completes first (the replica prefills in arrival order, so
-// this one was not sent there), or at its bound. A replica's queue is a
+// this one was not sent there), or at its bound. A replica whose pressure
+// counts fewer requests than its bookings sheds the oldest (displaced: on no
+// queue) to a replica counting requests it was not booked (settle_count). A replica's queue is a
 // virtual time, busy_until: each booking extends it by tokens / rate, it
 // drains as the wall clock passes it, and every report of new blocks resets it
 // to now + the tokens still booked / rate. The rate is learned from completed
