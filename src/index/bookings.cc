@@ -3,7 +3,9 @@
 // uncached tokens and its blocks on the replica it names; a booking ends when
 // the replica's report stores its last block (ingest), when a later booking of
 // the same replica completes first (the replica prefills in arrival order, so
-// this one was not sent there), or at its bound. A replica's queue is a
+// this one was not sent there), or at its bound. A replica whose pressure
+// counts fewer requests than its bookings sheds the oldest (displaced: on no
+// queue) to a replica counting requests it was not booked (settle_count). A replica's queue is a
 // virtual time, busy_until: each booking extends it by tokens / rate, it
 // drains as the wall clock passes it, and every report of new blocks resets it
 // to now + the tokens still booked / rate. The rate is learned from completed
@@ -29,6 +31,8 @@ constexpr std::size_t kMaxBookedBlocks = 1024;
 constexpr std::size_t kKeptBlockCapacity = 256;
 // Completions the learned rate and completion time remember (decay 1 − 1/window).
 constexpr double kRateWindow = 16;
+// Bookings the mean booking size remembers (decay 1 − 1/window).
+constexpr double kMeanWindow = 64;
 // The bound is this many mean completion times (and at least twice the
 // booking's own estimate), at most kMaxBoundUs.
 constexpr double kBoundFactor = 4;
@@ -72,7 +76,7 @@ void size_heads(WorkState& ws) {
   ws.heads.assign(n, kNone);
   for (std::uint32_t i = 0; i < ws.bookings.size(); ++i) {
     const Booking& b = ws.bookings[i];
-    if (b.replica != kNone && !b.blocks.empty()) link_first(ws, i);
+    if (b.replica != kNone && !b.displaced && !b.blocks.empty()) link_first(ws, i);
   }
 }
 
@@ -129,14 +133,18 @@ ReplicaWork& Shard::Impl::work_of(WorkState& ws, std::uint32_t replica, std::int
 
 void Shard::Impl::end_booking(WorkState& ws, Booking& b, bool completed) {
   if (ReplicaWork* w = find_work(ws, b.replica)) {
-    --w->open;
-    w->open_tokens -= b.tokens;
+    if (!b.displaced) {
+      --w->open;
+      w->open_tokens -= b.tokens;
+    }
     ++(completed ? w->completed : w->expired);
   }
-  if (!b.blocks.empty()) unlink_first(ws, static_cast<std::uint32_t>(&b - ws.bookings.data()));
+  if (!b.blocks.empty() && !b.displaced)
+    unlink_first(ws, static_cast<std::uint32_t>(&b - ws.bookings.data()));
   b.replica = kNone;
   b.done = false;
   b.prefilled = false;
+  b.displaced = false;
   b.blocks.clear();
   if (b.blocks.capacity() > kKeptBlockCapacity) std::vector<std::uint64_t>().swap(b.blocks);
   --ws.live;
@@ -166,6 +174,8 @@ Booking& Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t no
   ReplicaWork& w = work_of(ws, replica, now);
   const double rate = rate_of(ws, w);
   w.busy_until = std::max(w.busy_until, now) + micros(static_cast<double>(tokens), rate);
+  ws.mean_booking_tokens += (static_cast<double>(tokens) - ws.mean_booking_tokens) /
+                            (ws.mean_booking_tokens > 0 ? kMeanWindow : 1.0);
   ++w.open;
   w.open_tokens += tokens;
   w.last_active = now;
@@ -176,6 +186,7 @@ Booking& Shard::Impl::book(WorkState& ws, std::uint32_t replica, std::int64_t no
   slot->replica = replica;
   slot->chain = chain;
   slot->done = false;
+  slot->displaced = false;
   slot->seq = ++booking_seq;
   slot->booked_at = now;
   slot->expires_at = now + bound;
@@ -219,7 +230,9 @@ void Shard::Impl::note_stored_chain(WorkState& ws, std::uint32_t replica,
     if (b.replica == kNone || !b.chain || b.done || b.blocks.empty()) continue;
     const std::size_t last = b.blocks.size() - 1;
     if (last >= chain.size() || chain[last] != b.blocks[last]) continue;
-    if (b.replica == replica) {
+    if (b.displaced) {
+      end_booking(ws, b, false);  // on no queue: nothing to settle
+    } else if (b.replica == replica) {
       b.done = true;
     } else {
       end_elsewhere(ws, b, now);
@@ -243,7 +256,9 @@ void Shard::Impl::note_stored_key(WorkState& ws, std::uint32_t replica, std::uin
                                   std::int64_t now) {
   for (Booking& b : ws.bookings) {
     if (b.replica == kNone || b.done || b.blocks.empty() || b.blocks.back() != key) continue;
-    if (b.replica == replica) {
+    if (b.displaced) {
+      end_booking(ws, b, false);
+    } else if (b.replica == replica) {
       b.done = true;
     } else {
       end_elsewhere(ws, b, now);
@@ -275,7 +290,7 @@ void Shard::Impl::settle_stored(std::uint32_t scope, std::uint32_t replica, std:
   if (completed) {
     // Prefill runs in arrival order: an older booking still open was not sent here.
     for (Booking& b : ws.bookings) {
-      if (b.replica == replica && b.seq < last_seq) end_booking(ws, b, false);
+      if (b.replica == replica && !b.displaced && b.seq < last_seq) end_booking(ws, b, false);
     }
     const std::int64_t took = now - std::max(first_booked, w->last_done);
     learn_rate(ws, *w, tokens, took);
@@ -293,14 +308,106 @@ void Shard::Impl::settle_idle(std::uint32_t scope, std::uint32_t replica, std::i
   // or the request is done and its report is on its way. Either way it is no
   // longer work waiting on this replica; kept, it would keep the replica
   // looking busy until its bound while it idles.
-  if (scope == kNone || scopes[scope].work.live == 0) return;
+  // Its queue is the bookings left (none counted without one: no floor).
+  if (scope == kNone) return;
   WorkState& ws = scopes[scope].work;
   ReplicaWork* w = find_work(ws, replica);
-  if (w == nullptr || w->open == 0) return;
+  if (w == nullptr) return;
+  w->unbooked = 0;
   for (Booking& b : ws.bookings) {
-    if (b.replica == replica && b.booked_at + kIdleGraceUs <= seen) end_booking(ws, b, false);
+    if (b.replica == replica && !b.displaced && b.booked_at + kIdleGraceUs <= seen)
+      end_booking(ws, b, false);
   }
   w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
+}
+
+void Shard::Impl::settle_count(std::uint32_t scope, std::uint32_t replica, std::int64_t requests,
+                               std::int64_t seen, std::int64_t now) {
+  // Pressure 0 (settle_idle) generalised: the engine has `requests` running or
+  // waiting, of every scope it serves. A booking made before that reading
+  // (its request had time to arrive) beyond that many is not there: the
+  // gateway sent it elsewhere (or it is done and its report is on its way).
+  // Which of them is unknown; the oldest leave first (a FIFO engine finishes
+  // them first). Kept, they inflate the replica's wait with work it never got.
+  // Fewer bookings than requests: the gateway sent it work without a booking,
+  // where the displaced bookings of the scope went.
+  if (scope == kNone || scopes[scope].work.live == 0) return;
+  WorkState& ws = scopes[scope].work;
+  std::int64_t old = 0, all = 0;
+  for (const Booking& b : ws.bookings) {
+    if (b.replica != replica || b.displaced) continue;
+    ++all;
+    old += b.booked_at + kIdleGraceUs <= seen ? 1 : 0;
+  }
+  if (all < requests) {
+    ReplicaWork& w = work_of(ws, replica, now);
+    w.unbooked = requests - all;
+    // The newest first: the likeliest still queued there.
+    while (w.unbooked > 0) {
+      Booking* newest = nullptr;
+      for (Booking& b : ws.bookings) {
+        if (b.replica != kNone && b.displaced && b.booked_at + kIdleGraceUs <= seen &&
+            (newest == nullptr || b.seq > newest->seq))
+          newest = &b;
+      }
+      if (newest == nullptr) break;
+      place_displaced(ws, *newest, w, now);
+    }
+    // The rest, no booking known: each an average booking's work. Its queue
+    // is at least that and its bookings' (a floor at each count, not added:
+    // the next reading counts them again).
+    const double unbooked = static_cast<double>(w.unbooked) * ws.mean_booking_tokens;
+    w.busy_until = std::max(
+        w.busy_until, now + micros(static_cast<double>(w.open_tokens) + unbooked, rate_of(ws, w)));
+    return;
+  }
+  if (ReplicaWork* w = find_work(ws, replica)) w->unbooked = 0;
+  for (std::int64_t excess = old - requests; excess > 0; --excess) {
+    Booking* oldest = nullptr;
+    for (Booking& b : ws.bookings) {
+      if (b.replica == replica && !b.displaced && b.booked_at + kIdleGraceUs <= seen &&
+          (oldest == nullptr || b.seq < oldest->seq))
+        oldest = &b;
+    }
+    displace(ws, *oldest, now);
+  }
+}
+
+void Shard::Impl::displace(WorkState& ws, Booking& b, std::int64_t now) {
+  // Off its replica's queue and out of the speculative entries, as if another
+  // replica had stored it (end_elsewhere), but kept: a replica counting
+  // requests it was not booked takes it.
+  ReplicaWork* w = find_work(ws, b.replica);
+  if (w != nullptr) {
+    w->busy_until =
+        std::max(now, w->busy_until - micros(static_cast<double>(b.tokens), rate_of(ws, *w)));
+    --w->open;
+    w->open_tokens -= b.tokens;
+  }
+  if (!b.blocks.empty()) unlink_first(ws, static_cast<std::uint32_t>(&b - ws.bookings.data()));
+  b.displaced = true;
+  // A replica that already counted more requests than it was booked takes it.
+  ReplicaWork* to = nullptr;
+  for (ReplicaWork& r : ws.replicas) {
+    if (r.unbooked > 0 && r.replica != b.replica && (to == nullptr || r.unbooked > to->unbooked))
+      to = &r;
+  }
+  if (to != nullptr) place_displaced(ws, b, *to, now);
+}
+
+void Shard::Impl::place_displaced(WorkState& ws, Booking& b, ReplicaWork& w, std::int64_t now) {
+  // Its tokens join w's queue (what w holds of the prompt is unknown: the
+  // tokens the booked replica lacked) and its blocks are speculative entries
+  // there, so the next turn follows them where the request went.
+  --w.unbooked;
+  b.displaced = false;
+  b.replica = w.replica;
+  w.busy_until =
+      std::max(w.busy_until, now) + micros(static_cast<double>(b.tokens), rate_of(ws, w));
+  ++w.open;
+  w.open_tokens += b.tokens;
+  w.last_active = now;
+  if (!b.blocks.empty()) link_first(ws, static_cast<std::uint32_t>(&b - ws.bookings.data()));
 }
 
 void Shard::Impl::clear_work(WorkState& ws) {

@@ -54,6 +54,19 @@ void Shard::Impl::feedback(const BookingFeedback& f, std::int64_t now) {
   Booking* b = find_booking(f.booking);
   if (b == nullptr) return;  // ended already (report, bound, overtaken): nothing to correct
   WorkState& ws = scopes[f.booking.scope].work;
+  if (b->displaced) {
+    // On no queue (settle_count): a served replica takes it, else it ends.
+    if (f.kind == BookingFeedback::Kind::kServedBy && !f.replica_id.empty()) {
+      const std::uint32_t id = replicas.acquire(f.replica_id);
+      ReplicaWork& w = work_of(ws, id, now);
+      replicas.release(id);
+      ++w.unbooked;  // place_displaced counts it off
+      place_displaced(ws, *b, w, now);
+    } else if (f.kind == BookingFeedback::Kind::kEnded) {
+      end_booking(ws, *b, false);
+    }
+    return;
+  }
   switch (f.kind) {
     case BookingFeedback::Kind::kServedBy:
       move_booking(ws, *b, f.replica_id, f.held_tokens, now);

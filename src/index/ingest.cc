@@ -23,6 +23,47 @@ std::uint8_t stored_tier(int tier) {
 
 double finite_or_zero(double v) { return std::isfinite(v) ? v : 0.0; }
 
+// Pressure is (running + waiting) / a ceiling (docs/kvevents.md), so a
+// replica's readings are multiples of one request's step: their common
+// divisor. It counts requests once kStepReadings changed readings agree on it
+// and it divides 1 (the ceiling is a whole number); a divisor below kMinStep
+// means the replica's pressure is not a request count.
+constexpr std::uint32_t kStepReadings = 4;
+constexpr double kMinStep = 1.0 / 65536;
+constexpr double kStepTolerance = 1e-6;
+
+// The common divisor of a ≥ b > 0, within kStepTolerance (float readings).
+double common_step(double a, double b) {
+  while (b > kStepTolerance) {
+    double r = std::fmod(a, b);
+    if (b - r <= kStepTolerance) r = 0;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+// Learns `rec`'s step from its new pressure: the requests that pressure
+// counts, or -1 while unknown (no step yet, not a count, 0 or clamped at 1).
+std::int64_t learn_step(StatsRec& rec) {
+  const double p = rec.pressure;
+  if (p <= 0 || p >= 1 || rec.pressure_step < 0) return -1;
+  if (p != rec.last_step_reading) {
+    rec.last_step_reading = p;
+    ++rec.step_readings;
+  }
+  const double step = rec.pressure_step;
+  rec.pressure_step = step == 0 ? p : common_step(std::max(step, p), std::min(step, p));
+  if (rec.pressure_step < kMinStep) {
+    rec.pressure_step = -1;
+    return -1;
+  }
+  const double ceiling = 1.0 / rec.pressure_step;
+  if (rec.step_readings < kStepReadings || std::abs(ceiling - std::round(ceiling)) > 0.01)
+    return -1;
+  return std::llround(p / rec.pressure_step);
+}
+
 std::int32_t saturate32(std::int64_t v) {
   return static_cast<std::int32_t>(std::clamp<std::int64_t>(
       v, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()));
@@ -62,8 +103,8 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::uint
   if (sink != nullptr) report_upsert(e);
 }
 
-void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const ReplicaStats& s,
-                              std::int64_t seen) {
+std::int64_t Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
+                                      const ReplicaStats& s, std::int64_t seen) {
   auto& v = tms[tm].stats;
   StatsRec* rec = nullptr;
   for (StatsRec& x : v) {
@@ -84,6 +125,7 @@ void Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const
   rec->last_seen = seen;
   rec->stats_reported = seen;
   if (sink != nullptr) report_replica(ChangeType::kReplicaUpdated, tm, replica_ref, seen);
+  return learn_step(*rec);
 }
 
 void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std::int64_t seen,
@@ -176,11 +218,16 @@ IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
     const std::uint32_t tm = get_or_create_tm(t, m);
     tenants.release(t);
     models.release(m);
-    apply_stats(tm, replica, *u.stats, seen);
+    const std::int64_t requests = apply_stats(tm, replica, *u.stats, seen);
     // Stats name the scope by the update's hash scheme (the KV-event adapter
-    // sends its own): one lookup, only for an idle replica.
-    if (u.stats->pressure == 0)
+    // sends its own): one lookup, only for an idle replica or one whose
+    // pressure counts its requests.
+    if (u.stats->pressure == 0) {
       settle_idle(find_scope(tm, schemes.find(u.hash_scheme)), replica, std::min(seen, now), now);
+    } else if (requests > 0) {
+      settle_count(find_scope(tm, schemes.find(u.hash_scheme)), replica, requests,
+                   std::min(seen, now), now);
+    }
     if (tenant == kNone) tenant = t;
   }
   replicas.release(replica);

@@ -29,6 +29,10 @@ constexpr double kTieUs = 1.0;
 // Without stats, a busy scope answers NO_HINT (a probe) at most once per this
 // many of its longest mean completion times, unless the last probe found a replica.
 constexpr double kDiscoveryFactor = 4;
+// Without stats, once the known replicas grew, a busy scope answers up to this
+// many NO_HINT probes (the growth's own, then misses only): the gateway's
+// balancer spreads them over replicas the scope may not know yet.
+constexpr std::uint32_t kGrowthProbes = 3;
 
 }  // namespace
 
@@ -58,15 +62,20 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   // pick makes that replica known). A probe's request is work the scope
   // cannot book, and every queue it prices afterwards looks shorter than it
   // is: so one probe per discovery window, or at once when the last one found
-  // a replica; in between the busy scope answers hints.
+  // a replica, and then up to kGrowthProbes − 1 more for misses (a miss has no
+  // holder to follow: the balancer spreads it as well as the index would, and
+  // over every replica, known or not); in between the busy scope answers hints.
   const ReplicaScratch& bs = replica_scratch[best.replica];
   const double best_rate =
       bs.work_stamp == stamp ? rate_of(ws, ws.replicas[bs.work]) : prior_rate(&ws);
   const bool busy =
       !any_fresh_stats && best.queued_us > 0 && best.wait_us > prompt / best_rate * 1e6;
-  const bool probe = busy && (known > ws.known_at_probe || ws.probe_at == INT64_MIN ||
-                              st.now - ws.probe_at >= discovery_window(ws));
+  const bool grew = known > ws.known_at_probe;
+  const bool probe =
+      busy && (grew || ws.probe_at == INT64_MIN || st.now - ws.probe_at >= discovery_window(ws) ||
+               (ws.growth_probes > 0 && best.holder == kNone));
   if (probe) {
+    ws.growth_probes = grew ? kGrowthProbes - 1 : ws.growth_probes - (ws.growth_probes > 0 ? 1 : 0);
     ws.probe_at = st.now;
     ws.known_at_probe = static_cast<std::uint32_t>(known);
     scored.clear();

@@ -205,3 +205,41 @@ TEST_CASE("feedback: queued work of an unknown scope visits nothing") {
                        [&visits](std::string_view, std::int64_t) { ++visits; });
   CHECK(visits == 0);
 }
+
+TEST_CASE("feedback: a displaced booking moves onto the served replica, or ends with the request") {
+  Harness h = eight_replicas();
+  auto stats_at = [&h](const std::string& replica, float pressure) {
+    pb::CacheStateUpdate u = scoped_update("t", "m", "vllm", replica, h.clock.wall);
+    u.mutable_stats()->set_pressure(pressure);
+    h.ingest(u);
+  };
+  // Three bookings on r, 50 ms apart: 1024 tokens, then two turns of 512
+  // more that follow its booked blocks.
+  const std::string r =
+      h.lookup(chain_req("t", "m", "vllm", blocks(7000, 2), kBlock)).replica_scores(0).replica_id();
+  const BookingRef first = h.shard->last_booking();
+  h.clock.wall += 50'000;
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(7000, 3), kBlock))) == "PREFIX_MATCH " + r);
+  const BookingRef second = h.shard->last_booking();
+  h.clock.wall += 50'000;
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(7000, 4), kBlock))) == "PREFIX_MATCH " + r);
+  CHECK(work_row(h, r).open_bookings == 3);
+  // 200 ms later r's pressure counts requests (step 1/16 from its fourth
+  // changed reading): 1, so the two oldest are displaced (off r's queue; no
+  // replica counts unbooked requests to take them).
+  h.clock.wall += 200'000;
+  for (const float p : {1.0f / 16, 2.0f / 16, 3.0f / 16, 1.0f / 16}) stats_at(r, p);
+  CHECK(work_row(h, r).open_bookings == 1);
+  CHECK(work_row(h, r).booked_tokens == 512);
+  // The gateway says the first was served by q: q books its 1024 tokens.
+  const std::string q = r == "r0" ? "r1" : "r0";
+  tell(h, Kind::kServedBy, first, q);
+  CHECK(work_row(h, q).open_bookings == 1);
+  CHECK(work_row(h, q).booked_tokens == 1024);
+  CHECK(queued(h)[q] == 102'400);
+  // The second ended before a first byte: it ends, no queue changes.
+  tell(h, Kind::kEnded, second);
+  CHECK(work_row(h, r).bookings_expired == 1);
+  CHECK(work_row(h, r).open_bookings == 1);
+  CHECK(work_row(h, q).open_bookings == 1);
+}

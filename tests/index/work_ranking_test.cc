@@ -348,6 +348,143 @@ TEST_CASE(
   CHECK(w.bookings_completed == 0);
 }
 
+// A stats-only update of `replica` for (t, m) at `pressure`.
+pb::CacheStateUpdate stats_at(const std::string& replica, std::int64_t ts, float pressure) {
+  pb::CacheStateUpdate u = idle_stats(replica, ts);
+  u.mutable_stats()->set_pressure(pressure);
+  return u;
+}
+
+TEST_CASE(
+    "work-aware: a pressure that counts requests displaces the bookings beyond that count to a "
+    "replica counting unbooked requests") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  // Every replica reports pressures of 1, 2, 3 and 1 requests over a ceiling
+  // of 16 (the replay's): the step 1/16 is one request from the fourth
+  // changed reading on. Nothing is booked yet, so nothing moves.
+  for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}) {
+    for (const float p : {1.0f / 16, 2.0f / 16, 3.0f / 16, 1.0f / 16})
+      h.ingest(stats_at(name, kNow, p));
+  }
+  // Three bookings on one replica, 150 ms apart: a miss of 20 blocks (10240
+  // tokens), then two turns that extend it by one block (512 tokens each)
+  // and follow its booked blocks there.
+  auto first = blocks(7000, 20);
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", first, kBlock)));
+  const std::string q = r == "r0" ? "r1" : "r0";
+  for (const std::uint64_t extra : {8000, 8001}) {
+    h.clock.wall += 150'000;
+    auto next = first;
+    next.push_back(extra);
+    CHECK(top(h.lookup(chain_req("t", "m", "vllm", next, kBlock))) == named("PREFIX_MATCH", r));
+  }
+  CHECK(work_row(h, r).open_bookings == 3);
+  CHECK(work_row(h, r).booked_tokens == 10240 + 2 * 512);
+  // 150 ms after the third, the replica counts 2 requests (2/16): of its
+  // three bookings, all older than the 100 ms grace, the oldest is not there.
+  // It leaves r's queue (displaced, not ended) ...
+  h.clock.wall += 150'000;
+  h.ingest(stats_at(r, h.clock.wall, 2.0f / 16));
+  WorkRow w = work_row(h, r);
+  CHECK(w.open_bookings == 2);
+  CHECK(w.booked_tokens == 2 * 512);
+  CHECK(w.bookings_expired == 0);
+  // ... until q, booked nothing, counts 1 request: it takes it, tokens and blocks.
+  CHECK(work_row(h, q).open_bookings == 0);
+  h.ingest(stats_at(q, h.clock.wall, 1.0f / 16));
+  CHECK(work_row(h, q).open_bookings == 1);
+  CHECK(work_row(h, q).booked_tokens == 10240);
+  // A fourth turn follows the two left on r (r's queue has drained, q's holds
+  // 10240 tokens); 50 ms later (inside the grace) r counts 1 request: of the
+  // two bookings older than the grace one is there, the older is displaced;
+  // the fourth, too young to be counted, stays. No replica counts unbooked
+  // requests now: it waits for one.
+  h.clock.wall += 50'000;
+  auto fourth = first;
+  fourth.push_back(8002);
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", fourth, kBlock))) == named("PREFIX_MATCH", r));
+  h.clock.wall += 50'000;
+  h.ingest(stats_at(r, h.clock.wall, 1.0f / 16));
+  w = work_row(h, r);
+  CHECK(w.open_bookings == 2);
+  CHECK(w.booked_tokens == 2 * 512);
+  // A count at least the bookings' moves nothing; nor does a clamped 1.0.
+  h.clock.wall += 200'000;
+  h.ingest(stats_at(r, h.clock.wall, 2.0f / 16));
+  h.ingest(stats_at(r, h.clock.wall, 1.0f));
+  CHECK(work_row(h, r).open_bookings == 2);
+  // The one q took completes on q's report; the displaced one ends when a
+  // replica reports its blocks stored.
+  h.ingest(chain_update("t", "m", "vllm", q, h.clock.wall, first, 0, "", kBlock));
+  CHECK(work_row(h, q).open_bookings == 0);
+  CHECK(work_row(h, q).bookings_completed == 1);
+  auto second = first;
+  second.push_back(8000);
+  h.ingest(
+      chain_update("t", "m", "vllm", "r7" == r ? "r6" : "r7", h.clock.wall, second, 0, "", kBlock));
+  CHECK(work_row(h, r).bookings_expired == 1);
+  CHECK(work_row(h, r).open_bookings == 2);
+}
+
+TEST_CASE(
+    "work-aware: requests a replica counts beyond its bookings are an average booking's work "
+    "each") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}) {
+    for (const float p : {1.0f / 16, 2.0f / 16, 3.0f / 16, 1.0f / 16})
+      h.ingest(stats_at(name, kNow, p));
+  }
+  // One booking of 10240 tokens on r: the scope's mean booking is 10240 tokens.
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(7000, 20), kBlock)));
+  const std::string p = r == "r2" ? "r3" : "r2";
+  auto queued = [&](const std::string& replica) {
+    std::int64_t us = -1;
+    h.shard->queued_work("t", "m", "vllm", h.clock.wall, [&](std::string_view id, std::int64_t q) {
+      if (id == replica) us = q;
+    });
+    return us;
+  };
+  // 200 ms later p, booked nothing, counts 2 requests and no booking is
+  // displaced: its queue is at least 2 × 10240 tokens at 10,000 tokens/s.
+  h.clock.wall += 200'000;
+  h.ingest(stats_at(p, h.clock.wall, 2.0f / 16));
+  CHECK(queued(p) == 2'048'000);
+  CHECK(work_row(h, p).open_bookings == 0);
+  // A miss of 2 blocks goes anywhere but p (or r, 824 ms queued).
+  const std::string miss =
+      replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock)));
+  CHECK(miss != p);
+  CHECK(miss != r);
+  // Pressure 0: nothing running or waiting there, the floor goes.
+  h.clock.wall += 48'000;
+  h.ingest(stats_at(p, h.clock.wall, 0.0f));
+  CHECK(queued(p) == 0);
+}
+
+TEST_CASE(
+    "work-aware: a pressure that is no request count (no common step) never ends bookings but 0") {
+  Harness h = work_harness();
+  eight_replicas(h);
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(7000, 20), kBlock)));
+  // Readings with no common step above 1/65536: a load fraction, not a count.
+  h.clock.wall += 200'000;
+  for (const float p : {0.0123457f, 0.333333f, 0.0777777f, 0.5123f, 0.0123457f})
+    h.ingest(stats_at(r, h.clock.wall, p));
+  CHECK(work_row(h, r).open_bookings == 1);
+  // Only three changed readings: not yet a count either, on another replica.
+  auto second = blocks(9000, 20);
+  const std::string q = replica_of(h.lookup(chain_req("t", "m", "vllm", second, kBlock)));
+  REQUIRE(q != r);
+  h.clock.wall += 200'000;
+  for (const float p : {0.25f, 0.5f, 0.25f}) h.ingest(stats_at(q, h.clock.wall, p));
+  CHECK(work_row(h, q).open_bookings == 1);
+  // Pressure 0 still ends it.
+  h.ingest(stats_at(r, h.clock.wall, 0.0f));
+  CHECK(work_row(h, r).open_bookings == 0);
+}
+
 TEST_CASE("work-aware: one known replica → misses get NO_HINT; a second one → AFFINITY_HINT") {
   Harness h = work_harness();
   h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {1, 2}, 0, "", kBlock));
@@ -420,8 +557,8 @@ TEST_CASE("work-aware: a replica not timed yet is priced at the scope's mean lea
 }
 
 TEST_CASE(
-    "work-aware without replica stats: misses go to idle known replicas, then one NO_HINT probe "
-    "per discovery window") {
+    "work-aware without replica stats: misses go to idle known replicas, then NO_HINT probes: "
+    "up to 3 once the known replicas grew, else one per discovery window") {
   Harness h = work_harness();
   eight_replicas(h, false);
   // The scope knows r0..r7 only by their entries. While one of them has
@@ -439,23 +576,29 @@ TEST_CASE(
   h.clock.wall += 102'400;
   CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
-  // Every replica busy again: that NO_HINT (a probe) found no new replica and
-  // the discovery window (the first booking bound, 10 s: no completion is
-  // timed) has not passed, so the busy scope answers hints, work it can book.
+  // Every replica busy again. The first probe found the scope's replicas (0
+  // → 8 known): it leaves two more probes for misses, whatever the window.
   for (std::uint64_t i = 0; i < 7; ++i) {
     CHECK(
         h.lookup(chain_req("t", "m", "vllm", blocks(20000 + 1000 * i, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
   }
-  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(27000, 2), kBlock)).reason_code() ==
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(27000, 2), kBlock))) == "NO_HINT");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(28000, 2), kBlock))) == "NO_HINT");
+  // Those probes found no new replica and the discovery window (the first
+  // booking bound, 10 s: no completion is timed) has not passed, so the busy
+  // scope answers hints, work it can book.
+  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(29000, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
   // A ninth replica reports entries: it is idle, so the next miss goes there.
   // The known replicas grew since the last probe, so once every replica is
-  // busy the next is a probe at once; the one after it a hint again.
+  // busy the next three misses are probes; the one after them a hint again.
   h.ingest(chain_update("t", "m", "vllm", "r8", h.clock.wall, {108}, 0, "", kBlock));
   CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(30000, 2), kBlock))) == "AFFINITY_HINT r8");
   CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(31000, 2), kBlock))) == "NO_HINT");
-  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(32000, 2), kBlock)).reason_code() ==
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(32000, 2), kBlock))) == "NO_HINT");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(33000, 2), kBlock))) == "NO_HINT");
+  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(34000, 2), kBlock)).reason_code() ==
         "AFFINITY_HINT");
   // Ten seconds after that probe, a busy scope probes again.
   h.clock.wall += 10'000'000;

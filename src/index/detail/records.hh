@@ -146,6 +146,13 @@ struct StatsRec {
   std::int64_t prefix_cache_query_tokens = 0;
   std::int64_t last_seen = 0;       // liveness (REPLICA_UPDATED refreshes it)
   std::int64_t stats_reported = 0;  // last stats-bearing update
+  // The pressure of one request (docs/ranking.md "Bookings", rule 3): the
+  // common step of the positive pressures below 1 it reported, 0 = none yet,
+  // < 0 = its pressure is not a request count; and how many distinct such
+  // readings taught it (the step counts requests from kStepReadings on).
+  double pressure_step = 0;
+  std::uint32_t step_readings = 0;
+  double last_step_reading = 0;
 };
 
 // (tenant, model): key count and the replicas' stats.

@@ -257,8 +257,10 @@ struct Shard::Impl : detail::Records,
   // Upserts (domain, bytes) with key hash `h` = group_hash(tm of domain, bytes).
   void upsert(std::uint32_t domain, std::string_view bytes, std::uint64_t h, std::int32_t tokens,
               std::int64_t seen, std::uint8_t tier, std::uint32_t replica, IngestResult& r);
-  void apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const ReplicaStats& s,
-                   std::int64_t seen);
+  // Stores `replica_ref`'s stats for (tenant, model) `tm`; returns the
+  // requests its pressure counts (running + waiting), -1 while that is unknown.
+  std::int64_t apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const ReplicaStats& s,
+                           std::int64_t seen);
   // The tenant quota, then the global cap, after an ingest into `tenant`.
   void settle_ingest(std::uint32_t tenant, IngestResult& r);
 
@@ -402,6 +404,20 @@ struct Shard::Impl : detail::Records,
   // scope, nothing to do): ends its bookings there made more than
   // kIdleGraceUs before, and re-times its queue.
   void settle_idle(std::uint32_t scope, std::uint32_t replica, std::int64_t seen, std::int64_t now);
+  // After ReplicaStats of `replica` whose pressure counts `requests` (> 0)
+  // running or waiting at `seen` (wall µs), sent for `scope` (kNone: nothing
+  // to do): of its bookings there made more than kIdleGraceUs before, at most
+  // `requests` are queued, the oldest others are displaced; with fewer, it
+  // takes displaced bookings of the scope (newest first) for the difference.
+  void settle_count(std::uint32_t scope, std::uint32_t replica, std::int64_t requests,
+                    std::int64_t seen, std::int64_t now);
+  // Takes booking `b` off its replica's queue and speculative entries (its
+  // replica's count left it out) and places it on the replica with the most
+  // unbooked requests, if any.
+  void displace(detail::WorkState& ws, detail::Booking& b, std::int64_t now);
+  // Books displaced `b` on `w` (one of w's unbooked requests).
+  void place_displaced(detail::WorkState& ws, detail::Booking& b, detail::ReplicaWork& w,
+                       std::int64_t now);
   // Drops the scope's bookings and work records (scope removal).
   void clear_work(detail::WorkState& ws);
   // Bookings made by this shard (the last one's seq); the booking the last

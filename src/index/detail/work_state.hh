@@ -27,6 +27,10 @@ struct ReplicaWork {
   // LookupPDRoute: their estimated starts (DecodeBooking::starts_at), sorted,
   // so a lookup counts those after a time by binary search.
   std::vector<std::int64_t> decode_starts;
+  // Requests its last counted pressure had beyond its bookings (settle_count),
+  // less the displaced bookings placed on it since: work the gateway sent
+  // there without a booking.
+  std::int64_t unbooked = 0;
   // Predicted vs delivered (docs/ranking.md): hints naming it on top, Σ of the hit
   // tokens they predicted, and how its bookings ended.
   std::uint64_t hints = 0;
@@ -43,11 +47,16 @@ struct Booking {
   bool chain = false;             // `blocks` are a chain's (else the one exact key)
   bool done = false;              // the replica reported its last block (ingest, settled after)
   bool prefilled = false;         // the gateway saw its first response byte (feedback.cc)
-  std::uint64_t seq = 0;          // booking order, unique in the shard (1, 2, …)
-  std::int64_t booked_at = 0;     // wall µs
-  std::int64_t expires_at = 0;    // wall µs: the bound
-  std::int64_t tokens = 0;        // uncached prompt tokens booked (0 once prefilled)
-  std::int64_t prompt = 0;        // the request's effective prompt tokens (a move re-prices)
+  // Its replica's counted pressure left it out (settle_count): the gateway sent
+  // it elsewhere. Its tokens are on no replica's queue and its blocks are no
+  // speculative entries (unlinked) until a replica counting unbooked requests
+  // takes it (place_displaced); it still ends on a report of its blocks or its bound.
+  bool displaced = false;
+  std::uint64_t seq = 0;        // booking order, unique in the shard (1, 2, …)
+  std::int64_t booked_at = 0;   // wall µs
+  std::int64_t expires_at = 0;  // wall µs: the bound
+  std::int64_t tokens = 0;      // uncached prompt tokens booked (0 once prefilled)
+  std::int64_t prompt = 0;      // the request's effective prompt tokens (a move re-prices)
   // Key hashes (Shard::Impl::group_hash) of the request's blocks, or of its
   // exact key; at most kMaxBookedBlocks. The vector's capacity is kept when
   // the slot is reused.
@@ -86,9 +95,15 @@ struct WorkState {
   // the scope knew then.
   std::int64_t probe_at = INT64_MIN;
   std::uint32_t known_at_probe = 0;
+  // Probes left for misses since the known replicas last grew (at most
+  // kGrowthProbes, the growth's own probe included).
+  std::uint32_t growth_probes = 0;
   // The rate of a replica the scope has not timed yet (bookings.cc prior_rate):
   // the mean learned rate of its replicas, tokens/s; 0 = none learned (the knob's).
   double prior_rate = 0;
+  // The decayed mean of its bookings' tokens (window 64): the work of a
+  // request a replica counts without a booking (settle_count); 0 = none yet.
+  double mean_booking_tokens = 0;
 
   // The first slot of `key`'s bucket, kNone when empty; the rest follow
   // Booking::next_same. Its bookings may have other first keys (compare blocks[0]).
