@@ -76,14 +76,20 @@ bool loopback_only(const std::string& address) {
          (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && sin6->sin6_addr.s6_addr[12] == 127);
 }
 
-// Runs a load, then hands its free pages back: the load's batches, and the
-// tables its threads outgrew, are freed on threads that end with the load
-// (docs/persistence.md "Bounds": restored ≈ ingested memory). Spans are
-// decommitted as they are freed (decommit_freed_pages_at_once, set by run()).
+// Runs a load with mimalloc handing freed pages back at once: the load's
+// batches, and the tables its threads outgrew, are freed on threads that end
+// with the load, where a delayed decommit would never run and the pages would
+// stay resident (docs/persistence.md "Bounds": restored ≈ ingested memory).
 ic::persist::LoadOutcome load_returning_pages(
     const std::function<ic::persist::LoadOutcome()>& load) {
+  const long delay = mi_option_get(mi_option_decommit_delay);
+  const long segment_delay = mi_option_get(mi_option_segment_decommit_delay);
+  mi_option_set(mi_option_decommit_delay, 0);
+  mi_option_set(mi_option_segment_decommit_delay, 0);
   ic::persist::LoadOutcome got = load();
   mi_collect(true);
+  mi_option_set(mi_option_decommit_delay, delay);
+  mi_option_set(mi_option_segment_decommit_delay, segment_delay);
   return got;
 }
 

@@ -16,11 +16,6 @@ std::uint64_t thread_cpu_us() {
 
 }  // namespace
 
-void decommit_freed_pages_at_once() {
-  mi_option_set(mi_option_decommit_delay, 0);
-  mi_option_set(mi_option_segment_decommit_delay, 0);
-}
-
 void IdleCollect::start(runtime::Reactor& reactor) {
   reactor_ = &reactor;
   cpu_us_at_tick_ = thread_cpu_us();

@@ -57,18 +57,6 @@ class QuietTicks {
   std::uint64_t peak_cpu_us_ = 0;  // the busiest tick's CPU since the last collect
 };
 
-// Sets mimalloc to decommit a span the moment its pages are freed to their
-// segment (mi_option_decommit_delay and mi_option_segment_decommit_delay 0;
-// mimalloc's defaults delay it by 25 and 500 ms). Call once, before any
-// thread starts. Why: a delayed decommit runs only at the next allocation or
-// free in that segment, and mi_collect does not run it; a core that went
-// quiet after a burst kept 25 MiB of spans freed by its collect resident for
-// as long as it stayed quiet (hostile streams rounds: 55 MiB after a round
-// against 29 after the first; with both delays 0, 25.8 → 28.3 MiB over four
-// rounds). The collect hands free pages to their segments; this makes them
-// leave RSS then.
-void decommit_freed_pages_at_once();
-
 class IdleCollect {
  public:
   // Tick interval (µs).

@@ -6,7 +6,6 @@
 
 #include "base/log.hh"
 #include "server/app.hh"
-#include "server/idle_collect.hh"
 
 namespace ic::server {
 
@@ -57,7 +56,6 @@ sigset_t signal_set(std::initializer_list<int> signals) {
 int run(const ServerConfig& config) {
   const sigset_t term = signal_set({SIGTERM, SIGINT});
 
-  decommit_freed_pages_at_once();  // before any thread: see idle_collect.hh
   App app(config);
   if (!app.load_policies() || !app.load_tls() || !app.check_nats_creds() ||
       !app.load_tokenizer_models() || !app.load_templates()) {
