@@ -17,6 +17,7 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "grpc/health/v1/health.pb.h"
@@ -34,6 +35,11 @@ std::filesystem::path server_binary() {
     throw std::runtime_error("IC_SERVER_BINARY is not set (meson sets it for integration tests)");
   }
   return p;
+}
+
+bool server_sanitized() {
+  const char* s = std::getenv("IC_SANITIZED");
+  return s != nullptr && std::string_view(s) == "1";
 }
 
 uint16_t free_loopback_port() {

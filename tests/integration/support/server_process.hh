@@ -20,6 +20,11 @@ namespace ic::itest {
 // IC_SERVER_BINARY; throws std::runtime_error when unset.
 std::filesystem::path server_binary();
 
+// Whether that binary is a sanitizer build: IC_SANITIZED=1, set by
+// tests/meson.build for a sanitizer build tree or -Dserver_under_test. RSS
+// bounds are not asserted then (ASan's quarantine keeps freed memory resident).
+bool server_sanitized();
+
 // A loopback TCP port that was free a moment ago (bound to 127.0.0.1:0 and
 // released). Another process may take it before the server binds it;
 // ServerProcess retries with fresh ports when the server exits at startup.
