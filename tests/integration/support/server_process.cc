@@ -78,7 +78,10 @@ ServerProcess::ServerProcess(ServerOptions options) {
   if (options.binary.empty()) options.binary = server_binary();
   std::string failures;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (launch(options) && wait_ready(options.ready_timeout, options.ready_when_logged)) return;
+    // A sanitizer build starts (and catches a replication stream up) 2-3x
+    // slower: its wait is 3x, as meson's --timeout-multiplier 3 in CI.
+    const auto timeout = options.ready_timeout * (server_sanitized() ? 3 : 1);
+    if (launch(options) && wait_ready(timeout, options.ready_when_logged)) return;
     failures += numbered("attempt ", attempt + 1) + ": " +
                 (exited_ ? numbered("exited with status ", exit_status_)
                          : std::string("not SERVING in time")) +

@@ -53,7 +53,8 @@ struct ServerOptions {
   // once this text appears in the server's log (a TLS gRPC port, where the
   // h2c check cannot connect).
   std::string ready_when_logged;
-  // How long to wait for the health check to answer SERVING.
+  // How long to wait for the health check to answer SERVING (3x against a
+  // sanitizer build, server_sanitized()).
   std::chrono::milliseconds ready_timeout = std::chrono::seconds(20);
 };
 
