@@ -458,14 +458,16 @@ def latency_kept(server, attack_on, attack_off, attacks=None, pairs=20, calls=30
     Noise is handled by pairing: a loaded machine flips between regimes (its
     p99 0.3 ms one moment, 8 ms the next, whichever server runs), so each
     attacked window is compared with the quiet window just before it, and the
-    median pair must pass: attacked <= max(factor x quiet, quiet + allow_s).
+    median pair must pass: attacked <= max(factor x quiet, quiet + allow),
+    allow being the larger of allow_s and the quiet windows' own noise
+    (quiet_noise).
     The attacker runs at SCHED_IDLE (Attacker), so its own CPU does not sit
     next to the normal client's: at nice 19 a rapid-reset or PING-flood loop
     added 0.2-0.35 ms to a 0.3 ms quiet p99 although no server turn takes more
     than ~0.1 ms of CPU (docs/hostile-peers.md "Fair turns"). At SCHED_IDLE
     and load ~2 the six cases' median ratios are 0.89-1.10, but with other
     processes compiling on the same two cores a rapid reset still measured
-    2.10 (0.27 / 0.57 ms), hence `allow_s` (0.5 ms), the one tolerance. With
+    2.10 (0.27 / 0.57 ms), hence `allow_s` (0.5 ms), raised to the quiet windows' noise. With
     `attacks` (a count of completed attacks) an attacked window lasts until at
     least `min_attacks` attacks completed in it,
     so a starved attacker cannot make the check pass. Returns the median quiet
@@ -488,19 +490,32 @@ def latency_kept(server, attack_on, attack_off, attacks=None, pairs=20, calls=30
     finally:
         client.close()
     ratios = [a / q for q, a in zip(quiet, attacked)]
-    margins = [a - max(factor * q, q + allow_s) for q, a in zip(quiet, attacked)]
+    allow = max(allow_s, quiet_noise(quiet))
+    margins = [a - max(factor * q, q + allow) for q, a in zip(quiet, attacked)]
     q, a, r = median(quiet), median(attacked), median(ratios)
     print("normal client LookupRoute p99 (ms), quiet/attacked pairs: %s; medians %.3f / %.3f, "
-          "median ratio %.2f (load %.1f)" % (
+          "median ratio %.2f, tolerance %.2f ms (load %.1f)" % (
               ", ".join("%.2f/%.2f" % (x * 1e3, y * 1e3) for x, y in zip(quiet, attacked)),
-              q * 1e3, a * 1e3, r, os.getloadavg()[0]))
+              q * 1e3, a * 1e3, r, allow * 1e3, os.getloadavg()[0]))
     if os.environ.get("IC_SANITIZED") == "1":
         print("sanitizer build: latency printed, not asserted")
         return q, a
     assert median(margins) <= 0, (
-        "attacked p99 over max(%.1fx, +%.1f ms) of quiet in most pairs (median ratio %.2f)" % (
-            factor, allow_s * 1e3, r))
+        "attacked p99 over max(%.1fx, +%.2f ms) of quiet in most pairs (median ratio %.2f)" % (
+            factor, allow * 1e3, r))
     return q, a
+
+
+def quiet_noise(quiet):
+    """How far the p99 moves between two successive quiet windows (s): the
+    median of their absolute differences. An attack's effect smaller than
+    this cannot be told from the machine's own noise. On a quiet machine it
+    is ~0.1 ms, under the fixed 0.5 ms tolerance; on a loaded CI machine
+    quiet windows read 1.0-5.0 ms and moved ~2 ms apart (slowloris, whose
+    idle held connections cost the server nothing, read median ratio 2.02
+    there). A reactor blocked by an attack adds tens to hundreds of ms."""
+    steps = [abs(x - y) for x, y in zip(quiet, quiet[1:])]
+    return median(steps) if steps else 0.0
 
 
 class Attacker:
