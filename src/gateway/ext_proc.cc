@@ -24,9 +24,10 @@ namespace xp = ::envoy::service::ext_proc::v3;
 namespace core3 = ::envoy::config::core::v3;
 using Mode = ::envoy::extensions::filters::http::ext_proc::v3::ProcessingMode;
 
-// Messages held while a pick is on its way back from the owner core: Envoy
-// sends nothing more than trailers before it has the answer, so a few.
-constexpr std::size_t kMaxQueued = 8;
+// What one message held while a pick is on its way costs besides its bytes
+// (the parsed ProcessingRequest, its queue slot), counted against the
+// stream's and the core's body budgets.
+constexpr std::size_t kQueuedMessageBytes = 256;
 
 std::string header_value(const core3::HeaderValue& h) {
   return !h.raw_value().empty() ? h.raw_value() : h.value();
@@ -94,6 +95,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   ~Exchange() {
     end_request();
     release_body();
+    core_held_bytes() -= queued_bytes_;
   }
 
   void on_message(std::span<const std::byte> bytes) {
@@ -103,12 +105,16 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       mode_ = mode_of(request->protocol_config(), config_.body_mode);
     first_ = false;
     if (picking_) {
-      if (queued_.size() >= kMaxQueued) {
-        call_.finish({rpc::StatusCode::kResourceExhausted, "too many messages before the pick"});
+      const std::size_t cost = bytes.size() + kQueuedMessageBytes;
+      if (queued_bytes_ + cost <= config_.max_body_bytes &&
+          core_held_bytes() + cost <= config_.max_core_body_bytes) {
+        queued_.push_back({std::move(request), cost});
+        queued_bytes_ += cost;
+        core_held_bytes() += cost;
         return;
       }
-      queued_.push_back(std::move(request));
-      return;
+      pick_here();  // answered, the queue drained: this message goes on in order
+      if (!call_.alive()) return;
     }
     handle(*request);
   }
@@ -263,6 +269,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     request.subset = subset_;
     request.hash_scheme = config_.hash_scheme;
     const std::int64_t start = now();
+    pick_start_us_ = start;
     picking_ = true;
     if (!fail) {
       InferenceBody body;
@@ -280,9 +287,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
           fail = FailOpen::kBusy;
         } else {
           const std::string tenant = request.tenant_id;
-          scheduler_->add(tenant, std::make_unique<TokensJob>(
-                                      weak_from_this(), std::move(tokens), std::move(request),
-                                      start, start + config_.tokenize_budget_us, index_.clock()));
+          scheduler_->add(tenant,
+                          std::make_unique<TokensJob>(
+                              weak_from_this(), generation_, std::move(tokens), std::move(request),
+                              start, start + config_.tokenize_budget_us, index_.clock()));
           return;
         }
       }
@@ -306,9 +314,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   // end, waiting included) passes.
   class TokensJob final : public prompt_text::Scheduler::Job {
    public:
-    TokensJob(std::weak_ptr<Exchange> exchange, std::unique_ptr<PromptTokensJob> tokens,
-              PickRequest&& request, std::int64_t start, std::int64_t deadline, index::Clock& clock)
+    TokensJob(std::weak_ptr<Exchange> exchange, std::uint32_t generation,
+              std::unique_ptr<PromptTokensJob> tokens, PickRequest&& request, std::int64_t start,
+              std::int64_t deadline, index::Clock& clock)
         : exchange_(std::move(exchange)),
+          generation_(generation),
           tokens_(std::move(tokens)),
           request_(std::move(request)),
           start_(start),
@@ -318,6 +328,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     bool run(std::int64_t slice_end_mono_us) override {
       const std::shared_ptr<Exchange> exchange = exchange_.lock();
       if (!exchange || !exchange->call_.alive()) return true;  // the stream ended
+      if (exchange->generation_ != generation_) return true;   // answered without it
       const std::int64_t stop_at = std::min(slice_end_mono_us, deadline_);
       std::optional<TokensError> done =
           clock_.monotonic_us() >= deadline_
@@ -332,6 +343,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
    private:
     std::weak_ptr<Exchange> exchange_;
+    std::uint32_t generation_;
     std::unique_ptr<PromptTokensJob> tokens_;
     PickRequest request_;
     std::int64_t start_, deadline_;
@@ -343,12 +355,32 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     request.failed_open = fail.has_value();
     fail_ = fail;
     std::weak_ptr<Exchange> self = weak_from_this();
-    pick(index_, std::move(request), config_.max_endpoints, [self, start](Pick&& p) {
-      if (auto exchange = self.lock()) exchange->picked(std::move(p), start);
-    });
+    pick(index_, std::move(request), config_.max_endpoints,
+         [self, start, generation = generation_](Pick&& p) {
+           if (auto exchange = self.lock()) exchange->picked(std::move(p), start, generation);
+         });
   }
 
-  void picked(Pick&& pick, std::int64_t start) {
+  // The stream cannot wait for the pick on its way: more than max_body_bytes
+  // of messages came meanwhile (Envoy passing a long body on in full-duplex
+  // mode while the owner core answers). Answered by load from what this core
+  // knows (gateway/picker.hh pick_here), counted busy unless the body had
+  // already failed; the pick on its way is dropped when it comes back.
+  void pick_here() {
+    ++generation_;
+    PickRequest request;
+    request.tenant_id = tenant_id_;
+    request.subset = subset_;
+    request.failed_open = true;
+    if (!fail_) fail_ = FailOpen::kBusy;
+    picked(gateway::pick_here(request, config_.max_endpoints), pick_start_us_, generation_);
+  }
+
+  void picked(Pick&& pick, std::int64_t start, std::uint32_t generation) {
+    if (generation != generation_) {  // answered by pick_here(): end what the owner booked
+      feedback(index_, tenant_id_, index::BookingFeedback::Kind::kEnded, pick.booking);
+      return;
+    }
     picking_ = false;
     picked_ = true;
     answer(std::move(pick), start);
@@ -419,9 +451,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void drain() {
     while (!queued_.empty() && !picking_ && call_.alive()) {
-      std::unique_ptr<xp::ProcessingRequest> next = std::move(queued_.front());
+      Queued next = std::move(queued_.front());
       queued_.pop_front();
-      handle(*next);
+      queued_bytes_ -= next.cost;
+      core_held_bytes() -= next.cost;
+      handle(*next.request);
     }
   }
 
@@ -509,7 +543,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool picked_ = false;
   bool rejected_ = false;
   std::optional<FailOpen> fail_;
-  std::deque<std::unique_ptr<xp::ProcessingRequest>> queued_;
+  struct Queued {
+    std::unique_ptr<xp::ProcessingRequest> request;
+    std::size_t cost;  // its wire bytes + kQueuedMessageBytes
+  };
+  std::deque<Queued> queued_;
+  std::size_t queued_bytes_ = 0;  // the sum of queued_'s costs
+  std::uint32_t generation_ = 0;  // of the pick on its way; pick_here() moves it on
+  std::int64_t pick_start_us_ = 0;
   std::string tenant_id_;                  // the pick's tenant (its owner core holds the booking)
   index::BookingRef booking_;              // the pick's booking; none after the end
   std::vector<std::string> answered_;      // the endpoints answered, best first

@@ -15,7 +15,10 @@
 //                    prompt_text/scheduler.hh; scheduler full → by load,
 //                    busy; the tokenizing deadline → by load, timeout) and
 //                    picked (gateway/picker.hh). Messages arriving meanwhile
-//                    wait (at most 8), so a stream has one job at a time.
+//                    wait, so a stream has one job at a time: up to
+//                    max_body_bytes of them (and the core's budget); past
+//                    that the stream stops waiting and picks by load from
+//                    this core's knowledge (busy), then goes on in order.
 //                    Full-duplex: the headers answer waits for the pick, then
 //                    the held body goes back as streamed_response chunks;
 //                    buffered: the pick rides on the body answer; streamed:

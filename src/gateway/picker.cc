@@ -218,6 +218,10 @@ void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_
   if (refused) done(compose(*refused, OwnerAnswer{}, max_endpoints));
 }
 
+Pick pick_here(const PickRequest& request, std::size_t max_endpoints) {
+  return compose(request, OwnerAnswer{}, max_endpoints);
+}
+
 void feedback(sharding::ShardedIndex& index, std::string_view tenant_id, Kind kind,
               index::BookingRef booking, std::string replica_id, std::int64_t held_tokens) {
   if (!booking.valid()) return;

@@ -88,6 +88,12 @@ struct Pick {
 void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_endpoints,
           std::function<void(Pick&&)> done);
 
+// A pick by load from what this core knows alone, without asking the owner:
+// the subset hint when sent, else the endpoints this core has sent requests
+// to (what a full owner mailbox gets too). Nothing is booked; reason kLoad,
+// or kFailOpen with request.failed_open; no endpoints: kNoEndpoint (503).
+Pick pick_here(const PickRequest& request, std::size_t max_endpoints);
+
 // Tells the work-aware ranking on the owner core of `tenant_id` what became
 // of the request `booking` priced (index::BookingFeedback: the endpoint that
 // served it and the prompt tokens it holds, its first byte, its end). One
