@@ -28,6 +28,10 @@ using Mode = ::envoy::extensions::filters::http::ext_proc::v3::ProcessingMode;
 // (the parsed ProcessingRequest, its queue slot), counted against the
 // stream's and the core's body budgets.
 constexpr std::size_t kQueuedMessageBytes = 256;
+// Held messages a stream may keep whatever the core's budget: a core busy with
+// other streams' large bodies does not cut every pick short at its first
+// small message (trailers, a last chunk).
+constexpr std::size_t kAlwaysQueuedBytes = 16 * 1024;
 
 std::string header_value(const core3::HeaderValue& h) {
   return !h.raw_value().empty() ? h.raw_value() : h.value();
@@ -95,7 +99,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   ~Exchange() {
     end_request();
     release_body();
-    core_held_bytes() -= queued_bytes_;
+    release_queue();
   }
 
   void on_message(std::span<const std::byte> bytes) {
@@ -107,14 +111,19 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     if (picking_) {
       const std::size_t cost = bytes.size() + kQueuedMessageBytes;
       if (queued_bytes_ + cost <= config_.max_body_bytes &&
-          core_held_bytes() + cost <= config_.max_core_body_bytes) {
-        queued_.push_back({std::move(request), cost});
-        queued_bytes_ += cost;
-        core_held_bytes() += cost;
+          (queued_bytes_ + cost <= kAlwaysQueuedBytes ||
+           core_held_bytes() + cost <= config_.max_core_body_bytes)) {
+        queue(std::move(request), cost);
         return;
       }
-      pick_here();  // answered, the queue drained: this message goes on in order
+      pick_here();  // answered, the queue drained
       if (!call_.alive()) return;
+      // A held message began another pick (a gateway sending a second
+      // request on the stream): this one still waits behind it, in order.
+      if (picking_ || !queued_.empty()) {
+        queue(std::move(request), cost);
+        return;
+      }
     }
     handle(*request);
   }
@@ -355,9 +364,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     request.failed_open = fail.has_value();
     fail_ = fail;
     std::weak_ptr<Exchange> self = weak_from_this();
+    // A stream gone before its pick comes back still ends what the owner booked.
     pick(index_, std::move(request), config_.max_endpoints,
-         [self, start, generation = generation_](Pick&& p) {
-           if (auto exchange = self.lock()) exchange->picked(std::move(p), start, generation);
+         [self, start, generation = generation_, sharded = &index_, tenant = tenant_id_](Pick&& p) {
+           if (auto exchange = self.lock()) {
+             exchange->picked(std::move(p), start, generation);
+           } else {
+             feedback(*sharded, tenant, index::BookingFeedback::Kind::kEnded, p.booking);
+           }
          });
   }
 
@@ -427,6 +441,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     call_.write(out);
     rejected_ = true;
     release_body();
+    release_queue();
   }
 
   void send_pick(const std::vector<std::string>& endpoints) {
@@ -447,6 +462,19 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     if (mode_ == BodyMode::kFullDuplex && !headers_answered_by_pick_)
       pass_request_chunk(body_, body_ended_ && !trailers_pending_);
     if (trailers_pending_) answer_trailers();
+  }
+
+  void queue(std::unique_ptr<xp::ProcessingRequest> request, std::size_t cost) {
+    queued_.push_back({std::move(request), cost});
+    queued_bytes_ += cost;
+    core_held_bytes() += cost;
+  }
+
+  // Nothing more is handled (answered 503 / 429): the held messages go.
+  void release_queue() {
+    core_held_bytes() -= queued_bytes_;
+    queued_bytes_ = 0;
+    queued_.clear();
   }
 
   void drain() {
