@@ -25,6 +25,9 @@ class Renderer {
   Value make_macro(const Stmt& s);
   Value eval(const Expr& e);
   Value eval_binary(const Expr& e);
+  Value eval_sum(const Expr& e);
+  Value fold_sum(Value acc, const std::vector<const Expr*>& terms, std::size_t i);
+  static Value join(const std::vector<Value>& strings, std::size_t size);
   Value eval_index(const Value& object, const Value& key);
   Value eval_slice(const Expr& e);
   Value eval_call(const Expr& e);

@@ -93,6 +93,16 @@ TEST_CASE("raise_exception, type errors and limits fail the render, never crash"
         "line 1: Conversation roles must alternate");
   CHECK(render_error("x\n{{ 'a' + 1 }}") ==
         "line 2: unsupported operand types for +: string and integer");
+  // A + chain adds left to right as Jinja2 does: strings joined in one go, the
+  // first operand of another type decides from there.
+  CHECK(render("{{ 'a' + b + 'c' + 'd' }}", {{"b", Value("B")}}) == "aBcd");
+  CHECK(render("{{ 1 + 2 + 3.5 }}|{{ [1] + [2] + [3] }}|{{ (1 + 2) ~ 'x' + 'y' }}") ==
+        "6.5|[1, 2, 3]|3xy");
+  CHECK(render_error("{{ 'a' + 'b' + 1 + 'c' }}") ==
+        "line 1: unsupported operand types for +: string and integer");
+  CHECK(render_error("{{ 1 + 2 + 'c' }}") ==
+        "line 1: unsupported operand types for +: integer and string");
+  CHECK(render_error("{{ 'a' + raise_exception('raised first') + 1 }}") == "line 1: raised first");
   CHECK(render_error("{{ 1 // 0 }}") == "line 1: division by zero");
   CHECK(render_error("{% for i in range(200000) %}{% endfor %}") == "line 1: range() too long");
   CHECK(render_error(
@@ -112,6 +122,18 @@ TEST_CASE("a template's own work is bounded too: memory, macro calls, nesting") 
   CHECK(render_error("{% set ns = namespace(x=[1]) %}{% for i in range(30) %}"
                      "{% set ns.x = [ns.x, ns.x] %}{% endfor %}{{ ns.x | tojson | length }}") ==
         "line 1: tojson: result over 8388608 bytes");
+  // A string, a list and a "~" doubled 40 times: 2^40 bytes or items.
+  CHECK(render_error("{% set ns = namespace(s='x') %}{% for i in range(40) %}"
+                     "{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}") ==
+        "line 1: a string over 8388608 bytes");
+  CHECK(render_error("{% set ns = namespace(x=[1]) %}{% for i in range(40) %}"
+                     "{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x | length }}") ==
+        "line 1: a list over 8388608 items");
+  CHECK(render_error("{% set ns = namespace(s='x') %}{% for i in range(40) %}"
+                     "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}") ==
+        "line 1: a string over 8388608 bytes");
+  CHECK(render_error("{{ s + s + s }}", {{"s", Value(std::string(3u << 20, 'a'))}}) ==
+        "line 1: a string over 8388608 bytes");
   // Two calls per level, 2^30 calls in all, within the depth limit.
   CHECK(render_error("{% macro f(k) %}{% if k > 0 %}{{ f(k - 1) }}{{ f(k - 1) }}{% endif %}"
                      "{% endmacro %}{{ f(30) | length }}") == "line 1: too many macro calls");
