@@ -327,7 +327,7 @@ TEST_CASE(
   // ASan's quarantine holds freed memory: RSS says nothing there. The bound
   // allows one mimalloc segment (32 MiB) over 1.5x: mimalloc 2.0.9 decommits a
   // segment's freed spans only at that segment's next use, never from an idle
-  // core's collect (docs/hostile-peers.md "rounds"), and a CI run here read
+  // core's collect (docs/hostile-peers.md "Tests"), and a CI run here read
   // 56.3 MB peak and 55.2 MB settled over 26.2 MB steady that way (the same
   // 56.3 MiB as streams rounds' held segment). Before the bounded rounds it was
   // 8-9x the bytes received, and it stayed.
