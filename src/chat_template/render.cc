@@ -415,6 +415,12 @@ static void sum_terms(const Expr& e, std::vector<const Expr*>& out) {
 // copied each message's content once per "+" after it (a 100k-token
 // conversation's render was ~40 % of its pick, perf/gateway_pick.cc).
 Value Renderer::eval_sum(const Expr& e) {
+  // One "+" (loop.index0 + 1 and the like): nothing to join, nothing to collect.
+  const Expr& left = *e.args[0];
+  if (left.kind != Expr::kBinary || left.name != "+") {
+    const Value a = eval(left);
+    return add(a, eval(*e.args[1]));
+  }
   std::vector<const Expr*> terms;
   sum_terms(e, terms);
   Value first = eval(*terms[0]);
