@@ -72,7 +72,7 @@ void ServerSession::Stream::reuse_as(StreamId next) {
   release_headers();
   auto header_buf = std::move(headers);
   std::string in_buf = std::move(in);
-  std::string out_buf = std::move(out);
+  ResponseBytes out_buf = std::move(out);
   std::vector<Header> trailer_buf = std::move(trailers);
   *this = Stream(next);
   headers = std::move(header_buf);
@@ -556,7 +556,7 @@ bool ServerSession::respond(StreamId id, std::span<const HeaderView> headers, bo
   return true;
 }
 
-bool ServerSession::write_buffer(StreamId id, std::string& bytes) {
+bool ServerSession::write_buffer(StreamId id, ResponseBytes& bytes) {
   Stream* st = find(id);
   if (st == nullptr || !st->responded || st->body_done || st->closed) return false;
   if (st->out.empty()) {
@@ -596,7 +596,7 @@ bool ServerSession::finish_now(StreamId id, std::span<const HeaderView> trailers
   st->body_done = true;
   st->trailers_submitted = true;  // read_body sends nothing more
   st->trailers.clear();
-  std::string().swap(st->out);  // what the client did not take: freed now
+  ResponseBytes().swap(st->out);  // what the client did not take: freed now
   st->out_off = 0;
   const NvList nva(trailers);
   if (nghttp2_submit_trailer(session_, id, nva.data(), nva.size()) != 0) {

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mapped_allocator.hh"
 #include "h2/frame_progress.hh"
 #include "h2/limits.hh"
 #include "net/session.hh"
@@ -36,6 +37,11 @@ struct nghttp2_session;
 namespace ic::h2 {
 
 using StreamId = std::int32_t;
+
+// A stream's response bytes not yet sent, and the buffer a response message
+// is framed in: large ones (a slow subscriber's backlog, up to its unsent
+// bound) are mapped and given back when freed (base/mapped_allocator.hh).
+using ResponseBytes = std::basic_string<char, std::char_traits<char>, base::MappedAllocator<char>>;
 
 // An owned header field (response trailers kept until they are sent).
 struct Header {
@@ -133,7 +139,7 @@ class ServerSession final : public net::Session {
   // Like write(), but adopts `bytes` (swapped with the stream's empty buffer
   // when nothing is pending, so no copy) and leaves it empty with a buffer
   // whose capacity the caller reuses.
-  bool write_buffer(StreamId id, std::string& bytes);
+  bool write_buffer(StreamId id, ResponseBytes& bytes);
   // Ends the response after the body written so far, with `trailers` (may be
   // empty: then the last DATA frame carries END_STREAM).
   bool finish(StreamId id, std::span<const HeaderView> trailers);

@@ -52,7 +52,7 @@ struct ServerSession::Stream {
   bool body_done = false;
   bool deferred = false;
   bool trailers_submitted = false;  // finish_now() sent them; the body is over
-  std::string out;
+  ResponseBytes out;
   std::size_t out_off = 0;
   std::vector<Header> trailers;
 };

@@ -5,13 +5,6 @@
 
 namespace ic::rpc {
 
-void append_frame_header(std::string& out, std::uint32_t length) {
-  const char header[kFrameHeaderBytes] = {
-      0, static_cast<char>(length >> 24), static_cast<char>(length >> 16),
-      static_cast<char>(length >> 8), static_cast<char>(length)};
-  out.append(header, kFrameHeaderBytes);
-}
-
 bool MessageReader::accept_header() {
   const auto flag = static_cast<std::uint8_t>(header_[0]);
   if (flag == 1) {

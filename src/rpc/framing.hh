@@ -79,7 +79,14 @@ class MessageReader {
   bool handed_body_ = false;     // body_ is the message last handed out
 };
 
-// Appends the 5-byte prefix for an uncompressed message of `length` bytes.
-void append_frame_header(std::string& out, std::uint32_t length);
+// Appends the 5-byte prefix for an uncompressed message of `length` bytes to
+// a std::string or an h2::ResponseBytes.
+template <class Bytes>
+void append_frame_header(Bytes& out, std::uint32_t length) {
+  const char header[kFrameHeaderBytes] = {
+      0, static_cast<char>(length >> 24), static_cast<char>(length >> 16),
+      static_cast<char>(length >> 8), static_cast<char>(length)};
+  out.append(header, kFrameHeaderBytes);
+}
 
 }  // namespace ic::rpc

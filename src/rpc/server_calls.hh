@@ -104,8 +104,8 @@ class ServerCalls final : public h2::Application {
   h2::ServerSession& h2_;
   const ServerContext& context_;
   std::unordered_map<h2::StreamId, std::shared_ptr<detail::CallState>> calls_;
-  std::string scratch_;       // one framed response message (swapped into its stream)
-  std::size_t buffered_ = 0;  // sum of the calls' MessageReader::buffered_bytes()
+  h2::ResponseBytes scratch_;  // one framed response message (swapped into its stream)
+  std::size_t buffered_ = 0;   // sum of the calls' MessageReader::buffered_bytes()
 };
 
 }  // namespace ic::rpc

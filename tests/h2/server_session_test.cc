@@ -11,6 +11,7 @@
 namespace {
 
 using ic::h2::HeaderView;
+using ic::h2::ResponseBytes;
 using ic::h2::StreamId;
 
 // Records what the session hands up; answers nothing by itself.
@@ -130,7 +131,7 @@ TEST_CASE_FIXTURE(Fixture,
   run();
   const HeaderView head[] = {{":status", "200"}};
   REQUIRE(session.respond(first, head, false));
-  std::string buffer = big;
+  ResponseBytes buffer(big.begin(), big.end());
   CHECK(session.write_buffer(first, buffer));
   CHECK(buffer.empty());
   CHECK(session.write(first, bytes("+tail")));  // appended behind the adopted bytes
@@ -155,7 +156,7 @@ TEST_CASE_FIXTURE(Fixture,
   CHECK(r.body == "two");
   CHECK(r.ended);
   REQUIRE(session.respond(second, head, false));
-  std::string small = "ok";
+  ResponseBytes small = "ok";
   CHECK(session.write_buffer(second, small));
   const HeaderView trailers[] = {{"x-t", "y"}};
   CHECK(session.finish(second, trailers));

@@ -178,15 +178,13 @@ def case_rounds(binary):
         steady = rss[0]
         # ASan's quarantine keeps freed memory resident: RSS says nothing
         # there, so a sanitizer build prints the rounds and checks the streams.
-        # One round in two or three leaves one core's freed spans resident
-        # (mimalloc decommits them only at the next use of their segment, and
-        # mi_collect does not; docs/hostile-peers.md): reused by the next
-        # round, never added up. Asserted: most rounds within 1.5x, none
-        # over 2.5x (what grows with the rounds fails both).
+        # A subscriber's unsent bytes are mapped and unmapped when it ends
+        # (h2::ResponseBytes): with them in mimalloc's segments one round in
+        # two or three held ~30 MiB more until that segment's next use
+        # (docs/hostile-peers.md "Tests").
         if os.environ.get("IC_SANITIZED") != "1":
             shown = ["%.1f MiB" % (r / 2**20) for r in rss]
-            assert sorted(rss[1:])[1] <= 1.5 * steady, shown
-            assert max(rss[1:]) <= 2.5 * steady, shown
+            assert max(rss[1:]) <= 1.5 * steady, shown
         ingest.close()
         for s in kept:
             s.close()
