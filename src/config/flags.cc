@@ -345,6 +345,67 @@ void require_stream_name(const std::string& name) {
   }
 }
 
+// One URL of --nats-url as libnats takes it (natsOptions_SetServers):
+// [nats://|tls://][user[:password]@]host[:port], host a name, an IPv4 address or
+// [IPv6]. Checked here so a typo exits 2 at start instead of leaving the server
+// retrying a host that cannot exist.
+bool nats_url_ok(std::string_view url) {
+  while (!url.empty() && url.front() == ' ') url.remove_prefix(1);
+  while (!url.empty() && url.back() == ' ') url.remove_suffix(1);
+  if (const std::size_t scheme = url.find("://"); scheme != std::string_view::npos) {
+    std::string name(url.substr(0, scheme));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (name != "nats" && name != "tls") return false;
+    url.remove_prefix(scheme + 3);
+  }
+  if (const std::size_t at = url.rfind('@'); at != std::string_view::npos)
+    url.remove_prefix(at + 1);
+  std::string_view host = url, port;
+  if (!url.empty() && url.front() == '[') {
+    const std::size_t close = url.find(']');
+    if (close == std::string_view::npos || close == 1) return false;
+    host = url.substr(0, close + 1);
+    url.remove_prefix(close + 1);
+    if (!url.empty() && url.front() != ':') return false;
+    if (!url.empty()) port = url.substr(1);
+  } else if (const std::size_t colon = url.find(':'); colon != std::string_view::npos) {
+    host = url.substr(0, colon);
+    port = url.substr(colon + 1);
+    if (port.empty()) return false;
+  }
+  const auto bad_host_char = [](char ch) {
+    return std::isspace(static_cast<unsigned char>(ch)) || ch == '/' || ch == '?' || ch == '#';
+  };
+  if (host.empty() || std::any_of(host.begin(), host.end(), bad_host_char)) return false;
+  if (url.find(':') != std::string_view::npos && port.empty()) return false;
+  if (!port.empty()) {
+    if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char ch) {
+          return std::isdigit(static_cast<unsigned char>(ch));
+        }))
+      return false;
+    const int n = std::stoi(std::string(port));
+    if (n < 1 || n > 65535) return false;
+  }
+  return true;
+}
+
+void require_nats_urls(const std::string& urls) {
+  if (urls.empty()) return;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = urls.find(',', start);
+    const std::string_view one = std::string_view(urls).substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!nats_url_ok(one)) {
+      throw FlagError{"--nats-url: " + quote_value(std::string(one)) +
+                      " is not a NATS server URL (want [nats://|tls://][user:password@]host[:port],"
+                      " comma-separated)"};
+    }
+    if (comma == std::string::npos) return;
+    start = comma + 1;
+  }
+}
+
 // --state-file may not exist yet (first start), but its directory must.
 void require_state_dir(const std::string& path) {
   if (path.empty()) return;
@@ -390,6 +451,7 @@ void validate(const ServerConfig& c) {
   require_readable("--control-token-file", c.control_token_file);
   require_state_dir(c.state_file);
   require_stream_name(c.nats_stream);
+  require_nats_urls(c.nats_url);
   require_nats_tls(c);
   for (const std::string& tenant : c.spread_tenants) {
     if (tenant.empty()) throw FlagError{"--spread-tenants: empty tenant name"};

@@ -149,6 +149,18 @@ TEST_SUITE("runtime") {
           "--nats-tls-ca-file: cannot read \"/nonexistent/ca.pem\": No such file or directory");
     CHECK(error_of({"--nats-creds-file", "/nonexistent/user.creds"}) ==
           "--nats-creds-file: cannot read \"/nonexistent/user.creds\": No such file or directory");
+    CHECK(error_of({"--nats-url", "http://127.0.0.1:4222"}) ==
+          "--nats-url: \"http://127.0.0.1:4222\" is not a NATS server URL (want "
+          "[nats://|tls://][user:password@]host[:port], comma-separated)");
+    for (const char* bad : {"nats://a:4222,", "nats://", "nats://a:", "nats://a:0", "a:65536",
+                            "a:42x", "nats://a b:4222", "nats://a/x", "[::1", "[::1]x"}) {
+      CHECK(error_of({"--nats-url", bad}).rfind("--nats-url: ", 0) == 0);
+    }
+    for (const char* good :
+         {"nats://127.0.0.1:4222", "tls://u:p@nats.example:4443", "nats-0.nats,nats-1.nats:4222",
+          "NATS://[::1]:4222", "nats://[fd00::7]", " nats://a:1 , nats://b:2"}) {
+      CHECK(parse({"--nats-url", good}).config.has_value());
+    }
     CHECK(error_of({"--stream-reset-rate", "0"}) ==
           "--stream-reset-rate: want an integer in [1, 1048576], got \"0\"");
     CHECK(error_of({"--pin-threads", "maybe"}) ==
