@@ -319,7 +319,11 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
 
 // The flags' environment variables become "--flag=value" arguments when the command line does
 // not give the flag, so they beat the config file (read by CLI11 only for flags not given).
-void add_environment(const CLI::App& app, std::vector<std::string>& args) {
+// Returns the (flag, variable) pairs it added, so an error in one of those
+// values names the variable the operator set (named_source).
+std::vector<std::pair<std::string, std::string>> add_environment(const CLI::App& app,
+                                                                 std::vector<std::string>& args) {
+  std::vector<std::pair<std::string, std::string>> added;
   for (const CLI::Option* option : app.get_options()) {
     const std::string& env = option->get_envname();
     const char* value = env.empty() ? nullptr : std::getenv(env.c_str());
@@ -328,8 +332,26 @@ void add_environment(const CLI::App& app, std::vector<std::string>& args) {
     const bool given = std::any_of(args.begin() + 1, args.end(), [&](const std::string& a) {
       return a == flag || a.rfind(flag + "=", 0) == 0;
     });
-    if (!given) args.push_back(flag + "=" + value);
+    if (!given) {
+      args.push_back(flag + "=" + value);
+      added.emplace_back(flag, env);
+    }
   }
+  return added;
+}
+
+// An error line about a flag whose value came from its environment variable
+// says so: "--threads (from INFERENCECACHE_THREADS): want …". The operator
+// set the variable and never typed the flag.
+std::string named_source(std::string why,
+                         const std::vector<std::pair<std::string, std::string>>& from_env) {
+  for (const auto& [flag, env] : from_env) {
+    if (why.size() > flag.size() && why.compare(0, flag.size(), flag) == 0 &&
+        (why[flag.size()] == ':' || why[flag.size()] == ' ')) {
+      return why.insert(flag.size(), " (from " + env + ")");
+    }
+  }
+  return why;
 }
 
 // A JetStream stream name: letters, digits, '-' and '_' (no '.', '*', '>',
@@ -597,7 +619,7 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.set_version_flag("--version", "", "print version, commit, compiler and library versions");
   std::vector<std::string> args = normalize_args(argc, argv);
-  add_environment(app, args);
+  const auto from_env = add_environment(app, args);
   std::vector<const char*> ptrs;
   ptrs.reserve(args.size());
   for (const auto& a : args) ptrs.push_back(a.c_str());
@@ -616,12 +638,12 @@ FlagsOutcome parse_flags(int argc, const char* const* argv) {
   } catch (const CLI::ConfigError& e) {
     return error_outcome(config_file_error(e.what()), args);
   } catch (const CLI::ParseError& e) {
-    return error_outcome(e.what(), args);
+    return error_outcome(named_source(e.what(), from_env), args);
   }
   try {
     validate(config);
   } catch (const FlagError& e) {
-    return error_outcome(e.why, args);
+    return error_outcome(named_source(e.why, from_env), args);
   }
   return FlagsOutcome{std::move(config), 0, {}};
 }

@@ -375,8 +375,19 @@ TEST_SUITE("runtime") {
         REQUIRE(env_config.config.has_value());
         CHECK(env_config.config->log_level == ic::base::LogLevel::debug);
       }
+      // A bad value from the environment names the variable the operator set.
       threads.set("many");
-      CHECK(error_of({}) == "--threads: want an integer in [0, 1024], got \"many\"");
+      CHECK(error_of({}) ==
+            "--threads (from INFERENCECACHE_THREADS): want an integer in [0, 1024], got \"many\"");
+      {
+        const ScopedEnv url("INFERENCECACHE_NATS_URL", "http://nats:4222");
+        CHECK(error_of({"--threads", "2"}) ==
+              "--nats-url (from INFERENCECACHE_NATS_URL): \"http://nats:4222\" is not a NATS "
+              "server URL (want [nats://|tls://][user:password@]host[:port], comma-separated)");
+      }
+      // The command line's own value is named as the flag alone.
+      CHECK(error_of({"--threads", "few"}) ==
+            "--threads: want an integer in [0, 1024], got \"few\"");
     }
     for (const char* name : {"INFERENCECACHE_THREADS", "INFERENCECACHE_INDEX_TTL",
                              "INFERENCECACHE_PIN_THREADS", "INFERENCECACHE_LOG_FORMAT",
