@@ -6,7 +6,6 @@
 #include <unordered_set>
 #include <utility>
 
-#include "gateway/endpoint_directory.hh"
 #include "gateway/endpoints.hh"
 #include "service/lookup_clock.hh"
 #include "sharding/index_wire.hh"
@@ -143,17 +142,8 @@ OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickReques
   return answer;
 }
 
-// Whether the owner knew nothing of (tenant, model) and no subset hint bounds
-// the pick: it then chooses among the endpoints the whole server knows.
-bool owner_knew_none(const PickRequest& r, const OwnerAnswer& owner) {
-  return !r.subset && !owner.shed && owner.ranked.empty() && owner.known.empty();
-}
-
-// The answer on the stream's core: ranked eligible endpoints, then the rest by
-// load. `directory`: the server's endpoints for the request's model
-// (EndpointDirectory), used when the owner knew none.
-Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_endpoints,
-             const std::vector<std::string>& directory = {}) {
+// The answer on the stream's core: ranked eligible endpoints, then the rest by load.
+Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_endpoints) {
   Pick pick;
   pick.reason_code = owner.reason_code;
   if (owner.shed) {
@@ -177,11 +167,9 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
     rest = *r.subset;
   } else {
     for (const auto& [id, pressure] : owner.known) rest.push_back(id);
-    // Nothing known of (tenant, model) — a new tenant, no model named, none
-    // reported —: the endpoints the server knows from any tenant's reports,
-    // else those this core has sent requests to, so a bad body still goes somewhere.
-    if (rest.empty() && owner.ranked.empty())
-      rest = directory.empty() ? EndpointLoad::local().known() : directory;
+    // Nothing known of (tenant, model) — no model named, or none reported —:
+    // the endpoints this core has sent requests to, so a bad body still goes somewhere.
+    if (rest.empty() && owner.ranked.empty()) rest = EndpointLoad::local().known();
   }
   // Lower reported pressure first, then load (stable: load decides, pressure breaks ties).
   std::unordered_map<std::string_view, float> pressure;
@@ -224,24 +212,14 @@ void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_
       [shard = &index.shard(owner), clock = &index.clock(), max_endpoints](PickRequest& r) {
         return std::make_pair(ask_owner(*shard, *clock, r), std::move(r));
       },
-      [&index, done, max_endpoints](std::pair<OwnerAnswer, PickRequest>&& answer) {
-        if (!owner_knew_none(answer.second, answer.first)) {
-          return done(compose(answer.second, answer.first, max_endpoints));
-        }
-        std::string model = answer.second.model_id;
-        EndpointDirectory::local().find(
-            index, std::move(model),
-            [answer = std::move(answer), done, max_endpoints](std::vector<std::string> known) {
-              done(compose(answer.second, answer.first, max_endpoints, known));
-            });
+      [done, max_endpoints](std::pair<OwnerAnswer, PickRequest>&& answer) {
+        done(compose(answer.second, answer.first, max_endpoints));
       });
-  if (refused) done(pick_here(*refused, max_endpoints));
+  if (refused) done(compose(*refused, OwnerAnswer{}, max_endpoints));
 }
 
 Pick pick_here(const PickRequest& request, std::size_t max_endpoints) {
-  return compose(request, OwnerAnswer{}, max_endpoints,
-                 request.subset ? std::vector<std::string>{}
-                                : EndpointDirectory::local().cached(request.model_id));
+  return compose(request, OwnerAnswer{}, max_endpoints);
 }
 
 void feedback(sharding::ShardedIndex& index, std::string_view tenant_id, Kind kind,

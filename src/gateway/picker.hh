@@ -14,10 +14,8 @@
 // flight, then the shorter measured time to first byte, then the lower
 // reported pressure; none reported counts as 0). Eligible: the subset hint
 // when the gateway sent one, else every endpoint known from reports of
-// (tenant, model); when there are none (a new tenant, no model named, none
-// reported), the endpoints the whole server knows from reports of the model
-// (gateway/endpoint_directory.hh, one cross-core refresh a second at most),
-// else those this core has sent requests to.
+// (tenant, model); when there are none (no model named, none reported), the
+// endpoints this core has sent requests to.
 // At most max_endpoints; empty → the stream answers 503.
 //
 // Shedding (docs/gateway.md "Shedding"): with shed_queue_us > 0, when every
@@ -91,9 +89,8 @@ void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_
           std::function<void(Pick&&)> done);
 
 // A pick by load from what this core knows alone, without asking the owner:
-// the subset hint when sent, else this core's copy of the server's endpoints
-// for the model as it is (no refresh), else the endpoints this core has sent
-// requests to (what a full owner mailbox gets too). Nothing is booked; reason kLoad,
+// the subset hint when sent, else the endpoints this core has sent requests
+// to (what a full owner mailbox gets too). Nothing is booked; reason kLoad,
 // or kFailOpen with request.failed_open; no endpoints: kNoEndpoint (503).
 Pick pick_here(const PickRequest& request, std::size_t max_endpoints);
 

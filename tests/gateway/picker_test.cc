@@ -14,7 +14,6 @@
 
 #include "../service/two_core_index.hh"
 #include "fingerprint/fingerprint.hh"
-#include "gateway/endpoint_directory.hh"
 #include "gateway/picker.hh"
 #include "index/partition.hh"
 #include "sharding/index_wire.hh"
@@ -50,9 +49,6 @@ std::vector<std::uint32_t> operator+(std::vector<std::uint32_t> a,
 }
 
 struct Picker : ic::test::TwoCoreIndex {
-  // The server's endpoint copy is per thread: each case starts without one.
-  Picker() { ic::gateway::EndpointDirectory::local() = {}; }
-
   const std::string tenant = tenant_on(1);
   ic::index::Shard& owner = shard1;
 
@@ -77,16 +73,9 @@ struct Picker : ic::test::TwoCoreIndex {
   Pick pick(const std::vector<std::uint32_t>& tokens,
             std::optional<std::vector<std::string>> subset = std::nullopt,
             std::int64_t shed_queue_us = 0) {
-    return pick_for(tenant, "m", tokens, std::move(subset), shed_queue_us);
-  }
-
-  Pick pick_for(const std::string& tenant_id, const std::string& model,
-                const std::vector<std::uint32_t>& tokens,
-                std::optional<std::vector<std::string>> subset = std::nullopt,
-                std::int64_t shed_queue_us = 0) {
     PickRequest r;
-    r.tenant_id = tenant_id;
-    r.model_id = model;
+    r.tenant_id = tenant;
+    r.model_id = "m";
     r.hash_scheme = "vllm";
     r.token_ids = tokens;
     r.subset = std::move(subset);
@@ -94,9 +83,6 @@ struct Picker : ic::test::TwoCoreIndex {
     Pick out;
     link.current = 0;
     ic::gateway::pick(index, std::move(r), 4, [&out](Pick&& p) { out = std::move(p); });
-    // The mailboxes, then a refresh's share of this core (a timer due now).
-    link.run();
-    link.advance(0);
     link.run();
     return out;
   }
@@ -226,49 +212,4 @@ TEST_CASE_FIXTURE(Picker, "feedback without a booking sends nothing") {
   link.current = 0;
   ic::gateway::feedback(index, tenant, Kind::kEnded, ic::index::BookingRef{});
   CHECK(link.queued(1) == 0);
-}
-
-TEST_CASE_FIXTURE(Picker, "a tenant with no reports picks among every tenant's endpoints") {
-  // Nothing reported anywhere: nothing to pick (the stream answers 503).
-  const std::string newcomer = tenant_on(0);
-  CHECK(pick_for(newcomer, "m", kPrompt).reason == PickReason::kNoEndpoint);
-  report(kB, ids(1, 64));
-  report(kA, ids(1, 128));
-  // The copy of a moment ago still answers (at most one refresh a second).
-  CHECK(pick_for(newcomer, "m", kPrompt).reason == PickReason::kNoEndpoint);
-  clock.mono += ic::gateway::EndpointDirectory::kFreshUs;
-  // The newcomer's owner (core 0) knows nothing of it; core 1's reports name
-  // A and B for model m: a pick by load among them, nothing booked.
-  Pick p = pick_for(newcomer, "m", kPrompt);
-  CHECK(p.endpoints == std::vector<std::string>{kA, kB});
-  CHECK(p.held_tokens == std::vector<std::int64_t>{0, 0});
-  CHECK(p.reason == PickReason::kLoad);
-  CHECK_FALSE(p.booking.valid());
-  CHECK(work(kA) == "-");
-  // A model nobody reported, or none named: every model's endpoints.
-  CHECK(pick_for(newcomer, "other", kPrompt).endpoints == std::vector<std::string>{kA, kB});
-  CHECK(pick_for(newcomer, "", kPrompt).endpoints == std::vector<std::string>{kA, kB});
-  // The subset hint still bounds it.
-  CHECK(pick_for(newcomer, "m", kPrompt, std::vector<std::string>{kC}).endpoints ==
-        std::vector<std::string>{kC});
-  // A replica reported later is in the copy once it is a second old.
-  report(kC, ids(5000, 16));
-  CHECK(pick_for(newcomer, "m", kPrompt).endpoints.size() == 2);
-  clock.mono += ic::gateway::EndpointDirectory::kFreshUs;
-  CHECK(pick_for(newcomer, "m", kPrompt).endpoints == std::vector<std::string>{kA, kB, kC});
-  // The reporting tenant's own picks are unchanged: its owner knows A and B.
-  CHECK(pick(kPrompt).endpoints.front() == kA);
-}
-
-TEST_CASE_FIXTURE(Picker, "a pick on the stream's core uses the copy it has, without a refresh") {
-  report(kA, ids(1, 128));
-  PickRequest r;
-  r.tenant_id = tenant_on(0);
-  r.model_id = "m";
-  // No copy yet: only what this core sent requests to (nothing here).
-  CHECK(ic::gateway::pick_here(r, 4).reason == PickReason::kNoEndpoint);
-  CHECK(pick_for(r.tenant_id, "m", kPrompt).endpoints == std::vector<std::string>{kA});
-  const Pick p = ic::gateway::pick_here(r, 4);
-  CHECK(p.endpoints == std::vector<std::string>{kA});
-  CHECK(p.reason == PickReason::kLoad);
 }
