@@ -30,15 +30,18 @@ bool mapped(std::uintptr_t at) {
 
 }  // namespace
 
-TEST_CASE("a response buffer of 256 KiB or more is unmapped when freed") {
-  std::uintptr_t at = 0;
+TEST_CASE("a response buffer of 256 KiB or more is unmapped when freed, every page of it") {
+  std::uintptr_t first = 0, last = 0;
   {
     ResponseBytes big(ic::base::kMappedBytes, 'x');
-    at = reinterpret_cast<std::uintptr_t>(big.data());
+    first = reinterpret_cast<std::uintptr_t>(big.data());
+    last = first + ic::base::kMappedBytes;  // the terminating NUL's page
     CHECK(big[ic::base::kMappedBytes - 1] == 'x');
-    CHECK(mapped(at));
+    CHECK(mapped(first));
+    CHECK(mapped(last));
   }
-  CHECK_FALSE(mapped(at));
+  CHECK_FALSE(mapped(first));
+  CHECK_FALSE(mapped(last));
 }
 
 TEST_CASE("a response buffer that grows past 256 KiB keeps its bytes and frees each block") {
@@ -47,9 +50,11 @@ TEST_CASE("a response buffer that grows past 256 KiB keeps its bytes and frees e
   REQUIRE(b.size() == 600'000);
   CHECK(b[0] == 'a');
   CHECK(b[599'999] == static_cast<char>('a' + 599 % 26));
-  const auto at = reinterpret_cast<std::uintptr_t>(b.data());
+  const auto first = reinterpret_cast<std::uintptr_t>(b.data());
+  const auto last = first + b.capacity();
   ResponseBytes().swap(b);
-  CHECK_FALSE(mapped(at));
+  CHECK_FALSE(mapped(first));
+  CHECK_FALSE(mapped(last));
 }
 
 TEST_CASE("a small response buffer comes from the heap") {
