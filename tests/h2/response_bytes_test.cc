@@ -16,9 +16,9 @@ namespace {
 
 using ic::h2::ResponseBytes;
 
-// Whether the page holding `p` is mapped: mincore(2) fails with ENOMEM on
-// an address no mapping covers.
-// (An address, not a pointer: the block may be freed.)
+// Whether the page holding address `at` is mapped: mincore(2) fails with
+// ENOMEM where no mapping covers it. (An address, not a pointer: the block
+// may have been freed.)
 bool mapped(std::uintptr_t at) {
   const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   auto* start = reinterpret_cast<void*>(at & ~(page - 1));
