@@ -59,6 +59,12 @@ void EndpointLoad::ended(std::string_view endpoint, std::int64_t now_us) {
   if (f.in_flight > 0) --f.in_flight;
 }
 
+EndpointLoad::Rank EndpointLoad::rank(std::string_view endpoint) const {
+  auto it = by_endpoint_.find(std::string(endpoint));
+  if (it == by_endpoint_.end()) return Rank{};
+  return Rank{it->second.in_flight, it->second.ttft_us};
+}
+
 std::uint32_t EndpointLoad::in_flight(std::string_view endpoint) const {
   auto it = by_endpoint_.find(std::string(endpoint));
   return it == by_endpoint_.end() ? 0 : it->second.in_flight;
@@ -79,9 +85,9 @@ std::vector<std::string> EndpointLoad::known() const {
 void EndpointLoad::order_by_load(std::vector<std::string>& endpoints) const {
   std::stable_sort(endpoints.begin(), endpoints.end(),
                    [this](const std::string& a, const std::string& b) {
-                     const auto fa = in_flight(a), fb = in_flight(b);
-                     if (fa != fb) return fa < fb;
-                     return mean_ttft_us(a) < mean_ttft_us(b);
+                     const Rank ra = rank(a), rb = rank(b);
+                     if (ra.in_flight != rb.in_flight) return ra.in_flight < rb.in_flight;
+                     return ra.ttft_us < rb.ttft_us;
                    });
 }
 

@@ -31,6 +31,14 @@ class EndpointLoad {
   // Its response ended or the stream went away (−1 in flight).
   void ended(std::string_view endpoint, std::int64_t now_us);
 
+  // What orders `endpoint` among others (order_by_load): requests in flight,
+  // then the mean time to first byte, µs (0 = none measured).
+  struct Rank {
+    std::uint32_t in_flight = 0;
+    std::int64_t ttft_us = 0;
+  };
+  Rank rank(std::string_view endpoint) const;
+
   std::uint32_t in_flight(std::string_view endpoint) const;
   // Mean time to first byte, µs; 0 = none measured.
   std::int64_t mean_ttft_us(std::string_view endpoint) const;

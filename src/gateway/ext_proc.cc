@@ -273,6 +273,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void begin_pick(std::optional<FailOpen> fail) {
     PickRequest request;
     request.tenant_id = tenant_.empty() ? config_.default_tenant : tenant_;
+    request.pool_tenant = config_.default_tenant;
     request.shed_queue_us = config_.shed_queue_us;
     tenant_id_ = request.tenant_id;
     request.subset = subset_;

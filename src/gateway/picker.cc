@@ -104,6 +104,21 @@ void settle_booking(index::Shard& shard, std::int64_t now_wall_us, const PickReq
   }
 }
 
+// The replicas with stats for (tenant, model) on `shard`, and their pressure.
+std::vector<std::pair<std::string, float>> reported(index::Shard& shard, const std::string& tenant,
+                                                    const std::string& model) {
+  pb::GetCacheStateRequest query;
+  query.set_tenant_id(tenant);
+  query.set_model_id(model);
+  pb::GetCacheStateResponse state;
+  sharding::wire::get_cache_state(shard, query, &state);
+  std::vector<std::pair<std::string, float>> known;
+  known.reserve(static_cast<std::size_t>(state.replicas_size()));
+  for (const pb::ReplicaStats& s : state.replicas())
+    known.emplace_back(s.replica_id(), s.pressure());
+  return known;
+}
+
 OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickRequest& r) {
   OwnerAnswer answer;
   if (r.model_id.empty()) return answer;
@@ -130,16 +145,72 @@ OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickReques
     // A long prompt's ids are not kept for the next pick.
     if (lookup.token_ids_size() > 65536) lookup = pb::LookupRouteRequest();
   }
-  pb::GetCacheStateRequest query;
-  query.set_tenant_id(r.tenant_id);
-  query.set_model_id(r.model_id);
-  pb::GetCacheStateResponse state;
-  sharding::wire::get_cache_state(shard, query, &state);
-  for (const pb::ReplicaStats& s : state.replicas())
-    answer.known.emplace_back(s.replica_id(), s.pressure());
+  answer.known = reported(shard, r.tenant_id, r.model_id);
   if (r.shed_queue_us > 0) answer.shed = over_bound(queued, r, answer);
   settle_booking(shard, clock.wall_us(), r, answer);
   return answer;
+}
+
+// One endpoint to order by load, its key computed once: fewer in flight,
+// then the shorter mean time to first byte (EndpointLoad), then the lower
+// reported pressure, then its place in the list it came from.
+struct ByLoad {
+  EndpointLoad::Rank load;
+  float pressure;
+  std::size_t order;
+  const std::string* id;
+  bool operator<(const ByLoad& o) const {
+    if (load.in_flight != o.load.in_flight) return load.in_flight < o.load.in_flight;
+    if (load.ttft_us != o.load.ttft_us) return load.ttft_us < o.load.ttft_us;
+    if (pressure != o.pressure) return pressure < o.pressure;
+    return order < o.order;
+  }
+};
+
+// The candidates for the picks by load, in the order of their list: the
+// subset hint, else the replicas reported, else (nothing known of the scope)
+// the endpoints this core has sent requests to. At most kMaxCandidates.
+std::vector<std::string> load_candidates(const PickRequest& r, const OwnerAnswer& owner) {
+  std::vector<std::string> rest;
+  if (r.subset) {
+    rest.assign(r.subset->begin(), r.subset->begin() + std::min(r.subset->size(), kMaxCandidates));
+  } else if (!owner.known.empty()) {
+    for (std::size_t i = 0; i < owner.known.size() && i < kMaxCandidates; ++i)
+      rest.push_back(owner.known[i].first);
+  } else if (owner.ranked.empty()) {
+    // No model named, or none reported by the tenant or the pool: the
+    // endpoints this core has sent requests to, so a bad body still goes somewhere.
+    rest = EndpointLoad::local().known();
+    if (rest.size() > kMaxCandidates) rest.resize(kMaxCandidates);
+  }
+  return rest;
+}
+
+// Appends to `pick` the best of `rest` by load (ByLoad) that are eligible and
+// not in it yet, up to max_endpoints: only that many are sorted.
+void append_by_load(const PickRequest& r, const OwnerAnswer& owner,
+                    const std::vector<std::string>& rest, std::size_t max_endpoints, Pick& pick) {
+  if (pick.endpoints.size() >= max_endpoints || rest.empty()) return;
+  std::unordered_map<std::string_view, float> pressure;
+  for (std::size_t i = 0; i < owner.known.size() && i < kMaxCandidates; ++i)
+    pressure.emplace(owner.known[i].first, owner.known[i].second);
+  const Eligible eligible(r);
+  const EndpointLoad& load = EndpointLoad::local();
+  std::unordered_set<std::string_view> seen(pick.endpoints.begin(), pick.endpoints.end());
+  std::vector<ByLoad> cands;
+  cands.reserve(rest.size());
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    const std::string& id = rest[i];
+    if (!eligible(id) || !seen.insert(id).second) continue;
+    const auto p = pressure.find(id);
+    cands.push_back({load.rank(id), p != pressure.end() ? p->second : 0.f, i, &id});
+  }
+  const std::size_t take = std::min(cands.size(), max_endpoints - pick.endpoints.size());
+  std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(take), cands.end());
+  for (std::size_t i = 0; i < take; ++i) {
+    pick.endpoints.push_back(*cands[i].id);
+    pick.held_tokens.push_back(0);
+  }
 }
 
 // The answer on the stream's core: ranked eligible endpoints, then the rest by load.
@@ -162,34 +233,7 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
     }
   }
   const bool ranked = !pick.endpoints.empty();
-  std::vector<std::string> rest;
-  if (r.subset) {
-    rest = *r.subset;
-  } else {
-    for (const auto& [id, pressure] : owner.known) rest.push_back(id);
-    // Nothing known of (tenant, model) — no model named, or none reported —:
-    // the endpoints this core has sent requests to, so a bad body still goes somewhere.
-    if (rest.empty() && owner.ranked.empty()) rest = EndpointLoad::local().known();
-  }
-  // Lower reported pressure first, then load (stable: load decides, pressure breaks ties).
-  std::unordered_map<std::string_view, float> pressure;
-  for (const auto& [id, p] : owner.known) pressure.emplace(id, p);
-  std::stable_sort(rest.begin(), rest.end(), [&](const std::string& a, const std::string& b) {
-    const auto pa = pressure.find(a), pb_ = pressure.find(b);
-    return (pa != pressure.end() ? pa->second : 0.f) < (pb_ != pressure.end() ? pb_->second : 0.f);
-  });
-  EndpointLoad::local().order_by_load(rest);
-  for (const std::string& id : rest) {
-    if (pick.endpoints.size() >= max_endpoints) break;
-    if (eligible(id) && !contains(pick.endpoints, id)) {
-      pick.endpoints.push_back(id);
-      pick.held_tokens.push_back(0);
-    }
-  }
-  if (pick.endpoints.size() > max_endpoints) {
-    pick.endpoints.resize(max_endpoints);
-    pick.held_tokens.resize(max_endpoints);
-  }
+  append_by_load(r, owner, load_candidates(r, owner), max_endpoints, pick);
   if (pick.endpoints.empty()) {
     pick.reason = PickReason::kNoEndpoint;
   } else if (ranked) {
@@ -199,6 +243,36 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
     pick.reason = r.failed_open ? PickReason::kFailOpen : PickReason::kLoad;
   }
   return pick;
+}
+
+// Whether the pick asks the pool tenant's owner for its endpoints: nothing
+// eligible came from (tenant, model) — the owner knows no endpoint of it —,
+// no subset hint bounds the choice, and a model names what to ask for.
+bool wants_pool(const PickRequest& r, const OwnerAnswer& owner) {
+  if (r.subset || owner.shed || r.model_id.empty() || r.pool_tenant.empty() ||
+      r.pool_tenant == r.tenant_id)
+    return false;
+  const Eligible eligible(r);
+  return std::none_of(owner.ranked.begin(), owner.ranked.end(), eligible) &&
+         std::none_of(owner.known.begin(), owner.known.end(),
+                      [&eligible](const auto& k) { return eligible(k.first); });
+}
+
+using Answered = std::pair<OwnerAnswer, PickRequest>;
+
+// The second hop: (pool tenant, model)'s reported endpoints from its owner
+// core, then the answer. A full mailbox answers with what the first hop gave.
+void ask_pool(sharding::ShardedIndex& index, Answered&& first, std::size_t max_endpoints,
+              const std::function<void(Pick&&)>& done) {
+  const unsigned owner = index.owner(first.second.pool_tenant);
+  auto refused = runtime::try_submit_to(
+      index.cores(), owner, std::move(first),
+      [shard = &index.shard(owner)](Answered& a) {
+        a.first.known = reported(*shard, a.second.pool_tenant, a.second.model_id);
+        return std::move(a);
+      },
+      [done, max_endpoints](Answered&& a) { done(compose(a.second, a.first, max_endpoints)); });
+  if (refused) done(compose(refused->second, refused->first, max_endpoints));
 }
 
 }  // namespace
@@ -212,8 +286,12 @@ void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_
       [shard = &index.shard(owner), clock = &index.clock(), max_endpoints](PickRequest& r) {
         return std::make_pair(ask_owner(*shard, *clock, r), std::move(r));
       },
-      [done, max_endpoints](std::pair<OwnerAnswer, PickRequest>&& answer) {
-        done(compose(answer.second, answer.first, max_endpoints));
+      [&index, done, max_endpoints](Answered&& answer) {
+        if (wants_pool(answer.second, answer.first)) {
+          ask_pool(index, std::move(answer), max_endpoints, done);
+        } else {
+          done(compose(answer.second, answer.first, max_endpoints));
+        }
       });
   if (refused) done(compose(*refused, OwnerAnswer{}, max_endpoints));
 }

@@ -14,8 +14,11 @@
 // flight, then the shorter measured time to first byte, then the lower
 // reported pressure; none reported counts as 0). Eligible: the subset hint
 // when the gateway sent one, else every endpoint known from reports of
-// (tenant, model); when there are none (no model named, none reported), the
-// endpoints this core has sent requests to.
+// (tenant, model); when that tenant has none (a tenant the engines do not
+// report as), the endpoints reported for (pool tenant, model), asked of the
+// pool tenant's owner core in a second hop; when there are still none (no
+// model named, none reported), the endpoints this core has sent requests to.
+// Candidates beyond kMaxCandidates (by replica id) are not considered.
 // At most max_endpoints; empty → the stream answers 503.
 //
 // Shedding (docs/gateway.md "Shedding"): with shed_queue_us > 0, when every
@@ -58,8 +61,18 @@ enum class PickReason : std::uint8_t {
 };
 inline constexpr std::size_t kPickReasonCount = 6;
 
+// Endpoints a pick orders by load at most: the first ones of the reports'
+// (sorted by replica id) or of the subset hint; an InferencePool's endpoints
+// are far fewer, a hostile reporter's are not.
+inline constexpr std::size_t kMaxCandidates = 4096;
+
 struct PickRequest {
   std::string tenant_id;
+  // Whose reports list the pool's endpoints when tenant_id has none: the
+  // engines' tenant (GatewayConfig::default_tenant, the adapter's
+  // --tenant-id); "" = none. Only this tenant's reports reach other tenants'
+  // picks, so one tenant's reporter cannot attract another's requests.
+  std::string pool_tenant;
   std::string model_id;                            // "" when the body named none
   std::string hash_scheme;                         // of the reports (GatewayConfig::hash_scheme)
   std::vector<std::uint32_t> token_ids;            // empty: no lookup, by load

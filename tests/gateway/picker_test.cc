@@ -14,6 +14,7 @@
 
 #include "../service/two_core_index.hh"
 #include "fingerprint/fingerprint.hh"
+#include "gateway/endpoints.hh"
 #include "gateway/picker.hh"
 #include "index/partition.hh"
 #include "sharding/index_wire.hh"
@@ -52,10 +53,13 @@ struct Picker : ic::test::TwoCoreIndex {
   const std::string tenant = tenant_on(1);
   ic::index::Shard& owner = shard1;
 
-  // `replica` reports the blocks of `tokens` (16 per block) and idle stats.
-  void report(const std::string& replica, const std::vector<std::uint32_t>& tokens) {
+  // `replica` reports the blocks of `tokens` (16 per block) and idle stats
+  // for (`as`, model "m"), on the tenant's owner shard.
+  void report(const std::string& replica, const std::vector<std::uint32_t>& tokens,
+              const std::string& as = {}) {
+    const std::string& who = as.empty() ? tenant : as;
     pb::CacheStateUpdate u;
-    u.set_tenant_id(tenant);
+    u.set_tenant_id(who);
     u.set_model_id("m");
     u.set_hash_scheme("vllm");
     u.set_replica_id(replica);
@@ -67,15 +71,24 @@ struct Picker : ic::test::TwoCoreIndex {
       p->add_block_hashes(std::string(reinterpret_cast<const char*>(wire.data()), wire.size()));
       p->add_block_token_counts(16);
     }
-    ic::sharding::wire::ingest(owner, u, clock.wall);
+    ic::sharding::wire::ingest(ic::index::owner_core(who, 2) == 1 ? shard1 : shard0, u, clock.wall);
   }
 
   Pick pick(const std::vector<std::uint32_t>& tokens,
             std::optional<std::vector<std::string>> subset = std::nullopt,
             std::int64_t shed_queue_us = 0) {
+    return pick_as(tenant, "m", tokens, std::move(subset), shed_queue_us);
+  }
+
+  // A pick for (`tenant_id`, `model`) from core 0, the fixture's tenant the pool tenant.
+  Pick pick_as(const std::string& tenant_id, const std::string& model,
+               const std::vector<std::uint32_t>& tokens,
+               std::optional<std::vector<std::string>> subset = std::nullopt,
+               std::int64_t shed_queue_us = 0) {
     PickRequest r;
-    r.tenant_id = tenant;
-    r.model_id = "m";
+    r.tenant_id = tenant_id;
+    r.pool_tenant = tenant;
+    r.model_id = model;
     r.hash_scheme = "vllm";
     r.token_ids = tokens;
     r.subset = std::move(subset);
@@ -212,4 +225,54 @@ TEST_CASE_FIXTURE(Picker, "feedback without a booking sends nothing") {
   link.current = 0;
   ic::gateway::feedback(index, tenant, Kind::kEnded, ic::index::BookingRef{});
   CHECK(link.queued(1) == 0);
+}
+
+TEST_CASE_FIXTURE(Picker, "a tenant without reports picks among the pool tenant's endpoints") {
+  // The newcomer's owner is core 0, the pool tenant's core 1: a second hop.
+  const std::string newcomer = tenant_on(0);
+  CHECK(pick_as(newcomer, "m", kPrompt).reason == PickReason::kNoEndpoint);
+  report(kB, ids(1, 64));
+  report(kA, ids(1, 128));
+  // Another tenant's reports are not the pool's: they never reach the newcomer.
+  report(kC, ids(1, 256), tenant_on(1) == tenant ? "tenant-x" : tenant_on(1));
+  Pick p = pick_as(newcomer, "m", kPrompt);
+  // By load, all idle: the pool's reports in replica id order; nothing booked.
+  CHECK(p.endpoints == std::vector<std::string>{kA, kB});
+  CHECK(p.held_tokens == std::vector<std::int64_t>{0, 0});
+  CHECK(p.reason == PickReason::kLoad);
+  CHECK(p.reason_code == "UNKNOWN_TENANT");
+  CHECK_FALSE(p.booking.valid());
+  CHECK(work(kA) == "-");
+  CHECK(work(kB) == "-");
+  // The subset hint still bounds the choice, without a second hop.
+  CHECK(pick_as(newcomer, "m", kPrompt, std::vector<std::string>{kC}).endpoints ==
+        std::vector<std::string>{kC});
+  // A model the pool never reported, or none named: nothing to pick.
+  CHECK(pick_as(newcomer, "other", kPrompt).reason == PickReason::kNoEndpoint);
+  CHECK(pick_as(newcomer, "", kPrompt).reason == PickReason::kNoEndpoint);
+  // The pool tenant's own picks are its lookups, as before.
+  p = pick(kPrompt);
+  CHECK(p.endpoints == std::vector<std::string>{kA, kB});
+  CHECK(p.held_tokens == std::vector<std::int64_t>{128, 64});
+}
+
+TEST_CASE_FIXTURE(Picker, "the pool's owner mailbox full: the first hop's answer stands") {
+  report(kA, ids(1, 128));
+  const std::string newcomer = tenant_on(0);
+  link.capacity[1] = 0;
+  const Pick p = pick_as(newcomer, "m", kPrompt);
+  CHECK(p.reason == PickReason::kNoEndpoint);
+  CHECK(link.queued(1) == 0);
+  link.capacity[1] = 1u << 20;
+  CHECK(pick_as(newcomer, "m", kPrompt).endpoints == std::vector<std::string>{kA});
+}
+
+TEST_CASE_FIXTURE(Picker, "picks by load: fewest in flight, then the list's order, once each") {
+  ic::gateway::EndpointLoad& load = ic::gateway::EndpointLoad::local();
+  load.started(kC, 1);
+  const Pick p = pick(kPrompt, std::vector<std::string>{kC, kB, kC, kA, "not-an-endpoint"});
+  load.ended(kC, 2);
+  CHECK(p.endpoints == std::vector<std::string>{kB, kA, kC});
+  CHECK(p.held_tokens == std::vector<std::int64_t>{0, 0, 0});
+  CHECK(p.reason == PickReason::kLoad);
 }
