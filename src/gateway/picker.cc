@@ -104,18 +104,13 @@ void settle_booking(index::Shard& shard, std::int64_t now_wall_us, const PickReq
   }
 }
 
-// The replicas with stats for (tenant, model) on `shard`, and their pressure.
-std::vector<std::pair<std::string, float>> reported(index::Shard& shard, const std::string& tenant,
+// The replicas with stats for (tenant, model) on `shard` and their pressure,
+// at most kMaxCandidates.
+std::vector<std::pair<std::string, float>> reported(const index::Shard& shard,
+                                                    const std::string& tenant,
                                                     const std::string& model) {
-  pb::GetCacheStateRequest query;
-  query.set_tenant_id(tenant);
-  query.set_model_id(model);
-  pb::GetCacheStateResponse state;
-  sharding::wire::get_cache_state(shard, query, &state);
   std::vector<std::pair<std::string, float>> known;
-  known.reserve(static_cast<std::size_t>(state.replicas_size()));
-  for (const pb::ReplicaStats& s : state.replicas())
-    known.emplace_back(s.replica_id(), s.pressure());
+  shard.reporters(tenant, model, kMaxCandidates, &known);
   return known;
 }
 

@@ -18,7 +18,8 @@
 // report as), the endpoints reported for (pool tenant, model), asked of the
 // pool tenant's owner core in a second hop; when there are still none (no
 // model named, none reported), the endpoints this core has sent requests to.
-// Candidates beyond kMaxCandidates (by replica id) are not considered.
+// Candidates beyond kMaxCandidates (the first reported, or the hint's first)
+// are not considered.
 // At most max_endpoints; empty → the stream answers 503.
 //
 // Shedding (docs/gateway.md "Shedding"): with shed_queue_us > 0, when every
@@ -61,9 +62,9 @@ enum class PickReason : std::uint8_t {
 };
 inline constexpr std::size_t kPickReasonCount = 6;
 
-// Endpoints a pick orders by load at most: the first ones of the reports'
-// (sorted by replica id) or of the subset hint; an InferencePool's endpoints
-// are far fewer, a hostile reporter's are not.
+// Endpoints a pick orders by load at most: the first reported of (tenant,
+// model) (index::Shard::reporters) or the subset hint's first; an
+// InferencePool's endpoints are far fewer, a hostile reporter's are not.
 inline constexpr std::size_t kMaxCandidates = 4096;
 
 struct PickRequest {

@@ -1,5 +1,6 @@
 // GetCacheState (docs/index.md "GetCacheState"): the key count of (tenant,
-// model) and its replicas' stats, sorted by replica_id.
+// model) and its replicas' stats, sorted by replica_id; the endpoint
+// picker's bounded view of the same replicas.
 
 #include <algorithm>
 
@@ -38,6 +39,19 @@ void Shard::Impl::get_cache_state(const CacheStateQuery& q, CacheState* out) con
   for (const StatsRec& st : r.stats) out->replicas.push_back(stats_view(r, st));
   std::sort(out->replicas.begin(), out->replicas.end(),
             [](const StatsView& a, const StatsView& b) { return a.replica < b.replica; });
+}
+
+void Shard::Impl::reporters(std::string_view tenant, std::string_view model, std::size_t limit,
+                            std::vector<std::pair<std::string, float>>* out) const {
+  out->clear();
+  if (tenant == config::kReservedTenant) return;
+  const std::uint32_t tm = find_tm(tenants.find(tenant), models.find(model));
+  if (tm == kNone) return;
+  const TmRec& r = tms[tm];
+  out->reserve(std::min(limit, r.stats.size()));
+  for (std::size_t i = 0; i < r.stats.size() && i < limit; ++i)
+    out->emplace_back(replicas.name(r.stats[i].replica), r.stats[i].pressure);
+  std::sort(out->begin(), out->end());
 }
 
 }  // namespace ic::index

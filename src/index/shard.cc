@@ -104,6 +104,11 @@ void Shard::get_cache_state(const CacheStateQuery& query, CacheState* out) const
   impl_->get_cache_state(query, out);
 }
 
+void Shard::reporters(std::string_view tenant, std::string_view model, std::size_t limit,
+                      std::vector<std::pair<std::string, float>>* out) const {
+  impl_->reporters(tenant, model, limit, out);
+}
+
 bool Shard::sweep_slice(std::int64_t now_wall_us, std::size_t budget) {
   return impl_->sweep_slice(now_wall_us, budget);
 }

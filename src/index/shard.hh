@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/policy.hh"
@@ -245,6 +246,13 @@ class Shard {
   // (tenant, model); replicas = its stats entries sorted by replica_id.
   // Fills `out` completely (clears it first).
   void get_cache_state(const CacheStateQuery& query, CacheState* out) const;
+
+  // The replicas GetCacheState lists for (tenant, model) — those with stats —
+  // with their reported pressure, sorted by replica id: at most `limit`, the
+  // first reported, so the endpoint picker's per-pick work on this core is
+  // bounded whatever a reporter sends (gateway/picker.hh). Clears `out` first.
+  void reporters(std::string_view tenant, std::string_view model, std::size_t limit,
+                 std::vector<std::pair<std::string, float>>* out) const;
 
   // TTL sweep slice: examines at most `budget` entry slots from the cursor,
   // removing (key, replica) entries with now − last_seen ≥ the tenant's TTL;

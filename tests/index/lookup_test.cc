@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "fingerprint/fingerprint.hh"
 #include "helpers.hh"
@@ -530,6 +532,30 @@ TEST_CASE("reserved tenant: ingest dropped, NO_HINT with zero latency, empty sta
   CHECK(out.summary().total_prefixes() == 0);
   CHECK(h.event(pb::CacheEvent::ALL_CLEARED, probe, "m", "r") == 0);
   CHECK(h.shard->collect_snapshot().tenants.empty());
+}
+
+TEST_CASE("reporters: GetCacheState's replicas with their pressure, the first `limit` reported") {
+  Harness h;
+  for (const auto& [replica, pressure] : {std::pair{"r3", 0.3f}, {"r1", 0.1f}, {"r2", 0.2f}}) {
+    pb::CacheStateUpdate u;
+    u.set_tenant_id("t");
+    u.set_model_id("m");
+    u.set_replica_id(replica);
+    u.set_timestamp_us(kNow);
+    u.mutable_stats()->set_pressure(pressure);
+    h.ingest(u);
+  }
+  std::vector<std::pair<std::string, float>> out{{"stale", 1.f}};
+  h.shard->reporters("t", "m", 10, &out);
+  CHECK(out ==
+        std::vector<std::pair<std::string, float>>{{"r1", 0.1f}, {"r2", 0.2f}, {"r3", 0.3f}});
+  // The first two reported (r3, r1), sorted by replica id.
+  h.shard->reporters("t", "m", 2, &out);
+  CHECK(out == std::vector<std::pair<std::string, float>>{{"r1", 0.1f}, {"r3", 0.3f}});
+  h.shard->reporters("t", "other", 10, &out);
+  CHECK(out.empty());
+  h.shard->reporters("inferencecache.io/probe", "m", 10, &out);
+  CHECK(out.empty());
 }
 
 TEST_CASE("TIMEOUT: highest precedence, from lookupTimeoutMs or the caller's deadline") {

@@ -276,6 +276,8 @@ struct Shard::Impl : detail::Records,
   // Removes the stats entries whose liveness is older than the tenant's TTL.
   void expire_stats(std::int64_t now);
   void get_cache_state(const CacheStateQuery& q, CacheState* out) const;
+  void reporters(std::string_view tenant, std::string_view model, std::size_t limit,
+                 std::vector<std::pair<std::string, float>>* out) const;
   // The export/GetCacheState view of one stats entry of (tenant, model) `tm`.
   StatsView stats_view(const detail::TmRec& tm, const detail::StatsRec& r) const;
 
