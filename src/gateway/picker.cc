@@ -51,11 +51,12 @@ class Eligible {
 
 using Queued = std::unordered_map<std::string, std::int64_t>;
 
-// The prefill work queued on each replica of the request's scope, µs, before
-// its own lookup books anything.
-Queued queued_before(index::Shard& shard, std::int64_t now_wall_us, const PickRequest& r) {
+// The prefill work queued on each replica of the scope of `tenant` and the
+// request's model, µs, before its own lookup books anything.
+Queued queued_before(index::Shard& shard, std::int64_t now_wall_us, const std::string& tenant,
+                     const PickRequest& r) {
   Queued queued;
-  shard.queued_work(r.tenant_id, r.model_id, r.hash_scheme, now_wall_us,
+  shard.queued_work(tenant, r.model_id, r.hash_scheme, now_wall_us,
                     [&queued](std::string_view id, std::int64_t us) { queued.emplace(id, us); });
   return queued;
 }
@@ -104,13 +105,22 @@ void settle_booking(index::Shard& shard, std::int64_t now_wall_us, const PickReq
   }
 }
 
-// The replicas with stats for (tenant, model) on `shard` and their pressure,
-// at most kMaxCandidates.
+// The endpoints with stats for (tenant, model) on `shard` and their pressure,
+// of every model of the tenant when none is named: at most kMaxCandidates,
+// from at most kMaxReportsVisited reports, in the order they first reported.
 std::vector<std::pair<std::string, float>> reported(const index::Shard& shard,
                                                     const std::string& tenant,
                                                     const std::string& model) {
   std::vector<std::pair<std::string, float>> known;
-  shard.reporters(tenant, model, kMaxCandidates, &known);
+  const index::Shard::ReporterFn keep = [&known](std::string_view replica, float pressure) {
+    if (is_endpoint(replica)) known.emplace_back(replica, pressure);
+    return known.size() < kMaxCandidates;
+  };
+  if (model.empty()) {
+    shard.for_each_reporter_any_model(tenant, kMaxReportsVisited, keep);
+  } else {
+    shard.for_each_reporter(tenant, model, kMaxReportsVisited, keep);
+  }
   return known;
 }
 
@@ -118,7 +128,7 @@ OwnerAnswer ask_owner(index::Shard& shard, index::Clock& clock, const PickReques
   OwnerAnswer answer;
   if (r.model_id.empty()) return answer;
   const std::int64_t now = clock.wall_us();
-  const Queued queued = r.shed_queue_us > 0 ? queued_before(shard, now, r) : Queued();
+  const Queued queued = r.shed_queue_us > 0 ? queued_before(shard, now, r.tenant_id, r) : Queued();
   if (!r.token_ids.empty()) {
     thread_local pb::LookupRouteRequest lookup;
     thread_local pb::LookupRouteResponse response;
@@ -241,11 +251,11 @@ Pick compose(const PickRequest& r, const OwnerAnswer& owner, std::size_t max_end
 }
 
 // Whether the pick asks the pool tenant's owner for its endpoints: nothing
-// eligible came from (tenant, model) — the owner knows no endpoint of it —,
-// no subset hint bounds the choice, and a model names what to ask for.
+// eligible came from (tenant, model) — the owner knows no endpoint of it, or
+// no model was named — and no subset hint bounds the choice.
 bool wants_pool(const PickRequest& r, const OwnerAnswer& owner) {
-  if (r.subset || owner.shed || r.model_id.empty() || r.pool_tenant.empty() ||
-      r.pool_tenant == r.tenant_id)
+  if (r.subset || owner.shed || r.pool_tenant.empty() ||
+      (r.pool_tenant == r.tenant_id && !r.model_id.empty()))
     return false;
   const Eligible eligible(r);
   return std::none_of(owner.ranked.begin(), owner.ranked.end(), eligible) &&
@@ -255,38 +265,55 @@ bool wants_pool(const PickRequest& r, const OwnerAnswer& owner) {
 
 using Answered = std::pair<OwnerAnswer, PickRequest>;
 
-// The second hop: (pool tenant, model)'s reported endpoints from its owner
-// core, then the answer. A full mailbox answers with what the first hop gave.
+// The second hop: (pool tenant, model)'s reported endpoints (of every model
+// when none is named) from its owner core, then the answer. A full mailbox
+// answers with what the first hop gave.
 void ask_pool(sharding::ShardedIndex& index, Answered&& first, std::size_t max_endpoints,
               const std::function<void(Pick&&)>& done) {
   const unsigned owner = index.owner(first.second.pool_tenant);
   auto refused = runtime::try_submit_to(
       index.cores(), owner, std::move(first),
-      [shard = &index.shard(owner)](Answered& a) {
-        a.first.known = reported(*shard, a.second.pool_tenant, a.second.model_id);
+      [shard = &index.shard(owner), clock = &index.clock()](Answered& a) {
+        const PickRequest& r = a.second;
+        a.first.known = reported(*shard, r.pool_tenant, r.model_id);
+        // The pool's queues bound this pick as they bound the pool tenant's own.
+        if (r.shed_queue_us > 0 && !r.model_id.empty())
+          a.first.shed =
+              over_bound(queued_before(*shard, clock->wall_us(), r.pool_tenant, r), r, a.first);
         return std::move(a);
       },
       [done, max_endpoints](Answered&& a) { done(compose(a.second, a.first, max_endpoints)); });
   if (refused) done(compose(refused->second, refused->first, max_endpoints));
 }
 
+// The answer once the tenant's owner answered: from the pool's endpoints
+// when it wants them, else as it is.
+void answer(sharding::ShardedIndex& index, Answered&& owner, std::size_t max_endpoints,
+            const std::function<void(Pick&&)>& done) {
+  if (wants_pool(owner.second, owner.first)) {
+    ask_pool(index, std::move(owner), max_endpoints, done);
+  } else {
+    done(compose(owner.second, owner.first, max_endpoints));
+  }
+}
+
 }  // namespace
 
 void pick(sharding::ShardedIndex& index, PickRequest&& request, std::size_t max_endpoints,
           std::function<void(Pick&&)> done) {
+  if (request.model_id.empty()) {  // nothing for the tenant's owner to look up
+    answer(index, Answered(OwnerAnswer{}, std::move(request)), max_endpoints, done);
+    return;
+  }
   runtime::Cores& cores = index.cores();
   const unsigned owner = index.owner(request.tenant_id);
   auto refused = runtime::try_submit_to(
       cores, owner, std::move(request),
-      [shard = &index.shard(owner), clock = &index.clock(), max_endpoints](PickRequest& r) {
+      [shard = &index.shard(owner), clock = &index.clock()](PickRequest& r) {
         return std::make_pair(ask_owner(*shard, *clock, r), std::move(r));
       },
-      [&index, done, max_endpoints](Answered&& answer) {
-        if (wants_pool(answer.second, answer.first)) {
-          ask_pool(index, std::move(answer), max_endpoints, done);
-        } else {
-          done(compose(answer.second, answer.first, max_endpoints));
-        }
+      [&index, done, max_endpoints](Answered&& owner_answer) {
+        answer(index, std::move(owner_answer), max_endpoints, done);
       });
   if (refused) done(compose(*refused, OwnerAnswer{}, max_endpoints));
 }

@@ -16,17 +16,20 @@
 // when the gateway sent one, else every endpoint known from reports of
 // (tenant, model); when that tenant has none (a tenant the engines do not
 // report as), the endpoints reported for (pool tenant, model), asked of the
-// pool tenant's owner core in a second hop; when there are still none (no
-// model named, none reported), the endpoints this core has sent requests to.
-// Candidates beyond kMaxCandidates (the first reported, or the hint's first)
-// are not considered.
+// pool tenant's owner core in a second hop; with no model named (a body that
+// did not parse, was too long, or has none), the pool tenant's endpoints of
+// every model, asked of that core alone; when there are still none (nothing
+// reported, the hop refused), the endpoints this core has sent requests to.
+// Candidates beyond kMaxCandidates (the first reported, or the hint's first),
+// or reported after kMaxReportsVisited reports, are not considered.
 // At most max_endpoints; empty → the stream answers 503.
 //
 // Shedding (docs/gateway.md "Shedding"): with shed_queue_us > 0, when every
 // eligible endpoint the owner knows had more prefill work queued than that
 // before this request (the work-aware ranking's booked work,
 // index::Shard::queued_work), the answer is kShed (the stream answers 429)
-// and nothing is booked.
+// and nothing is booked. A pick among the pool tenant's endpoints is bounded
+// by the pool tenant's queues (and books nothing).
 //
 // Bookings (docs/ranking.md "Feedback"): the lookup books its top replica;
 // on the owner, before anything else runs there, a booked replica the answer
@@ -63,9 +66,13 @@ enum class PickReason : std::uint8_t {
 inline constexpr std::size_t kPickReasonCount = 6;
 
 // Endpoints a pick orders by load at most: the first reported of (tenant,
-// model) (index::Shard::reporters) or the subset hint's first; an
-// InferencePool's endpoints are far fewer, a hostile reporter's are not.
-inline constexpr std::size_t kMaxCandidates = 4096;
+// model) (index::Shard::for_each_reporter) or the subset hint's first (as
+// many as it reads, kMaxSubsetEndpoints); an InferencePool's endpoints are
+// far fewer, a hostile reporter's are not.
+inline constexpr std::size_t kMaxCandidates = 1024;
+// Reports the owner core reads for them at most (replica ids that are not
+// endpoints included): its share of a pick stays bounded.
+inline constexpr std::size_t kMaxReportsVisited = 4096;
 
 struct PickRequest {
   std::string tenant_id;

@@ -41,17 +41,30 @@ void Shard::Impl::get_cache_state(const CacheStateQuery& q, CacheState* out) con
             [](const StatsView& a, const StatsView& b) { return a.replica < b.replica; });
 }
 
-void Shard::Impl::reporters(std::string_view tenant, std::string_view model, std::size_t limit,
-                            std::vector<std::pair<std::string, float>>* out) const {
-  out->clear();
+bool Shard::Impl::visit_reporters(const TmRec& tm, std::size_t* budget,
+                                  const Shard::ReporterFn& fn) const {
+  for (const StatsRec& st : tm.stats) {
+    if (*budget == 0) return false;
+    --*budget;
+    if (!fn(replicas.name(st.replica), st.pressure)) return false;
+  }
+  return true;
+}
+
+void Shard::Impl::for_each_reporter(std::string_view tenant, std::string_view model,
+                                    std::size_t max_visits, const Shard::ReporterFn& fn) const {
   if (tenant == config::kReservedTenant) return;
   const std::uint32_t tm = find_tm(tenants.find(tenant), models.find(model));
-  if (tm == kNone) return;
-  const TmRec& r = tms[tm];
-  out->reserve(std::min(limit, r.stats.size()));
-  for (std::size_t i = 0; i < r.stats.size() && i < limit; ++i)
-    out->emplace_back(replicas.name(r.stats[i].replica), r.stats[i].pressure);
-  std::sort(out->begin(), out->end());
+  if (tm != kNone) visit_reporters(tms[tm], &max_visits, fn);
+}
+
+void Shard::Impl::for_each_reporter_any_model(std::string_view tenant, std::size_t max_visits,
+                                              const Shard::ReporterFn& fn) const {
+  const std::uint32_t t = tenants.find(tenant);
+  if (tenant == config::kReservedTenant || t == kNone || t >= tenant_recs.size()) return;
+  for (const std::uint32_t tm : tenant_recs[t].tms) {
+    if (!visit_reporters(tms[tm], &max_visits, fn)) return;
+  }
 }
 
 }  // namespace ic::index

@@ -168,7 +168,7 @@ void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std
 }
 
 void Shard::Impl::settle_ingest(std::uint32_t tenant, IngestResult& r) {
-  if (tenant != kNone && tenant_recs[tenant].tm_count > 0) r.evicted_quota = enforce_quota(tenant);
+  if (tenant != kNone && !tenant_recs[tenant].tms.empty()) r.evicted_quota = enforce_quota(tenant);
   const std::int64_t total = publish();
   if (total > cfg.max_entries) {
     r.evicted_cap = settle_cap(total, r.cap_handoff);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/check.hh"
 #include "index/detail/shard_impl.hh"
 
 namespace ic::index {
@@ -84,7 +85,8 @@ std::uint32_t Shard::Impl::get_or_create_tm(std::uint32_t tenant, std::uint32_t 
   models.ref(model);
   tm_ids.emplace(id, tm);
   TenantRec& t = tenant_rec(tenant);
-  if (t.tm_count++ == 0) {
+  t.tms.push_back(tm);
+  if (t.tms.size() == 1) {
     refresh_tenant_policy(tenant);
     t.listed = true;  // a new tenant is small: list its keys (tenant_keys.cc)
   }
@@ -97,7 +99,10 @@ void Shard::Impl::maybe_remove_tm(std::uint32_t tm) {
   if (r.domain_count != 0 || !r.stats.empty()) return;
   tm_ids.erase((std::uint64_t{r.tenant} << 32) | r.model);
   TenantRec& t = tenant_recs[r.tenant];
-  if (--t.tm_count == 0) {
+  const auto mine = std::find(t.tms.begin(), t.tms.end(), tm);
+  IC_CHECK(mine != t.tms.end(), "a (tenant, model) record is listed by its tenant");
+  t.tms.erase(mine);
+  if (t.tms.empty()) {
     unlist(t);
     t = TenantRec{};
   }

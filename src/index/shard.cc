@@ -80,7 +80,7 @@ void Shard::set_policies(std::shared_ptr<const config::PolicySet> policies) {
   bool order_changed = false;
   for (std::uint32_t t = 0; t < s.tenant_recs.size(); ++t) {
     TenantRec& rec = s.tenant_recs[t];
-    if (rec.tm_count == 0) continue;
+    if (rec.tms.empty()) continue;
     const bool lfu = rec.lfu;
     const std::int64_t quota = rec.quota;
     s.refresh_tenant_policy(t);
@@ -104,9 +104,14 @@ void Shard::get_cache_state(const CacheStateQuery& query, CacheState* out) const
   impl_->get_cache_state(query, out);
 }
 
-void Shard::reporters(std::string_view tenant, std::string_view model, std::size_t limit,
-                      std::vector<std::pair<std::string, float>>* out) const {
-  impl_->reporters(tenant, model, limit, out);
+void Shard::for_each_reporter(std::string_view tenant, std::string_view model,
+                              std::size_t max_visits, const ReporterFn& fn) const {
+  impl_->for_each_reporter(tenant, model, max_visits, fn);
+}
+
+void Shard::for_each_reporter_any_model(std::string_view tenant, std::size_t max_visits,
+                                        const ReporterFn& fn) const {
+  impl_->for_each_reporter_any_model(tenant, max_visits, fn);
 }
 
 bool Shard::sweep_slice(std::int64_t now_wall_us, std::size_t budget) {
@@ -203,7 +208,7 @@ ShardSnapshot Shard::collect_snapshot() const {
   std::unordered_map<std::string_view, std::size_t> tenant_rows;
   for (std::uint32_t t = 0; t < s.tenant_recs.size(); ++t) {
     const TenantRec& tr = s.tenant_recs[t];
-    if (tr.tm_count == 0) continue;
+    if (tr.tms.empty()) continue;
     TenantRow& row = snap.tenants.emplace_back();
     row.tenant_id = s.tenants.name(t);
     row.index_entries = tr.key_count;
@@ -273,6 +278,7 @@ std::size_t Shard::memory_bytes() const noexcept {
   b += s.replica_scratch.capacity() * sizeof(ReplicaScratch);
   for (const TmRec& tm : s.tms) b += tm.stats.capacity() * sizeof(StatsRec);
   b += s.tenant_recs.capacity() * sizeof(TenantRec) + s.tenant_replicas.size() * 48;
+  for (const TenantRec& t : s.tenant_recs) b += t.tms.capacity() * sizeof(std::uint32_t);
   b += s.listed_ids * sizeof(std::uint32_t);
   b += s.victims.capacity() * sizeof(VictimRec) + s.group.capacity() * sizeof(VictimRec);
   b += s.long_hashes.capacity() * sizeof(std::string);

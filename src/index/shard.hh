@@ -247,12 +247,18 @@ class Shard {
   // Fills `out` completely (clears it first).
   void get_cache_state(const CacheStateQuery& query, CacheState* out) const;
 
-  // The replicas GetCacheState lists for (tenant, model) — those with stats —
-  // with their reported pressure, sorted by replica id: at most `limit`, the
-  // first reported, so the endpoint picker's per-pick work on this core is
-  // bounded whatever a reporter sends (gateway/picker.hh). Clears `out` first.
-  void reporters(std::string_view tenant, std::string_view model, std::size_t limit,
-                 std::vector<std::pair<std::string, float>>* out) const;
+  // Visits the replicas GetCacheState lists for (tenant, model) — those with
+  // stats — in the order they first reported, with their reported pressure,
+  // until `fn` returns false or `max_visits` were visited: the endpoint
+  // picker's per-pick work on this core stays bounded whatever reporters send
+  // (gateway/picker.hh). No copy, no sort.
+  using ReporterFn = std::function<bool(std::string_view replica, float pressure)>;
+  void for_each_reporter(std::string_view tenant, std::string_view model, std::size_t max_visits,
+                         const ReporterFn& fn) const;
+  // The same over every model of `tenant`, its models in the order they were
+  // first reported (a replica once per model that reports it).
+  void for_each_reporter_any_model(std::string_view tenant, std::size_t max_visits,
+                                   const ReporterFn& fn) const;
 
   // TTL sweep slice: examines at most `budget` entry slots from the cursor,
   // removing (key, replica) entries with now − last_seen ≥ the tenant's TTL;

@@ -91,7 +91,7 @@ void Shard::Impl::collect_tenant_keys(std::uint32_t tenant) {
   }
   // The pass found every key of the tenant: keep them as its list when it
   // is small enough now (it may have shrunk since it lost its list).
-  if (t.tm_count > 0 && may_list(t.key_count, tenant_keys.size())) {
+  if (!t.tms.empty() && may_list(t.key_count, tenant_keys.size())) {
     t.key_list.assign(tenant_keys.begin(), tenant_keys.end());
     t.key_list.shrink_to_fit();
     listed_ids += t.key_list.capacity();

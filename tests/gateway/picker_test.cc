@@ -54,13 +54,13 @@ struct Picker : ic::test::TwoCoreIndex {
   ic::index::Shard& owner = shard1;
 
   // `replica` reports the blocks of `tokens` (16 per block) and idle stats
-  // for (`as`, model "m"), on the tenant's owner shard.
+  // for (`as`, `model`), on the tenant's owner shard.
   void report(const std::string& replica, const std::vector<std::uint32_t>& tokens,
-              const std::string& as = {}) {
+              const std::string& as = {}, const std::string& model = "m") {
     const std::string& who = as.empty() ? tenant : as;
     pb::CacheStateUpdate u;
     u.set_tenant_id(who);
-    u.set_model_id("m");
+    u.set_model_id(model);
     u.set_hash_scheme("vllm");
     u.set_replica_id(replica);
     u.set_timestamp_us(clock.wall);
@@ -234,10 +234,10 @@ TEST_CASE_FIXTURE(Picker, "a tenant without reports picks among the pool tenant'
   report(kB, ids(1, 64));
   report(kA, ids(1, 128));
   // Another tenant's reports are not the pool's: they never reach the newcomer.
-  report(kC, ids(1, 256), tenant_on(1) == tenant ? "tenant-x" : tenant_on(1));
+  report(kC, ids(1, 256), "tenant-x");
   Pick p = pick_as(newcomer, "m", kPrompt);
-  // By load, all idle: the pool's reports in replica id order; nothing booked.
-  CHECK(p.endpoints == std::vector<std::string>{kA, kB});
+  // By load, all idle: the pool's endpoints in the order they first reported; nothing booked.
+  CHECK(p.endpoints == std::vector<std::string>{kB, kA});
   CHECK(p.held_tokens == std::vector<std::int64_t>{0, 0});
   CHECK(p.reason == PickReason::kLoad);
   CHECK(p.reason_code == "UNKNOWN_TENANT");
@@ -247,13 +247,45 @@ TEST_CASE_FIXTURE(Picker, "a tenant without reports picks among the pool tenant'
   // The subset hint still bounds the choice, without a second hop.
   CHECK(pick_as(newcomer, "m", kPrompt, std::vector<std::string>{kC}).endpoints ==
         std::vector<std::string>{kC});
-  // A model the pool never reported, or none named: nothing to pick.
+  // A model the pool never reported: nothing to pick.
   CHECK(pick_as(newcomer, "other", kPrompt).reason == PickReason::kNoEndpoint);
-  CHECK(pick_as(newcomer, "", kPrompt).reason == PickReason::kNoEndpoint);
+  // No model named (a body that did not parse): the pool's endpoints of every
+  // model, for the pool tenant itself too.
+  report(kC, ids(1, 16), tenant, "m2");
+  for (const std::string& who : {newcomer, tenant}) {
+    p = pick_as(who, "", {});
+    CHECK(p.endpoints == std::vector<std::string>{kB, kA, kC});
+    CHECK(p.reason == PickReason::kLoad);
+  }
   // The pool tenant's own picks are its lookups, as before.
   p = pick(kPrompt);
   CHECK(p.endpoints == std::vector<std::string>{kA, kB});
   CHECK(p.held_tokens == std::vector<std::int64_t>{128, 64});
+}
+
+TEST_CASE_FIXTURE(Picker,
+                  "replica ids that are not endpoints do not crowd the pool's endpoints out") {
+  // 1,100 ids first (more than the 1,024 candidates a pick orders), then A.
+  for (int i = 0; i < 1100; ++i) report("pod-" + std::to_string(i), {});
+  report(kA, ids(1, 16));
+  CHECK(pick_as(tenant_on(0), "m", kPrompt).endpoints == std::vector<std::string>{kA});
+  CHECK(pick_as(tenant, "m", {}).endpoints == std::vector<std::string>{kA});
+}
+
+TEST_CASE_FIXTURE(Picker,
+                  "shedding bounds a pick among the pool's endpoints by the pool's queues") {
+  report(kA, ids(1, 128));
+  // The pool tenant's own pick books A 128 tokens (12.8 ms).
+  CHECK(pick(kPrompt).endpoints == std::vector<std::string>{kA});
+  CHECK(work(kA) == "1/128/0");
+  const std::string newcomer = tenant_on(0);
+  Pick p = pick_as(newcomer, "m", kPrompt, std::nullopt, 10'000);
+  CHECK(p.reason == PickReason::kShed);
+  CHECK(p.endpoints.empty());
+  p = pick_as(newcomer, "m", kPrompt, std::nullopt, 20'000);
+  CHECK(p.reason == PickReason::kLoad);
+  CHECK(p.endpoints == std::vector<std::string>{kA});
+  CHECK(work(kA) == "1/128/0");  // a pick among the pool's endpoints books nothing
 }
 
 TEST_CASE_FIXTURE(Picker, "the pool's owner mailbox full: the first hop's answer stands") {

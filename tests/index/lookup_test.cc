@@ -534,28 +534,49 @@ TEST_CASE("reserved tenant: ingest dropped, NO_HINT with zero latency, empty sta
   CHECK(h.shard->collect_snapshot().tenants.empty());
 }
 
-TEST_CASE("reporters: GetCacheState's replicas with their pressure, the first `limit` reported") {
+TEST_CASE("for_each_reporter: GetCacheState's replicas in report order, bounded; of every model") {
   Harness h;
-  for (const auto& [replica, pressure] : {std::pair{"r3", 0.3f}, {"r1", 0.1f}, {"r2", 0.2f}}) {
+  auto report = [&h](const char* model, const char* replica, float pressure) {
     pb::CacheStateUpdate u;
     u.set_tenant_id("t");
-    u.set_model_id("m");
+    u.set_model_id(model);
     u.set_replica_id(replica);
     u.set_timestamp_us(kNow);
     u.mutable_stats()->set_pressure(pressure);
     h.ingest(u);
-  }
-  std::vector<std::pair<std::string, float>> out{{"stale", 1.f}};
-  h.shard->reporters("t", "m", 10, &out);
-  CHECK(out ==
-        std::vector<std::pair<std::string, float>>{{"r1", 0.1f}, {"r2", 0.2f}, {"r3", 0.3f}});
-  // The first two reported (r3, r1), sorted by replica id.
-  h.shard->reporters("t", "m", 2, &out);
-  CHECK(out == std::vector<std::pair<std::string, float>>{{"r1", 0.1f}, {"r3", 0.3f}});
-  h.shard->reporters("t", "other", 10, &out);
-  CHECK(out.empty());
-  h.shard->reporters("inferencecache.io/probe", "m", 10, &out);
-  CHECK(out.empty());
+  };
+  report("m", "r3", 0.3f);
+  report("m", "r1", 0.1f);
+  report("m", "r2", 0.2f);
+  report("m2", "r2", 0.05f);
+  report("m2", "r4", 0.4f);
+  using Seen = std::vector<std::pair<std::string, float>>;
+  auto visit = [&h](const char* tenant, const char* model, std::size_t max_visits,
+                    std::size_t stop_after) {
+    Seen seen;
+    auto fn = [&seen, stop_after](std::string_view replica, float pressure) {
+      seen.emplace_back(replica, pressure);
+      return seen.size() < stop_after;
+    };
+    if (model == nullptr) {
+      h.shard->for_each_reporter_any_model(tenant, max_visits, fn);
+    } else {
+      h.shard->for_each_reporter(tenant, model, max_visits, fn);
+    }
+    return seen;
+  };
+  CHECK(visit("t", "m", 10, 10) == Seen{{"r3", 0.3f}, {"r1", 0.1f}, {"r2", 0.2f}});
+  CHECK(visit("t", "m", 2, 10) == Seen{{"r3", 0.3f}, {"r1", 0.1f}});  // the visit budget
+  CHECK(visit("t", "m", 10, 1) == Seen{{"r3", 0.3f}});                // fn said stop
+  CHECK(visit("t", "other", 10, 10).empty());
+  CHECK(visit("inferencecache.io/probe", "m", 10, 10).empty());
+  // Every model, in the order the models were first reported; one budget for all.
+  CHECK(visit("t", nullptr, 10, 10) ==
+        Seen{{"r3", 0.3f}, {"r1", 0.1f}, {"r2", 0.2f}, {"r2", 0.05f}, {"r4", 0.4f}});
+  CHECK(visit("t", nullptr, 4, 10) ==
+        Seen{{"r3", 0.3f}, {"r1", 0.1f}, {"r2", 0.2f}, {"r2", 0.05f}});
+  CHECK(visit("t", nullptr, 10, 2) == Seen{{"r3", 0.3f}, {"r1", 0.1f}});
+  CHECK(visit("nobody", nullptr, 10, 10).empty());
 }
 
 TEST_CASE("TIMEOUT: highest precedence, from lookupTimeoutMs or the caller's deadline") {

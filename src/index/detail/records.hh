@@ -185,7 +185,9 @@ struct ScopeRec {
 
 struct TenantRec {
   std::int64_t key_count = 0;
-  std::uint32_t tm_count = 0;
+  // Its (tenant, model) records (indexes into tms), in creation order: the
+  // models a tenant reports, for a look at all of them (Shard::reporters).
+  std::vector<std::uint32_t> tms;
   // Cached from the PolicySet (set_policies / creation).
   std::int64_t ttl_us = 0;
   std::int64_t quota = -1;  // -1 = unbounded

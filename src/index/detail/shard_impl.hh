@@ -276,8 +276,14 @@ struct Shard::Impl : detail::Records,
   // Removes the stats entries whose liveness is older than the tenant's TTL.
   void expire_stats(std::int64_t now);
   void get_cache_state(const CacheStateQuery& q, CacheState* out) const;
-  void reporters(std::string_view tenant, std::string_view model, std::size_t limit,
-                 std::vector<std::pair<std::string, float>>* out) const;
+  void for_each_reporter(std::string_view tenant, std::string_view model, std::size_t max_visits,
+                         const Shard::ReporterFn& fn) const;
+  void for_each_reporter_any_model(std::string_view tenant, std::size_t max_visits,
+                                   const Shard::ReporterFn& fn) const;
+  // Visits the stats replicas of `tm` while `*budget` lasts (one a visit) and
+  // `fn` says go on; false once it said stop or the budget ran out.
+  bool visit_reporters(const detail::TmRec& tm, std::size_t* budget,
+                       const Shard::ReporterFn& fn) const;
   // The export/GetCacheState view of one stats entry of (tenant, model) `tm`.
   StatsView stats_view(const detail::TmRec& tm, const detail::StatsRec& r) const;
 

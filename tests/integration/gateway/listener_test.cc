@@ -49,7 +49,9 @@ std::string process(std::uint16_t port) {
 // `tenant` (the x-tenant-id header) naming model "m", in buffered body mode:
 // the x-gateway-destination-endpoint header set on the body's response,
 // "503" when the picker answered so, else what went wrong.
-std::string picked_for(std::uint16_t port, const std::string& tenant) {
+std::string picked_for(
+    std::uint16_t port, const std::string& tenant,
+    const std::string& json = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})") {
   H2Client client(port);
   xp::ProcessingRequest headers;
   auto* h = headers.mutable_request_headers()->mutable_headers();
@@ -61,8 +63,7 @@ std::string picked_for(std::uint16_t port, const std::string& tenant) {
     kv->set_raw_value(value);
   }
   xp::ProcessingRequest body;
-  body.mutable_request_body()->set_body(
-      R"({"model":"m","messages":[{"role":"user","content":"hi"}]})");
+  body.mutable_request_body()->set_body(json);
   body.mutable_request_body()->set_end_of_stream(true);
   const H2Response& answer =
       client.wait(client.start(kProcess, BodyPlan{frame_message(headers) + frame_message(body)}));
@@ -170,5 +171,8 @@ TEST_CASE("a tenant the engines do not report as is picked among the engines' en
   for (int i = 0; i < 6; ++i)
     CHECK(picked_for(port, "newcomer-" + std::to_string(i)) == "10.0.0.9:8000");
   CHECK(picked_for(port, "team-b") == "10.0.0.66:8000");
+  // A body that names no model: the engines' endpoints of every model.
+  for (const char* tenant : {"newcomer-0", "newcomer-1", "team-b", "engines"})
+    CHECK(picked_for(port, tenant, "not json") == "10.0.0.9:8000");
   CHECK(server.stop() == 0);
 }
