@@ -103,6 +103,17 @@ TEST_CASE("raise_exception, type errors and limits fail the render, never crash"
   CHECK(render_error("{{ 1 + 2 + 'c' }}") ==
         "line 1: unsupported operand types for +: integer and string");
   CHECK(render_error("{{ 'a' + raise_exception('raised first') + 1 }}") == "line 1: raised first");
+  // A parenthesized chain on the left adds as one chain; on the right it is
+  // added first, as its own value.
+  CHECK(render("{{ ('a' + b) + 'c' }}|{{ 'a' + (b + 'c') }}|{{ (1 + 2) + 3 }}|{{ 1 - 2 + 3 }}",
+               {{"b", Value("B")}}) == "aBc|aBc|6|2");
+  CHECK(render_error("{{ 'a' + (1 + 2) }}") ==
+        "line 1: unsupported operand types for +: string and integer");
+  CHECK(render_error("{{ 1 + ('a' + 'b') }}") ==
+        "line 1: unsupported operand types for +: integer and string");
+  CHECK(render_error("{{ 'a' - 'b' }}") ==
+        "line 1: unsupported operand types for -: string and string");
+  CHECK(render_error("{{ -'a' }}") == "line 1: bad operand type for unary -");
   CHECK(render_error("{{ 1 // 0 }}") == "line 1: division by zero");
   CHECK(render_error("{% for i in range(200000) %}{% endfor %}") == "line 1: range() too long");
   CHECK(render_error(
