@@ -137,10 +137,36 @@ Renderer::Renderer(Dict scope, std::string& out, const RenderOptions& options)
 
 void Renderer::run(const Body& body) { exec(body); }
 
-void Renderer::emit(const std::string& text) {
-  if (out_->size() + text.size() > max_output_bytes_)
+void Renderer::make_room(std::size_t size) const {
+  if (out_->size() + size > max_output_bytes_)
     throw RenderError("output over " + std::to_string(max_output_bytes_) + " bytes");
+}
+
+void Renderer::emit(const std::string& text) {
+  make_room(text.size());
   *out_ += text;
+}
+
+// {{ e }}. A string is written as it is, and a + chain of strings one operand
+// after the other: the chat templates' '<|im_start|>' + message.role + '\n' +
+// message.content + … otherwise copied each message's content twice more
+// (joined, then str()) before writing it.
+void Renderer::output(const Expr& e) {
+  if (e.kind == Expr::kBinary && e.op == Expr::kAdd) {
+    std::vector<Value> run;
+    std::size_t size = 0;
+    Value folded;
+    if (!sum_strings(e, run, size, folded)) return output(folded);
+    make_room(size);
+    for (const Value& s : run) *out_ += s.as_string();
+    return;
+  }
+  output(eval(e));
+}
+
+void Renderer::output(const Value& v) {
+  if (v.is_string()) return emit(v.as_string());
+  emit(v.str());
 }
 
 Value Renderer::lookup(const std::string& name) {
@@ -185,7 +211,7 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
       case Stmt::kOutput: {
         const std::size_t reads = watched_reads_;
         const std::size_t before = root_->size();
-        emit(eval(*s.expr).str());
+        output(*s.expr);
         if (watched_reads_ != reads && out_ == root_) {
           probe_->watched_output_bytes += root_->size() - before;
         }
@@ -361,7 +387,10 @@ Value Renderer::eval(const Expr& e) {
         return Value(Function(
             [object, name](Args& a, Kwargs& kw) { return call_method(object, name, a, kw); }));
       }
-      return eval_index(object, Value(e.name));
+      // eval_index() with the name as a key, without making it a Value (a
+      // string allocated per message.role / message.content).
+      if (object.is_dict() || object.is_namespace()) return object.member(e.name);
+      return Value();
     }
     case Expr::kIndex:
       return eval_index(eval(*e.args[0]), eval(*e.args[1]));

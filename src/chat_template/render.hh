@@ -38,7 +38,12 @@ class Renderer {
   Value eval_call(const Expr& e);
   Value lookup(const std::string& name);
   void assign(const std::string& name, Value value);
+  // Throws RenderError when `size` more bytes would pass the output limit.
+  void make_room(std::size_t size) const;
   void emit(const std::string& text);
+  // Writes the value of `{{ e }}` (str() of it) to the output.
+  void output(const Expr& e);
+  void output(const Value& v);
 
   std::vector<Dict> frames_;
   std::string* out_;

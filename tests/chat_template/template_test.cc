@@ -124,6 +124,39 @@ TEST_CASE("raise_exception, type errors and limits fail the render, never crash"
         "line 1: macros nested too deeply");
 }
 
+TEST_CASE("{{ }} of a string or a + chain writes exactly what str() of its value would") {
+  const Dict vars = {{"s", Value("S")},
+                     {"n", Value(2)},
+                     {"f", Value(1.5)},
+                     {"z", Value(ic::chat_template::None{})},
+                     {"l", Value(List{Value(1), Value("x")})}};
+  // Strings: written operand by operand, in an output statement and after a set.
+  CHECK(render("{{ '<' + s + '\\n' + s + '>' }}|{% set x = '<' + s + '>' %}{{ x }}{{ x + s }}",
+               vars) == "<S\nS>|<S><S>S");
+  CHECK(render("{{ s }}{{ '' + '' + '' }}{{ s + '' }}", vars) == "SS");
+  // Other operands: numbers add, lists join, and the result is written as str().
+  CHECK(render("{{ n + n + f }}|{{ n + 1 }}|{{ l + l + [none] }}|{{ z }}|{{ undefined_name }}",
+               vars) == "5.5|3|[1, 'x', 1, 'x', None]|None|");
+  // Mixed: the first operand that cannot be added fails the render, as Jinja2.
+  CHECK(render_error("{{ s + s + n }}", vars) ==
+        "line 1: unsupported operand types for +: string and integer");
+  CHECK(render_error("{{ s + z + s }}", vars) ==
+        "line 1: unsupported operand types for +: string and none");
+  CHECK(render_error("{{ n + s + s }}", vars) ==
+        "line 1: unsupported operand types for +: integer and string");
+  CHECK(render_error("{% set x = s + s + f %}", vars) ==
+        "line 1: unsupported operand types for +: string and float");
+  // The output limit counts the whole chain before any of it is written.
+  std::string error, out;
+  auto t = Template::parse("ab{{ s + s + s }}", error);
+  REQUIRE(t != nullptr);
+  CHECK_FALSE(t->render(vars, out, error, {.max_output_bytes = 4}));
+  CHECK(error == "line 1: output over 4 bytes");
+  CHECK(out == "ab");
+  CHECK(t->render(vars, out, error, {.max_output_bytes = 5}));
+  CHECK(out == "abSSS");
+}
+
 TEST_CASE("a template's own work is bounded too: memory, macro calls, nesting") {
   // A replacement as long as the text at every position: 4,000 x 4,000 bytes.
   CHECK(
