@@ -125,6 +125,25 @@ std::vector<std::size_t> slice_indices(std::int64_t n, const Value& start, const
   return out;
 }
 
+// `loop` in a for loop's body at item i of `items`. Built in place: a Dict
+// from an initializer list copies each key and value twice (~9 % of a
+// 100k-token conversation's render, perf/gateway_pick.cc).
+Value loop_variable(const List& items, std::int64_t i) {
+  const auto n = static_cast<std::int64_t>(items.size());
+  Dict loop;
+  loop.reserve(9);
+  loop.emplace_back("index", Value(i + 1));
+  loop.emplace_back("index0", Value(i));
+  loop.emplace_back("revindex", Value(n - i));
+  loop.emplace_back("revindex0", Value(n - i - 1));
+  loop.emplace_back("first", Value(i == 0));
+  loop.emplace_back("last", Value(i == n - 1));
+  loop.emplace_back("length", Value(n));
+  loop.emplace_back("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value());
+  loop.emplace_back("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value());
+  return Value(std::move(loop));
+}
+
 }  // namespace
 
 Renderer::Renderer(Dict scope, std::string& out, const RenderOptions& options)
@@ -276,16 +295,7 @@ Renderer::Flow Renderer::exec_for(const Stmt& s) {
   for (std::int64_t i = 0; i < n; ++i) {
     if (++iterations_ > kMaxLoopIterations) throw RenderError("too many loop iterations");
     bind(items[static_cast<std::size_t>(i)]);
-    assign("loop",
-           Value(Dict{{"index", Value(i + 1)},
-                      {"index0", Value(i)},
-                      {"revindex", Value(n - i)},
-                      {"revindex0", Value(n - i - 1)},
-                      {"first", Value(i == 0)},
-                      {"last", Value(i == n - 1)},
-                      {"length", Value(n)},
-                      {"previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value()},
-                      {"nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value()}}));
+    assign("loop", loop_variable(items, i));
     if (exec(s.body) == Flow::kBreak) break;
   }
   frames_.pop_back();

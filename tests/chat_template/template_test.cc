@@ -157,6 +157,16 @@ TEST_CASE("{{ }} of a string or a + chain writes exactly what str() of its value
   CHECK(out == "abSSS");
 }
 
+TEST_CASE("loop holds every field at every item") {
+  CHECK(render("{% for x in [1, 2, 3] %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}"
+               "{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}"
+               "{{ loop.previtem }}{{ loop.nextitem }};{% endfor %}") ==
+        "1032TrueFalse32;2121FalseFalse313;3210FalseTrue32;");
+  // A filtered loop counts what passes.
+  CHECK(render("{% for x in [1, 2, 3, 4] if x is even %}{{ loop.index }}/{{ loop.length }}"
+               "{% endfor %}") == "1/22/2");
+}
+
 TEST_CASE("a template's own work is bounded too: memory, macro calls, nesting") {
   // A replacement as long as the text at every position: 4,000 x 4,000 bytes.
   CHECK(
