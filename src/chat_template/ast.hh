@@ -1,6 +1,7 @@
 #pragma once
 // Syntax tree of the Jinja subset (built by parser.cc, run by render.cc).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,15 +27,41 @@ struct Expr {
     kFilter,   // args[0] | name(args[1…], kwargs)
     kTest,     // args[0] is [not] name(args[1…])
     kUnary,    // name ∈ {"-", "+", "not"} args[0]
-    kBinary,   // args[0] name args[1]: + - * / // % ** ~ == != < <= > >= in "not in"
+    kBinary,   // args[0] name args[1]: + - * / // % ** ~ == != < <= > >= in "not in";
+               // "+" is a chain: args[0] + args[1] + … (two or more), added left to right
     kAnd,
     kOr,
     kCond,  // args[1] if args[0] else args[2] (args[2] may be null)
   };
+  // The operator of a kUnary / kBinary, resolved from `name` by the parser so
+  // that the render switches instead of comparing strings.
+  enum Op : std::uint8_t {
+    kNoOp,
+    kAdd,
+    kSub,
+    kMul,
+    kDiv,
+    kFloorDiv,
+    kMod,
+    kPow,
+    kConcat,
+    kEq,
+    kNe,
+    kLt,
+    kLe,
+    kGt,
+    kGe,
+    kIn,
+    kNotIn,
+    kNot,  // unary
+    kPos,  // unary +
+    kNeg,  // unary -
+  };
   Kind kind;
+  Op op = kNoOp;
   int line = 0;
   Value literal;
-  std::string name;
+  std::string name;     // kBinary / kUnary: the operator as written (error messages)
   bool negate = false;  // kTest: "is not"
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;

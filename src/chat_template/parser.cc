@@ -7,10 +7,31 @@
 namespace ic::chat_template {
 namespace detail {
 
+namespace {
+
+// The operator a kUnary / kBinary node's name spells (the lexer and the
+// parser let through only these).
+Expr::Op op_of(Expr::Kind kind, std::string_view name) {
+  if (kind == Expr::kUnary)
+    return name == "not" ? Expr::kNot : name == "-" ? Expr::kNeg : Expr::kPos;
+  static constexpr std::pair<std::string_view, Expr::Op> kOps[] = {
+      {"+", Expr::kAdd},       {"-", Expr::kSub}, {"*", Expr::kMul},  {"/", Expr::kDiv},
+      {"//", Expr::kFloorDiv}, {"%", Expr::kMod}, {"**", Expr::kPow}, {"~", Expr::kConcat},
+      {"==", Expr::kEq},       {"!=", Expr::kNe}, {"<", Expr::kLt},   {"<=", Expr::kLe},
+      {">", Expr::kGt},        {">=", Expr::kGe}, {"in", Expr::kIn},  {"not in", Expr::kNotIn}};
+  for (const auto& [spelled, op] : kOps) {
+    if (spelled == name) return op;
+  }
+  return Expr::kNoOp;
+}
+
+}  // namespace
+
 ExprPtr Parser::make(Expr::Kind kind, int line, std::string name) {
   auto e = std::make_unique<Expr>();
   e->kind = kind;
   e->line = line;
+  if (kind == Expr::kUnary || kind == Expr::kBinary) e->op = op_of(kind, name);
   e->name = std::move(name);
   return e;
 }

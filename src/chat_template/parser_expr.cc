@@ -24,6 +24,12 @@ ExprPtr Parser::expression() {
 }
 
 ExprPtr Parser::combine(Expr::Kind kind, int line, std::string op, ExprPtr lhs, ExprPtr rhs) {
+  // (a + b) + c adds as a + b + c: one chain node, whose strings the render
+  // joins (or writes out) at once instead of through a string per "+".
+  if (kind == Expr::kBinary && op == "+" && lhs->kind == Expr::kBinary && lhs->op == Expr::kAdd) {
+    lhs->args.push_back(std::move(rhs));
+    return lhs;
+  }
   auto b = make(kind, line, std::move(op));
   b->args.push_back(std::move(lhs));
   b->args.push_back(std::move(rhs));

@@ -96,7 +96,8 @@ class Parser {
   ExprPtr logical_level(Expr::Kind kind, std::string_view word, ExprPtr (Parser::*next)());
   // One left-associative level: `next (op next)*` for the operators `ops`.
   ExprPtr binary_level(ExprPtr (Parser::*next)(), std::initializer_list<std::string_view> ops);
-  // A node of `kind` with the operands `lhs` and `rhs`.
+  // A node of `kind` with the operands `lhs` and `rhs` (a "+" whose `lhs` is a
+  // "+" chain: that chain, one operand longer).
   ExprPtr combine(Expr::Kind kind, int line, std::string op, ExprPtr lhs, ExprPtr rhs);
   ExprPtr unary();
   ExprPtr primary();

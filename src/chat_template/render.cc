@@ -31,9 +31,10 @@ std::int64_t mul_i64(std::int64_t x, std::int64_t y) {
   return z;
 }
 
-Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+// - * / // % ** (`op`, spelled `symbol` in errors).
+Value arithmetic(Expr::Op op, const std::string& symbol, const Value& a, const Value& b) {
   if (!a.is_number() || !b.is_number()) {
-    if (op == "*" && a.is_string() && b.is_int()) {
+    if (op == Expr::kMul && a.is_string() && b.is_int()) {
       const std::int64_t n = std::max<std::int64_t>(0, b.as_int());
       const std::size_t size = a.as_string().size();
       if (size > 0 && static_cast<std::uint64_t>(n) > kMaxOutputBytes / size)
@@ -42,14 +43,14 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       for (std::int64_t i = 0; i < n; ++i) out += a.as_string();
       return Value(std::move(out));
     }
-    throw RenderError("unsupported operand types for " + op + ": " + std::string(a.type_name()) +
-                      " and " + std::string(b.type_name()));
+    throw RenderError("unsupported operand types for " + symbol + ": " +
+                      std::string(a.type_name()) + " and " + std::string(b.type_name()));
   }
   const bool ints = !a.is_float() && !b.is_float();
-  if (ints && op != "/" && op != "**") {
+  if (ints && op != Expr::kDiv && op != Expr::kPow) {
     const std::int64_t x = a.as_int(), y = b.as_int();
-    if (op == "-") return Value(sub_i64(x, y));
-    if (op == "*") return Value(mul_i64(x, y));
+    if (op == Expr::kSub) return Value(sub_i64(x, y));
+    if (op == Expr::kMul) return Value(mul_i64(x, y));
     if (y == 0) throw RenderError("division by zero");
     if (y == -1 && x == std::numeric_limits<std::int64_t>::min()) overflow();
     std::int64_t q = x / y, r = x % y;
@@ -57,12 +58,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       --q;
       r += y;
     }
-    return Value(op == "//" ? q : r);
+    return Value(op == Expr::kFloorDiv ? q : r);
   }
   const double x = a.as_number(), y = b.as_number();
-  if (op == "-") return Value(x - y);
-  if (op == "*") return Value(x * y);
-  if (op == "**") {
+  if (op == Expr::kSub) return Value(x - y);
+  if (op == Expr::kMul) return Value(x * y);
+  if (op == Expr::kPow) {
     const double p = std::pow(x, y);
     if (!ints || b.as_int() < 0) return Value(p);
     // 2^63 is the first double outside int64.
@@ -70,8 +71,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return Value(static_cast<std::int64_t>(p));
   }
   if (y == 0) throw RenderError("division by zero");
-  if (op == "/") return Value(x / y);
-  if (op == "//") return Value(std::floor(x / y));
+  if (op == Expr::kDiv) return Value(x / y);
+  if (op == Expr::kFloorDiv) return Value(std::floor(x / y));
   return Value(x - y * std::floor(x / y));
 }
 
@@ -124,6 +125,25 @@ std::vector<std::size_t> slice_indices(std::int64_t n, const Value& start, const
   return out;
 }
 
+// `loop` in a for loop's body at item i of `items`. Built in place: a Dict
+// from an initializer list copies each key and value twice (~9 % of a
+// 100k-token conversation's render, perf/gateway_pick.cc).
+Value loop_variable(const List& items, std::int64_t i) {
+  const auto n = static_cast<std::int64_t>(items.size());
+  Dict loop;
+  loop.reserve(9);
+  loop.emplace_back("index", Value(i + 1));
+  loop.emplace_back("index0", Value(i));
+  loop.emplace_back("revindex", Value(n - i));
+  loop.emplace_back("revindex0", Value(n - i - 1));
+  loop.emplace_back("first", Value(i == 0));
+  loop.emplace_back("last", Value(i == n - 1));
+  loop.emplace_back("length", Value(n));
+  loop.emplace_back("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value());
+  loop.emplace_back("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value());
+  return Value(std::move(loop));
+}
+
 }  // namespace
 
 Renderer::Renderer(Dict scope, std::string& out, const RenderOptions& options)
@@ -136,10 +156,36 @@ Renderer::Renderer(Dict scope, std::string& out, const RenderOptions& options)
 
 void Renderer::run(const Body& body) { exec(body); }
 
-void Renderer::emit(const std::string& text) {
-  if (out_->size() + text.size() > max_output_bytes_)
+void Renderer::make_room(std::size_t size) const {
+  if (out_->size() + size > max_output_bytes_)
     throw RenderError("output over " + std::to_string(max_output_bytes_) + " bytes");
+}
+
+void Renderer::emit(const std::string& text) {
+  make_room(text.size());
   *out_ += text;
+}
+
+// {{ e }}. A string is written as it is, and a + chain of strings one operand
+// after the other: the chat templates' '<|im_start|>' + message.role + '\n' +
+// message.content + … otherwise copied each message's content twice more
+// (joined, then str()) before writing it.
+void Renderer::output(const Expr& e) {
+  if (e.kind == Expr::kBinary && e.op == Expr::kAdd) {
+    std::vector<Value> run;
+    std::size_t size = 0;
+    Value folded;
+    if (!sum_strings(e, run, size, folded)) return output(folded);
+    make_room(size);
+    for (const Value& s : run) *out_ += s.as_string();
+    return;
+  }
+  output(eval(e));
+}
+
+void Renderer::output(const Value& v) {
+  if (v.is_string()) return emit(v.as_string());
+  emit(v.str());
 }
 
 Value Renderer::lookup(const std::string& name) {
@@ -184,7 +230,7 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
       case Stmt::kOutput: {
         const std::size_t reads = watched_reads_;
         const std::size_t before = root_->size();
-        emit(eval(*s.expr).str());
+        output(*s.expr);
         if (watched_reads_ != reads && out_ == root_) {
           probe_->watched_output_bytes += root_->size() - before;
         }
@@ -249,16 +295,7 @@ Renderer::Flow Renderer::exec_for(const Stmt& s) {
   for (std::int64_t i = 0; i < n; ++i) {
     if (++iterations_ > kMaxLoopIterations) throw RenderError("too many loop iterations");
     bind(items[static_cast<std::size_t>(i)]);
-    assign("loop",
-           Value(Dict{{"index", Value(i + 1)},
-                      {"index0", Value(i)},
-                      {"revindex", Value(n - i)},
-                      {"revindex0", Value(n - i - 1)},
-                      {"first", Value(i == 0)},
-                      {"last", Value(i == n - 1)},
-                      {"length", Value(n)},
-                      {"previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value()},
-                      {"nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value()}}));
+    assign("loop", loop_variable(items, i));
     if (exec(s.body) == Flow::kBreak) break;
   }
   frames_.pop_back();
@@ -360,7 +397,10 @@ Value Renderer::eval(const Expr& e) {
         return Value(Function(
             [object, name](Args& a, Kwargs& kw) { return call_method(object, name, a, kw); }));
       }
-      return eval_index(object, Value(e.name));
+      // eval_index() with the name as a key, without making it a Value (a
+      // string allocated per message.role / message.content).
+      if (object.is_dict() || object.is_namespace()) return object.member(e.name);
+      return Value();
     }
     case Expr::kIndex:
       return eval_index(eval(*e.args[0]), eval(*e.args[1]));
@@ -376,9 +416,9 @@ Value Renderer::eval(const Expr& e) {
     }
     case Expr::kUnary: {
       const Value v = eval(*e.args[0]);
-      if (e.name == "not") return Value(!v.truthy());
+      if (e.op == Expr::kNot) return Value(!v.truthy());
       if (!v.is_number()) throw RenderError("bad operand type for unary " + e.name);
-      if (e.name == "+") return v;
+      if (e.op == Expr::kPos) return v;
       if (v.is_float()) return Value(-v.as_number());
       return Value(sub_i64(0, v.as_int()));
     }
@@ -399,16 +439,6 @@ Value Renderer::eval(const Expr& e) {
   return Value();
 }
 
-// The terms of a + b + c + …, which parses as ((a + b) + c) + …, in order.
-static void sum_terms(const Expr& e, std::vector<const Expr*>& out) {
-  if (e.kind == Expr::kBinary && e.name == "+") {
-    sum_terms(*e.args[0], out);
-    out.push_back(e.args[1].get());
-  } else {
-    out.push_back(&e);
-  }
-}
-
 // A + chain, left to right as Jinja adds. Its leading run of strings is
 // joined once at its final size: a chat template's
 // '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n'
@@ -416,30 +446,43 @@ static void sum_terms(const Expr& e, std::vector<const Expr*>& out) {
 // conversation's render was ~40 % of its pick, perf/gateway_pick.cc).
 Value Renderer::eval_sum(const Expr& e) {
   // One "+" (loop.index0 + 1 and the like): nothing to join, nothing to collect.
-  const Expr& left = *e.args[0];
-  if (left.kind != Expr::kBinary || left.name != "+") {
-    const Value a = eval(left);
+  if (e.args.size() == 2) {
+    const Value a = eval(*e.args[0]);
     return add(a, eval(*e.args[1]));
   }
-  std::vector<const Expr*> terms;
-  sum_terms(e, terms);
-  Value first = eval(*terms[0]);
-  if (!first.is_string()) return fold_sum(std::move(first), terms, 1);
-  std::size_t size = first.as_string().size();
-  std::vector<Value> run{std::move(first)};
-  for (std::size_t i = 1; i < terms.size(); ++i) {
-    Value v = eval(*terms[i]);
-    if (!v.is_string()) return fold_sum(add(join(run, size), v), terms, i + 1);
+  std::vector<Value> run;
+  std::size_t size = 0;
+  Value folded;
+  if (!sum_strings(e, run, size, folded)) return folded;
+  return join(run, size);
+}
+
+bool Renderer::sum_strings(const Expr& e, std::vector<Value>& run, std::size_t& size,
+                           Value& folded) {
+  Value first = eval(*e.args[0]);
+  if (!first.is_string()) {
+    folded = fold_sum(std::move(first), e, 1);
+    return false;
+  }
+  run.reserve(e.args.size());
+  size = first.as_string().size();
+  run.push_back(std::move(first));
+  for (std::size_t i = 1; i < e.args.size(); ++i) {
+    Value v = eval(*e.args[i]);
+    if (!v.is_string()) {
+      folded = fold_sum(add(join(run, size), v), e, i + 1);
+      return false;
+    }
     size += v.as_string().size();
     check_built(size);
     run.push_back(std::move(v));
   }
-  return join(run, size);
+  return true;
 }
 
-// The rest of a + chain from terms[i], one "+" at a time.
-Value Renderer::fold_sum(Value acc, const std::vector<const Expr*>& terms, std::size_t i) {
-  for (; i < terms.size(); ++i) acc = add(acc, eval(*terms[i]));
+// The rest of the + chain `e` from its operand i, one "+" at a time.
+Value Renderer::fold_sum(Value acc, const Expr& e, std::size_t i) {
+  for (; i < e.args.size(); ++i) acc = add(acc, eval(*e.args[i]));
   return acc;
 }
 
@@ -452,24 +495,34 @@ Value Renderer::join(const std::vector<Value>& strings, std::size_t size) {
 }
 
 Value Renderer::eval_binary(const Expr& e) {
-  if (e.name == "+") return eval_sum(e);
+  if (e.op == Expr::kAdd) return eval_sum(e);
   const Value a = eval(*e.args[0]);
   const Value b = eval(*e.args[1]);
-  const std::string& op = e.name;
-  if (op == "~") {
-    std::string as = a.str(), bs = b.str();
-    check_built(as.size() + bs.size());
-    return Value(as + bs);
+  switch (e.op) {
+    case Expr::kConcat: {
+      std::string as = a.str(), bs = b.str();
+      check_built(as.size() + bs.size());
+      return Value(as + bs);
+    }
+    case Expr::kEq:
+      return Value(equal(a, b));
+    case Expr::kNe:
+      return Value(!equal(a, b));
+    case Expr::kLt:
+      return Value(less(a, b));
+    case Expr::kGt:
+      return Value(less(b, a));
+    case Expr::kLe:
+      return Value(!less(b, a));
+    case Expr::kGe:
+      return Value(!less(a, b));
+    case Expr::kIn:
+      return Value(contains(b, a));
+    case Expr::kNotIn:
+      return Value(!contains(b, a));
+    default:
+      return arithmetic(e.op, e.name, a, b);
   }
-  if (op == "==") return Value(equal(a, b));
-  if (op == "!=") return Value(!equal(a, b));
-  if (op == "<") return Value(less(a, b));
-  if (op == ">") return Value(less(b, a));
-  if (op == "<=") return Value(!less(b, a));
-  if (op == ">=") return Value(!less(a, b));
-  if (op == "in") return Value(contains(b, a));
-  if (op == "not in") return Value(!contains(b, a));
-  return arithmetic(op, a, b);
 }
 
 Value Renderer::eval_index(const Value& object, const Value& key) {

@@ -26,14 +26,24 @@ class Renderer {
   Value eval(const Expr& e);
   Value eval_binary(const Expr& e);
   Value eval_sum(const Expr& e);
-  Value fold_sum(Value acc, const std::vector<const Expr*>& terms, std::size_t i);
+  // Adds the + chain `e` left to right. While its operands are strings they
+  // are collected in `run` (`size`: their bytes, bounded as + bounds what it
+  // builds) and true returned; from the first other operand on the chain is
+  // added one "+" at a time into `folded`, false returned.
+  bool sum_strings(const Expr& e, std::vector<Value>& run, std::size_t& size, Value& folded);
+  Value fold_sum(Value acc, const Expr& e, std::size_t i);
   static Value join(const std::vector<Value>& strings, std::size_t size);
   Value eval_index(const Value& object, const Value& key);
   Value eval_slice(const Expr& e);
   Value eval_call(const Expr& e);
   Value lookup(const std::string& name);
   void assign(const std::string& name, Value value);
+  // Throws RenderError when `size` more bytes would pass the output limit.
+  void make_room(std::size_t size) const;
   void emit(const std::string& text);
+  // Writes the value of `{{ e }}` (str() of it) to the output.
+  void output(const Expr& e);
+  void output(const Value& v);
 
   std::vector<Dict> frames_;
   std::string* out_;

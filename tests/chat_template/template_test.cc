@@ -103,6 +103,17 @@ TEST_CASE("raise_exception, type errors and limits fail the render, never crash"
   CHECK(render_error("{{ 1 + 2 + 'c' }}") ==
         "line 1: unsupported operand types for +: integer and string");
   CHECK(render_error("{{ 'a' + raise_exception('raised first') + 1 }}") == "line 1: raised first");
+  // A parenthesized chain on the left adds as one chain; on the right it is
+  // added first, as its own value.
+  CHECK(render("{{ ('a' + b) + 'c' }}|{{ 'a' + (b + 'c') }}|{{ (1 + 2) + 3 }}|{{ 1 - 2 + 3 }}",
+               {{"b", Value("B")}}) == "aBc|aBc|6|2");
+  CHECK(render_error("{{ 'a' + (1 + 2) }}") ==
+        "line 1: unsupported operand types for +: string and integer");
+  CHECK(render_error("{{ 1 + ('a' + 'b') }}") ==
+        "line 1: unsupported operand types for +: integer and string");
+  CHECK(render_error("{{ 'a' - 'b' }}") ==
+        "line 1: unsupported operand types for -: string and string");
+  CHECK(render_error("{{ -'a' }}") == "line 1: bad operand type for unary -");
   CHECK(render_error("{{ 1 // 0 }}") == "line 1: division by zero");
   CHECK(render_error("{% for i in range(200000) %}{% endfor %}") == "line 1: range() too long");
   CHECK(render_error(
@@ -111,6 +122,49 @@ TEST_CASE("raise_exception, type errors and limits fail the render, never crash"
   CHECK(render_error("{{ 'x' * 10000000 }}") == "line 1: output over 8388608 bytes");
   CHECK(render_error("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}") ==
         "line 1: macros nested too deeply");
+}
+
+TEST_CASE("{{ }} of a string or a + chain writes exactly what str() of its value would") {
+  const Dict vars = {{"s", Value("S")},
+                     {"n", Value(2)},
+                     {"f", Value(1.5)},
+                     {"z", Value(ic::chat_template::None{})},
+                     {"l", Value(List{Value(1), Value("x")})}};
+  // Strings: written operand by operand, in an output statement and after a set.
+  CHECK(render("{{ '<' + s + '\\n' + s + '>' }}|{% set x = '<' + s + '>' %}{{ x }}{{ x + s }}",
+               vars) == "<S\nS>|<S><S>S");
+  CHECK(render("{{ s }}{{ '' + '' + '' }}{{ s + '' }}", vars) == "SS");
+  // Other operands: numbers add, lists join, and the result is written as str().
+  CHECK(render("{{ n + n + f }}|{{ n + 1 }}|{{ l + l + [none] }}|{{ z }}|{{ undefined_name }}",
+               vars) == "5.5|3|[1, 'x', 1, 'x', None]|None|");
+  // Mixed: the first operand that cannot be added fails the render, as Jinja2.
+  CHECK(render_error("{{ s + s + n }}", vars) ==
+        "line 1: unsupported operand types for +: string and integer");
+  CHECK(render_error("{{ s + z + s }}", vars) ==
+        "line 1: unsupported operand types for +: string and none");
+  CHECK(render_error("{{ n + s + s }}", vars) ==
+        "line 1: unsupported operand types for +: integer and string");
+  CHECK(render_error("{% set x = s + s + f %}", vars) ==
+        "line 1: unsupported operand types for +: string and float");
+  // The output limit counts the whole chain before any of it is written.
+  std::string error, out;
+  auto t = Template::parse("ab{{ s + s + s }}", error);
+  REQUIRE(t != nullptr);
+  CHECK_FALSE(t->render(vars, out, error, {.max_output_bytes = 4}));
+  CHECK(error == "line 1: output over 4 bytes");
+  CHECK(out == "ab");
+  CHECK(t->render(vars, out, error, {.max_output_bytes = 5}));
+  CHECK(out == "abSSS");
+}
+
+TEST_CASE("loop holds every field at every item") {
+  CHECK(render("{% for x in [1, 2, 3] %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}"
+               "{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}"
+               "{{ loop.previtem }}{{ loop.nextitem }};{% endfor %}") ==
+        "1032TrueFalse32;2121FalseFalse313;3210FalseTrue32;");
+  // A filtered loop counts what passes.
+  CHECK(render("{% for x in [1, 2, 3, 4] if x is even %}{{ loop.index }}/{{ loop.length }}"
+               "{% endfor %}") == "1/22/2");
 }
 
 TEST_CASE("a template's own work is bounded too: memory, macro calls, nesting") {
