@@ -106,14 +106,17 @@ void settle_booking(index::Shard& shard, std::int64_t now_wall_us, const PickReq
 }
 
 // The endpoints with stats for (tenant, model) on `shard` and their pressure,
-// of every model of the tenant when none is named: at most kMaxCandidates,
-// from at most kMaxReportsVisited reports, in the order they first reported.
+// of every model of the tenant (each endpoint once) when none is named: at
+// most kMaxCandidates, from at most kMaxReportsVisited visits, in the order
+// they first reported.
 std::vector<std::pair<std::string, float>> reported(const index::Shard& shard,
                                                     const std::string& tenant,
                                                     const std::string& model) {
   std::vector<std::pair<std::string, float>> known;
-  const index::Shard::ReporterFn keep = [&known](std::string_view replica, float pressure) {
-    if (is_endpoint(replica)) known.emplace_back(replica, pressure);
+  // Views of the index's own names, alive while the visit runs.
+  std::unordered_set<std::string_view> seen;
+  const index::Shard::ReporterFn keep = [&known, &seen](std::string_view replica, float pressure) {
+    if (is_endpoint(replica) && seen.insert(replica).second) known.emplace_back(replica, pressure);
     return known.size() < kMaxCandidates;
   };
   if (model.empty()) {

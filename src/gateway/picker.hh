@@ -28,8 +28,8 @@
 // eligible endpoint the owner knows had more prefill work queued than that
 // before this request (the work-aware ranking's booked work,
 // index::Shard::queued_work), the answer is kShed (the stream answers 429)
-// and nothing is booked. A pick among the pool tenant's endpoints is bounded
-// by the pool tenant's queues (and books nothing).
+// and nothing is booked. A pick among the pool tenant's endpoints for a named
+// model is bounded by the pool tenant's queues (and books nothing).
 //
 // Bookings (docs/ranking.md "Feedback"): the lookup books its top replica;
 // on the owner, before anything else runs there, a booked replica the answer
@@ -70,8 +70,9 @@ inline constexpr std::size_t kPickReasonCount = 6;
 // many as it reads, kMaxSubsetEndpoints); an InferencePool's endpoints are
 // far fewer, a hostile reporter's are not.
 inline constexpr std::size_t kMaxCandidates = 1024;
-// Reports the owner core reads for them at most (replica ids that are not
-// endpoints included): its share of a pick stays bounded.
+// Visits the owner core makes for them at most (a report is one, replica ids
+// that are not endpoints included; with no model named, each model of the
+// pool tenant is one too): its share of a pick stays bounded.
 inline constexpr std::size_t kMaxReportsVisited = 4096;
 
 struct PickRequest {

@@ -62,7 +62,11 @@ void Shard::Impl::for_each_reporter_any_model(std::string_view tenant, std::size
                                               const Shard::ReporterFn& fn) const {
   const std::uint32_t t = tenants.find(tenant);
   if (tenant == config::kReservedTenant || t == kNone || t >= tenant_recs.size()) return;
+  // Each model visited costs one visit too: a tenant's models without stats
+  // (entries only) are as many as a peer sends.
   for (const std::uint32_t tm : tenant_recs[t].tms) {
+    if (max_visits == 0) return;
+    --max_visits;
     if (!visit_reporters(tms[tm], &max_visits, fn)) return;
   }
 }

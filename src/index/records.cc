@@ -85,6 +85,7 @@ std::uint32_t Shard::Impl::get_or_create_tm(std::uint32_t tenant, std::uint32_t 
   models.ref(model);
   tm_ids.emplace(id, tm);
   TenantRec& t = tenant_rec(tenant);
+  r.in_tenant = static_cast<std::uint32_t>(t.tms.size());
   t.tms.push_back(tm);
   if (t.tms.size() == 1) {
     refresh_tenant_policy(tenant);
@@ -99,9 +100,11 @@ void Shard::Impl::maybe_remove_tm(std::uint32_t tm) {
   if (r.domain_count != 0 || !r.stats.empty()) return;
   tm_ids.erase((std::uint64_t{r.tenant} << 32) | r.model);
   TenantRec& t = tenant_recs[r.tenant];
-  const auto mine = std::find(t.tms.begin(), t.tms.end(), tm);
-  IC_CHECK(mine != t.tms.end(), "a (tenant, model) record is listed by its tenant");
-  t.tms.erase(mine);
+  IC_CHECK(r.in_tenant < t.tms.size() && t.tms[r.in_tenant] == tm,
+           "a (tenant, model) record is listed by its tenant");
+  t.tms[r.in_tenant] = t.tms.back();
+  tms[t.tms.back()].in_tenant = r.in_tenant;
+  t.tms.pop_back();
   if (t.tms.empty()) {
     unlist(t);
     t = TenantRec{};

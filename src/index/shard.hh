@@ -255,8 +255,8 @@ class Shard {
   using ReporterFn = std::function<bool(std::string_view replica, float pressure)>;
   void for_each_reporter(std::string_view tenant, std::string_view model, std::size_t max_visits,
                          const ReporterFn& fn) const;
-  // The same over every model of `tenant`, its models in the order they were
-  // first reported (a replica once per model that reports it).
+  // The same over every model of `tenant`, in no order of models (a replica
+  // once per model that reports it); each model visited costs a visit too.
   void for_each_reporter_any_model(std::string_view tenant, std::size_t max_visits,
                                    const ReporterFn& fn) const;
 

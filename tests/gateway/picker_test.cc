@@ -252,6 +252,7 @@ TEST_CASE_FIXTURE(Picker, "a tenant without reports picks among the pool tenant'
   // No model named (a body that did not parse): the pool's endpoints of every
   // model, for the pool tenant itself too.
   report(kC, ids(1, 16), tenant, "m2");
+  report(kA, ids(1, 16), tenant, "m2");  // each endpoint once
   for (const std::string& who : {newcomer, tenant}) {
     p = pick_as(who, "", {});
     CHECK(p.endpoints == std::vector<std::string>{kB, kA, kC});

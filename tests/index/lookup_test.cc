@@ -536,12 +536,13 @@ TEST_CASE("reserved tenant: ingest dropped, NO_HINT with zero latency, empty sta
 
 TEST_CASE("for_each_reporter: GetCacheState's replicas in report order, bounded; of every model") {
   Harness h;
-  auto report = [&h](const char* model, const char* replica, float pressure) {
+  auto report = [&h](const char* model, const char* replica, float pressure,
+                     const char* tenant = "t", std::int64_t at = kNow) {
     pb::CacheStateUpdate u;
-    u.set_tenant_id("t");
+    u.set_tenant_id(tenant);
     u.set_model_id(model);
     u.set_replica_id(replica);
-    u.set_timestamp_us(kNow);
+    u.set_timestamp_us(at);
     u.mutable_stats()->set_pressure(pressure);
     h.ingest(u);
   };
@@ -573,10 +574,21 @@ TEST_CASE("for_each_reporter: GetCacheState's replicas in report order, bounded;
   // Every model, in the order the models were first reported; one budget for all.
   CHECK(visit("t", nullptr, 10, 10) ==
         Seen{{"r3", 0.3f}, {"r1", 0.1f}, {"r2", 0.2f}, {"r2", 0.05f}, {"r4", 0.4f}});
-  CHECK(visit("t", nullptr, 4, 10) ==
-        Seen{{"r3", 0.3f}, {"r1", 0.1f}, {"r2", 0.2f}, {"r2", 0.05f}});
+  // Each model costs a visit too: m, its three, m2, then the budget is spent.
+  CHECK(visit("t", nullptr, 5, 10) == Seen{{"r3", 0.3f}, {"r1", 0.1f}, {"r2", 0.2f}});
   CHECK(visit("t", nullptr, 10, 2) == Seen{{"r3", 0.3f}, {"r1", 0.1f}});
   CHECK(visit("nobody", nullptr, 10, 10).empty());
+  // A model whose stats expire leaves its tenant's list; the last model takes its place.
+  report("a", "ra", 0.f, "u", kNow - 40 * kMin);
+  report("b", "rb", 0.f, "u");
+  report("c", "rc", 0.f, "u");
+  CHECK(visit("u", nullptr, 10, 10) == Seen{{"ra", 0.f}, {"rb", 0.f}, {"rc", 0.f}});
+  while (!h.shard->sweep_slice(h.clock.wall, 1000)) {
+  }
+  CHECK(visit("u", nullptr, 10, 10) == Seen{{"rc", 0.f}, {"rb", 0.f}});
+  report("d", "rd", 0.f, "u");
+  CHECK(visit("u", nullptr, 10, 10) == Seen{{"rc", 0.f}, {"rb", 0.f}, {"rd", 0.f}});
+  CHECK(visit("u", "a", 10, 10).empty());
 }
 
 TEST_CASE("TIMEOUT: highest precedence, from lookupTimeoutMs or the caller's deadline") {

@@ -160,6 +160,7 @@ struct TmRec {
   std::uint32_t tenant = kNone, model = kNone;
   std::int64_t key_count = 0;
   std::uint32_t domain_count = 0;
+  std::uint32_t in_tenant = 0;  // its place in its TenantRec::tms (O(1) removal)
   std::vector<StatsRec> stats;
   bool live = false;
 };
@@ -185,8 +186,9 @@ struct ScopeRec {
 
 struct TenantRec {
   std::int64_t key_count = 0;
-  // Its (tenant, model) records (indexes into tms), in creation order: the
-  // models a tenant reports, for a look at all of them (Shard::reporters).
+  // Its (tenant, model) records (indexes into tms), in no order (a removal
+  // moves the last into the gap): for a look at all of a tenant's models
+  // (Shard::for_each_reporter_any_model) without scanning the shard.
   std::vector<std::uint32_t> tms;
   // Cached from the PolicySet (set_policies / creation).
   std::int64_t ttl_us = 0;
