@@ -82,13 +82,4 @@ std::vector<std::string> EndpointLoad::known() const {
   return out;
 }
 
-void EndpointLoad::order_by_load(std::vector<std::string>& endpoints) const {
-  std::stable_sort(endpoints.begin(), endpoints.end(),
-                   [this](const std::string& a, const std::string& b) {
-                     const Rank ra = rank(a), rb = rank(b);
-                     if (ra.in_flight != rb.in_flight) return ra.in_flight < rb.in_flight;
-                     return ra.ttft_us < rb.ttft_us;
-                   });
-}
-
 }  // namespace ic::gateway

@@ -31,8 +31,8 @@ class EndpointLoad {
   // Its response ended or the stream went away (−1 in flight).
   void ended(std::string_view endpoint, std::int64_t now_us);
 
-  // What orders `endpoint` among others (order_by_load): requests in flight,
-  // then the mean time to first byte, µs (0 = none measured).
+  // What orders `endpoint` among others (gateway/picker.cc's picks by load):
+  // requests in flight, then the mean time to first byte, µs (0 = none measured).
   struct Rank {
     std::uint32_t in_flight = 0;
     std::int64_t ttft_us = 0;
@@ -44,10 +44,6 @@ class EndpointLoad {
   std::int64_t mean_ttft_us(std::string_view endpoint) const;
   // Endpoints this core has sent requests to, in no order.
   std::vector<std::string> known() const;
-
-  // Sorts `endpoints` stably: fewest in flight first, then the shorter mean
-  // time to first byte (unmeasured counts as 0).
-  void order_by_load(std::vector<std::string>& endpoints) const;
 
   // This core's table.
   static EndpointLoad& local();

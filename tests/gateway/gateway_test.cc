@@ -278,16 +278,18 @@ TEST_CASE("endpoints: ip:port only, ordered by load") {
   load.first_byte("b:1", 800, 4);
   load.first_byte("b:1", 1600, 5);  // mean moves 1/8 of the way
   CHECK(load.mean_ttft_us("b:1") == 900);
-  std::vector<std::string> order = {"a:1", "b:1", "c:1"};
-  load.order_by_load(order);
-  CHECK(order == std::vector<std::string>{"c:1", "b:1", "a:1"});
+  auto rank = [&load](const char* endpoint) {
+    const ic::gateway::EndpointLoad::Rank r = load.rank(endpoint);
+    return std::to_string(r.in_flight) + "/" + std::to_string(r.ttft_us);
+  };
+  CHECK(rank("a:1") == "2/0");
+  CHECK(rank("b:1") == "1/900");
+  CHECK(rank("c:1") == "0/0");
   load.ended("a:1", 6);
   load.ended("a:1", 7);
   load.ended("a:1", 8);  // never below 0
   CHECK(load.in_flight("a:1") == 0);
-  order = {"b:1", "a:1"};
-  load.order_by_load(order);
-  CHECK(order == std::vector<std::string>{"a:1", "b:1"});
+  CHECK(rank("a:1") == "0/0");
 }
 
 TEST_CASE(
