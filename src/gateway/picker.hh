@@ -80,7 +80,8 @@ struct PickRequest {
   // Whose reports list the pool's endpoints when tenant_id has none: the
   // engines' tenant (GatewayConfig::default_tenant, the adapter's
   // --tenant-id); "" = none. Only this tenant's reports reach other tenants'
-  // picks, so one tenant's reporter cannot attract another's requests.
+  // picks: a report as tenant B adds nothing to tenant C's (reports are not
+  // authenticated; docs/gateway.md "Endpoints").
   std::string pool_tenant;
   std::string model_id;                            // "" when the body named none
   std::string hash_scheme;                         // of the reports (GatewayConfig::hash_scheme)
