@@ -1,6 +1,6 @@
 #include "gateway/message_cache.hh"
 
-#include <xxhash.h>
+#include "base/long_hash.hh"
 
 #include <utility>
 

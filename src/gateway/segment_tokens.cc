@@ -1,6 +1,6 @@
 #include "gateway/segment_tokens.hh"
 
-#include <xxhash.h>
+#include "base/long_hash.hh"
 
 #include <utility>
 
