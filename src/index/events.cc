@@ -3,6 +3,7 @@
 // PREFIX_ADDED and unknown types are acknowledged no-ops. PREFIX_EVICTED and
 // ALL_CLEARED also free LookupPDRoute's decode slots (decode_bookings.cc).
 
+#include "base/check.hh"
 #include "index/detail/shard_impl.hh"
 
 namespace ic::index {
@@ -71,6 +72,8 @@ std::size_t Shard::Impl::clear_replica(const Event& ev, std::uint32_t tenant, st
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (it->replica != replica) continue;
       v.erase(it);
+      IC_CHECK(stats_total > 0, "the stats entry count covers every entry");
+      --stats_total;
       cleared = true;
       replicas.release(replica);
       maybe_remove_tm(tm);

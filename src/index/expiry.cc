@@ -1,6 +1,7 @@
 // Expiry (docs/index.md "Expiry (TTL)"): the bounded TTL sweep of entries
 // and, at the end of each pass, of stats entries.
 
+#include "base/check.hh"
 #include "index/detail/shard_impl.hh"
 
 namespace ic::index {
@@ -16,6 +17,8 @@ void Shard::Impl::expire_stats(std::int64_t now) {
       if (now - r.stats[i].last_seen < ttl) continue;
       const std::uint32_t replica = r.stats[i].replica;
       r.stats.erase(r.stats.begin() + static_cast<std::ptrdiff_t>(i));
+      IC_CHECK(stats_total > 0, "the stats entry count covers every entry");
+      --stats_total;
       replicas.release(replica);
     }
     maybe_remove_tm(tm);

@@ -103,17 +103,24 @@ void Shard::Impl::upsert(std::uint32_t domain, std::string_view bytes, std::uint
   if (sink != nullptr) report_upsert(e);
 }
 
-std::int64_t Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
-                                      const ReplicaStats& s, std::int64_t seen) {
+std::optional<std::int64_t> Shard::Impl::apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
+                                                     const ReplicaStats& s, std::int64_t seen) {
   auto& v = tms[tm].stats;
   StatsRec* rec = nullptr;
   for (StatsRec& x : v) {
     if (x.replica == replica_ref) rec = &x;
   }
   if (rec == nullptr) {
+    // Bounded: a peer inventing replica ids would otherwise grow this list
+    // (and the scan above, on every update) without end.
+    if (v.size() >= cfg.max_stats_per_model || stats_total >= cfg.max_stats_entries) {
+      ++stats_refused;
+      return std::nullopt;
+    }
     replicas.ref(replica_ref);
     rec = &v.emplace_back();
     rec->replica = replica_ref;
+    ++stats_total;
   }
   rec->cache_memory_bytes = s.cache_memory_bytes;
   rec->hit_rate = finite_or_zero(s.hit_rate);
@@ -218,17 +225,19 @@ IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
     const std::uint32_t tm = get_or_create_tm(t, m);
     tenants.release(t);
     models.release(m);
-    const std::int64_t requests = apply_stats(tm, replica, *u.stats, seen);
+    const std::optional<std::int64_t> requests = apply_stats(tm, replica, *u.stats, seen);
     // Stats name the scope by the update's hash scheme (the KV-event adapter
     // sends its own): one lookup, only for an idle replica or one whose
     // pressure counts its requests.
-    if (u.stats->pressure == 0) {
+    if (!requests) {
+      maybe_remove_tm(tm);  // made for these stats alone: nothing holds it
+    } else if (u.stats->pressure == 0) {
       settle_idle(find_scope(tm, schemes.find(u.hash_scheme)), replica, std::min(seen, now), now);
-    } else if (requests > 0) {
-      settle_count(find_scope(tm, schemes.find(u.hash_scheme)), replica, requests,
+    } else if (*requests > 0) {
+      settle_count(find_scope(tm, schemes.find(u.hash_scheme)), replica, *requests,
                    std::min(seen, now), now);
     }
-    if (tenant == kNone) tenant = t;
+    if (tenant == kNone && requests) tenant = t;
   }
   replicas.release(replica);
   settle_ingest(tenant, r);

@@ -121,6 +121,8 @@ bool Shard::sweep_slice(std::int64_t now_wall_us, std::size_t budget) {
 std::int64_t Shard::entry_count() const noexcept { return impl_->entry_total; }
 std::int64_t Shard::key_count() const noexcept { return impl_->key_total; }
 const EvictionCounters& Shard::eviction_counters() const noexcept { return impl_->evictions; }
+std::size_t Shard::stats_entry_count() const noexcept { return impl_->stats_total; }
+std::uint64_t Shard::stats_refused() const noexcept { return impl_->stats_refused; }
 
 void Shard::for_each_tenant_eviction(
     const std::function<void(std::string_view, std::uint64_t)>& fn) const {

@@ -48,7 +48,14 @@ struct IndexConfig {
   std::int32_t slo_tight_ttft_ms = 200;  // SLO is tight when 0 < ttft_ms < this
   double slo_bias = 1.0;                 // slo_bias = 1 + fresh × bias when tight
   std::int64_t tenant_hot_window_us = 5LL * 60 * 1'000'000;  // 0 disables TENANT_HOT
-  double tenant_hot_min_hit_rate = 0.1;    // TENANT_HOT candidates need hit_rate ≥ this
+  double tenant_hot_min_hit_rate = 0.1;  // TENANT_HOT candidates need hit_rate ≥ this
+  // Stats entries, one per (tenant, model, replica) whose updates carry stats
+  // (docs/index.md "Ingest" step 5): at most max_stats_per_model per (tenant,
+  // model) and max_stats_entries per shard. Stats of a replica new to its
+  // (tenant, model) past either bound are refused (Shard::stats_refused), the
+  // rest of its update applied; stats already held keep being refreshed.
+  std::size_t max_stats_per_model = 4'096;
+  std::size_t max_stats_entries = 65'536;
   std::size_t max_token_ids = 1'048'576;   // more token_ids → fail-open NO_HINT
   std::size_t max_prompt_bytes = 1 << 20;  // longer prompt_text → fail-open NO_HINT
   // Ranking of tenants whose policy does not choose one (`--ranking`, docs/ranking.md).
@@ -297,6 +304,10 @@ class Shard {
   std::int64_t key_count() const noexcept;
   // Cap/TTL evictions since start.
   const EvictionCounters& eviction_counters() const noexcept;
+  // Stats entries held, and stats of a new (tenant, model, replica) refused
+  // at IndexConfig's bounds since start.
+  std::size_t stats_entry_count() const noexcept;
+  std::uint64_t stats_refused() const noexcept;
   // Visits (tenant_id, keys evicted for reason over_entries) since start.
   void for_each_tenant_eviction(
       const std::function<void(std::string_view tenant, std::uint64_t count)>& fn) const;

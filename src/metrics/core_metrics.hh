@@ -149,6 +149,9 @@ class CoreMetrics {
         total;
   }
   void set_tenant_evictions(std::string_view tenant_id, std::uint64_t total);
+  // The shard's count of refused stats entries since start
+  // (inferencecache_index_stats_refused_total).
+  void set_index_stats_refused(std::uint64_t total) { sample_.index_stats_refused = total; }
   // (key, replica) entries in this core's shard.
   void set_core_index_entries(std::int64_t entries) { core_figures().index_entries = entries; }
   // Tasks queued in this core's inbound cross-core mailboxes.

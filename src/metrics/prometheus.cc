@@ -124,6 +124,10 @@ void render_evictions(Writer& w, const Sample& s, const Registrations& registere
                s.index_evictions[a][r]);
     }
   }
+  w.single("index_stats_refused_total", "counter",
+           "Stats of a replica new to its (tenant, model) refused at the index's bounds on stats "
+           "entries.",
+           s.index_stats_refused);
 }
 
 void render_auth(Writer& w, const Sample& s) {

@@ -45,6 +45,7 @@ void Sample::merge(const Sample& other) {
   add_maps(index_entries, other.index_entries);
   add_maps(tenant_evictions, other.tenant_evictions);
   add_arrays(index_evictions, other.index_evictions);
+  index_stats_refused += other.index_stats_refused;
   add_arrays(auth, other.auth);
   ingest_messages += other.ingest_messages;
   ingest_entries += other.ingest_entries;

@@ -62,6 +62,9 @@ struct Sample {
   // index_evictions[algorithm][reason]
   std::array<std::array<std::uint64_t, kEvictionReasonCount>, kEvictionAlgorithmCount>
       index_evictions{};
+  // Stats of a new (tenant, model, replica) refused at the index's bounds
+  // (index::Shard::stats_refused).
+  std::uint64_t index_stats_refused = 0;
   // auth[endpoint][result]
   std::array<std::array<std::uint64_t, kAuthResultCount>, kAuthEndpointCount> auth{};
   std::uint64_t ingest_messages = 0;  // CacheStateUpdate messages ingested

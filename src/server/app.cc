@@ -579,6 +579,7 @@ void App::install_collectors() {
       m.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kCap, ev.lfu_cap);
       m.set_index_evictions(EvictionAlgorithm::kLru, EvictionReason::kTtl, ev.lru_ttl);
       m.set_index_evictions(EvictionAlgorithm::kLfu, EvictionReason::kTtl, ev.lfu_ttl);
+      m.set_index_stats_refused(shard.stats_refused());
       m.set_core_index_entries(shard.entry_count());
       ic::sharding::add_replica_hits(m, shard);
       std::int64_t depth = 0;

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -129,6 +130,63 @@ TEST_CASE("ingest: timestamp 0 is now; stats NaN/Inf → 0 and replica forced; G
   out = h.cache_state("t", "nope");
   CHECK(out.replicas_size() == 0);
   CHECK(out.summary().total_prefixes() == 0);
+}
+
+// One stats-only update of `replica` for (tenant, model) with `hit_rate`.
+pb::CacheStateUpdate stats_update(const std::string& tenant, const std::string& model,
+                                  const std::string& replica, std::int64_t ts, float hit_rate) {
+  pb::CacheStateUpdate u = scoped_update(tenant, model, "vllm", replica, ts);
+  u.mutable_stats()->set_hit_rate(hit_rate);
+  return u;
+}
+
+TEST_CASE("stats entries: bounded per (tenant, model) and per shard; refused ones leave no trace") {
+  IndexConfig cfg;
+  cfg.max_stats_per_model = 2;
+  cfg.max_stats_entries = 3;
+  Harness h(cfg);
+  h.ingest(stats_update("t", "m", "r1", kNow, 0.1f));
+  h.ingest(stats_update("t", "m", "r2", kNow, 0.2f));
+  // A third replica of (t, m): its stats are refused, its entries kept.
+  pb::CacheStateUpdate third = chain_update("t", "m", "vllm", "r3", kNow, {7});
+  third.mutable_stats()->set_hit_rate(0.3f);
+  CHECK(h.ingest(third).entries_upserted == 1);
+  CHECK(h.shard->stats_refused() == 1);
+  CHECK(h.shard->stats_entry_count() == 2);
+  // Stats already held keep being refreshed at the bound.
+  h.ingest(stats_update("t", "m", "r1", kNow, 0.5f));
+  pb::GetCacheStateResponse out = h.cache_state("t", "m");
+  CHECK(out.summary().total_prefixes() == 1);
+  REQUIRE(out.replicas_size() == 2);
+  CHECK(out.replicas(0).replica_id() == "r1");
+  CHECK(out.replicas(0).hit_rate() == 0.5f);
+  CHECK(out.replicas(1).replica_id() == "r2");
+  CHECK(h.shard->stats_refused() == 1);
+
+  // The shard's bound: one more entry of another tenant, then none.
+  h.ingest(stats_update("u", "m", "r1", kNow, 0.4f));
+  CHECK(h.shard->stats_entry_count() == 3);
+  h.ingest(stats_update("v", "m", "r1", kNow, 0.6f));
+  CHECK(h.shard->stats_refused() == 2);
+  CHECK(h.shard->stats_entry_count() == 3);
+  // The refused stats-only update of tenant v made no (tenant, model) record.
+  CHECK(h.cache_state("v", "m").replicas_size() == 0);
+  std::vector<std::string> tenants;
+  for (const TenantRow& row : h.shard->collect_snapshot().tenants) tenants.push_back(row.tenant_id);
+  std::sort(tenants.begin(), tenants.end());
+  CHECK(tenants == std::vector<std::string>{"t", "u"});
+
+  // Room comes back as entries go: ALL_CLEARED of (t, m, r2), then the TTL.
+  h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "r2");
+  CHECK(h.shard->stats_entry_count() == 2);
+  h.ingest(stats_update("v", "m", "r1", kNow, 0.6f));
+  CHECK(h.shard->stats_entry_count() == 3);
+  CHECK(h.cache_state("v", "m").replicas_size() == 1);
+  h.shard->sweep_slice(kNow + 31 * kMin, 1000);
+  CHECK(h.shard->stats_entry_count() == 0);
+  h.ingest(stats_update("t", "m", "r3", kNow + 31 * kMin, 0.3f));
+  CHECK(h.shard->stats_entry_count() == 1);
+  CHECK(h.shard->stats_refused() == 2);
 }
 
 TEST_CASE("GetCacheState counts distinct keys over schemes and adapters, not entries") {

@@ -52,6 +52,7 @@ TEST_CASE("a known registry renders byte for byte") {
     self.set_core_index_entries(15);
     self.set_mailbox_depth(2);
     self.set_ring_setup_flags(12424);  // SINGLE_ISSUER|DEFER_TASKRUN|SUBMIT_ALL|CQSIZE
+    self.set_index_stats_refused(2);
   });
   core.add_tenant_evictions("team-a", 2);
   ic::templates::count_cache_bust("team-a/agent");
@@ -155,6 +156,10 @@ TEST_CASE("a known registry renders byte for byte") {
       "inferencecache_index_evictions_total{algorithm=\"lru\",reason=\"ttl\"} 0\n"
       "inferencecache_index_evictions_total{algorithm=\"lfu\",reason=\"cap\"} 0\n"
       "inferencecache_index_evictions_total{algorithm=\"lfu\",reason=\"ttl\"} 0\n"
+      "# HELP inferencecache_index_stats_refused_total Stats of a replica new to its (tenant, "
+      "model) refused at the index's bounds on stats entries.\n"
+      "# TYPE inferencecache_index_stats_refused_total counter\n"
+      "inferencecache_index_stats_refused_total 2\n"
       "# HELP inferencecache_snapshot_auth_total Auth outcomes of GET /snapshot on the control "
       "listener.\n"
       "# TYPE inferencecache_snapshot_auth_total counter\n"

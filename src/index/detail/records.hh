@@ -284,7 +284,9 @@ struct Records {
 
   std::int64_t entry_total = 0;
   std::int64_t key_total = 0;
-  std::int64_t unpublished = 0;  // entry delta not yet added to globals
+  std::size_t stats_total = 0;      // StatsRecs in every TmRec::stats
+  std::uint64_t stats_refused = 0;  // new stats entries refused at the bounds
+  std::int64_t unpublished = 0;     // entry delta not yet added to globals
 };
 
 }  // namespace ic::index::detail

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -258,9 +259,11 @@ struct Shard::Impl : detail::Records,
   void upsert(std::uint32_t domain, std::string_view bytes, std::uint64_t h, std::int32_t tokens,
               std::int64_t seen, std::uint8_t tier, std::uint32_t replica, IngestResult& r);
   // Stores `replica_ref`'s stats for (tenant, model) `tm`; returns the
-  // requests its pressure counts (running + waiting), -1 while that is unknown.
-  std::int64_t apply_stats(std::uint32_t tm, std::uint32_t replica_ref, const ReplicaStats& s,
-                           std::int64_t seen);
+  // requests its pressure counts (running + waiting), -1 while that is
+  // unknown; nullopt when a new entry would pass IndexConfig's stats bounds
+  // (nothing stored, counted in stats_refused).
+  std::optional<std::int64_t> apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
+                                          const ReplicaStats& s, std::int64_t seen);
   // The tenant quota, then the global cap, after an ingest into `tenant`.
   void settle_ingest(std::uint32_t tenant, IngestResult& r);
 
