@@ -177,9 +177,21 @@ class Server:
         finally:
             conn.close()
 
+    def scrape(self):
+        """The text of a whole /metrics scrape. /metrics answers 503 when a
+        core is late to answer (a busy sanitizer build) and its text then
+        holds no sample at all: asked again for up to 10 s."""
+        end = time.monotonic() + 10
+        status, body = self.http_get("/metrics")
+        while status == 503 and time.monotonic() < end:
+            time.sleep(0.1)
+            status, body = self.http_get("/metrics")
+        assert status == 200, (status, body[:200])
+        return body.decode()
+
     def metric(self, name, labels=""):
         """The value of one sample of /metrics (0 when absent)."""
-        text = self.http_get("/metrics")[1].decode()
+        text = self.scrape()
         key = "inferencecache_%s%s " % (name, "{%s}" % labels if labels else "")
         for line in text.splitlines():
             if line.startswith(key):
