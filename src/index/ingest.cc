@@ -135,6 +135,39 @@ std::optional<std::int64_t> Shard::Impl::apply_stats(std::uint32_t tm, std::uint
   return learn_step(*rec);
 }
 
+std::uint32_t Shard::Impl::ingest_stats(const Update& u, std::uint32_t replica, std::int64_t seen,
+                                        std::int64_t now) {
+  std::uint32_t tm = find_tm(tenants.find(u.tenant_id), models.find(u.model_id));
+  // No (tenant, model) record for stats the shard has no room for: it would
+  // intern their names for nothing (a model's name outlives it until the next
+  // /metrics scrape, which reports it drained).
+  if (tm == kNone && stats_total >= cfg.max_stats_entries) {
+    ++stats_refused;
+    return kNone;
+  }
+  if (tm == kNone) {
+    const std::uint32_t t = tenants.acquire(u.tenant_id);
+    const std::uint32_t m = models.acquire(u.model_id);
+    tm = get_or_create_tm(t, m);
+    tenants.release(t);
+    models.release(m);
+  }
+  const std::optional<std::int64_t> requests = apply_stats(tm, replica, *u.stats, seen);
+  // Stats name the scope by the update's hash scheme (the KV-event adapter
+  // sends its own): one lookup, only for an idle replica or one whose
+  // pressure counts its requests. An idle report ends the replica's bookings
+  // whether or not its stats could be held.
+  if (u.stats->pressure == 0) {
+    settle_idle(find_scope(tm, schemes.find(u.hash_scheme)), replica, std::min(seen, now), now);
+  } else if (requests && *requests > 0) {
+    settle_count(find_scope(tm, schemes.find(u.hash_scheme)), replica, *requests,
+                 std::min(seen, now), now);
+  }
+  if (requests) return tms[tm].tenant;
+  maybe_remove_tm(tm);  // made for these stats alone: nothing holds it
+  return tms[tm].live ? tms[tm].tenant : kNone;
+}
+
 void Shard::Impl::ingest_prefix(std::uint32_t domain, const PrefixReport& p, std::int64_t seen,
                                 std::uint32_t replica, IngestResult& r) {
   const std::uint8_t tier = stored_tier(p.tier);
@@ -220,24 +253,8 @@ IngestResult Shard::Impl::ingest(const Update& u, std::int64_t now) {
   // One update is one scope: settle the bookings it completed (docs/ranking.md).
   if (domain != kNone) settle_stored(domains[domain].scope, replica, now, ingest_new_entries > 0);
   if (u.stats) {
-    const std::uint32_t t = tenants.acquire(u.tenant_id);
-    const std::uint32_t m = models.acquire(u.model_id);
-    const std::uint32_t tm = get_or_create_tm(t, m);
-    tenants.release(t);
-    models.release(m);
-    const std::optional<std::int64_t> requests = apply_stats(tm, replica, *u.stats, seen);
-    // Stats name the scope by the update's hash scheme (the KV-event adapter
-    // sends its own): one lookup, only for an idle replica or one whose
-    // pressure counts its requests.
-    if (!requests) {
-      maybe_remove_tm(tm);  // made for these stats alone: nothing holds it
-    } else if (u.stats->pressure == 0) {
-      settle_idle(find_scope(tm, schemes.find(u.hash_scheme)), replica, std::min(seen, now), now);
-    } else if (*requests > 0) {
-      settle_count(find_scope(tm, schemes.find(u.hash_scheme)), replica, *requests,
-                   std::min(seen, now), now);
-    }
-    if (tenant == kNone && requests) tenant = t;
+    const std::uint32_t stats_tenant = ingest_stats(u, replica, seen, now);
+    if (tenant == kNone) tenant = stats_tenant;
   }
   replicas.release(replica);
   settle_ingest(tenant, r);

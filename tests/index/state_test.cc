@@ -189,6 +189,81 @@ TEST_CASE("stats entries: bounded per (tenant, model) and per shard; refused one
   CHECK(h.shard->stats_refused() == 2);
 }
 
+TEST_CASE("stats entries: refused stats of new (tenant, model)s intern no name") {
+  IndexConfig cfg;
+  cfg.max_stats_entries = 2;
+  Harness h(cfg);
+  h.ingest(stats_update("a", "m", "r1", kNow, 0.1f));
+  h.ingest(stats_update("b", "m", "r1", kNow, 0.1f));
+  for (int i = 0; i < 1000; ++i) {
+    h.ingest(stats_update(named("t", i), named("model", i), named("r", i), kNow, 0.2f));
+  }
+  CHECK(h.shard->stats_refused() == 1000);
+  CHECK(h.shard->stats_entry_count() == 2);
+  // Only m, whose stats are held: no name of the refused ones was interned,
+  // so none is reported, not even as drained (0).
+  std::vector<std::string> models;
+  h.shard->for_each_model_keys([&](std::string_view m, std::int64_t) { models.emplace_back(m); });
+  CHECK(models == std::vector<std::string>{"m"});
+  std::vector<std::string> tenants;
+  for (const TenantRow& row : h.shard->collect_snapshot().tenants) tenants.push_back(row.tenant_id);
+  std::sort(tenants.begin(), tenants.end());
+  CHECK(tenants == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("stats entries: the count equals the entries held under random ingest, events and TTL") {
+  IndexConfig cfg;
+  cfg.max_stats_per_model = 3;
+  cfg.max_stats_entries = 7;
+  cfg.max_entries = 40;
+  Harness h(cfg);
+  std::uint64_t x = 12345;  // xorshift64: the same sequence on every run
+  auto rnd = [&x](std::uint64_t n) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x % n;
+  };
+  std::int64_t t = kNow;
+  for (int i = 0; i < 20000; ++i) {
+    const std::string tenant = named("t", static_cast<int>(rnd(5)));
+    const std::string model = named("m", static_cast<int>(rnd(3)));
+    const std::string replica = named("r", static_cast<int>(rnd(9)));
+    t += static_cast<std::int64_t>(rnd(3)) * kMin / 4;
+    h.clock.wall = t;
+    switch (rnd(6)) {
+      case 0:
+        h.ingest(stats_update(tenant, model, replica, t, 0.1f));
+        break;
+      case 1: {
+        pb::CacheStateUpdate u =
+            chain_update(tenant, model, "vllm", replica, t, {rnd(20), rnd(20)});
+        if (rnd(2) == 1) u.mutable_stats()->set_pressure(static_cast<float>(rnd(4)) / 4);
+        h.ingest(u);
+        break;
+      }
+      case 2:
+        h.event(pb::CacheEvent::ALL_CLEARED, tenant, model, replica);
+        break;
+      case 3:
+        h.event(pb::CacheEvent::PREFIX_EVICTED, tenant, model, replica, hb(rnd(20)));
+        break;
+      case 4:
+        h.shard->sweep_slice(t, 1 + rnd(50));
+        break;
+      default:
+        h.shard->sweep_slice(t + 31 * kMin * static_cast<std::int64_t>(rnd(2)), 1000);
+        break;
+    }
+    std::size_t held = 0;
+    h.shard->export_stats([&held](const StatsView&) { ++held; });
+    INFO("step " << i);
+    REQUIRE(held == h.shard->stats_entry_count());
+    REQUIRE(held <= cfg.max_stats_entries);
+  }
+  CHECK(h.shard->stats_refused() > 0);
+}
+
 TEST_CASE("GetCacheState counts distinct keys over schemes and adapters, not entries") {
   Harness h;
   h.ingest(exact_update("t", "m", "vllm", "r1", kNow, {{1, 16}, {2, 16}}));

@@ -652,3 +652,20 @@ TEST_CASE(
   CHECK(totals() == std::pair<std::int64_t, std::int64_t>{256, 45});
   CHECK(h.lookup(chain_req("t", "m", "vllm", prompt(44), kBlock)).reason_code() == "AFFINITY_HINT");
 }
+
+TEST_CASE("stats refused at the shard's bound: the replica's idle report still ends its bookings") {
+  IndexConfig cfg;
+  cfg.max_stats_entries = 1;  // a shard whose stats room other peers took
+  Harness h(cfg, nullptr, ic::config::Ranking::kWorkAware);
+  h.ingest(idle_stats("other-peer", kNow));
+  eight_replicas(h, /*stats=*/false);
+  const std::string r = replica_of(h.lookup(chain_req("t", "m", "vllm", blocks(7000, 20), kBlock)));
+  REQUIRE(!r.empty());
+  CHECK(work_row(h, r).open_bookings == 1);
+  h.clock.wall += 500'000;  // past the report's grace
+  h.ingest(idle_stats(r, h.clock.wall));
+  CHECK(h.shard->stats_refused() == 1);
+  CHECK(h.shard->stats_entry_count() == 1);
+  CHECK(work_row(h, r).open_bookings == 0);
+  CHECK(work_row(h, r).bookings_expired == 1);
+}

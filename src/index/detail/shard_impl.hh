@@ -264,6 +264,12 @@ struct Shard::Impl : detail::Records,
   // (nothing stored, counted in stats_refused).
   std::optional<std::int64_t> apply_stats(std::uint32_t tm, std::uint32_t replica_ref,
                                           const ReplicaStats& s, std::int64_t seen);
+  // Step 5 of an ingest: the update's stats within the bounds, then the
+  // bookings they settle (an idle report settles them even when its stats
+  // were refused). Returns the tenant of the (tenant, model) record holding
+  // them, kNone when none does.
+  std::uint32_t ingest_stats(const Update& u, std::uint32_t replica, std::int64_t seen,
+                             std::int64_t now);
   // The tenant quota, then the global cap, after an ingest into `tenant`.
   void settle_ingest(std::uint32_t tenant, IngestResult& r);
 
