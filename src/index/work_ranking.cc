@@ -33,6 +33,10 @@ constexpr double kDiscoveryFactor = 4;
 // many NO_HINT probes (the growth's own, then misses only): the gateway's
 // balancer spreads them over replicas the scope may not know yet.
 constexpr std::uint32_t kGrowthProbes = 3;
+// The discovery window doubles with each probe in a row that found no new
+// replica, up to this (µs): a scope whose replicas are all known stops paying
+// for probes, and a replica added later is still found within 5 minutes.
+constexpr std::int64_t kMaxDiscoveryUs = 300'000'000;
 
 }  // namespace
 
@@ -75,6 +79,12 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
       busy && (grew || ws.probe_at == INT64_MIN || st.now - ws.probe_at >= discovery_window(ws) ||
                (ws.growth_probes > 0 && best.holder == kNone));
   if (probe) {
+    // A whole window since the last probe and no replica found: it was fruitless.
+    if (grew) {
+      ws.fruitless_probes = 0;
+    } else if (ws.probe_at != INT64_MIN && st.now - ws.probe_at >= discovery_window(ws)) {
+      ++ws.fruitless_probes;
+    }
     ws.growth_probes = grew ? kGrowthProbes - 1 : ws.growth_probes - (ws.growth_probes > 0 ? 1 : 0);
     ws.probe_at = st.now;
     ws.known_at_probe = static_cast<std::uint32_t>(known);
@@ -144,11 +154,15 @@ std::int64_t Shard::Impl::discovery_window(const WorkState& ws) const {
   // A probe's request reaches the scope as the engine's report when its
   // prefill ends: a few completion times later the probe has found its
   // replica, or found none new. Before any completion is timed, the first
-  // booking bound.
+  // booking bound. Each probe in a row that found nothing doubles it (at most
+  // kMaxDiscoveryUs, never below the base).
   double latency = 0;
   for (const ReplicaWork& w : ws.replicas) latency = std::max(latency, w.latency_us);
-  if (latency <= 0) return cfg.work_aware.first_bound_us;
-  return static_cast<std::int64_t>(kDiscoveryFactor * latency);
+  const double base = latency <= 0 ? static_cast<double>(cfg.work_aware.first_bound_us)
+                                   : kDiscoveryFactor * latency;
+  const double grown = std::ldexp(base, static_cast<int>(std::min(ws.fruitless_probes, 20u)));
+  return static_cast<std::int64_t>(
+      std::max(base, std::min(grown, static_cast<double>(kMaxDiscoveryUs))));
 }
 
 void Shard::Impl::hash_request(const LookupState& st) {

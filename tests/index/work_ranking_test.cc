@@ -611,6 +611,62 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "work-aware without replica stats: each probe that found no new replica doubles the discovery "
+    "window, up to 5 minutes; a new replica resets it") {
+  Harness h = work_harness();
+  eight_replicas(h, false);
+  std::uint64_t next = 1000;
+  const auto miss = [&] {
+    next += 1000;
+    return h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)).reason_code();
+  };
+  std::uint64_t known = 8;
+  // At h.clock.wall + `after` µs: the known replicas refreshed (their entries
+  // stay known), each gets one miss (all idle: their 102.4 ms queues drained),
+  // and the next miss finds every replica busy: its reason.
+  const auto busy_miss_after = [&](std::int64_t after) {
+    h.clock.wall += after;
+    for (std::uint64_t i = 0; i < known; ++i) {
+      h.ingest(chain_update("t", "m", "vllm", "r" + std::to_string(i), h.clock.wall, {100 + i}, 0,
+                            "", kBlock));
+    }
+    for (std::uint64_t i = 0; i < known; ++i) REQUIRE(miss() == "AFFINITY_HINT");
+    return miss();
+  };
+  // The scope's first busy miss probes (0 → 8 known), and two more misses
+  // after it (the growth's probes).
+  CHECK(busy_miss_after(0) == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "AFFINITY_HINT");
+  // No completion is timed: the window is the first booking bound, 10 s. The
+  // probe 10 s later is the first after a window without a new replica; each
+  // such probe doubles the window: 20 s, 40 s, ... 5 minutes at most.
+  CHECK(busy_miss_after(10'000'000) == "NO_HINT");
+  std::int64_t window = 20'000'000;
+  for (int round = 0; round < 6; ++round) {
+    CAPTURE(window);
+    CHECK(busy_miss_after(window - 1) == "AFFINITY_HINT");
+    h.clock.wall += 1;  // every replica still busy
+    CHECK(miss() == "NO_HINT");
+    window = std::min<std::int64_t>(2 * window, 300'000'000);
+  }
+  // A ninth replica reports entries: the known replicas grew, so the next
+  // busy miss probes at once (with two more) and the window is 10 s again.
+  h.ingest(chain_update("t", "m", "vllm", "r8", h.clock.wall, {108}, 0, "", kBlock));
+  known = 9;
+  next += 1000;
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock))) == "AFFINITY_HINT r8");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "AFFINITY_HINT");
+  CHECK(busy_miss_after(10'000'000 - 1) == "AFFINITY_HINT");
+  h.clock.wall += 1;
+  CHECK(miss() == "NO_HINT");
+}
+
+TEST_CASE(
     "work-aware: 300 misses in one scope keep the 256 newest bookings, each still found by its "
     "prompt") {
   // The scope's bookings are indexed by their first block (bookings.cc): the

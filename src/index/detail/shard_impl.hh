@@ -354,7 +354,8 @@ struct Shard::Impl : detail::Records,
   std::uint64_t prompt_seed(const detail::LookupState& st) const;
   // Without stats, the least time between two NO_HINT probes of a busy scope
   // that found no new replica, µs: 4 × its longest mean completion time, or
-  // the first booking bound before one is timed.
+  // the first booking bound before one is timed; doubled by each probe in a
+  // row that found none, at most 5 minutes.
   std::int64_t discovery_window(const detail::WorkState& ws) const;
   // The request's key hashes into work_keys: every chain block's, or the exact key's.
   void hash_request(const detail::LookupState& st);

@@ -98,6 +98,10 @@ struct WorkState {
   // Probes left for misses since the known replicas last grew (at most
   // kGrowthProbes, the growth's own probe included).
   std::uint32_t growth_probes = 0;
+  // Probes in a row that found no new replica: each doubles the discovery
+  // window (work_ranking.cc discovery_window); a growth of the known replicas
+  // resets it.
+  std::uint32_t fruitless_probes = 0;
   // The rate of a replica the scope has not timed yet (bookings.cc prior_rate):
   // the mean learned rate of its replicas, tokens/s; 0 = none learned (the knob's).
   double prior_rate = 0;
