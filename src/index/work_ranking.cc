@@ -34,8 +34,9 @@ constexpr double kDiscoveryFactor = 4;
 // balancer spreads them over replicas the scope may not know yet.
 constexpr std::uint32_t kGrowthProbes = 3;
 // The discovery window doubles with each probe in a row that found no new
-// replica, up to this (µs): a scope whose replicas are all known stops paying
-// for probes, and a replica added later is still found within 5 minutes.
+// replica, up to this (µs; or the base window when that is longer): a scope
+// whose replicas are all known stops paying for probes, and a busy scope
+// still probes at least this often.
 constexpr std::int64_t kMaxDiscoveryUs = 300'000'000;
 
 }  // namespace

@@ -664,6 +664,10 @@ TEST_CASE(
   CHECK(busy_miss_after(10'000'000 - 1) == "AFFINITY_HINT");
   h.clock.wall += 1;
   CHECK(miss() == "NO_HINT");
+  // That probe found nothing: the window doubles again.
+  CHECK(busy_miss_after(20'000'000 - 1) == "AFFINITY_HINT");
+  h.clock.wall += 1;
+  CHECK(miss() == "NO_HINT");
 }
 
 TEST_CASE(
