@@ -76,16 +76,14 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   const bool busy =
       !any_fresh_stats && best.queued_us > 0 && best.wait_us > prompt / best_rate * 1e6;
   const bool grew = known > ws.known_at_probe;
-  const bool probe =
-      busy && (grew || ws.probe_at == INT64_MIN || st.now - ws.probe_at >= discovery_window(ws) ||
-               (ws.growth_probes > 0 && best.holder == kNone));
+  // A whole window since the last probe and no replica found: that probe was fruitless.
+  const bool window_passed =
+      busy && !grew && ws.probe_at != INT64_MIN && st.now - ws.probe_at >= discovery_window(ws);
+  const bool probe = busy && (grew || ws.probe_at == INT64_MIN || window_passed ||
+                              (ws.growth_probes > 0 && best.holder == kNone));
   if (probe) {
-    // A whole window since the last probe and no replica found: it was fruitless.
-    if (grew) {
-      ws.fruitless_probes = 0;
-    } else if (ws.probe_at != INT64_MIN && st.now - ws.probe_at >= discovery_window(ws)) {
-      ++ws.fruitless_probes;
-    }
+    if (grew) ws.fruitless_probes = 0;
+    if (window_passed) ++ws.fruitless_probes;
     ws.growth_probes = grew ? kGrowthProbes - 1 : ws.growth_probes - (ws.growth_probes > 0 ? 1 : 0);
     ws.probe_at = st.now;
     ws.known_at_probe = static_cast<std::uint32_t>(known);
