@@ -275,6 +275,7 @@ std::vector<FlagRow> flag_rows(ServerConfig& c) {
       {"--sweep-interval", duration_at_least(&c.sweep_interval_us, 1000), "period of the TTL sweep"},
       {"--ranking", one_of(&c.ranking, {{"work-aware", Ranking::kWorkAware}, {"load-aware", Ranking::kLoadAware}, {"reference", Ranking::kReference}}, "want work-aware, load-aware or reference"), "ranking of tenants without a policy choice"},
       {"--prefill-rate", number_in(&c.work_aware.prefill_tokens_per_s, 1, 1e9), "work-aware: prefill tokens/s of a replica until the scope has learned a rate"},
+      {"--uncached-weight", number_in(&c.work_aware.uncached_weight, 0.1, 1), "work-aware: weight of the request's own uncached prefill against queued work in the pick"},
       {"--load-cost-tokens", number_in(&c.load_aware.load_cost_tokens, 0, 1e9), "load-aware: prefill tokens one recent hint costs"},
       {"--load-window", number_in(&c.load_aware.load_window, 1, 1e6), "load-aware: hints the load remembers"},
       {"--pressure-load", number_in(&c.load_aware.pressure_load, 0, 1e6), "load-aware: hints a replica at pressure 1.0 counts as"},

@@ -37,6 +37,10 @@ enum class Ranking : std::uint8_t { kServerDefault, kReference, kLoadAware, kWor
 struct WorkAwareKnobs {
   // Prefill rate of a replica before its first completed booking, tokens/s (> 0).
   double prefill_tokens_per_s = 10'000;
+  // Weight of the request's own uncached prefill against the queued work when the
+  // ranking picks (0.1 … 1; docs/ranking.md "Cost"): 1 = the estimated wait itself;
+  // below 1 leans toward the shorter queue. LookupPDRoute's prefill pick uses 1.
+  double uncached_weight = 0.8;
   // A booking's bound before the scope has timed a completion, µs (> 0); after that,
   // 4 × the mean booking-to-completion time, and never before twice its own estimate.
   std::int64_t first_bound_us = 10'000'000;

@@ -169,7 +169,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     code = pd_reason::kNoPrefillPool;
   }
   gather_prefill_candidates(st, ws, pools, prompt, saturation, stamp);
-  const WorkCand* best = work_cands.empty() ? nullptr : &pick_work(st);
+  const WorkCand* best = work_cands.empty() ? nullptr : &pick_work(st, 1.0);
   if (decode != nullptr && best != nullptr && best->wait_us + 1.0 < own_wait(*decode))
     decode = nullptr;  // the pair's prefill is done sooner
   if (decode != nullptr) {

@@ -5,8 +5,9 @@
 //   wait(r) = booked prefill work still queued on r, in µs (ReplicaWork::busy_until − now)
 //           + the request's prompt tokens r does not hold (stored or booked) / rate(r)
 //
-// and the shortest wait is the answer; equal waits go to the rendezvous winner
-// of the prompt. A miss goes through the same wait (nothing held anywhere), so
+// and the cheapest is the answer, at cost = queued + weight × uncached prefill
+// (--uncached-weight; 1 = the wait itself); equal costs go to the rendezvous
+// winner of the prompt. A miss goes through the same cost (nothing held anywhere), so
 // it lands where the least work waits; with fewer than two known replicas it is
 // NO_HINT (the gateway balances). The answer is booked (bookings.cc): that is
 // this ranking's side effect on LookupRoute.
@@ -24,7 +25,7 @@ using namespace detail;
 
 namespace {
 
-// Waits closer than this are equal (rendezvous order), µs.
+// Costs closer than this are equal (rendezvous order), µs.
 constexpr double kTieUs = 1.0;
 // Without stats, a busy scope answers NO_HINT (a probe) at most once per this
 // many of its longest mean completion times, unless the last probe found a replica.
@@ -38,6 +39,12 @@ constexpr std::uint32_t kGrowthProbes = 3;
 // whose replicas are all known stops paying for probes, and a busy scope
 // still probes at least this often.
 constexpr std::int64_t kMaxDiscoveryUs = 300'000'000;
+
+// What the pick minimizes, µs: the queued work, plus the request's own uncached
+// prefill at `own_weight` (below 1 the ranking leans toward the shorter queue).
+double work_cost(const WorkCand& c, double own_weight) {
+  return own_weight == 1.0 ? c.wait_us : c.queued_us + own_weight * (c.wait_us - c.queued_us);
+}
 
 }  // namespace
 
@@ -59,7 +66,8 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
     st.outcome = Outcome::kNone;
     return false;
   }
-  const WorkCand& best = pick_work(st);
+  const double own_weight = cfg.work_aware.uncached_weight;
+  const WorkCand& best = pick_work(st, own_weight);
   // Without replica stats the scope knows only the replicas that hold entries
   // or bookings. When even the best of them is busy and slower than a full
   // prefill on an idle replica, that idle replica may be one the scope has
@@ -105,16 +113,16 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
     finish(st, reason::kAffinityHint, true);
     return true;
   }
-  // PREFIX_MATCH: the unsaturated holders, score = T / (T + wait) with T the
-  // whole prompt's prefill at the knob's rate (1 = all held on an idle replica,
-  // 0.5 = as long as a full prefill on an idle one): descending score is
-  // ascending wait. build_result books the top one.
+  // PREFIX_MATCH: the unsaturated holders, score = T / (T + cost) with T the
+  // whole prompt's prefill at the knob's rate (1 = all held on an idle replica;
+  // with weight 1, 0.5 = as long as a full prefill on an idle one): descending
+  // score is ascending cost. build_result books the top one.
   const double full_us = prompt / cfg.work_aware.prefill_tokens_per_s * 1e6;
   load_scratch.clear();
   for (const WorkCand& c : work_cands) {
     if (c.holder == kNone) continue;
     Scored s = scored[c.holder];
-    s.score = full_us > 0 ? full_us / (full_us + c.wait_us) : 0.0;
+    s.score = full_us > 0 ? full_us / (full_us + work_cost(c, own_weight)) : 0.0;
     load_scratch.push_back(s);
   }
   scored.swap(load_scratch);
@@ -315,21 +323,21 @@ std::uint64_t Shard::Impl::prompt_seed(const LookupState& st) const {
   return seed;
 }
 
-const WorkCand& Shard::Impl::pick_work(const LookupState& st) const {
+const WorkCand& Shard::Impl::pick_work(const LookupState& st, double own_weight) const {
   const WorkCand* best = &work_cands.front();
   for (const WorkCand& c : work_cands) {
-    if (c.wait_us < best->wait_us) best = &c;
+    if (work_cost(c, own_weight) < work_cost(*best, own_weight)) best = &c;
   }
-  const double within = best->wait_us + kTieUs;
+  const double within = work_cost(*best, own_weight) + kTieUs;
   std::size_t tied = 0;
-  for (const WorkCand& c : work_cands) tied += c.wait_us <= within ? 1 : 0;
+  for (const WorkCand& c : work_cands) tied += work_cost(c, own_weight) <= within ? 1 : 0;
   if (tied < 2) return *best;
   // Rendezvous hashing of the prompt over the tied replicas.
   const std::uint64_t seed = prompt_seed(st);
   const WorkCand* pick = nullptr;
   std::uint64_t top = 0;
   for (const WorkCand& c : work_cands) {
-    if (c.wait_us > within) continue;
+    if (work_cost(c, own_weight) > within) continue;
     const std::string& name = replicas.name(c.replica);
     const std::uint64_t weight = fmix64(seed ^ XXH3_64bits(name.data(), name.size()));
     if (pick == nullptr || weight > top || (weight == top && name < replicas.name(pick->replica))) {

@@ -22,9 +22,12 @@ constexpr std::int32_t kBlock = 512;  // tokens per block in these inputs
 using Kind = BookingFeedback::Kind;
 
 // Eight replicas r0..r7 of the scope (t, m, vllm), each holding one unrelated
-// block and idle stats.
+// block and idle stats. The pick minimizes the estimated wait itself
+// (--uncached-weight 1): the scenarios below are written in waits.
 Harness eight_replicas() {
-  Harness h({}, nullptr, ic::config::Ranking::kWorkAware);
+  IndexConfig cfg;
+  cfg.work_aware.uncached_weight = 1.0;
+  Harness h(cfg, nullptr, ic::config::Ranking::kWorkAware);
   const char* names[] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"};
   for (std::uint64_t i = 0; i < 8; ++i) {
     h.ingest(chain_update("t", "m", "vllm", names[i], kNow, {100 + i}, 0, "", kBlock));

@@ -39,7 +39,17 @@ void eight_replicas(Harness& h, bool stats = true) {
   }
 }
 
+// A shard ranking by work with the server's defaults.
 Harness work_harness() { return Harness({}, nullptr, ic::config::Ranking::kWorkAware); }
+
+// The same with --uncached-weight 1: the pick minimizes the estimated wait
+// itself. For the scenarios written in waits (the booking mechanics); the
+// default weight is tested on its own below.
+Harness wait_harness() {
+  IndexConfig cfg;
+  cfg.work_aware.uncached_weight = 1.0;
+  return Harness(cfg, nullptr, ic::config::Ranking::kWorkAware);
+}
 
 // "REASON replica" of the top answer.
 std::string top(const pb::LookupRouteResponse& r) {
@@ -126,7 +136,7 @@ TEST_CASE("work-aware: a burst of 20 misses over 8 known replicas spreads by out
 }
 
 TEST_CASE("work-aware: a burst of one new shared prefix follows its first booking, then moves on") {
-  Harness h = work_harness();
+  Harness h = wait_harness();
   eight_replicas(h);
   // Shared prefix: 16 blocks (8192 tokens, 819.2 ms); each request adds one
   // block of its own (51.2 ms). The full prefill of a request: 870.4 ms.
@@ -159,6 +169,45 @@ TEST_CASE("work-aware: a burst of one new shared prefix follows its first bookin
   // The speculative entries are not stored entries: GetCacheState still
   // counts the eight unrelated blocks only.
   CHECK(h.cache_state("t", "m").summary().total_prefixes() == 8);
+}
+
+TEST_CASE(
+    "work-aware: the default weight of the request's own prefill (0.8) leaves a holder whose "
+    "queue is close to the prefill it saves") {
+  // The burst above at t = 250 ms: the shared prefix (16 blocks, 819.2 ms)
+  // booked at t = 0 on r7 until 870.4 ms. Each request's own block is 51.2 ms;
+  // a full prefill 870.4 ms.
+  auto request = [](std::uint64_t i) {
+    std::vector<std::uint64_t> chain = blocks(5000, 16);
+    chain.push_back(9000 + i);
+    return chain_req("t", "m", "vllm", chain, kBlock);
+  };
+  auto burst = [&](Harness& h) {
+    eight_replicas(h);
+    std::vector<std::string> answers{top(h.lookup(request(0)))};
+    h.clock.wall += 250'000;
+    const auto second = h.lookup(request(1));
+    answers.push_back(top(second));
+    answers.push_back(top(h.lookup(request(2))));
+    return std::make_pair(answers, second.replica_scores(0).score());
+  };
+  // Weight 0.8: r7 costs 620.4 + 0.8 × 51.2 = 661.36 ms against 0.8 × 870.4 =
+  // 696.32 ms on an idle replica, so the second request follows (score
+  // 870.4 / (870.4 + 661.36)); then 671.6 + 40.96 = 712.56 ms > 696.32: the
+  // third seeds the prefix on an idle replica (r3, the rendezvous winner of
+  // its prompt among the idle ones), though its wait there (870.4 ms) is
+  // longer than on r7 (722.8 ms).
+  Harness h = work_harness();
+  const auto [answers, score] = burst(h);
+  CHECK(answers ==
+        std::vector<std::string>{"AFFINITY_HINT r7", "PREFIX_MATCH r7", "AFFINITY_HINT r3"});
+  CHECK(score == doctest::Approx(870.4 / (870.4 + 661.36)));
+  // Weight 1: the wait itself, 722.8 ms < 870.4 ms: the third follows too.
+  Harness w = wait_harness();
+  const auto [waits, wait_score] = burst(w);
+  CHECK(waits ==
+        std::vector<std::string>{"AFFINITY_HINT r7", "PREFIX_MATCH r7", "PREFIX_MATCH r7"});
+  CHECK(wait_score == doctest::Approx(870.4 / (870.4 + 671.6)));
 }
 
 TEST_CASE("work-aware: a booking ends on its completion report, and the rate is learned") {
@@ -309,7 +358,7 @@ TEST_CASE(
 TEST_CASE(
     "work-aware: pressure 0 ends the replica's bookings made before it (the gateway sent "
     "them elsewhere)") {
-  Harness h = work_harness();
+  Harness h = wait_harness();
   eight_replicas(h);
   // Two misses of 20 blocks (10240 tokens, 1024 ms each) booked 150 ms apart
   // on one replica: the second follows the first's booked blocks.
@@ -358,7 +407,7 @@ pb::CacheStateUpdate stats_at(const std::string& replica, std::int64_t ts, float
 TEST_CASE(
     "work-aware: a pressure that counts requests displaces the bookings beyond that count to a "
     "replica counting unbooked requests") {
-  Harness h = work_harness();
+  Harness h = wait_harness();
   eight_replicas(h);
   // Every replica reports pressures of 1, 2, 3 and 1 requests over a ceiling
   // of 16 (the replay's): the step 1/16 is one request from the fourth

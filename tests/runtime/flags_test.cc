@@ -211,6 +211,7 @@ TEST_SUITE("runtime") {
     REQUIRE(def.config.has_value());
     CHECK(def.config->ranking == ic::config::Ranking::kWorkAware);
     CHECK(def.config->work_aware.prefill_tokens_per_s == 10'000.0);
+    CHECK(def.config->work_aware.uncached_weight == 0.8);
     CHECK(def.config->load_aware == ic::config::LoadAwareKnobs{512.0, 64.0, 16.0, 1.0});
     const FlagsOutcome set =
         parse({"--ranking", "reference", "--load-cost-tokens", "128.5", "--load-window", "16",
@@ -218,10 +219,16 @@ TEST_SUITE("runtime") {
     REQUIRE(set.config.has_value());
     CHECK(set.config->ranking == ic::config::Ranking::kReference);
     CHECK(set.config->load_aware == ic::config::LoadAwareKnobs{128.5, 16.0, 0.0, 0.95});
-    const FlagsOutcome load = parse({"--ranking", "load-aware", "--prefill-rate", "6000"});
+    const FlagsOutcome load =
+        parse({"--ranking", "load-aware", "--prefill-rate", "6000", "--uncached-weight", "0.75"});
     REQUIRE(load.config.has_value());
     CHECK(load.config->ranking == ic::config::Ranking::kLoadAware);
     CHECK(load.config->work_aware.prefill_tokens_per_s == 6000.0);
+    CHECK(load.config->work_aware.uncached_weight == 0.75);
+    CHECK(error_of({"--uncached-weight", "0"}) ==
+          "--uncached-weight: want a number in [0.1, 1], got \"0\"");
+    CHECK(error_of({"--uncached-weight", "1.5"}) ==
+          "--uncached-weight: want a number in [0.1, 1], got \"1.5\"");
     CHECK(error_of({"--ranking", "best"}) ==
           "--ranking: want work-aware, load-aware or reference, got \"best\"");
     CHECK(error_of({"--prefill-rate", "0"}) ==
@@ -302,6 +309,7 @@ TEST_SUITE("runtime") {
              "--reactor-backend {auto,io_uring,epoll}=auto",
              "--pin-threads {true,false}=true",
              "--load-window NUMBER in [1, 1e+06]=64",
+             "--uncached-weight NUMBER in [0.1, 1]=0.8",
              "--max-connection-age DURATION=0",
              "--max-connection-age-grace DURATION=10s",
              "--grpc-bind-address TEXT=:9090",
@@ -330,7 +338,7 @@ TEST_SUITE("runtime") {
       REQUIRE(env != std::string::npos);
       CHECK(line.substr(name_end + 1, env - name_end - 1).find('=') != std::string::npos);
     }
-    CHECK(flags == 65);
+    CHECK(flags == 66);
   }
 
   TEST_CASE("flags: environment and --config file; flag > environment > file > default") {
