@@ -89,7 +89,8 @@ struct ServerConfig {
   std::int64_t sweep_interval_us = 60 * 1'000'000LL;
   // Ranking of tenants whose policy does not choose one (docs/ranking.md).
   Ranking ranking = Ranking::kWorkAware;
-  // Work-aware knobs (docs/ranking.md "Knobs"): the prefill rate until one is learned.
+  // Work-aware knobs (docs/ranking.md "Knobs"): the prefill rate until one is learned, the
+  // booking bound until a completion is timed, the weight of the request's own prefill.
   WorkAwareKnobs work_aware{};
   // Load-aware knobs of tenants whose policy leaves them out (docs/ranking.md
   // "Knobs"): tokens per unit of load, hint memory, load of pressure 1.0,

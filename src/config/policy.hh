@@ -29,8 +29,9 @@ enum class EvictionAlgorithm : std::uint8_t { kLru, kLfu };
 //   kLoadAware:     cost in tokens = uncached prompt tokens + load_cost_tokens × load,
 //                   lowest cost first (docs/ranking.md "The load-aware ranking").
 //   kWorkAware:     the estimated wait until the request's first token, from the prefill
-//                   work booked on each replica and its learned rate, shortest first; every
-//                   answer books its work (docs/ranking.md "Cost", "Bookings").
+//                   work booked on each replica and its learned rate, with the request's own
+//                   prefill weighed at uncached_weight; cheapest first; every answer books
+//                   its work (docs/ranking.md "Cost", "Bookings").
 enum class Ranking : std::uint8_t { kServerDefault, kReference, kLoadAware, kWorkAware };
 
 // Knobs of the work-aware ranking (server flags, docs/ranking.md "Knobs").

@@ -43,7 +43,7 @@ struct PdResult {
   std::string_view adapter_id;              // echo of the query's adapter when answered
   std::int32_t prefill_matched_tokens = 0;  // tokens the prefill replica holds (stored or booked)
   std::int32_t decode_matched_tokens = 0;   // tokens the decode replica holds (stored or booked)
-  float prefill_score = 0;                  // T / (T + wait) (docs/ranking.md "Answers")
+  float prefill_score = 0;                  // T / (T + wait), µs over µs (docs/pd-routing.md)
   float decode_score = 0;                   // free fraction of the decode replica's slots
   std::int32_t uncached_tokens = 0;         // tokens the prefilling replica computes
   std::int64_t lookup_latency_us = 0;       // ≥ 0, from LookupContext::start_mono_us

@@ -65,7 +65,7 @@ struct IndexConfig {
   // saturated at pressure ≥ 1.0. All must be ≥ 0 (load_window ≥ 1).
   config::LoadAwareKnobs load_aware{512.0, 64.0, 16.0, 1.0};
   // Work-aware knobs (docs/ranking.md "Knobs"): the prefill rate until one is learned, the
-  // booking bound until a completion is timed.
+  // booking bound until a completion is timed, the weight of the request's own prefill.
   config::WorkAwareKnobs work_aware{};
   // Stats younger than this make a replica a load-aware or work-aware candidate and its
   // pressure count; a replica's work record idle this long is forgotten.

@@ -69,7 +69,8 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   const double own_weight = cfg.work_aware.uncached_weight;
   const WorkCand& best = pick_work(st, own_weight);
   // Without replica stats the scope knows only the replicas that hold entries
-  // or bookings. When even the best of them is busy and slower than a full
+  // or bookings. When even the cheapest of them is busy and its wait (not its
+  // cost: would this request start sooner elsewhere?) is longer than a full
   // prefill on an idle replica, that idle replica may be one the scope has
   // never seen: the gateway balances (a probe: the engine's report of its
   // pick makes that replica known). A probe's request is work the scope

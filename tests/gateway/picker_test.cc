@@ -170,12 +170,13 @@ TEST_CASE_FIXTURE(Picker,
   // A: 128 tokens queued (12.8 ms).
   CHECK(pick(kPrompt).endpoints.front() == kA);
   // A prompt sharing A's 128 tokens, then new ones: A waits 12.8 + 12.8 ms,
-  // B 19.2 ms; B is booked 192 tokens (19.2 ms).
+  // B 19.2 ms (costs at the default weight 0.8: 23.04 and 15.36 ms); B is
+  // booked 192 tokens (19.2 ms).
   CHECK(pick(ids(1, 128) + ids(1000, 128)).endpoints.front() == kB);
   CHECK(work(kA) == "1/128/0");
   CHECK(work(kB) == "1/192/0");
   // Bound 10 ms: both are over it. The lookup booked A (12.8 + 19.2 ms before
-  // B's 19.2 + 19.2 ms), and that booking ends at once.
+  // B's 19.2 + 19.2 ms; costs 28.16 and 34.56 ms), and that booking ends at once.
   const auto other = ids(1, 64) + ids(2000, 192);
   Pick p = pick(other, std::nullopt, 10'000);
   CHECK(p.reason == PickReason::kShed);

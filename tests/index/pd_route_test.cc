@@ -191,6 +191,26 @@ TEST_CASE("pd: the prefill leg goes to the replica that holds the prefix while i
   CHECK(r.decode_matched_tokens() == 0);
 }
 
+TEST_CASE("pd: the prefill leg is picked by the wait itself, whatever --uncached-weight says") {
+  Harness h = pd_harness();  // the server's default weight, 0.8
+  // p0 holds the first 6 blocks. A first request of those 6 and 5 new ones
+  // books 2560 tokens (256 ms) on p0 (5632 tokens, 563.2 ms, on p1).
+  h.ingest(chain_update("t", "m", "vllm", "p0", kNow, blocks(500, 6), 0, "", kBlock));
+  std::vector<std::uint64_t> first = blocks(500, 6);
+  for (std::uint64_t b = 600; b < 605; ++b) first.push_back(b);
+  CHECK(pd(h, pd_req(first)).prefill_replica_id() == "p0");
+  // Then the 6 blocks and 6 others (6144 tokens; d0 holds the first request's
+  // blocks but would prefill 3072 tokens: a pair): wait p0 256 + 307.2 =
+  // 563.2 ms < p1 614.4 ms; weighed at 0.8 it would be p1 (256 + 245.76 =
+  // 501.76 > 491.52).
+  std::vector<std::uint64_t> second = blocks(500, 6);
+  for (std::uint64_t b = 700; b < 706; ++b) second.push_back(b);
+  const auto r = pd(h, pd_req(second));
+  CHECK(r.reason_code() == "DISAGGREGATED");
+  CHECK(r.prefill_replica_id() == "p0");
+  CHECK(r.prefill_score() == doctest::Approx(614.4 / (614.4 + 563.2)));
+}
+
 TEST_CASE("pd: a decode replica that holds the prefix takes the request alone") {
   Harness h = pd_harness();
   // d1 holds 7 of 8 blocks: 512 uncached tokens < 2,048.

@@ -1,5 +1,6 @@
 // The work-aware ranking (docs/ranking.md): the wait until the first token from
-// booked prefill work and learned rates, bookings as speculative entries, how a
+// booked prefill work and learned rates (the request's own prefill weighed at
+// --uncached-weight in the pick), bookings as speculative entries, how a
 // booking ends, and NO_HINT for a miss in a scope of one known replica. Issue 26
 // acceptance 4, with exact answers. The clock is the harness's ManualClock; the
 // prefill rate before one is learned is the flag's default, 10,000 tokens/s, so
@@ -208,6 +209,45 @@ TEST_CASE(
   CHECK(waits ==
         std::vector<std::string>{"AFFINITY_HINT r7", "PREFIX_MATCH r7", "PREFIX_MATCH r7"});
   CHECK(wait_score == doctest::Approx(870.4 / (870.4 + 671.6)));
+}
+
+TEST_CASE(
+    "work-aware: two holders whose order by wait and by cost differ are listed and booked by "
+    "cost") {
+  // r0 stores the prompt's first 16 blocks, r1 its first 8. The prompt has 20
+  // blocks (10240 tokens, 1024 ms): 2048 tokens (204.8 ms) left on r0, 6144
+  // (614.4 ms) on r1. First a request of the 16 blocks and 7 new ones books its
+  // 3584 tokens on r0 (358.4 ms; 768 ms on r1, 1177.6 ms elsewhere).
+  // Then, for the prompt: wait r0 358.4 + 204.8 = 563.2 < r1 614.4, but
+  // cost r0 358.4 + 0.8 × 204.8 = 522.24 > r1 0.8 × 614.4 = 491.52.
+  auto run = [](Harness& h) {
+    eight_replicas(h);
+    h.ingest(chain_update("t", "m", "vllm", "r0", kNow, blocks(7000, 16), 0, "", kBlock));
+    h.ingest(chain_update("t", "m", "vllm", "r1", kNow, blocks(7000, 8), 0, "", kBlock));
+    std::vector<std::uint64_t> first = blocks(7000, 16);
+    for (std::uint64_t b = 8000; b < 8007; ++b) first.push_back(b);
+    CHECK(top(h.lookup(chain_req("t", "m", "vllm", first, kBlock))) == "PREFIX_MATCH r0");
+    CHECK(work_row(h, "r0").booked_tokens == 3584);
+    return h.lookup(chain_req("t", "m", "vllm", blocks(7000, 20), kBlock));
+  };
+  Harness h = work_harness();
+  const auto r = run(h);
+  REQUIRE(r.replica_scores_size() == 2);
+  CHECK(r.replica_scores(0).replica_id() == "r1");
+  CHECK(r.replica_scores(0).score() == doctest::Approx(1024.0 / (1024.0 + 491.52)));
+  CHECK(r.replica_scores(0).matched_tokens() == 8 * kBlock);
+  CHECK(r.replica_scores(1).replica_id() == "r0");
+  CHECK(r.replica_scores(1).score() == doctest::Approx(1024.0 / (1024.0 + 522.24)));
+  CHECK(work_row(h, "r1").booked_tokens == 6144);  // the first listed is booked
+  CHECK(work_row(h, "r0").booked_tokens == 3584);
+  // Weight 1: by wait, r0 first and booked.
+  Harness w = wait_harness();
+  const auto by_wait = run(w);
+  REQUIRE(by_wait.replica_scores_size() == 2);
+  CHECK(by_wait.replica_scores(0).replica_id() == "r0");
+  CHECK(by_wait.replica_scores(0).score() == doctest::Approx(1024.0 / (1024.0 + 563.2)));
+  CHECK(work_row(w, "r0").booked_tokens == 3584 + 2048);
+  CHECK(work_row(w, "r1").booked_tokens == 0);
 }
 
 TEST_CASE("work-aware: a booking ends on its completion report, and the rate is learned") {

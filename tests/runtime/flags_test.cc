@@ -225,6 +225,11 @@ TEST_SUITE("runtime") {
     CHECK(load.config->ranking == ic::config::Ranking::kLoadAware);
     CHECK(load.config->work_aware.prefill_tokens_per_s == 6000.0);
     CHECK(load.config->work_aware.uncached_weight == 0.75);
+    for (const char* bound : {"0.1", "1"}) {
+      const FlagsOutcome edge = parse({"--uncached-weight", bound});
+      REQUIRE(edge.config.has_value());
+      CHECK(edge.config->work_aware.uncached_weight == std::stod(bound));
+    }
     CHECK(error_of({"--uncached-weight", "0"}) ==
           "--uncached-weight: want a number in [0.1, 1], got \"0\"");
     CHECK(error_of({"--uncached-weight", "1.5"}) ==

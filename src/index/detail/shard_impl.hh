@@ -376,8 +376,9 @@ struct Shard::Impl : detail::Records,
   bool gather_work_candidates(const detail::LookupState& st, const detail::WorkState& ws,
                               double prompt, double saturation, std::uint32_t stamp);
   // The cheapest candidate by cost = queued + own_weight × (wait − queued), µs
-  // (own_weight: the request's own uncached prefill against the queue, docs/ranking.md
-  // "Cost"); among equal costs the rendezvous winner for the prompt.
+  // (own_weight in [0.1, 1]: the request's own uncached prefill against the queue,
+  // docs/ranking.md "Cost"); among equal costs the rendezvous winner for the prompt.
+  // work_cands must not be empty; the reference lives until the next gather.
   const detail::WorkCand& pick_work(const detail::LookupState& st, double own_weight) const;
   // Books the answered replica: the request's uncached tokens and blocks, and
   // its predicted hit tokens (build_result, rank_by_work).
