@@ -30,10 +30,13 @@ constexpr double kTieUs = 1.0;
 // Without stats, a busy scope answers NO_HINT (a probe) at most once per this
 // many of its longest mean completion times, unless the last probe found a replica.
 constexpr double kDiscoveryFactor = 4;
-// Without stats, once the known replicas grew, a busy scope answers up to this
-// many NO_HINT probes (the growth's own, then misses only): the gateway's
-// balancer spreads them over replicas the scope may not know yet.
-constexpr std::uint32_t kGrowthProbes = 3;
+// Without stats, each replica the scope found since its first probe lets a
+// busy scope answer this many more NO_HINT probes, hit or miss: probes whose
+// replicas are found earn more, so the unknown replicas of a scope that knew
+// two when its burst came are found in a few completion times, in parallel (a
+// probe's request goes where the gateway's balancer sends it: to the idlest
+// replica, often one the scope has not seen), not one completion time each.
+constexpr std::uint32_t kProbesPerFound = 2;
 // The discovery window doubles with each probe in a row that found no new
 // replica, up to this (µs; or the base window when that is longer): a scope
 // whose replicas are all known stops paying for probes, and a busy scope
@@ -69,33 +72,20 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
   const double own_weight = cfg.work_aware.uncached_weight;
   const WorkCand& best = pick_work(st, own_weight);
   // Without replica stats the scope knows only the replicas that hold entries
-  // or bookings. When even the cheapest of them is busy and its wait (not its
-  // cost: would this request start sooner elsewhere?) is longer than a full
-  // prefill on an idle replica, that idle replica may be one the scope has
-  // never seen: the gateway balances (a probe: the engine's report of its
-  // pick makes that replica known). A probe's request is work the scope
-  // cannot book, and every queue it prices afterwards looks shorter than it
-  // is: so one probe per discovery window, or at once when the last one found
-  // a replica, and then up to kGrowthProbes − 1 more for misses (a miss has no
-  // holder to follow: the balancer spreads it as well as the index would, and
-  // over every replica, known or not); in between the busy scope answers hints.
+  // or bookings. When the cheapest of them would make the request wait (its
+  // wait, not its cost: would this request start as soon elsewhere?) at least
+  // a full prefill on an idle replica, an idle replica the scope has never
+  // seen would serve it no later: a miss while the best is idle, or a queue
+  // longer than the prefill the cache saves. The gateway may balance it (a
+  // probe: the engine's report of its pick makes that replica known); a
+  // probe's request is work the scope cannot book, so take_probe budgets them.
   const ReplicaScratch& bs = replica_scratch[best.replica];
   const double best_rate =
       bs.work_stamp == stamp ? rate_of(ws, ws.replicas[bs.work]) : prior_rate(&ws);
-  const bool busy =
-      !any_fresh_stats && best.queued_us > 0 && best.wait_us > prompt / best_rate * 1e6;
-  const bool grew = known > ws.known_at_probe;
-  // A whole window since the last probe and no replica found: that probe was fruitless.
-  const bool window_passed =
-      busy && !grew && ws.probe_at != INT64_MIN && st.now - ws.probe_at >= discovery_window(ws);
-  const bool probe = busy && (grew || ws.probe_at == INT64_MIN || window_passed ||
-                              (ws.growth_probes > 0 && best.holder == kNone));
+  const bool unknown_no_later =
+      !any_fresh_stats && best.wait_us >= prompt / best_rate * 1e6 - kTieUs;
+  const bool probe = unknown_no_later && take_probe(ws, known, st.now);
   if (probe) {
-    if (grew) ws.fruitless_probes = 0;
-    if (window_passed) ++ws.fruitless_probes;
-    ws.growth_probes = grew ? kGrowthProbes - 1 : ws.growth_probes - (ws.growth_probes > 0 ? 1 : 0);
-    ws.probe_at = st.now;
-    ws.known_at_probe = static_cast<std::uint32_t>(known);
     scored.clear();
     finish(st, reason::kNoHint, true);
     return true;
@@ -156,6 +146,40 @@ double Shard::Impl::prompt_tokens(const LookupState& st) const {
   double prompt = static_cast<double>(st.effective);
   for (const Scored& s : scored) prompt = std::max(prompt, static_cast<double>(s.matched));
   return prompt;
+}
+
+bool Shard::Impl::take_probe(WorkState& ws, std::size_t known, std::int64_t now) const {
+  const auto count = static_cast<std::uint32_t>(known);
+  if (ws.probe_at == INT64_MIN) {
+    // The first probe: the replicas known before it earn nothing (after a
+    // warm restart they are every replica there is).
+    ws.probe_at = now;
+    ws.known_at_probe = ws.known_found = count;
+    return true;
+  }
+  // The replicas found since: a high-water mark that follows the count down,
+  // so a replica that drops out of the scope and comes back earns as a new one.
+  if (count < ws.known_found) ws.known_found = count;
+  if (count > ws.known_found) {
+    // Replicas found since: each earns more probes (at most as many as the
+    // scope knows: the budget at most doubles the known replicas per round),
+    // and the window is back to its base.
+    ws.probe_budget = std::min(ws.probe_budget + kProbesPerFound * (count - ws.known_found), count);
+    ws.known_found = count;
+    ws.fruitless_probes = 0;
+  }
+  if (ws.probe_budget > 0) {
+    --ws.probe_budget;
+  } else if (now - ws.probe_at >= discovery_window(ws)) {
+    // A whole window since the last probe: that probe was fruitless unless the
+    // known replicas grew since.
+    if (count <= ws.known_at_probe) ++ws.fruitless_probes;
+  } else {
+    return false;
+  }
+  ws.probe_at = now;
+  ws.known_at_probe = count;
+  return true;
 }
 
 std::int64_t Shard::Impl::discovery_window(const WorkState& ws) const {

@@ -646,57 +646,103 @@ TEST_CASE("work-aware: a replica not timed yet is priced at the scope's mean lea
 }
 
 TEST_CASE(
-    "work-aware without replica stats: misses go to idle known replicas, then NO_HINT probes: "
-    "up to 3 once the known replicas grew, else one per discovery window") {
+    "work-aware without replica stats: NO_HINT probes when an idle replica never seen would serve "
+    "as soon: the first, then 2 per replica found, else one per discovery window") {
   Harness h = work_harness();
   eight_replicas(h, false);
-  // The scope knows r0..r7 only by their entries. While one of them has
-  // nothing queued, a miss goes there; once all are busy an idle replica may
-  // be one the scope never saw, so the gateway balances.
+  std::uint64_t next = 1000;
+  const auto miss = [&] {
+    next += 1000;
+    return top(h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)));
+  };
+  // The scope knows r0..r7 only by their entries, all idle: a replica it has
+  // never seen, if idle, would serve a miss as soon. The first such miss is a
+  // probe (the gateway balances).
+  CHECK(miss() == "NO_HINT");
+  // The replicas known before the first probe earn no more probes: the next
+  // eight misses go to the eight idle replicas, one each, and once every one
+  // is busy a miss is still a hint (the discovery window, the first booking
+  // bound of 10 s, has not passed since the probe).
   std::map<std::string, int> per;
-  for (std::uint64_t i = 0; i < 8; ++i) {
-    const auto r = h.lookup(chain_req("t", "m", "vllm", blocks(1000 * (i + 1), 2), kBlock));
-    CHECK(r.reason_code() == "AFFINITY_HINT");
-    ++per[replica_of(r)];
+  for (int i = 0; i < 8; ++i) {
+    const std::string answer = miss();
+    CHECK(answer.rfind("AFFINITY_HINT ", 0) == 0);
+    ++per[answer];
   }
   CHECK(per.size() == 8);
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock))) == "NO_HINT");
-  // 102.4 ms later every replica's 1024 booked tokens are done: idle again.
-  h.clock.wall += 102'400;
-  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(9000, 2), kBlock)).reason_code() ==
-        "AFFINITY_HINT");
-  // Every replica busy again. The first probe found the scope's replicas (0
-  // → 8 known): it leaves two more probes for misses, whatever the window.
-  for (std::uint64_t i = 0; i < 7; ++i) {
-    CHECK(
-        h.lookup(chain_req("t", "m", "vllm", blocks(20000 + 1000 * i, 2), kBlock)).reason_code() ==
-        "AFFINITY_HINT");
-  }
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(27000, 2), kBlock))) == "NO_HINT");
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(28000, 2), kBlock))) == "NO_HINT");
-  // Those probes found no new replica and the discovery window (the first
-  // booking bound, 10 s: no completion is timed) has not passed, so the busy
-  // scope answers hints, work it can book.
-  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(29000, 2), kBlock)).reason_code() ==
-        "AFFINITY_HINT");
-  // A ninth replica reports entries: it is idle, so the next miss goes there.
-  // The known replicas grew since the last probe, so once every replica is
-  // busy the next three misses are probes; the one after them a hint again.
+  CHECK(miss() == "AFFINITY_HINT r6");
+  // A ninth replica reports entries (a probe found it): it earns two probes.
+  // An idle r8 serves a miss no sooner than an unseen idle replica would, so
+  // both go to the gateway; the budget spent, the next miss goes to r8.
   h.ingest(chain_update("t", "m", "vllm", "r8", h.clock.wall, {108}, 0, "", kBlock));
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(30000, 2), kBlock))) == "AFFINITY_HINT r8");
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(31000, 2), kBlock))) == "NO_HINT");
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(32000, 2), kBlock))) == "NO_HINT");
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(33000, 2), kBlock))) == "NO_HINT");
-  CHECK(h.lookup(chain_req("t", "m", "vllm", blocks(34000, 2), kBlock)).reason_code() ==
-        "AFFINITY_HINT");
-  // Ten seconds after that probe, a busy scope probes again.
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "AFFINITY_HINT r8");
+  CHECK(miss() == "AFFINITY_HINT r0");
+  // 10 s after the last probe, the next miss that an unseen replica would
+  // serve as soon probes again.
   h.clock.wall += 10'000'000;
-  for (std::uint64_t i = 0; i < 9; ++i) {
-    CHECK(
-        h.lookup(chain_req("t", "m", "vllm", blocks(40000 + 1000 * i, 2), kBlock)).reason_code() ==
-        "AFFINITY_HINT");
-  }
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(49000, 2), kBlock))) == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "AFFINITY_HINT r8");
+}
+
+TEST_CASE(
+    "work-aware without replica stats: the probes earned are at most the replicas known, and a "
+    "replica that drops out and returns earns as a new one") {
+  Harness h = work_harness();
+  h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {100}, 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "r1", kNow, {101}, 0, "", kBlock));
+  std::uint64_t next = 1000;
+  const auto miss = [&] {
+    next += 1000;
+    return h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)).reason_code();
+  };
+  CHECK(miss() == "NO_HINT");  // the first probe, with 2 known
+  // Six replicas found at once: 12 probes earned, capped at the 8 known.
+  for (std::uint64_t i = 2; i < 8; ++i)
+    h.ingest(
+        chain_update("t", "m", "vllm", "r" + std::to_string(i), kNow, {100 + i}, 0, "", kBlock));
+  std::vector<std::string> reasons;
+  for (int i = 0; i < 10; ++i) reasons.push_back(miss());
+  CHECK(reasons == std::vector<std::string>{"NO_HINT", "NO_HINT", "NO_HINT", "NO_HINT", "NO_HINT",
+                                            "NO_HINT", "NO_HINT", "NO_HINT", "AFFINITY_HINT",
+                                            "AFFINITY_HINT"});
+  // r7's entries cleared (it had no booking): 7 known, nothing earned. Its
+  // entries reported again: it earns two probes as a new replica would.
+  h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "r7");
+  h.clock.wall += 1'000'000;  // every queue drained
+  CHECK(miss() == "AFFINITY_HINT");
+  h.ingest(chain_update("t", "m", "vllm", "r7", h.clock.wall, {107}, 0, "", kBlock));
+  h.clock.wall += 1'000'000;
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "AFFINITY_HINT");
+}
+
+TEST_CASE(
+    "work-aware without replica stats: a hit probes only when its holder's queue is longer than "
+    "the prefill its cache saves") {
+  Harness h = wait_harness();
+  h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {1, 2}, 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "r1", kNow, {100}, 0, "", kBlock));
+  // The first probe: a miss, both replicas idle.
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", {50, 51}, kBlock))) == "NO_HINT");
+  // r2 found: two probes earned.
+  h.ingest(chain_update("t", "m", "vllm", "r2", kNow, {101}, 0, "", kBlock));
+  // The idle holder r0 serves {1, 2} + 20 blocks sooner than any idle replica
+  // (20 blocks of prefill against 22): PREFIX_MATCH, and its 20 blocks
+  // (1,024 ms) are booked on r0.
+  std::vector<std::uint64_t> long_prompt = {1, 2};
+  for (std::uint64_t b = 200; b < 220; ++b) long_prompt.push_back(b);
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", long_prompt, kBlock))) == "PREFIX_MATCH r0");
+  // {1, 2, 300} on r0 waits 1,024 + 51.2 ms, more than its whole prefill on an
+  // idle replica (153.6 ms): the cheapest known replica is an idle non-holder
+  // (r1 or r2), as soon as an unseen idle one: a probe from the budget.
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", {1, 2, 300}, kBlock))) == "NO_HINT");
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", {1, 2, 301}, kBlock))) == "NO_HINT");
+  // The budget spent: a hint to the idle non-holder first in the rendezvous
+  // order of the prompt (r1 and r2 cost the same).
+  CHECK(top(h.lookup(chain_req("t", "m", "vllm", {1, 2, 302}, kBlock))) == "AFFINITY_HINT r1");
 }
 
 TEST_CASE(
@@ -710,51 +756,43 @@ TEST_CASE(
     return h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)).reason_code();
   };
   std::uint64_t known = 8;
-  // At h.clock.wall + `after` µs: the known replicas refreshed (their entries
-  // stay known), each gets one miss (all idle: their 102.4 ms queues drained),
-  // and the next miss finds every replica busy: its reason.
-  const auto busy_miss_after = [&](std::int64_t after) {
+  // At h.clock.wall + `after` µs, the known replicas' entries refreshed (they
+  // stay known) and every queue drained: the reason of one miss.
+  const auto miss_after = [&](std::int64_t after) {
     h.clock.wall += after;
     for (std::uint64_t i = 0; i < known; ++i) {
       h.ingest(chain_update("t", "m", "vllm", "r" + std::to_string(i), h.clock.wall, {100 + i}, 0,
                             "", kBlock));
     }
-    for (std::uint64_t i = 0; i < known; ++i) REQUIRE(miss() == "AFFINITY_HINT");
     return miss();
   };
-  // The scope's first busy miss probes (0 → 8 known), and two more misses
-  // after it (the growth's probes).
-  CHECK(busy_miss_after(0) == "NO_HINT");
-  CHECK(miss() == "NO_HINT");
-  CHECK(miss() == "NO_HINT");
+  // The scope's first probe.
+  CHECK(miss_after(0) == "NO_HINT");
   CHECK(miss() == "AFFINITY_HINT");
   // No completion is timed: the window is the first booking bound, 10 s. The
   // probe 10 s later is the first after a window without a new replica; each
   // such probe doubles the window: 20 s, 40 s, ... 5 minutes at most.
-  CHECK(busy_miss_after(10'000'000) == "NO_HINT");
+  CHECK(miss_after(10'000'000) == "NO_HINT");
   std::int64_t window = 20'000'000;
   for (int round = 0; round < 6; ++round) {
     CAPTURE(window);
-    CHECK(busy_miss_after(window - 1) == "AFFINITY_HINT");
-    h.clock.wall += 1;  // every replica still busy
+    CHECK(miss_after(window - 1) == "AFFINITY_HINT");
+    h.clock.wall += 1;
     CHECK(miss() == "NO_HINT");
     window = std::min<std::int64_t>(2 * window, 300'000'000);
   }
-  // A ninth replica reports entries: the known replicas grew, so the next
-  // busy miss probes at once (with two more) and the window is 10 s again.
+  // A ninth replica reports entries: two probes earned and the window is 10 s
+  // again.
   h.ingest(chain_update("t", "m", "vllm", "r8", h.clock.wall, {108}, 0, "", kBlock));
   known = 9;
-  next += 1000;
-  CHECK(top(h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock))) == "AFFINITY_HINT r8");
-  CHECK(miss() == "NO_HINT");
   CHECK(miss() == "NO_HINT");
   CHECK(miss() == "NO_HINT");
   CHECK(miss() == "AFFINITY_HINT");
-  CHECK(busy_miss_after(10'000'000 - 1) == "AFFINITY_HINT");
+  CHECK(miss_after(10'000'000 - 1) == "AFFINITY_HINT");
   h.clock.wall += 1;
   CHECK(miss() == "NO_HINT");
   // That probe found nothing: the window doubles again.
-  CHECK(busy_miss_after(20'000'000 - 1) == "AFFINITY_HINT");
+  CHECK(miss_after(20'000'000 - 1) == "AFFINITY_HINT");
   h.clock.wall += 1;
   CHECK(miss() == "NO_HINT");
 }

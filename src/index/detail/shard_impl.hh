@@ -357,6 +357,10 @@ struct Shard::Impl : detail::Records,
   // the first booking bound before one is timed; doubled by each probe in a
   // row that found none, at most 5 minutes.
   std::int64_t discovery_window(const detail::WorkState& ws) const;
+  // Without stats, whether a busy scope that knows `known` replicas answers a
+  // NO_HINT probe at `now` (wall µs): its first probe; one from the budget its
+  // found replicas earned; or one per discovery window. Updates ws's record.
+  bool take_probe(detail::WorkState& ws, std::size_t known, std::int64_t now) const;
   // The request's key hashes into work_keys: every chain block's, or the exact key's.
   void hash_request(const detail::LookupState& st);
   // True when a live booking of `ws` starts with the request's first key

@@ -90,14 +90,17 @@ struct WorkState {
   std::vector<DecodeBooking> decodes;           // slots; replica == kNone is free
   std::uint32_t decodes_live = 0;               // decode bookings in use
   std::int64_t next_decode_expiry = INT64_MAX;  // wall µs: no decode booking ends by time before
-  // Discovery without stats (work_ranking.cc): when the last NO_HINT for a
-  // busy scope was answered (wall µs; INT64_MIN = never) and how many replicas
-  // the scope knew then.
+  // Discovery without stats (work_ranking.cc take_probe): when the last
+  // NO_HINT probe was answered (wall µs; INT64_MIN = never) and how many
+  // replicas the scope knew then.
   std::int64_t probe_at = INT64_MIN;
   std::uint32_t known_at_probe = 0;
-  // Probes left for misses since the known replicas last grew (at most
-  // kGrowthProbes, the growth's own probe included).
-  std::uint32_t growth_probes = 0;
+  // Probes the scope may answer beyond one per discovery window: earned by
+  // the replicas found since the first probe, at most the replicas known.
+  std::uint32_t probe_budget = 0;
+  // The known replicas when the budget last grew, or fewer when the count fell
+  // since (a high-water mark that follows the count down).
+  std::uint32_t known_found = 0;
   // Probes in a row that found no new replica: each doubles the discovery
   // window (work_ranking.cc discovery_window); a growth of the known replicas
   // resets it.
