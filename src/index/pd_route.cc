@@ -83,6 +83,7 @@ void Shard::Impl::resolve_pd_pools() {
     for (std::uint32_t id : p.decode) replicas.release(id);
   }
   pd_pools.clear();
+  pd_decode_replicas.clear();
   for (const auto& [name, topology] : policies->pd_topologies()) {
     PdPools p;
     p.topology = topology.get();
@@ -90,8 +91,16 @@ void Shard::Impl::resolve_pd_pools() {
       p.prefill.push_back(replicas.acquire(r.replica_id));
     for (const config::PdReplica& r : topology->decode)
       p.decode.push_back(replicas.acquire(r.replica_id));
+    pd_decode_replicas.insert(pd_decode_replicas.end(), p.decode.begin(), p.decode.end());
     pd_pools.emplace(name, std::move(p));
   }
+  std::sort(pd_decode_replicas.begin(), pd_decode_replicas.end());
+  pd_decode_replicas.erase(std::unique(pd_decode_replicas.begin(), pd_decode_replicas.end()),
+                           pd_decode_replicas.end());
+}
+
+bool Shard::Impl::in_decode_pool(std::uint32_t replica) const {
+  return std::binary_search(pd_decode_replicas.begin(), pd_decode_replicas.end(), replica);
 }
 
 void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const LookupContext& ctx,

@@ -376,3 +376,25 @@ TEST_CASE("pd: decode load is the reported running decodes plus the bookings sin
   CHECK(pair(next) == to_d2);
   CHECK(next.decode_score() == doctest::Approx(7.0 / 16));
 }
+
+TEST_CASE("pd: a decode replica's counted pressure does not price its prefill queue") {
+  Harness h = pd_harness();
+  const auto report = [&](const std::string& replica, float pressure) {
+    pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", replica, h.clock.wall);
+    stats.mutable_stats()->set_pressure(pressure);
+    h.ingest(stats);
+  };
+  // "wide": p0, and d1 with 16 slots. A pair books the whole 8-block prompt
+  // (4,096 tokens, 409.6 ms) on idle p0: the scope's mean booking is 4,096.
+  CHECK(pair(pd(h, pd_req(blocks(500, 8), "wide"))) == "DISAGGREGATED p0 d1 NIXL");
+  // d1 stores 7 blocks of the next prompt, then its readings 1/16 … 4/16
+  // show their step: its pressure counts 4, the decodes it runs. Read as
+  // prefill requests, 4 beyond its 0 bookings would floor its queue at
+  // 4 × 4,096 tokens (1,638.4 ms) until its next report of blocks.
+  h.clock.wall += 200'000;
+  h.ingest(chain_update("t", "m", "vllm", "d1", h.clock.wall, blocks(1000, 7), 0, "", kBlock));
+  for (const float p : {0.0625f, 0.125f, 0.1875f, 0.25f}) report("d1", p);
+  // Decode-only costs d1's own 51.2 ms × (1 + 4 running) = 256 ms, a pair
+  // p0's 209.6 ms left + 409.6 = 619.2 ms (with the floor: 8,448 ms).
+  CHECK(pair(pd(h, pd_req(blocks(1000, 8), "wide"))) == "DECODE_ONLY_CACHED d1");
+}

@@ -42,6 +42,9 @@ struct DecodeCand {
 // The scratch of LookupPDRoute (reused per call).
 struct PdScratch {
   PdPoolMap pd_pools;
+  // Every topology's decode replicas, sorted, unique: their pressure counts
+  // the decodes they run, not a prefill queue (ingest.cc ingest_stats).
+  std::vector<std::uint32_t> pd_decode_replicas;
   std::vector<DecodeCand> decode_cands;
   std::vector<std::uint32_t> prefill_pool_index;  // parallel to work_cands in a call
   LookupResult pd_steps_out;                      // the LookupRoute steps' fail-open answers

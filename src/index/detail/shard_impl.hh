@@ -469,6 +469,8 @@ struct Shard::Impl : detail::Records,
                  PdResult* out);
   // Re-resolves the pools of the installed policy set's topologies (set_policies).
   void resolve_pd_pools();
+  // Whether `replica` is a decode replica of a topology in force (binary search).
+  bool in_decode_pool(std::uint32_t replica) const;
   // Fills decode_cands from `pools` (work records stamped with `stamp`).
   void gather_decode_candidates(const detail::LookupState& st, const detail::WorkState* ws,
                                 const detail::PdPools& pools, double prompt, double saturation,
