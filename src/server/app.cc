@@ -18,6 +18,7 @@
 #include "buildinfo/build_info.hh"
 #include "gateway/ext_proc.hh"
 #include "gateway/gateway_metrics.hh"
+#include "index/from_flags.hh"
 #include "metrics/labels.hh"
 #include "metrics/scrape.hh"
 #include "net/address.hh"
@@ -36,17 +37,6 @@ using ic::base::LogLevel;
 
 // Entry slots one TTL sweep slice examines (docs/index.md: bounded slices).
 constexpr std::size_t kSweepSliceBudget = 4096;
-
-ic::index::IndexConfig index_config(const ServerConfig& config) {
-  ic::index::IndexConfig ic;
-  ic.default_ttl_us = config.index_ttl_us;
-  ic.max_entries = static_cast<std::int64_t>(config.index_max_entries);
-  ic.engine_block_size = static_cast<std::int32_t>(config.engine_block_size);
-  ic.ranking = config.ranking;
-  ic.load_aware = config.load_aware;
-  ic.work_aware = config.work_aware;
-  return ic;
-}
 
 std::vector<ic::index::Shard*> shard_pointers(
     const std::vector<std::unique_ptr<ic::index::Shard>>& shards) {
@@ -182,7 +172,7 @@ bool App::load_tls() {
 // that does not load is logged and left out (its prompt_text lookups fail
 // open). A directory that cannot be listed is a bad flag value (exit 2).
 bool App::load_tokenizer_models() {
-  const ic::index::IndexConfig limits = index_config(config);
+  const ic::index::IndexConfig limits = ic::index::index_config(config);
   prompt_text.models = &tokenizer_models;
   prompt_text.max_prompt_bytes = limits.max_prompt_bytes;
   prompt_text.max_token_ids = limits.max_token_ids;
@@ -225,15 +215,16 @@ bool App::load_tokenizer_models() {
 
 void App::build_shards() {
   for (unsigned core = 0; core < runtime.cores(); ++core) {
-    shards.push_back(
-        std::make_unique<ic::index::Shard>(index_config(config), &index_globals, initial_policies));
+    shards.push_back(std::make_unique<ic::index::Shard>(ic::index::index_config(config),
+                                                        &index_globals, initial_policies));
   }
   std::vector<ic::index::Shard*> shard_ptrs;
   for (auto& shard : shards) shard_ptrs.push_back(shard.get());
   index = std::make_unique<ic::sharding::ShardedIndex>(runtime, shard_ptrs, clock);
   if (!config.spread_tenants.empty()) {
     placement = std::make_unique<ic::placement::SpreadPlacement>(
-        runtime, std::move(shard_ptrs), index_config(config), &index_globals, initial_policies,
+        runtime, std::move(shard_ptrs), ic::index::index_config(config), &index_globals,
+        initial_policies,
         ic::placement::SpreadOptions{.tenants = config.spread_tenants,
                                      .cores_per_tenant = config.spread_cores});
     index->set_placement(placement.get());

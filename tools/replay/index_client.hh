@@ -20,6 +20,12 @@ class IndexClient {
  public:
   virtual ~IndexClient() = default;
 
+  // The replay's time line reached trace time `trace_ms`: called before the calls of each event
+  // (arrival, prefill end, stats tick), in time order. An index that keeps its own clock (a
+  // server: the wall clock) ignores it; the in-process one (in_process_index_client.hh) sets its
+  // clock to it.
+  virtual void at(double /*trace_ms*/) {}
+
   // Unary LookupRoute; fills *response when ok.
   virtual LookupCall lookup(const inferencecache::v1alpha1::LookupRouteRequest& request,
                             inferencecache::v1alpha1::LookupRouteResponse* response) = 0;

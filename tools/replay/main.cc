@@ -1,5 +1,6 @@
-// inferencecache-replay: replays a Mooncake trace against a running InferenceCache server and
-// compares routing policies by time to first token on simulated prefill replicas (tools/README.md).
+// inferencecache-replay: replays a Mooncake trace against a running InferenceCache server (or
+// the in-process index, --index in-process) and compares routing policies by time to first token
+// on simulated prefill replicas (tools/README.md).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include "common/progress.hh"
 #include "common/trace.hh"
 #include "replay/grpc_index_client.hh"
+#include "replay/in_process_index_client.hh"
 #include "replay/pd_run.hh"
 #include "replay/replay_run.hh"
 #include "replay/report.hh"
@@ -34,6 +36,9 @@ constexpr const char* kDefaultTrace = "tests/data/traces/mooncake_fast25_convers
 
 struct Flags {
   std::string address = "127.0.0.1:9090";
+  std::string index = "server";
+  std::vector<std::string> index_flags;
+  bool tenant_prefix_given = false;
   std::string trace = kDefaultTrace;
   std::string on_bad_line = "skip";
   std::int64_t limit = 0;
@@ -113,6 +118,14 @@ void add_pd_flags(CLI::App& app, Flags& f, PdOptions& o) {
 void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
   app.add_option("--server", f.address, "gRPC address of the InferenceCache server")
       ->capture_default_str();
+  add_choice(app, "--index", f.index,
+             "what the inferencecache policy asks: server = the server at --server, on the wall "
+             "clock; in-process = one index shard in this process, on trace time (virtual clock, "
+             "deterministic; tools/README.md \"In-process index\")",
+             {"server", "in-process"});
+  app.add_option("--index-flag", f.index_flags,
+                 "--index in-process: a server flag NAME=VALUE (or NAME) for the index, read by "
+                 "the server's own parser (e.g. uncached-weight=0.5; help lists them); repeat");
   app.add_option("--trace", f.trace, "Mooncake-format JSONL trace")->capture_default_str();
   app.add_option("--requests,--limit", f.limit, "replay only the first N requests (0 = all)");
   add_choice(app, "--on-bad-line", f.on_bad_line, "malformed trace line: skip (report) or fail",
@@ -187,6 +200,41 @@ void add_flags(CLI::App& app, Flags& f, ReplayOptions& o) {
       ->capture_default_str();
 }
 
+// The in-process index of --index in-process, built from --index-flag as the server builds its
+// own from its flags; nullptr when the server is asked. *exit_code is set (and the reason
+// printed) when the replay must stop: 0 after `--index-flag help`, 2 for a bad flag.
+std::unique_ptr<InProcessIndexClient> make_in_process(const Flags& f,
+                                                      std::optional<int>* exit_code) {
+  if (f.index != "in-process") {
+    if (!f.index_flags.empty()) {
+      std::cerr << "inferencecache-replay: error: --index-flag needs --index in-process (a server "
+                   "takes its flags itself)\n";
+      *exit_code = 2;
+    }
+    return nullptr;
+  }
+  std::vector<std::string> args;
+  for (const auto& flag : f.index_flags)
+    args.push_back(flag.rfind('-', 0) == 0 ? flag : "--" + flag);
+  auto made = InProcessIndexClient::from_server_args(args);
+  if (made.client) return std::move(made.client);
+  if (made.exit_code == 0) {
+    std::cout << made.message << (made.message.ends_with('\n') ? "" : "\n");
+  } else {
+    std::cerr << "inferencecache-replay: error: --index-flag: " << made.message << "\n";
+  }
+  *exit_code = made.exit_code;
+  return nullptr;
+}
+
+// "server HOST:PORT" or what the in-process index is, for the report's header.
+std::string index_text(const Flags& f) {
+  if (f.index == "server") return f.address;
+  std::string text = "none, in-process index (one shard on trace time";
+  for (const auto& flag : f.index_flags) text += "; " + flag;
+  return text + ")";
+}
+
 // Bad trace lines printed one by one; the rest are only counted.
 constexpr std::int64_t kBadLinesShown = 10;
 
@@ -232,10 +280,12 @@ void report_interrupted(const ReplayResult& result, bool keep_state) {
 
 // P/D mode: the trace is loaded as in the prefill-only mode.
 int run_pd(const Flags& f, const ReplayOptions& base, PdOptions& o,
-           const std::vector<TraceRequest>& trace, std::int64_t bad_lines) {
+           const std::vector<TraceRequest>& trace, std::int64_t bad_lines,
+           std::unique_ptr<InProcessIndexClient> in_process) {
   o.capacity_blocks = base.capacity_blocks;
   if (!base.prefill_rates.empty()) o.prefill_rate = base.prefill_rates.front();
-  o.speed = base.speed;
+  // The in-process index keeps trace time: the topology's decode hold is in trace ms.
+  o.speed = in_process ? 1.0 : base.speed;
   o.clock = base.clock;
   o.stats_interval_ms = base.stats_interval_ms;
   o.tenant_prefix = base.tenant_prefix;
@@ -261,7 +311,9 @@ int run_pd(const Flags& f, const ReplayOptions& base, PdOptions& o,
   }
   std::string error;
   std::unique_ptr<IndexClient> client = std::make_unique<OfflineIndexClient>();
-  if (server_lane) {
+  if (server_lane && in_process) {
+    client = std::move(in_process);
+  } else if (server_lane) {
     auto lookups = connect_channel(f.address, f.connect_timeout_ms, "lookup", &error);
     auto ingest =
         lookups ? connect_channel(f.address, f.connect_timeout_ms, "ingest", &error) : nullptr;
@@ -304,6 +356,15 @@ int run(const Flags& f, ReplayOptions& o, PdOptions& pd) {
   o.clock = f.realtime || f.clock == "wall"
                 ? Clock::kWall
                 : (f.clock == "virtual" ? Clock::kVirtual : Clock::kAuto);
+  std::optional<int> exit_code;
+  std::unique_ptr<InProcessIndexClient> in_process = make_in_process(f, &exit_code);
+  if (exit_code) return *exit_code;
+  if (in_process) {
+    // The index keeps trace time itself: nothing to pace. No server is shared either, so the
+    // tenants need no run-unique prefix (and the report is the same in every run).
+    if (o.clock == Clock::kAuto) o.clock = Clock::kVirtual;
+    if (!f.tenant_prefix_given) o.tenant_prefix = "replay";
+  }
   o.policies.clear();
   bool server_lane = false;
   for (const auto& name : f.policies) {
@@ -335,11 +396,15 @@ int run(const Flags& f, ReplayOptions& o, PdOptions& pd) {
     std::cerr << "inferencecache-replay: error: no requests in " << f.trace << "\n";
     return 1;
   }
-  if (f.pd || !f.pd_topology_out.empty()) return run_pd(f, o, pd, load.requests, load.bad_lines);
+  if (f.pd || !f.pd_topology_out.empty()) {
+    return run_pd(f, o, pd, load.requests, load.bad_lines, std::move(in_process));
+  }
   // Only the inferencecache policy talks to the server; without it the replay is a simulation.
   std::string error;
   std::unique_ptr<IndexClient> client = std::make_unique<OfflineIndexClient>();
-  if (server_lane) {
+  if (server_lane && in_process) {
+    client = std::move(in_process);
+  } else if (server_lane) {
     auto lookups = connect_channel(f.address, f.connect_timeout_ms, "lookup", &error);
     auto ingest =
         lookups ? connect_channel(f.address, f.connect_timeout_ms, "ingest", &error) : nullptr;
@@ -353,7 +418,7 @@ int run(const Flags& f, ReplayOptions& o, PdOptions& pd) {
   const ReplayResult result = run_replay(load.requests, o, *client, progress);
 
   const RunInfo info{f.trace, static_cast<std::int64_t>(load.requests.size()), load.bad_lines,
-                     server_lane ? f.address : "none (no policy asks it)"};
+                     server_lane ? index_text(f) : "none (no policy asks it)"};
   if (f.json) {
     std::cout << render_json(result, o, info).dump(2) << "\n";
   } else {
@@ -377,7 +442,7 @@ int run(const Flags& f, ReplayOptions& o, PdOptions& pd) {
     }
   }
   if (result.interrupted) {
-    report_interrupted(result, f.keep_state);
+    if (f.index == "server") report_interrupted(result, f.keep_state);
     return kInterruptedExit;
   }
   if (!result.fatal_error.empty()) {
@@ -400,6 +465,7 @@ int main(int argc, char** argv) {
   add_pd_flags(app, flags, pd);
   standard_flags(app);
   parse_or_exit(app, argc, argv);
+  flags.tenant_prefix_given = app.count("--tenant-prefix") > 0;
   install_interrupt_handler();
   return run(flags, options, pd);
 }

@@ -312,7 +312,10 @@ void PdLoop::stats() {
   }
 }
 
+// Tells the index the time line reached `at_ms` (IndexClient::at), then, when paced, waits for
+// its wall time.
 void PdLoop::pace(double at_ms) {
+  client_.at(at_ms);
   if (!result_.paced) return;
   const auto due = wall_start_ + std::chrono::microseconds(static_cast<std::int64_t>(
                                      (at_ms - trace_start_ms_) * 1000.0 / o_.speed));

@@ -161,7 +161,10 @@ double Loop::next_stats_ms() const {
          static_cast<double>(stats_ticks_) * static_cast<double>(options_.stats_interval_ms);
 }
 
+// Tells the index the time line reached `at_ms` (IndexClient::at), then, when paced, waits for
+// its wall time.
 void Loop::pace(double at_ms) {
+  client_.at(at_ms);
   if (!result_.paced) return;
   const auto due = wall_start_ + std::chrono::microseconds(static_cast<std::int64_t>(
                                      (at_ms - trace_start_ms_) * 1000.0 / options_.speed));

@@ -2,7 +2,8 @@
 // through a router onto that policy's simulated FIFO prefill replicas; prefill ends tell the
 // server what the engine stored and evicted. One time line for all policies, in trace time; when
 // the InferenceCache policy talks to a server (which keeps wall time: its entries and bookings age
-// by it), that time line is paced on the wall clock at trace time / speed.
+// by it), that time line is paced on the wall clock at trace time / speed. The in-process index
+// (in_process_index_client.hh) keeps trace time instead (IndexClient::at): nothing is paced.
 #pragma once
 
 #include <cstdint>
