@@ -321,6 +321,11 @@ void Shard::Impl::settle_idle(std::uint32_t scope, std::uint32_t replica, std::i
   w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
 }
 
+void Shard::Impl::clear_unbooked(std::uint32_t scope, std::uint32_t replica) {
+  if (scope == kNone) return;
+  if (ReplicaWork* w = find_work(scopes[scope].work, replica)) w->unbooked = 0;
+}
+
 void Shard::Impl::settle_count(std::uint32_t scope, std::uint32_t replica, std::int64_t requests,
                                std::int64_t seen, std::int64_t now) {
   // Pressure 0 (settle_idle) generalised: the engine has `requests` running or
@@ -389,7 +394,8 @@ void Shard::Impl::displace(WorkState& ws, Booking& b, std::int64_t now) {
   // A replica that already counted more requests than it was booked takes it.
   ReplicaWork* to = nullptr;
   for (ReplicaWork& r : ws.replicas) {
-    if (r.unbooked > 0 && r.replica != b.replica && (to == nullptr || r.unbooked > to->unbooked))
+    if (r.unbooked > 0 && r.replica != b.replica && !decode_only(r.replica) &&
+        (to == nullptr || r.unbooked > to->unbooked))
       to = &r;
   }
   if (to != nullptr) place_displaced(ws, b, *to, now);

@@ -156,12 +156,16 @@ std::uint32_t Shard::Impl::ingest_stats(const Update& u, std::uint32_t replica, 
   // Stats name the scope by the update's hash scheme (the KV-event adapter
   // sends its own): one lookup, only for an idle replica or one whose
   // pressure counts its requests. An idle report ends the replica's bookings
-  // whether or not its stats could be held. A decode replica of a P/D
-  // topology counts the decodes it runs, not requests waiting for prefill:
-  // its count says nothing of its bookings (docs/pd-routing.md "Decode load").
+  // whether or not its stats could be held. A decode-only replica of a P/D
+  // topology counts the decodes it runs, not requests waiting for prefill
+  // (docs/pd-routing.md "Decode load"): its count neither displaces its
+  // prefill bookings nor floors its queue, and a floor from before it joined
+  // the pool ends.
   if (u.stats->pressure == 0) {
     settle_idle(find_scope(tm, schemes.find(u.hash_scheme)), replica, std::min(seen, now), now);
-  } else if (requests && *requests > 0 && !in_decode_pool(replica)) {
+  } else if (requests && *requests > 0 && decode_only(replica)) {
+    clear_unbooked(find_scope(tm, schemes.find(u.hash_scheme)), replica);
+  } else if (requests && *requests > 0) {
     settle_count(find_scope(tm, schemes.find(u.hash_scheme)), replica, *requests,
                  std::min(seen, now), now);
   }

@@ -94,12 +94,21 @@ void Shard::Impl::resolve_pd_pools() {
     pd_decode_replicas.insert(pd_decode_replicas.end(), p.decode.begin(), p.decode.end());
     pd_pools.emplace(name, std::move(p));
   }
+  // Decode-only: in some decode pool and in no prefill pool (a replica that
+  // also prefills for a topology reports that queue too).
+  std::vector<std::uint32_t> prefills;
+  for (const auto& [name, p] : pd_pools)
+    prefills.insert(prefills.end(), p.prefill.begin(), p.prefill.end());
+  std::sort(prefills.begin(), prefills.end());
   std::sort(pd_decode_replicas.begin(), pd_decode_replicas.end());
   pd_decode_replicas.erase(std::unique(pd_decode_replicas.begin(), pd_decode_replicas.end()),
                            pd_decode_replicas.end());
+  std::erase_if(pd_decode_replicas, [&](std::uint32_t r) {
+    return std::binary_search(prefills.begin(), prefills.end(), r);
+  });
 }
 
-bool Shard::Impl::in_decode_pool(std::uint32_t replica) const {
+bool Shard::Impl::decode_only(std::uint32_t replica) const {
   return std::binary_search(pd_decode_replicas.begin(), pd_decode_replicas.end(), replica);
 }
 

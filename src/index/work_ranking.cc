@@ -27,11 +27,12 @@ namespace {
 
 // Costs closer than this are equal (rendezvous order), µs.
 constexpr double kTieUs = 1.0;
-// Without stats, a busy scope answers NO_HINT (a probe) at most once per this
-// many of its longest mean completion times, unless the last probe found a replica.
+// Without stats, a scope answers NO_HINT (a probe) at most once per this many
+// of its longest mean completion times, beyond the probes its found replicas
+// earned (take_probe).
 constexpr double kDiscoveryFactor = 4;
-// Without stats, each replica the scope found since its first probe lets a
-// busy scope answer this many more NO_HINT probes, hit or miss: probes whose
+// Without stats, each replica the scope found since its first probe lets it
+// answer this many more NO_HINT probes, hit or miss: probes whose
 // replicas are found earn more, so the unknown replicas of a scope that knew
 // two when its burst came are found in a few completion times, in parallel (a
 // probe's request goes where the gateway's balancer sends it: to the idlest
@@ -39,8 +40,8 @@ constexpr double kDiscoveryFactor = 4;
 constexpr std::uint32_t kProbesPerFound = 2;
 // The discovery window doubles with each probe in a row that found no new
 // replica, up to this (µs; or the base window when that is longer): a scope
-// whose replicas are all known stops paying for probes, and a busy scope
-// still probes at least this often.
+// whose replicas are all known stops paying for probes, and still probes
+// about this often when its requests would start no later elsewhere.
 constexpr std::int64_t kMaxDiscoveryUs = 300'000'000;
 
 // What the pick minimizes, µs: the queued work, plus the request's own uncached
@@ -84,7 +85,10 @@ bool Shard::Impl::rank_by_work(LookupState& st) {
       bs.work_stamp == stamp ? rate_of(ws, ws.replicas[bs.work]) : prior_rate(&ws);
   const bool unknown_no_later =
       !any_fresh_stats && best.wait_us >= prompt / best_rate * 1e6 - kTieUs;
-  const bool probe = unknown_no_later && take_probe(ws, known, st.now);
+  // Without affinity routing the candidates are the prompt's holders, not the
+  // scope's replicas: their count says nothing of replicas found.
+  const bool probe =
+      unknown_no_later && take_probe(ws, st.pol.affinity_routing ? known : 0, st.now);
   if (probe) {
     scored.clear();
     finish(st, reason::kNoHint, true);
@@ -159,8 +163,12 @@ bool Shard::Impl::take_probe(WorkState& ws, std::size_t known, std::int64_t now)
   }
   // The replicas found since: a high-water mark that follows the count down,
   // so a replica that drops out of the scope and comes back earns as a new one.
-  if (count < ws.known_found) ws.known_found = count;
-  if (count > ws.known_found) {
+  // (count 0: the caller cannot count the scope's replicas; nothing is earned.)
+  if (count == 0) {
+    // Nothing to compare.
+  } else if (count < ws.known_found) {
+    ws.known_found = count;
+  } else if (count > ws.known_found) {
     // Replicas found since: each earns more probes (at most as many as the
     // scope knows: the budget at most doubles the known replicas per round),
     // and the window is back to its base.

@@ -398,3 +398,25 @@ TEST_CASE("pd: a decode replica's counted pressure does not price its prefill qu
   // p0's 209.6 ms left + 409.6 = 619.2 ms (with the floor: 8,448 ms).
   CHECK(pair(pd(h, pd_req(blocks(1000, 8), "wide"))) == "DECODE_ONLY_CACHED d1");
 }
+
+TEST_CASE("pd: a replica that also prefills for a topology keeps the count rule") {
+  Harness h = pd_harness();
+  // The same as above, but d1 is also the prefill replica of topology
+  // "mixed": its pressure may count prefill requests, so it is read as such.
+  std::string doc = kTopologies;
+  doc.insert(doc.rfind("]}"),
+             R"(,{"name":"mixed","transport":"NIXL","prefill":[{"replica":"d1"}],"decode":[{"replica":"d0"}]})");
+  h.policy(doc);
+  const auto report = [&](const std::string& replica, float pressure) {
+    pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", replica, h.clock.wall);
+    stats.mutable_stats()->set_pressure(pressure);
+    h.ingest(stats);
+  };
+  CHECK(pair(pd(h, pd_req(blocks(500, 8), "wide"))) == "DISAGGREGATED p0 d1 NIXL");
+  h.clock.wall += 200'000;
+  h.ingest(chain_update("t", "m", "vllm", "d1", h.clock.wall, blocks(1000, 7), 0, "", kBlock));
+  for (const float p : {0.0625f, 0.125f, 0.1875f, 0.25f}) report("d1", p);
+  // Its 4 counted requests floor its queue at 4 average bookings (1,638.4
+  // ms): decode-only would cost (1,638.4 + 51.2) × 5 > the pair's 619.2 ms.
+  CHECK(pair(pd(h, pd_req(blocks(1000, 8), "wide"))) == "DISAGGREGATED p0 d1 NIXL");
+}

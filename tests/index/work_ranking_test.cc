@@ -720,6 +720,68 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "work-aware without replica stats: earned probes are kept until spent, whenever that is") {
+  Harness h = work_harness();
+  h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {100}, 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "r1", kNow, {101}, 0, "", kBlock));
+  std::uint64_t next = 1000;
+  const auto miss = [&] {
+    next += 1000;
+    return h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)).reason_code();
+  };
+  CHECK(miss() == "NO_HINT");  // the first probe
+  // r2 and r3 found: four probes earned (the budget is at most the 4 known),
+  // one spent.
+  h.ingest(chain_update("t", "m", "vllm", "r2", kNow, {102}, 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "r3", kNow, {103}, 0, "", kBlock));
+  CHECK(miss() == "NO_HINT");
+  // 20 s later (past the 10 s window) the three left are spent first; the
+  // window's probe is then not due (the last probe was just now).
+  h.clock.wall += 20'000'000;
+  for (std::uint64_t i = 0; i < 4; ++i)
+    h.ingest(chain_update("t", "m", "vllm", "r" + std::to_string(i), h.clock.wall, {100 + i}, 0, "",
+                          kBlock));
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "NO_HINT");
+  CHECK(miss() == "AFFINITY_HINT");
+}
+
+TEST_CASE(
+    "work-aware without replica stats and without affinityRouting: holders' counts earn no "
+    "probes") {
+  Harness h = work_harness();
+  h.policy(R"({"version":7,"policies":[{"namespace":"t","affinityRouting":false}]})");
+  // Prefix {1, 2} is held by r0 alone, {10, 11} by r0, r1 and r2: the
+  // candidates of a request are its prefix's holders, 1 or 3.
+  h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {1, 2}, 0, "", kBlock));
+  for (const char* r : {"r0", "r1", "r2"})
+    h.ingest(chain_update("t", "m", "vllm", r, kNow, {10, 11}, 0, "", kBlock));
+  // 20 new blocks after each prefix (1,024 ms) make every holder busy: r0
+  // by the first, r1 and r2 (idle holders first) by the next two.
+  std::vector<std::string> loads;
+  for (const std::uint64_t first : {1, 10, 10}) {
+    std::vector<std::uint64_t> chain = {first, first + 1};
+    for (std::uint64_t b = 0; b < 20; ++b) chain.push_back(5000 + 100 * loads.size() + b);
+    loads.push_back(top(h.lookup(chain_req("t", "m", "vllm", chain, kBlock))).substr(0, 12));
+  }
+  CHECK(loads == std::vector<std::string>(3, "PREFIX_MATCH"));
+  // Every holder's queue is now longer than the prefill its cache saves: the
+  // first such request is the scope's probe; then, alternating between the
+  // prefixes (1 and 3 candidates), no count is a replica found: hints until
+  // the window (10 s) passes.
+  std::vector<std::string> reasons;
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    const std::uint64_t first = i % 2 == 0 ? 1 : 10;
+    reasons.push_back(
+        h.lookup(chain_req("t", "m", "vllm", {first, first + 1, 9000 + i}, kBlock)).reason_code());
+  }
+  CHECK(reasons == std::vector<std::string>{"NO_HINT", "PREFIX_MATCH", "PREFIX_MATCH",
+                                            "PREFIX_MATCH", "PREFIX_MATCH", "PREFIX_MATCH",
+                                            "PREFIX_MATCH", "PREFIX_MATCH"});
+}
+
+TEST_CASE(
     "work-aware without replica stats: a hit probes only when its holder's queue is longer than "
     "the prefill its cache saves") {
   Harness h = wait_harness();

@@ -30,7 +30,8 @@ index::IndexConfig in_process_config(const config::ServerConfig& config) {
 
 InProcessIndexClient::InProcessIndexClient(const config::ServerConfig& config,
                                            std::shared_ptr<const config::PolicySet> policies)
-    : shard_(
+    : has_pd_topologies_(policies != nullptr && !policies->pd_topologies().empty()),
+      shard_(
           std::make_unique<index::Shard>(in_process_config(config), nullptr, std::move(policies))),
       sweep_interval_us_(config.sweep_interval_us),
       next_sweep_us_(kEpochWallUs + config.sweep_interval_us) {

@@ -67,12 +67,17 @@ class InProcessIndexClient final : public IndexClient {
   bool finish(std::string*) override { return true; }
   std::int64_t failed_events() const override { return 0; }
 
+  // Whether its policy set holds a P/D topology (LookupPDRoute answers
+  // UNKNOWN_TOPOLOGY to every request without one).
+  bool has_pd_topologies() const { return has_pd_topologies_; }
+
   // The clock's wall time, µs.
   std::int64_t wall_us() const { return clock_.wall; }
   index::Shard& shard() { return *shard_; }
 
  private:
   index::ManualClock clock_;
+  bool has_pd_topologies_;  // before shard_: read from the policies the shard takes
   std::unique_ptr<index::Shard> shard_;
   std::int64_t sweep_interval_us_;
   std::int64_t next_sweep_us_;

@@ -309,6 +309,12 @@ int run_pd(const Flags& f, const ReplayOptions& base, PdOptions& o,
                                                   : PdPolicy::kInferenceCache);
     server_lane = server_lane || o.policies.back() == PdPolicy::kInferenceCache;
   }
+  if (server_lane && in_process && !in_process->has_pd_topologies()) {
+    // Every answer would be UNKNOWN_TOPOLOGY (a fallback to decode-first): a flag forgotten.
+    std::cerr << "inferencecache-replay: error: --pd --index in-process needs a topology: write "
+                 "it with --pd-topology-out FILE, then pass --index-flag policy-file=FILE\n";
+    return 2;
+  }
   std::string error;
   std::unique_ptr<IndexClient> client = std::make_unique<OfflineIndexClient>();
   if (server_lane && in_process) {

@@ -42,8 +42,9 @@ struct DecodeCand {
 // The scratch of LookupPDRoute (reused per call).
 struct PdScratch {
   PdPoolMap pd_pools;
-  // Every topology's decode replicas, sorted, unique: their pressure counts
-  // the decodes they run, not a prefill queue (ingest.cc ingest_stats).
+  // The replicas in a decode pool and in no prefill pool, sorted, unique:
+  // their pressure counts the decodes they run, not a prefill queue
+  // (ingest.cc ingest_stats, bookings.cc displace).
   std::vector<std::uint32_t> pd_decode_replicas;
   std::vector<DecodeCand> decode_cands;
   std::vector<std::uint32_t> prefill_pool_index;  // parallel to work_cands in a call

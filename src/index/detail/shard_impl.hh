@@ -352,14 +352,16 @@ struct Shard::Impl : detail::Records,
                      double fresh, double prompt, double saturation, std::uint32_t stamp);
   // The rendezvous seed of the request (XXH3 of the chain's hashes or of the exact key).
   std::uint64_t prompt_seed(const detail::LookupState& st) const;
-  // Without stats, the least time between two NO_HINT probes of a busy scope
-  // that found no new replica, µs: 4 × its longest mean completion time, or
+  // Without stats, the least time between two NO_HINT probes of a scope that
+  // has no earned probes left, µs: 4 × its longest mean completion time, or
   // the first booking bound before one is timed; doubled by each probe in a
   // row that found none, at most 5 minutes.
   std::int64_t discovery_window(const detail::WorkState& ws) const;
-  // Without stats, whether a busy scope that knows `known` replicas answers a
-  // NO_HINT probe at `now` (wall µs): its first probe; one from the budget its
-  // found replicas earned; or one per discovery window. Updates ws's record.
+  // Without stats, whether a scope that knows `known` replicas (0: cannot
+  // count them) answers NO_HINT at `now` (wall µs) to a request an unseen
+  // idle replica would serve no later: its first probe; one from the budget
+  // its found replicas earned (kept until spent); or one per
+  // discovery window. Updates ws's record.
   bool take_probe(detail::WorkState& ws, std::size_t known, std::int64_t now) const;
   // The request's key hashes into work_keys: every chain block's, or the exact key's.
   void hash_request(const detail::LookupState& st);
@@ -436,6 +438,9 @@ struct Shard::Impl : detail::Records,
   // takes displaced bookings of the scope (newest first) for the difference.
   void settle_count(std::uint32_t scope, std::uint32_t replica, std::int64_t requests,
                     std::int64_t seen, std::int64_t now);
+  // Ends the queue floor of `replica`'s unbooked requests in `scope` (kNone:
+  // nothing to do): a decode-only replica's count is not of prefill requests.
+  void clear_unbooked(std::uint32_t scope, std::uint32_t replica);
   // Takes booking `b` off its replica's queue and speculative entries (its
   // replica's count left it out) and places it on the replica with the most
   // unbooked requests, if any.
@@ -469,8 +474,9 @@ struct Shard::Impl : detail::Records,
                  PdResult* out);
   // Re-resolves the pools of the installed policy set's topologies (set_policies).
   void resolve_pd_pools();
-  // Whether `replica` is a decode replica of a topology in force (binary search).
-  bool in_decode_pool(std::uint32_t replica) const;
+  // Whether `replica` is in a decode pool and in no prefill pool of the
+  // topologies in force (binary search): its pressure counts its decodes.
+  bool decode_only(std::uint32_t replica) const;
   // Fills decode_cands from `pools` (work records stamped with `stamp`).
   void gather_decode_candidates(const detail::LookupState& st, const detail::WorkState* ws,
                                 const detail::PdPools& pools, double prompt, double saturation,
