@@ -377,46 +377,42 @@ TEST_CASE("pd: decode load is the reported running decodes plus the bookings sin
   CHECK(next.decode_score() == doctest::Approx(7.0 / 16));
 }
 
-TEST_CASE("pd: a decode replica's counted pressure does not price its prefill queue") {
-  Harness h = pd_harness();
-  const auto report = [&](const std::string& replica, float pressure) {
-    pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", replica, h.clock.wall);
-    stats.mutable_stats()->set_pressure(pressure);
-    h.ingest(stats);
-  };
-  // "wide": p0, and d1 with 16 slots. A pair books the whole 8-block prompt
-  // (4,096 tokens, 409.6 ms) on idle p0: the scope's mean booking is 4,096.
+namespace {
+
+// On topology "wide" (p0; d1 with 16 slots): a pair books the whole 8-block
+// prompt (4,096 tokens, 409.6 ms) on idle p0, so the scope's mean booking is
+// 4,096; 200 ms later d1 stores 7 blocks of the next prompt and its pressure
+// readings 1/16 … 4/16 show their step (a count of 4). Returns the answer for
+// that next prompt. Decode-only costs d1's own 51.2 ms × (1 + 4 running) =
+// 256 ms, a pair p0's 209.6 ms left + 409.6 = 619.2 ms; read as prefill
+// requests, d1's 4 would floor its queue at 4 × 4,096 tokens (1,638.4 ms) and
+// decode-only would cost (1,638.4 + 51.2) × 5 = 8,448 ms.
+std::string answer_after_counted_pressure(Harness& h) {
   CHECK(pair(pd(h, pd_req(blocks(500, 8), "wide"))) == "DISAGGREGATED p0 d1 NIXL");
-  // d1 stores 7 blocks of the next prompt, then its readings 1/16 … 4/16
-  // show their step: its pressure counts 4, the decodes it runs. Read as
-  // prefill requests, 4 beyond its 0 bookings would floor its queue at
-  // 4 × 4,096 tokens (1,638.4 ms) until its next report of blocks.
   h.clock.wall += 200'000;
   h.ingest(chain_update("t", "m", "vllm", "d1", h.clock.wall, blocks(1000, 7), 0, "", kBlock));
-  for (const float p : {0.0625f, 0.125f, 0.1875f, 0.25f}) report("d1", p);
-  // Decode-only costs d1's own 51.2 ms × (1 + 4 running) = 256 ms, a pair
-  // p0's 209.6 ms left + 409.6 = 619.2 ms (with the floor: 8,448 ms).
-  CHECK(pair(pd(h, pd_req(blocks(1000, 8), "wide"))) == "DECODE_ONLY_CACHED d1");
+  for (const float p : {0.0625f, 0.125f, 0.1875f, 0.25f}) {
+    pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", "d1", h.clock.wall);
+    stats.mutable_stats()->set_pressure(p);
+    h.ingest(stats);
+  }
+  return pair(pd(h, pd_req(blocks(1000, 8), "wide")));
+}
+
+}  // namespace
+
+TEST_CASE("pd: a decode replica's counted pressure does not price its prefill queue") {
+  Harness h = pd_harness();
+  CHECK(answer_after_counted_pressure(h) == "DECODE_ONLY_CACHED d1");
 }
 
 TEST_CASE("pd: a replica that also prefills for a topology keeps the count rule") {
+  // d1 is also the prefill replica of topology "mixed": its pressure may
+  // count prefill requests, so it is read as such (the floor holds).
   Harness h = pd_harness();
-  // The same as above, but d1 is also the prefill replica of topology
-  // "mixed": its pressure may count prefill requests, so it is read as such.
   std::string doc = kTopologies;
-  doc.insert(doc.rfind("]}"),
-             R"(,{"name":"mixed","transport":"NIXL","prefill":[{"replica":"d1"}],"decode":[{"replica":"d0"}]})");
+  doc.insert(doc.rfind("]}"), R"(,{"name":"mixed","transport":"NIXL",)"
+                              R"("prefill":[{"replica":"d1"}],"decode":[{"replica":"d0"}]})");
   h.policy(doc);
-  const auto report = [&](const std::string& replica, float pressure) {
-    pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", replica, h.clock.wall);
-    stats.mutable_stats()->set_pressure(pressure);
-    h.ingest(stats);
-  };
-  CHECK(pair(pd(h, pd_req(blocks(500, 8), "wide"))) == "DISAGGREGATED p0 d1 NIXL");
-  h.clock.wall += 200'000;
-  h.ingest(chain_update("t", "m", "vllm", "d1", h.clock.wall, blocks(1000, 7), 0, "", kBlock));
-  for (const float p : {0.0625f, 0.125f, 0.1875f, 0.25f}) report("d1", p);
-  // Its 4 counted requests floor its queue at 4 average bookings (1,638.4
-  // ms): decode-only would cost (1,638.4 + 51.2) × 5 > the pair's 619.2 ms.
-  CHECK(pair(pd(h, pd_req(blocks(1000, 8), "wide"))) == "DISAGGREGATED p0 d1 NIXL");
+  CHECK(answer_after_counted_pressure(h) == "DISAGGREGATED p0 d1 NIXL");
 }

@@ -86,6 +86,24 @@ std::vector<std::uint64_t> blocks(std::uint64_t first, std::size_t n) {
   return v;
 }
 
+// Misses of (t, m, vllm): two new blocks each (1,024 tokens), a new prompt per call.
+struct Misses {
+  Harness& h;
+  std::uint64_t next = 1000;
+  pb::LookupRouteResponse lookup() {
+    next += 1000;
+    return h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock));
+  }
+  std::string reason() { return lookup().reason_code(); }
+};
+
+// r0 … r<n−1> report their one entry (block 100 + i) again at h.clock.wall.
+void refresh(Harness& h, std::uint64_t n) {
+  for (std::uint64_t i = 0; i < n; ++i)
+    h.ingest(chain_update("t", "m", "vllm", "r" + std::to_string(i), h.clock.wall, {100 + i}, 0, "",
+                          kBlock));
+}
+
 }  // namespace
 
 TEST_CASE("work-aware: a burst of 20 misses over 8 known replicas spreads by outstanding work") {
@@ -650,11 +668,8 @@ TEST_CASE(
     "as soon: the first, then 2 per replica found, else one per discovery window") {
   Harness h = work_harness();
   eight_replicas(h, false);
-  std::uint64_t next = 1000;
-  const auto miss = [&] {
-    next += 1000;
-    return top(h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)));
-  };
+  Misses misses{h};
+  const auto miss = [&] { return top(misses.lookup()); };
   // The scope knows r0..r7 only by their entries, all idle: a replica it has
   // never seen, if idle, would serve a miss as soon. The first such miss is a
   // probe (the gateway balances).
@@ -692,11 +707,8 @@ TEST_CASE(
   Harness h = work_harness();
   h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {100}, 0, "", kBlock));
   h.ingest(chain_update("t", "m", "vllm", "r1", kNow, {101}, 0, "", kBlock));
-  std::uint64_t next = 1000;
-  const auto miss = [&] {
-    next += 1000;
-    return h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)).reason_code();
-  };
+  Misses misses{h};
+  const auto miss = [&] { return misses.reason(); };
   CHECK(miss() == "NO_HINT");  // the first probe, with 2 known
   // Six replicas found at once: 12 probes earned, capped at the 8 known.
   for (std::uint64_t i = 2; i < 8; ++i)
@@ -724,11 +736,8 @@ TEST_CASE(
   Harness h = work_harness();
   h.ingest(chain_update("t", "m", "vllm", "r0", kNow, {100}, 0, "", kBlock));
   h.ingest(chain_update("t", "m", "vllm", "r1", kNow, {101}, 0, "", kBlock));
-  std::uint64_t next = 1000;
-  const auto miss = [&] {
-    next += 1000;
-    return h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)).reason_code();
-  };
+  Misses misses{h};
+  const auto miss = [&] { return misses.reason(); };
   CHECK(miss() == "NO_HINT");  // the first probe
   // r2 and r3 found: four probes earned (the budget is at most the 4 known),
   // one spent.
@@ -738,9 +747,7 @@ TEST_CASE(
   // 20 s later (past the 10 s window) the three left are spent first; the
   // window's probe is then not due (the last probe was just now).
   h.clock.wall += 20'000'000;
-  for (std::uint64_t i = 0; i < 4; ++i)
-    h.ingest(chain_update("t", "m", "vllm", "r" + std::to_string(i), h.clock.wall, {100 + i}, 0, "",
-                          kBlock));
+  refresh(h, 4);
   CHECK(miss() == "NO_HINT");
   CHECK(miss() == "NO_HINT");
   CHECK(miss() == "NO_HINT");
@@ -812,20 +819,14 @@ TEST_CASE(
     "window, up to 5 minutes; a new replica resets it") {
   Harness h = work_harness();
   eight_replicas(h, false);
-  std::uint64_t next = 1000;
-  const auto miss = [&] {
-    next += 1000;
-    return h.lookup(chain_req("t", "m", "vllm", blocks(next, 2), kBlock)).reason_code();
-  };
+  Misses misses{h};
+  const auto miss = [&] { return misses.reason(); };
   std::uint64_t known = 8;
   // At h.clock.wall + `after` µs, the known replicas' entries refreshed (they
   // stay known) and every queue drained: the reason of one miss.
   const auto miss_after = [&](std::int64_t after) {
     h.clock.wall += after;
-    for (std::uint64_t i = 0; i < known; ++i) {
-      h.ingest(chain_update("t", "m", "vllm", "r" + std::to_string(i), h.clock.wall, {100 + i}, 0,
-                            "", kBlock));
-    }
+    refresh(h, known);
     return miss();
   };
   // The scope's first probe.

@@ -65,21 +65,22 @@ void InProcessIndexClient::at(double trace_ms) {
   next_sweep_us_ = now + sweep_interval_us_;
 }
 
-LookupCall InProcessIndexClient::lookup(const v1::LookupRouteRequest& request,
-                                        v1::LookupRouteResponse* response) {
+index::LookupContext InProcessIndexClient::context() {
   index::LookupContext ctx;
   ctx.clock = &clock_;
-  ctx.deadline_mono_us = INT64_MAX;
-  sharding::wire::lookup_route(*shard_, request, ctx, response);
+  ctx.deadline_mono_us = INT64_MAX;  // no deadline: nothing here waits on a transport
+  return ctx;
+}
+
+LookupCall InProcessIndexClient::lookup(const v1::LookupRouteRequest& request,
+                                        v1::LookupRouteResponse* response) {
+  sharding::wire::lookup_route(*shard_, request, context(), response);
   return {true, "OK", 0};
 }
 
 LookupCall InProcessIndexClient::lookup_pd(const v1::LookupPDRouteRequest& request,
                                            v1::LookupPDRouteResponse* response) {
-  index::LookupContext ctx;
-  ctx.clock = &clock_;
-  ctx.deadline_mono_us = INT64_MAX;
-  sharding::wire::lookup_pd_route(*shard_, request, ctx, response);
+  sharding::wire::lookup_pd_route(*shard_, request, context(), response);
   return {true, "OK", 0};
 }
 

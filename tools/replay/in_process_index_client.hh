@@ -76,6 +76,9 @@ class InProcessIndexClient final : public IndexClient {
   index::Shard& shard() { return *shard_; }
 
  private:
+  // A call's context: this clock, no deadline.
+  index::LookupContext context();
+
   index::ManualClock clock_;
   bool has_pd_topologies_;  // before shard_: read from the policies the shard takes
   std::unique_ptr<index::Shard> shard_;

@@ -8,6 +8,8 @@
 # summarize.py OUTDIR then checks the acceptance ratios.
 #
 # usage (from the repository root): tools/replay/results/issue26/run.sh HOST:PORT OUTDIR [REPLAY] [ONLY]
+#   HOST:PORT: the server, or `in-process` for the replay's in-process index (tools/README.md: no
+#   server, trace time, about a second for all eighteen, the same table every run).
 #   ONLY: a substring of the run names to run just those (e.g. toolagent_stats-none).
 #   REPLAY_ARGS (environment): more replay flags for every run, e.g. REPLAY_ARGS="--speed 5" on a
 #   busy machine (summarize.py marks runs whose events ran late: LATE).
@@ -23,8 +25,12 @@ run() {
   name=$1
   shift
   case "$name" in *"$only"*) ;; *) return 0 ;; esac
-  # shellcheck disable=SC2086 # REPLAY_ARGS is a list of flags
-  set -- "$replay" --server "$server" --requests 1500 --no-progress "$@" ${REPLAY_ARGS:-} \
+  case "$server" in
+    in-process) index="--index in-process" ;;
+    *) index="--server $server" ;;
+  esac
+  # shellcheck disable=SC2086 # $index (two words) and REPLAY_ARGS are lists of flags
+  set -- "$replay" $index --requests 1500 --no-progress "$@" ${REPLAY_ARGS:-} \
     --svg "$out/$name.svg" --json-out "$out/$name.json"
   echo "$ $*" > "$out/$name.txt"
   "$@" >> "$out/$name.txt" 2>&1 || echo "exit $?" >> "$out/$name.txt"
