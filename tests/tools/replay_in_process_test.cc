@@ -11,6 +11,7 @@
 #include "common/trace.hh"
 #include "replay/in_process_index_client.hh"
 #include "replay/replay_run.hh"
+#include "shared_trace.hh"
 
 using namespace ic::tools;
 using namespace ic::tools::replay;
@@ -21,12 +22,7 @@ namespace {
 constexpr std::int64_t kEpoch = InProcessIndexClient::kEpochWallUs;
 
 std::vector<TraceRequest> shared_trace(std::int64_t limit) {
-  const char* dir = std::getenv("IC_SHARED_DATA");
-  REQUIRE(dir != nullptr);
-  auto load = load_trace(std::string(dir) + "/traces/mooncake_fast25_conversation_trace.jsonl",
-                         BadLinePolicy::kFail, limit, [](const std::string&) {});
-  REQUIRE(load.error.empty());
-  return load.requests;
+  return ic::tools::test::shared_trace_requests(limit);
 }
 
 // The in-process client, recording the clock's wall time at each call the replay makes:

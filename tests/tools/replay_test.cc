@@ -12,6 +12,7 @@
 #include "replay/chart.hh"
 #include "replay/replay_run.hh"
 #include "replay/router.hh"
+#include "shared_trace.hh"
 
 using namespace ic::tools;
 using namespace ic::tools::replay;
@@ -20,12 +21,7 @@ namespace v1 = inferencecache::v1alpha1;
 namespace {
 
 std::vector<TraceRequest> shared_trace(std::int64_t limit) {
-  const char* dir = std::getenv("IC_SHARED_DATA");
-  REQUIRE(dir != nullptr);
-  auto load = load_trace(std::string(dir) + "/traces/mooncake_fast25_conversation_trace.jsonl",
-                         BadLinePolicy::kFail, limit, [](const std::string&) {});
-  REQUIRE(load.error.empty());
-  return load.requests;
+  return ic::tools::test::shared_trace_requests(limit);
 }
 
 // Answers `reason` naming `hinted` (NO_HINT by default) and records what the replay told the
