@@ -36,19 +36,30 @@ double affinity(int lvl) {
   return kAffinity[lvl];
 }
 
-// A decode replica's decodes.
+// A decode running on a decode replica: it ends when the replica's progress reaches `done_at`.
+struct Running {
+  std::size_t request = 0;
+  double done_at = 0;   // progress (tokens) at which its last token is out
+  double start_ms = 0;  // when it took its slot
+};
+
+// A decode replica's decodes. Every running decode gets one token per step and a step takes
+// step_ms + step_per_seq_ms × the decodes running during it, so all of them advance together:
+// `progress` counts the tokens each running decode got since the replay began, at the rate of
+// the current step, and a decode ends when it reaches its `done_at`.
 struct DecodeReplica {
   int active = 0;
+  std::vector<Running> running;     // `active` of them
   std::deque<std::size_t> waiting;  // requests whose KV is there, waiting for a slot
-  double stall_ms = 0;              // Σ local prefill time so far (stalls its decodes)
+  double progress = 0;              // tokens per running decode so far
+  double at_ms = 0;                 // when `progress` was last advanced
+  std::uint64_t generation = 0;     // of the pending kDecodeEnd event; older ones are stale
 };
 
 // Per-request state of one lane.
 struct Flight {
   std::size_t decode = 0;
   bool pair = false;
-  double step_ms = 0;
-  double stall_at_start = 0;
 };
 
 struct Lane {
@@ -76,6 +87,7 @@ struct Event {
   std::size_t lane = 0;
   std::size_t replica = 0;
   std::size_t request = 0;
+  std::uint64_t generation = 0;  // kDecodeEnd: the replica's generation when it was scheduled
   bool operator>(const Event& o) const {
     if (at_ms != o.at_ms) return at_ms > o.at_ms;
     if (kind != o.kind) return kind > o.kind;
@@ -123,13 +135,18 @@ class PdLoop {
   void on_decode_end(const Event& e);
   void decode_ready(std::size_t lane, std::size_t d, std::size_t index, double at);
   void start_decode(std::size_t lane, std::size_t d, std::size_t index, double at);
+  void start_waiting(std::size_t lane, std::size_t d, double at);
   void report(std::size_t lane, const std::string& replica, std::size_t stream,
               const TraceRequest& r, const std::vector<std::uint64_t>& evicted);
   void stats();
   void pace(double at_ms);
-  void push(double at, Kind kind, std::size_t lane, std::size_t replica, std::size_t request) {
-    events_.push(Event{at, kind, seq_++, lane, replica, request});
+  void push(double at, Kind kind, std::size_t lane, std::size_t replica, std::size_t request,
+            std::uint64_t generation = 0) {
+    events_.push(Event{at, kind, seq_++, lane, replica, request, generation});
   }
+  double step_ms(int running) const { return o_.step_ms + o_.step_per_seq_ms * running; }
+  void advance(DecodeReplica& dr, double now) const;
+  void schedule_decode_end(std::size_t lane, std::size_t d);
   v1::CacheStateUpdate base_update(std::size_t lane, const std::string& replica) const;
 
   const std::vector<TraceRequest>& trace_;
@@ -388,7 +405,14 @@ void PdLoop::on_local_end(const Event& e) {
   if (next) push(*next, Kind::kLocalEnd, e.lane, e.replica, 0);
   const TraceRequest& r = trace_[done.request];
   report(e.lane, decode_id(e.replica), o_.prefill_replicas + e.replica, r, done.evicted);
-  lane.decodes[e.replica].stall_ms += done.end_ms - done.start_ms;
+  // Its prefill held the replica's engine: the decodes running there lose that time (applied
+  // when it ends, before this request joins them).
+  DecodeReplica& dr = lane.decodes[e.replica];
+  advance(dr, done.end_ms);
+  if (dr.active > 0) {
+    dr.progress -= (done.end_ms - done.start_ms) / step_ms(dr.active);
+    schedule_decode_end(e.lane, e.replica);
+  }
   decode_ready(e.lane, e.replica, done.request, done.end_ms);
 }
 
@@ -409,36 +433,65 @@ void PdLoop::decode_ready(std::size_t lane, std::size_t d, std::size_t index, do
   }
 }
 
+// Brings the replica's progress to `now` at the step time of its running decodes.
+void PdLoop::advance(DecodeReplica& dr, double now) const {
+  if (dr.active > 0 && now > dr.at_ms) dr.progress += (now - dr.at_ms) / step_ms(dr.active);
+  dr.at_ms = std::max(dr.at_ms, now);
+}
+
+// (Re)schedules the replica's next decode end; the event scheduled before becomes stale.
+void PdLoop::schedule_decode_end(std::size_t lane, std::size_t d) {
+  DecodeReplica& dr = lanes_[lane].decodes[d];
+  ++dr.generation;
+  if (dr.running.empty()) return;
+  double next = std::numeric_limits<double>::infinity();
+  for (const Running& r : dr.running) next = std::min(next, r.done_at);
+  const double at = dr.at_ms + std::max(0.0, next - dr.progress) * step_ms(dr.active);
+  push(at, Kind::kDecodeEnd, lane, d, 0, dr.generation);
+}
+
 void PdLoop::start_decode(std::size_t lane_index, std::size_t d, std::size_t index, double at) {
   Lane& lane = lanes_[lane_index];
   DecodeReplica& dr = lane.decodes[d];
+  advance(dr, at);
   ++dr.active;
-  Flight& f = lane.flights[index];
-  f.step_ms = o_.step_ms + o_.step_per_seq_ms * dr.active;
-  f.stall_at_start = dr.stall_ms;
   const TraceRequest& r = trace_[index];
-  result_.policies[lane_index].ttft_ms.push_back(at + f.step_ms -
-                                                 static_cast<double>(r.timestamp_ms));
   const int tokens = std::max(1, r.output_length);
-  push(at + f.step_ms * tokens, Kind::kDecodeEnd, lane_index, d, index);
+  dr.running.push_back(Running{index, dr.progress + tokens, at});
+  result_.policies[lane_index].ttft_ms.push_back(at + step_ms(dr.active) -
+                                                 static_cast<double>(r.timestamp_ms));
+  schedule_decode_end(lane_index, d);
+}
+
+void PdLoop::start_waiting(std::size_t lane, std::size_t d, double at) {
+  DecodeReplica& dr = lanes_[lane].decodes[d];
+  while (!dr.waiting.empty() && dr.active < o_.decode_slots) {
+    const std::size_t next = dr.waiting.front();
+    dr.waiting.pop_front();
+    start_decode(lane, d, next, at);
+  }
 }
 
 void PdLoop::on_decode_end(const Event& e) {
   Lane& lane = lanes_[e.lane];
   DecodeReplica& dr = lane.decodes[e.replica];
-  const Flight& f = lane.flights[e.request];
-  const TraceRequest& r = trace_[e.request];
-  const int tokens = std::max(1, r.output_length);
-  const double duration = f.step_ms * tokens + (dr.stall_ms - f.stall_at_start);
-  if (r.output_length > 0) result_.policies[e.lane].tbt_ms.push_back(duration / tokens);
-  lane.decode_ms_sum += duration;
-  ++lane.decodes_done;
-  --dr.active;
-  if (!dr.waiting.empty()) {
-    const std::size_t next = dr.waiting.front();
-    dr.waiting.pop_front();
-    start_decode(e.lane, e.replica, next, e.at_ms);
-  }
+  if (e.generation != dr.generation) return;  // rescheduled since
+  advance(dr, e.at_ms);
+  // Every decode whose last token is out (within rounding: the event was computed from the
+  // same progress).
+  constexpr double kTokenEpsilon = 1e-6;
+  std::erase_if(dr.running, [&](const Running& run) {
+    if (run.done_at > dr.progress + kTokenEpsilon) return false;
+    const TraceRequest& r = trace_[run.request];
+    const double duration = e.at_ms - run.start_ms;
+    if (r.output_length > 0) result_.policies[e.lane].tbt_ms.push_back(duration / r.output_length);
+    lane.decode_ms_sum += duration;
+    ++lane.decodes_done;
+    return true;
+  });
+  dr.active = static_cast<int>(dr.running.size());
+  start_waiting(e.lane, e.replica, e.at_ms);
+  schedule_decode_end(e.lane, e.replica);
 }
 
 void PdLoop::run() {
