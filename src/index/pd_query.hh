@@ -26,8 +26,9 @@ inline constexpr std::string_view kDecodeOnlyCached = "DECODE_ONLY_CACHED";
 inline constexpr std::string_view kNoPrefillPool = "NO_PREFILL_POOL";
 // No free decode replica shares the required domain with any prefill replica.
 inline constexpr std::string_view kNoDecodeInDomain = "NO_DECODE_IN_DOMAIN";
-// Every decode replica's slots are booked full, or its reported pressure
-// saturates it: the gateway balances.
+// Every decode replica's reported pressure saturates it (slots booked full
+// alone do not refuse: the least loaded takes the decode): the gateway
+// balances.
 inline constexpr std::string_view kOverloaded = "OVERLOADED";
 // pd_topology_ref names no topology of the policy document in force.
 inline constexpr std::string_view kUnknownTopology = "UNKNOWN_TOPOLOGY";

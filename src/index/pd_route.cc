@@ -17,6 +17,10 @@
 // A decode replica's load is the decodes its last fresh stats counted
 // (pressure × slots) plus its decode bookings starting after that report
 // (every open booking without stats; decode_bookings.cc), over its slots.
+// A replica whose slots are all booked is passed over while another has a
+// free one; when none has, the least loaded takes the decode (it waits for a
+// slot wherever it goes), and only engines that all report saturation make
+// the answer OVERLOADED.
 // The answer books the prefilling replica's work as
 // LookupRoute does, the decode replica's slot (held from the answer through
 // the prefill's estimated wait and then decodeHoldMs), and the request's
@@ -269,7 +273,7 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
     work_cands.pop_back();
     const std::int64_t reported_at = r.pressure_stamp == stamp ? r.pressure_at : INT64_MIN;
     decode_cands.push_back(DecodeCand{static_cast<std::uint32_t>(i), replica, held, 0.0, wait_us,
-                                      0.0, false, reported_at, 0, 0, 0.0});
+                                      0.0, false, false, reported_at, 0, 0, 0.0});
   }
   // Its decodes: what its last fresh report counted running (pressure ×
   // slots), plus the decodes booked here that report could not count (their
@@ -296,7 +300,16 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
     c.running = pressure * slots + c.pending;
     c.stalled = pressure * slots + c.started;
     c.load = c.running / slots;
-    c.full = c.running >= slots || pressure >= saturation;
+    c.saturated = pressure >= saturation;
+    c.full = c.saturated || c.running >= slots;
+  }
+  // Every slot booked everywhere: the decode waits for a slot wherever it
+  // goes, and the booked decodes of prefills still queued start only later,
+  // so no replica is refused for its count; the least loaded takes it.
+  // Only the engines' own saturation refuses (OVERLOADED).
+  const auto free = [](const DecodeCand& c) { return !c.full; };
+  if (std::none_of(decode_cands.begin(), decode_cands.end(), free)) {
+    for (DecodeCand& c : decode_cands) c.full = c.saturated;
   }
 }
 

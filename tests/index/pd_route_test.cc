@@ -137,12 +137,14 @@ TEST_CASE("pd: a request without a prompt is NO_HINT and books nothing") {
   empty_key.set_prefix_hash(hb(7));
   CHECK(pd(h, empty_key).ShortDebugString() == R"(reason_code: "NO_HINT")");
   // d0's one slot and p0's queue are still free: an idle pair (score 0.5),
-  // then OVERLOADED (this pair's slot).
+  // then d0 again with no slot free (this pair's): its decode waits for it.
   const auto first = pd(h, pd_req(blocks(100, 8), "one"));
   CHECK(pair(first) == "DISAGGREGATED p0 d0 Mooncake");
   CHECK(first.prefill_score() == doctest::Approx(0.5));
   CHECK(first.decode_score() == 1.0f);
-  CHECK(pair(pd(h, pd_req(blocks(200, 8), "one"))) == "OVERLOADED");
+  const auto second = pd(h, pd_req(blocks(200, 8), "one"));
+  CHECK(pair(second) == "DISAGGREGATED p0 d0 Mooncake");
+  CHECK(second.decode_score() == 0.0f);
 }
 
 TEST_CASE("pd: a short prompt is decode-only; a long miss is a pair near the prefill pick") {
@@ -267,29 +269,62 @@ TEST_CASE("pd: decode-only while the delay it adds is no longer than a pair's pr
   CHECK(pair(pd(h, pd_req(blocks(1900, 8), "wide"))) == paired);
 }
 
-TEST_CASE("pd: decode slots: OVERLOADED when full, freed by eviction, ALL_CLEARED and time") {
+// "wide": p0 and d1 with 16 slots; decode_score is the free share of d1's
+// slots before the answer, so it counts the open bookings exactly.
+TEST_CASE("pd: decode slots: booked by each answer, freed by eviction, ALL_CLEARED and time") {
   Harness h = pd_harness();
-  const auto a = pd(h, pd_req(blocks(100, 8), "one"));
-  CHECK(pair(a) == "DISAGGREGATED p0 d0 Mooncake");
-  CHECK(pair(pd(h, pd_req(blocks(200, 8), "one"))) == "OVERLOADED");
-  // d0 evicts the last block of request a: its KV is gone, the slot is free.
-  CHECK(h.event(pb::CacheEvent::PREFIX_EVICTED, "t", "m", "d0", hb(107)) == 0);
-  CHECK(pair(pd(h, pd_req(blocks(200, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
-  CHECK(pair(pd(h, pd_req(blocks(300, 8), "one"))) == "OVERLOADED");
+  const auto score = [&](std::uint64_t first) {
+    const auto r = pd(h, pd_req(blocks(first, 8), "wide"));
+    CHECK(pair(r) == "DISAGGREGATED p0 d1 NIXL");
+    return r.decode_score();
+  };
+  CHECK(score(100) == 1.0f);
+  CHECK(score(200) == 0.9375f);
+  CHECK(score(300) == 0.875f);
+  // d1 evicts the last block of request 100: its KV is gone, its slot free.
+  CHECK(h.event(pb::CacheEvent::PREFIX_EVICTED, "t", "m", "d1", hb(107)) == 0);
+  CHECK(score(400) == 0.875f);
   // An eviction of another block frees nothing.
-  h.event(pb::CacheEvent::PREFIX_EVICTED, "t", "m", "d0", hb(203));
-  CHECK(pair(pd(h, pd_req(blocks(300, 8), "one"))) == "OVERLOADED");
-  // ALL_CLEARED of d0 frees every slot it had.
-  h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "d0");
-  CHECK(pair(pd(h, pd_req(blocks(300, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
-  CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "OVERLOADED");
-  // The slot is held through the prefill's estimated wait (p0 had requests
-  // 100 and 200 booked, 819.2 ms, + this prompt's 409.6 ms), then for
-  // decodeHoldMs (1 s): 2,228.8 ms later it is free without any event.
-  h.clock.wall += 2'228'799;
-  CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "OVERLOADED");
+  h.event(pb::CacheEvent::PREFIX_EVICTED, "t", "m", "d1", hb(203));
+  CHECK(score(500) == 0.8125f);
+  // ALL_CLEARED of d1 frees every slot it had.
+  h.event(pb::CacheEvent::ALL_CLEARED, "t", "m", "d1");
+  CHECK(score(600) == 1.0f);
+  // A slot is held through the prefill's estimated wait, then for
+  // decodeHoldMs (60 s): request 600 waited for the five prefills booked on
+  // p0 before it and its own (6 × 409.6 ms), so 62,457.6 ms later its slot
+  // is free without any event (request 700's is not).
+  h.clock.wall += 62'457'599;
+  CHECK(score(700) == 0.9375f);
   h.clock.wall += 1;
-  CHECK(pair(pd(h, pd_req(blocks(400, 8), "one"))) == "DISAGGREGATED p0 d0 Mooncake");
+  CHECK(score(800) == 0.9375f);
+}
+
+TEST_CASE(
+    "pd: no free slot anywhere: the least loaded decode replica, OVERLOADED only when saturated") {
+  Harness h = pd_harness();
+  // (A lone decode replica with its slot booked: "a request without a
+  // prompt ...".) "pd": d0 and d1 saturated by their engines' pressure; d2 takes both of
+  // its slots' worth, then a third decode with none free: still d2, the one
+  // replica not saturated.
+  pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", "d0", kNow);
+  stats.mutable_stats()->set_pressure(1.0f);
+  h.ingest(stats);
+  stats.set_replica_id("d1");
+  stats.mutable_stats()->set_replica_id("d1");
+  h.ingest(stats);
+  const std::vector<float> free_share = {1.0f, 0.5f, 0.0f};
+  for (std::size_t i = 0; i < free_share.size(); ++i) {
+    const auto r = pd(h, pd_req(blocks(300 + 100 * i, 8)));
+    CHECK(r.reason_code() == "DISAGGREGATED");
+    CHECK(r.decode_replica_id() == "d2");
+    CHECK(r.decode_score() == free_share[i]);
+  }
+  // d2 saturated too: every engine says so.
+  stats.set_replica_id("d2");
+  stats.mutable_stats()->set_replica_id("d2");
+  h.ingest(stats);
+  CHECK(pair(pd(h, pd_req(blocks(600, 8)))) == "OVERLOADED");
 }
 
 TEST_CASE("pd: a decode replica saturated by its reported pressure is full") {

@@ -32,7 +32,8 @@ struct DecodeCand {
   double load;               // its decodes over its slots: see gather_decode_candidates
   double wait_us;            // its own prefill of the rest: the work-aware wait (add_work_cand)
   double running;            // decodes it runs or is booked to run, as load × slots
-  bool full;                 // load ≥ 1, or saturated by reported pressure
+  bool saturated;            // its fresh reported pressure ≥ saturationPressure
+  bool full;                 // saturated, or load ≥ 1 while another replica has a free slot
   std::int64_t reported_at;  // wall µs of its fresh stats; INT64_MIN = none
   std::uint32_t pending;     // its open decode bookings starting after reported_at
   std::uint32_t started;     // those of them whose estimated start has passed
