@@ -16,33 +16,19 @@ import subprocess
 import sys
 import tempfile
 
+from section_blocks import section_blocks
+
 SRC, BUILD = sys.argv[1], sys.argv[2]
 SECTION = "### In-process index"
-
-
-def blocks(section):
-    """The indented code blocks of `section`, each a list of lines without the indent."""
-    out, current = [], None
-    for line in section.split("\n"):
-        if line.startswith("    "):
-            if current is None:
-                current = []
-                out.append(current)
-            current.append(line[4:])
-        elif line.strip():
-            current = None
-    return out
 
 
 def main():
     with open(os.path.join(SRC, "tools", "README.md"), encoding="utf-8") as f:
         text = f.read()
-    start = text.find(SECTION + "\n")
-    if start < 0:
+    found = section_blocks(text, SECTION)
+    if found is None:
         print("tools/README.md has no %r section" % SECTION)
         return 1
-    end = text.find("\n#", start + len(SECTION))
-    found = blocks(text[start + len(SECTION):end if end >= 0 else len(text)])
     if len(found) < 2:
         print("expected the command and its rows in %r, found %d blocks" % (SECTION, len(found)))
         return 1

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+from section_blocks import section_blocks
+
 SRC, BUILD = sys.argv[1], sys.argv[2]
 SECTION = "### P/D mode"
 POLICIES = ("full-knowledge", "decode-first", "inferencecache")
@@ -46,28 +48,10 @@ echo "=== server stopped $?"
 """
 
 
-def blocks(section):
-    """The indented code blocks of `section`, each a list of lines without the indent."""
-    out, current = [], None
-    for line in section.split("\n"):
-        if line.startswith("    "):
-            if current is None:
-                current = []
-                out.append(current)
-            current.append(line[4:])
-        elif line.strip():
-            current = None
-    return out
-
-
 def recipe():
     with open(os.path.join(SRC, "tools", "README.md"), encoding="utf-8") as f:
         text = f.read()
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        return None, None
-    end = text.find("\n#", start + len(SECTION))
-    found = blocks(text[start + len(SECTION):end if end >= 0 else len(text)])
+    found = section_blocks(text, SECTION) or []
     return (found[0], found[1]) if len(found) >= 2 else (None, None)
 
 
