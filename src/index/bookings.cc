@@ -321,9 +321,16 @@ void Shard::Impl::settle_idle(std::uint32_t scope, std::uint32_t replica, std::i
   w->busy_until = now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w));
 }
 
-void Shard::Impl::clear_unbooked(std::uint32_t scope, std::uint32_t replica) {
+void Shard::Impl::clear_unbooked(std::uint32_t scope, std::uint32_t replica, std::int64_t now) {
   if (scope == kNone) return;
-  if (ReplicaWork* w = find_work(scopes[scope].work, replica)) w->unbooked = 0;
+  WorkState& ws = scopes[scope].work;
+  ReplicaWork* w = find_work(ws, replica);
+  if (w == nullptr) return;
+  w->unbooked = 0;
+  // The floor raised busy_until past its bookings' work (settle_count); that
+  // time goes too, else the floor outlives its count until it drains.
+  w->busy_until =
+      std::min(w->busy_until, now + micros(static_cast<double>(w->open_tokens), rate_of(ws, *w)));
 }
 
 void Shard::Impl::settle_count(std::uint32_t scope, std::uint32_t replica, std::int64_t requests,

@@ -164,7 +164,7 @@ std::uint32_t Shard::Impl::ingest_stats(const Update& u, std::uint32_t replica, 
   if (u.stats->pressure == 0) {
     settle_idle(find_scope(tm, schemes.find(u.hash_scheme)), replica, std::min(seen, now), now);
   } else if (requests && *requests > 0 && decode_only(replica)) {
-    clear_unbooked(find_scope(tm, schemes.find(u.hash_scheme)), replica);
+    clear_unbooked(find_scope(tm, schemes.find(u.hash_scheme)), replica, now);
   } else if (requests && *requests > 0) {
     settle_count(find_scope(tm, schemes.find(u.hash_scheme)), replica, *requests,
                  std::min(seen, now), now);

@@ -451,3 +451,20 @@ TEST_CASE("pd: a replica that also prefills for a topology keeps the count rule"
   h.policy(doc);
   CHECK(answer_after_counted_pressure(h) == "DISAGGREGATED p0 d1 NIXL");
 }
+
+TEST_CASE("pd: a replica made decode-only by a policy reload loses its floor at its next report") {
+  Harness h = pd_harness();
+  std::string doc = kTopologies;
+  doc.insert(doc.rfind("]}"), R"(,{"name":"mixed","transport":"NIXL",)"
+                              R"("prefill":[{"replica":"d1"}],"decode":[{"replica":"d0"}]})");
+  h.policy(doc);
+  CHECK(answer_after_counted_pressure(h) == "DISAGGREGATED p0 d1 NIXL");
+  // "mixed" gone: d1 only decodes. Its floor (4 requests counted, 1 booked)
+  // ends with its next counted report, not before.
+  h.policy(kTopologies);
+  CHECK(pair(pd(h, pd_req(blocks(1000, 8), "wide"))) == "DISAGGREGATED p0 d1 NIXL");
+  pb::CacheStateUpdate stats = scoped_update("t", "m", "vllm", "d1", h.clock.wall);
+  stats.mutable_stats()->set_pressure(0.25f);
+  h.ingest(stats);
+  CHECK(pair(pd(h, pd_req(blocks(1000, 8), "wide"))) == "DECODE_ONLY_CACHED d1");
+}

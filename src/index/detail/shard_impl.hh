@@ -439,8 +439,9 @@ struct Shard::Impl : detail::Records,
   void settle_count(std::uint32_t scope, std::uint32_t replica, std::int64_t requests,
                     std::int64_t seen, std::int64_t now);
   // Ends the queue floor of `replica`'s unbooked requests in `scope` (kNone:
-  // nothing to do): a decode-only replica's count is not of prefill requests.
-  void clear_unbooked(std::uint32_t scope, std::uint32_t replica);
+  // nothing to do) at wall µs `now`: its queue is again its own bookings'
+  // work. A decode-only replica's count is not of prefill requests.
+  void clear_unbooked(std::uint32_t scope, std::uint32_t replica, std::int64_t now);
   // Takes booking `b` off its replica's queue and speculative entries (its
   // replica's count left it out) and places it on the replica with the most
   // unbooked requests, if any.
