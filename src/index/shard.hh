@@ -267,6 +267,12 @@ class Shard {
   void for_each_reporter_any_model(std::string_view tenant, std::size_t max_visits,
                                    const ReporterFn& fn) const;
 
+  // Entry slots one sweep slice examines when the server sweeps (and the
+  // replay's in-process index, which must sweep as it does): bounded slices
+  // keep a pass over a large index from blocking the reactor (docs/index.md
+  // "Expiry (TTL)").
+  static constexpr std::size_t kSweepSliceEntries = 4096;
+
   // TTL sweep slice: examines at most `budget` entry slots from the cursor,
   // removing (key, replica) entries with now − last_seen ≥ the tenant's TTL;
   // at the end of a pass also expires stats entries. Returns true when this

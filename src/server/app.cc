@@ -35,9 +35,6 @@ namespace {
 
 using ic::base::LogLevel;
 
-// Entry slots one TTL sweep slice examines (docs/index.md: bounded slices).
-constexpr std::size_t kSweepSliceBudget = 4096;
-
 std::vector<ic::index::Shard*> shard_pointers(
     const std::vector<std::unique_ptr<ic::index::Shard>>& shards) {
   std::vector<ic::index::Shard*> out;
@@ -591,7 +588,8 @@ std::string App::start_runtime() {
 // next interval (docs/index.md "Expiry": never stall the core).
 void App::sweep_index(unsigned core) {
   ic::runtime::Reactor& reactor = runtime.reactor(core);
-  const bool pass_done = shards[core]->sweep_slice(reactor.wall_us(), kSweepSliceBudget);
+  const bool pass_done =
+      shards[core]->sweep_slice(reactor.wall_us(), ic::index::Shard::kSweepSliceEntries);
   reactor.add_timer(pass_done ? config.sweep_interval_us : 0, [this, core] { sweep_index(core); });
 }
 

@@ -16,10 +16,6 @@ namespace v1 = inferencecache::v1alpha1;
 
 namespace {
 
-// Entry slots one sweep slice examines: the server's (server/app.cc). Here a pass runs to its
-// end at once; the server spreads its slices over loop turns of the same instant.
-constexpr std::size_t kSweepSliceBudget = 4096;
-
 index::IndexConfig in_process_config(const config::ServerConfig& config) {
   index::IndexConfig c = index::index_config(config);
   c.key_seed = InProcessIndexClient::kKeySeed;
@@ -60,7 +56,9 @@ void InProcessIndexClient::at(double trace_ms) {
   clock_.wall = now;
   clock_.mono = now;
   if (now < next_sweep_us_) return;
-  while (!shard_->sweep_slice(now, kSweepSliceBudget)) {
+  // The server's slices (index::Shard::kSweepSliceEntries), run to the pass's end at once; the
+  // server spreads them over loop turns of the same instant.
+  while (!shard_->sweep_slice(now, index::Shard::kSweepSliceEntries)) {
   }
   next_sweep_us_ = now + sweep_interval_us_;
 }
