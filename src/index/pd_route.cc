@@ -17,10 +17,10 @@
 // A decode replica's load is the decodes its last fresh stats counted
 // (pressure × slots) plus its decode bookings starting after that report
 // (every open booking without stats; decode_bookings.cc), over its slots.
-// A replica whose slots are all booked is passed over while another has a
-// free one; when none has, the least loaded takes the decode (it waits for a
-// slot wherever it goes), and only engines that all report saturation make
-// the answer OVERLOADED.
+// Each choice is made among the free replicas it may take (slots not all
+// booked, not saturated); when none is free, among the unsaturated ones (the
+// decode waits for a slot wherever it goes). Only engines that all report
+// saturation make the answer OVERLOADED.
 // The answer books the prefilling replica's work as
 // LookupRoute does, the decode replica's slot (held from the answer through
 // the prefill's estimated wait and then decodeHoldMs), and the request's
@@ -166,8 +166,13 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     r.held = static_cast<std::uint32_t>(i);
   }
   gather_decode_candidates(st, ws, pools, prompt, saturation, stamp);
+  // A replica whose slots are booked full still takes a decode when no
+  // candidate has a free slot (pick_free_first): the decode waits for a slot
+  // wherever it goes, and the booked decodes of prefills still queued start
+  // only later. Only the engines' own saturation refuses.
+  const auto usable = [](const DecodeCand& d) { return !d.saturated; };
   const auto free = [](const DecodeCand& d) { return !d.full; };
-  if (std::none_of(decode_cands.begin(), decode_cands.end(), free))
+  if (std::none_of(decode_cands.begin(), decode_cands.end(), usable))
     return answer(pd_reason::kOverloaded);
   out->adapter_id = q.adapter_id;
 
@@ -176,21 +181,23 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   // replica would be done sooner.
   const auto threshold = static_cast<double>(topo.min_uncached_tokens);
   const auto local = [&](const DecodeCand& d) {
-    return !d.full && prompt - static_cast<double>(d.held) < threshold;
+    return usable(d) && prompt - static_cast<double>(d.held) < threshold;
   };
   // Its own prefill stalls every decode running there: priced as the delay it
   // adds up, its own wait and that of each decode running now (one booked
   // but not started yet is not stalled).
   const auto own_wait = [](const DecodeCand& d) { return d.wait_us * (1.0 + d.stalled); };
   const auto load = [](const DecodeCand& d) { return d.load; };
-  const DecodeCand* decode = pick_decode(st, own_wait, local);
+  const DecodeCand* decode = pick_free_first(st, own_wait, local);
   std::string_view code =
       prompt < threshold ? pd_reason::kDecodeOnlyShort : pd_reason::kDecodeOnlyCached;
   if (decode == nullptr && topo.prefill.empty()) {
-    decode = pick_decode(st, load, free);
+    decode = pick_free_first(st, load, usable);
     code = pd_reason::kNoPrefillPool;
   }
-  gather_prefill_candidates(st, ws, pools, prompt, saturation, stamp);
+  gather_prefill_candidates(st, ws, pools, prompt, saturation, stamp, free);
+  if (work_cands.empty())
+    gather_prefill_candidates(st, ws, pools, prompt, saturation, stamp, usable);
   const WorkCand* best = work_cands.empty() ? nullptr : &pick_work(st, 1.0);
   if (decode != nullptr && best != nullptr && best->wait_us + 1.0 < own_wait(*decode))
     decode = nullptr;  // the pair's prefill is done sooner
@@ -211,8 +218,14 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
   if (best == nullptr) return answer(pd_reason::kNoDecodeInDomain);
   const config::PdReplica& prefill =
       topo.prefill[prefill_pool_index[static_cast<std::size_t>(best - work_cands.data())]];
+  const auto near_prefill = [&](const DecodeCand& d) {
+    return usable(d) && in_domain(topo, prefill, topo.decode[d.pool_index]);
+  };
+  const bool any_free =
+      std::any_of(decode_cands.begin(), decode_cands.end(),
+                  [&](const DecodeCand& d) { return near_prefill(d) && free(d); });
   const auto paired = [&](const DecodeCand& d) {
-    return !d.full && in_domain(topo, prefill, topo.decode[d.pool_index]);
+    return near_prefill(d) && (free(d) || !any_free);
   };
   // Balance first: affinity chooses only among the replicas within half a
   // slot of the least loaded one, so it never costs a booked slot.
@@ -228,7 +241,7 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     return d.load + topo.affinity_weight * (1.0 - affinity(level));
   };
   decode = pick_decode(st, near, balanced);
-  // gather_prefill_candidates kept only prefill replicas with a free decode
+  // gather_prefill_candidates kept only prefill replicas with a usable decode
   // replica in their domain.
   if (decode == nullptr) return answer(pd_reason::kNoDecodeInDomain);
   const std::int64_t held = best->holder != kNone ? scored[best->holder].matched : 0;
@@ -303,14 +316,6 @@ void Shard::Impl::gather_decode_candidates(const LookupState& st, const WorkStat
     c.saturated = pressure >= saturation;
     c.full = c.saturated || c.running >= slots;
   }
-  // Every slot booked everywhere: the decode waits for a slot wherever it
-  // goes, and the booked decodes of prefills still queued start only later,
-  // so no replica is refused for its count; the least loaded takes it.
-  // Only the engines' own saturation refuses (OVERLOADED).
-  const auto free = [](const DecodeCand& c) { return !c.full; };
-  if (std::none_of(decode_cands.begin(), decode_cands.end(), free)) {
-    for (DecodeCand& c : decode_cands) c.full = c.saturated;
-  }
 }
 
 const DecodeCand* Shard::Impl::pick_decode(const LookupState& st, auto cost, auto eligible) const {
@@ -349,9 +354,16 @@ const DecodeCand* Shard::Impl::pick_decode(const LookupState& st, auto cost, aut
   return best;
 }
 
+const DecodeCand* Shard::Impl::pick_free_first(const LookupState& st, auto cost,
+                                               auto eligible) const {
+  const DecodeCand* d =
+      pick_decode(st, cost, [&](const DecodeCand& c) { return eligible(c) && !c.full; });
+  return d != nullptr ? d : pick_decode(st, cost, eligible);
+}
+
 void Shard::Impl::gather_prefill_candidates(const LookupState& st, const WorkState* ws,
                                             const PdPools& pools, double prompt, double saturation,
-                                            std::uint32_t stamp) {
+                                            std::uint32_t stamp, auto pairs) {
   const config::PdTopology& topo = *pools.topology;
   const auto saturated = [&](std::uint32_t replica) {
     const ReplicaScratch& r = replica_scratch[replica];
@@ -366,7 +378,7 @@ void Shard::Impl::gather_prefill_candidates(const LookupState& st, const WorkSta
     if (any_unsaturated && saturated(replica)) continue;
     const config::PdReplica& p = topo.prefill[i];
     const bool paired = std::any_of(decode_cands.begin(), decode_cands.end(), [&](const auto& d) {
-      return !d.full && in_domain(topo, p, topo.decode[d.pool_index]);
+      return pairs(d) && in_domain(topo, p, topo.decode[d.pool_index]);
     });
     if (!paired) continue;
     const ReplicaScratch& r = replica_scratch[replica];

@@ -12,12 +12,14 @@ nothing). Between the server line and the replay the check waits until the serve
 accepts (a person typing the lines does the same). Asserted: the topology line exits 0 and writes
 its policy document; the replay exits 0, prints a row for each of its three policies, the two rows
 of the text character for character (those policies are simulated in the replay, so their figures
-do not depend on the machine), and the server's reasons line; the server exits 0 on SIGTERM.
-Skips (77) where user namespaces are refused.
+do not depend on the machine), and a reasons line with DISAGGREGATED answers from the server; the
+server exits 0 on SIGTERM. After 200 s the whole session (shell, server, replay) is killed. Skips
+(77) where user namespaces are refused or `ip` is missing.
 """
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +67,9 @@ def main():
             and lines[2].startswith("inferencecache-replay --pd ") and "--server" in lines[2]):
         print("the recipe is not topology, server &, replay: %r" % lines)
         return 1
+    if not shutil.which("ip"):
+        print("SKIP: no `ip` (iproute2) to bring up the namespace's loopback")
+        return 77
     if not shutil.which("unshare") or subprocess.run(
             ["unshare", "-rn", "true"], capture_output=True, check=False).returncode != 0:
         print("SKIP: no private network namespace (unshare -rn) here")
@@ -76,9 +81,16 @@ def main():
         env["RECIPE_%d" % k] = line
     with tempfile.TemporaryDirectory() as tmp:
         os.symlink(os.path.join(os.path.abspath(SRC), "tests"), os.path.join(tmp, "tests"))
-        run = subprocess.run(["unshare", "-rn", "bash", "-c", WRAPPER], cwd=tmp, env=env,
-                             capture_output=True, text=True, timeout=240)
-        out = run.stdout + run.stderr
+        # Its own session, so a timeout ends the server and the replay with the shell.
+        proc = subprocess.Popen(["unshare", "-rn", "bash", "-c", WRAPPER], cwd=tmp, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=200)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            out += "\n(timed out after 200 s)"
         wrote = os.path.getsize(os.path.join(tmp, "policy.json")) > 0 \
             if os.path.exists(os.path.join(tmp, "policy.json")) else False
     problems = []
@@ -95,8 +107,9 @@ def main():
     for row in rows:
         if row not in printed:
             problems.append("row not printed as shown: %r" % row)
-    if not any(line.startswith("inferencecache reasons: ") for line in printed):
-        problems.append("no reasons line: the server answered nothing")
+    if not any(re.match(r"inferencecache reasons: .*DISAGGREGATED=[1-9]", line)
+               for line in printed):
+        problems.append("no DISAGGREGATED answer in the reasons line: the server paired nothing")
     for p in problems:
         print(p)
     if problems:

@@ -23,7 +23,9 @@ constexpr std::int32_t kBlock = 512;
 // replicas of two slots (d0 beside p0, d1 in p1's rack, d2 in another zone);
 // "one": p0 and d0 with one slot held 1 s; "nopf": no prefill pool; "bal":
 // p0, d0 on its host and d2 in another zone, 16 slots each; "zoned":
-// a decode replica only in zone z1, and z1's one prefill replica.
+// a decode replica only in zone z1, and z1's one prefill replica; "uneven":
+// p0, da of 1 slot on its host, db of 16 elsewhere; "zone1": p0 and d0 of
+// 1 slot in zone z0, d3 of 1 slot in z1.
 constexpr const char* kTopologies = R"({"version":7,
   "policies":[{"namespace":"strict","strategy":{"requireChain":true}}],
   "pdTopologies":[
@@ -45,7 +47,14 @@ constexpr const char* kTopologies = R"({"version":7,
              {"replica":"d2","host":"h3","rack":"r3","zone":"z1","slots":16}]},
   {"name":"zoned","transport":"Direct","requiredDomain":"zone",
    "prefill":[{"replica":"p0","zone":"z0"},{"replica":"p1","zone":"z1"}],
-   "decode":[{"replica":"d2","zone":"z1"}]}]})";
+   "decode":[{"replica":"d2","zone":"z1"}]},
+  {"name":"uneven","transport":"NIXL","affinityWeight":0.5,
+   "prefill":[{"replica":"p0","host":"h0","rack":"r0","zone":"z0"}],
+   "decode":[{"replica":"da","host":"h0","rack":"r0","zone":"z0","slots":1},
+             {"replica":"db","host":"h9","rack":"r9","zone":"z9","slots":16}]},
+  {"name":"zone1","transport":"Direct","requiredDomain":"zone",
+   "prefill":[{"replica":"p0","zone":"z0"}],
+   "decode":[{"replica":"d0","zone":"z0","slots":1},{"replica":"d3","zone":"z1","slots":1}]}]})";
 
 Harness pd_harness() {
   Harness h({}, nullptr, ic::config::Ranking::kWorkAware);
@@ -325,6 +334,35 @@ TEST_CASE(
   stats.mutable_stats()->set_replica_id("d2");
   h.ingest(stats);
   CHECK(pair(pd(h, pd_req(blocks(600, 8)))) == "OVERLOADED");
+}
+
+TEST_CASE("pd: a replica whose slots are booked full is passed over while another has one free") {
+  Harness h = pd_harness();
+  const auto decode = [&](std::uint64_t first) {
+    return pd(h, pd_req(blocks(first, 8), "uneven")).decode_replica_id();
+  };
+  // Both idle: affinity, da on p0's host. Then db, the one with a free slot,
+  // 15 times; then db's last slot (15/16 booked), not da (full), though
+  // da's cost is lower (1 + 0 against 15/16 + 0.5) and it is within half of
+  // its slot of the least loaded. Every slot booked: affinity again.
+  CHECK(decode(100) == "da");
+  for (std::uint64_t k = 1; k <= 15; ++k) CHECK(decode(100 + 100 * k) == "db");
+  CHECK(decode(1700) == "db");
+  CHECK(decode(1800) == "da");
+}
+
+TEST_CASE(
+    "pd: a full replica in the prefill's required domain takes the decode over a free one outside "
+    "it") {
+  Harness h = pd_harness();
+  // zone1: d0 is p0's only decode replica in zone z0; d3's free slot is in
+  // z1, where no prefill replica is.
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "zone1"))) == "DISAGGREGATED p0 d0 Direct");
+  const auto second = pd(h, pd_req(blocks(200, 8), "zone1"));
+  CHECK(pair(second) == "DISAGGREGATED p0 d0 Direct");
+  CHECK(second.decode_score() == 0.0f);
+  // A short prompt needs no prefill replica: d3's free slot.
+  CHECK(pair(pd(h, pd_req(blocks(300, 2), "zone1"))) == "DECODE_ONLY_SHORT d3");
 }
 
 TEST_CASE("pd: a decode replica saturated by its reported pressure is full") {

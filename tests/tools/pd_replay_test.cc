@@ -102,3 +102,52 @@ TEST_CASE("P/D pair: prefill, the KV transfer by distance, then decode") {
   REQUIRE(r.tbt_ms.size() == 1);
   CHECK(r.tbt_ms[0] == doctest::Approx(20));
 }
+
+TEST_CASE("P/D decode: a local prefill stops the replica's decodes for its whole length") {
+  // #0 at 0: 100 tokens (local 0..100), 3 out, alone from 100 at 20 ms: 0.5 tokens by 110.
+  // #1 at 110: 1,000 tokens (below the threshold: local 110..1110), 1 out. #0 makes no progress
+  // until 1110, then shares 30 ms steps with #1: #0's first token is out at 1125 (TTFT 1125),
+  // #1's at 1140 (TTFT 1030, TBT 30); #0 has 1.5 tokens left alone: 1170 (TBT (1170 − 100) / 3).
+  const PdPolicyResult r =
+      run({TraceRequest{0, 100, 3, {1}}, TraceRequest{110, 1000, 1, {2, 3}}}, tiny_pd(16));
+  REQUIRE(r.ttft_ms.size() == 2);
+  CHECK(r.ttft_ms[0] == doctest::Approx(1125));
+  CHECK(r.ttft_ms[1] == doctest::Approx(1030));
+  REQUIRE(r.tbt_ms.size() == 2);
+  CHECK(r.tbt_ms[0] == doctest::Approx(30));
+  CHECK(r.tbt_ms[1] == doctest::Approx(1070.0 / 3));
+}
+
+TEST_CASE("P/D decode: a decode that joins during a local prefill starts when it ends") {
+  // #0 at 0: a pair (prefill 0..2048, KV on decode-0 at 2060.288), 1 out. #1 at 2000: 500
+  // tokens, local 2000..2500, 1 out. #0 takes its slot at 2060.288 but its first step waits
+  // for the engine; at 2500 #1 joins, and both tokens are out one 30 ms step later, at 2530:
+  // TTFT 2530 and 530, TBT 469.712 and 30. #2 at 2600: 0 tokens out (a one-step decode, no TBT).
+  const PdPolicyResult r = run({TraceRequest{0, 2048, 1, {10, 11, 12, 13}},
+                                TraceRequest{2000, 500, 1, {20}}, TraceRequest{2600, 100, 0, {30}}},
+                               tiny_pd(16));
+  CHECK(r.pairs == 1);
+  CHECK(r.decode_only == 2);
+  REQUIRE(r.ttft_ms.size() == 3);
+  CHECK(r.ttft_ms[0] == doctest::Approx(2530));
+  CHECK(r.ttft_ms[1] == doctest::Approx(530));
+  // #2: local 2600..2700, alone: 20 ms.
+  CHECK(r.ttft_ms[2] == doctest::Approx(120));
+  REQUIRE(r.tbt_ms.size() == 2);
+  CHECK(r.tbt_ms[0] == doctest::Approx(469.712));
+  CHECK(r.tbt_ms[1] == doctest::Approx(30));
+}
+
+TEST_CASE("P/D decode: Unix-millisecond timestamps give the same times and end") {
+  // The first case, 1.7 × 10^12 ms later: rounding at that magnitude must not stall an end
+  // event (it would be scheduled again at the same instant forever).
+  std::vector<TraceRequest> trace = two_local();
+  for (TraceRequest& t : trace) t.timestamp_ms += 1'700'000'000'000;
+  const PdPolicyResult r = run(trace, tiny_pd(16));
+  REQUIRE(r.ttft_ms.size() == 2);
+  CHECK(r.ttft_ms[0] == doctest::Approx(120).epsilon(1e-6));
+  CHECK(r.ttft_ms[1] == doctest::Approx(80).epsilon(1e-6));
+  REQUIRE(r.tbt_ms.size() == 2);
+  CHECK(r.tbt_ms[0] == doctest::Approx(30).epsilon(1e-6));
+  CHECK(r.tbt_ms[1] == doctest::Approx(29).epsilon(1e-6));
+}

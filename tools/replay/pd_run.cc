@@ -36,23 +36,29 @@ double affinity(int lvl) {
   return kAffinity[lvl];
 }
 
-// A decode running on a decode replica: it ends when the replica's progress reaches `done_at`.
+// A decode running on a decode replica: its first token is out when the replica's progress
+// reaches `first_at`, its last at `done_at`.
 struct Running {
   std::size_t request = 0;
-  double done_at = 0;   // progress (tokens) at which its last token is out
+  double first_at = 0;  // progress (tokens) at which its first token is out
+  double done_at = 0;   // progress at which its last token is out
   double start_ms = 0;  // when it took its slot
+  bool first_out = false;
 };
 
 // A decode replica's decodes. Every running decode gets one token per step and a step takes
 // step_ms + step_per_seq_ms × the decodes running during it, so all of them advance together:
 // `progress` counts the tokens each running decode got since the replay began, at the rate of
-// the current step, and a decode ends when it reaches its `done_at`.
+// the current step. While the replica's engine prefills a decode-only request (until
+// `paused_until`) its decodes make no progress.
 struct DecodeReplica {
   int active = 0;
   std::vector<Running> running;     // `active` of them
   std::deque<std::size_t> waiting;  // requests whose KV is there, waiting for a slot
   double progress = 0;              // tokens per running decode so far
   double at_ms = 0;                 // when `progress` was last advanced
+  double paused_until = 0;          // end of the local prefill running there, ms
+  double next_at = 0;               // the progress the pending kDecodeEnd event is for
   std::uint64_t generation = 0;     // of the pending kDecodeEnd event; older ones are stale
 };
 
@@ -147,6 +153,7 @@ class PdLoop {
   double step_ms(int running) const { return o_.step_ms + o_.step_per_seq_ms * running; }
   void advance(DecodeReplica& dr, double now) const;
   void schedule_decode_end(std::size_t lane, std::size_t d);
+  void pause(std::size_t lane, std::size_t d, double now, double until);
   v1::CacheStateUpdate base_update(std::size_t lane, const std::string& replica) const;
 
   const std::vector<TraceRequest>& trace_;
@@ -381,8 +388,10 @@ void PdLoop::start(std::size_t lane_index, const PdChoice& c, std::size_t index,
       push(*end, Kind::kPrefillEnd, lane_index, *c.prefill, index);
   } else {
     ++res.decode_only;
-    if (auto end = lane.local.enqueue(c.decode, index, trace_[index], now))
+    if (auto end = lane.local.enqueue(c.decode, index, trace_[index], now)) {
       push(*end, Kind::kLocalEnd, lane_index, c.decode, index);
+      pause(lane_index, c.decode, now, *end);
+    }
   }
 }
 
@@ -402,17 +411,12 @@ void PdLoop::on_local_end(const Event& e) {
   Lane& lane = lanes_[e.lane];
   std::optional<double> next;
   const Finished done = lane.local.finish(e.replica, &next);
-  if (next) push(*next, Kind::kLocalEnd, e.lane, e.replica, 0);
+  if (next) {
+    push(*next, Kind::kLocalEnd, e.lane, e.replica, 0);
+    pause(e.lane, e.replica, done.end_ms, *next);
+  }
   const TraceRequest& r = trace_[done.request];
   report(e.lane, decode_id(e.replica), o_.prefill_replicas + e.replica, r, done.evicted);
-  // Its prefill held the replica's engine: the decodes running there lose that time (applied
-  // when it ends, before this request joins them).
-  DecodeReplica& dr = lane.decodes[e.replica];
-  advance(dr, done.end_ms);
-  if (dr.active > 0) {
-    dr.progress -= (done.end_ms - done.start_ms) / step_ms(dr.active);
-    schedule_decode_end(e.lane, e.replica);
-  }
   decode_ready(e.lane, e.replica, done.request, done.end_ms);
 }
 
@@ -433,21 +437,33 @@ void PdLoop::decode_ready(std::size_t lane, std::size_t d, std::size_t index, do
   }
 }
 
-// Brings the replica's progress to `now` at the step time of its running decodes.
+// Brings the replica's progress to `now` at the step time of its running decodes (none while
+// a local prefill holds the engine).
 void PdLoop::advance(DecodeReplica& dr, double now) const {
-  if (dr.active > 0 && now > dr.at_ms) dr.progress += (now - dr.at_ms) / step_ms(dr.active);
+  const double from = std::max(dr.at_ms, dr.paused_until);
+  if (dr.active > 0 && now > from) dr.progress += (now - from) / step_ms(dr.active);
   dr.at_ms = std::max(dr.at_ms, now);
 }
 
-// (Re)schedules the replica's next decode end; the event scheduled before becomes stale.
+// A local prefill holds the replica's engine from `now` until `until`: its decodes stop.
+void PdLoop::pause(std::size_t lane, std::size_t d, double now, double until) {
+  DecodeReplica& dr = lanes_[lane].decodes[d];
+  advance(dr, now);
+  dr.paused_until = std::max(dr.paused_until, until);
+  schedule_decode_end(lane, d);
+}
+
+// (Re)schedules the replica's next first or last token; the event scheduled before is stale.
 void PdLoop::schedule_decode_end(std::size_t lane, std::size_t d) {
   DecodeReplica& dr = lanes_[lane].decodes[d];
   ++dr.generation;
   if (dr.running.empty()) return;
   double next = std::numeric_limits<double>::infinity();
-  for (const Running& r : dr.running) next = std::min(next, r.done_at);
-  const double at = dr.at_ms + std::max(0.0, next - dr.progress) * step_ms(dr.active);
-  push(at, Kind::kDecodeEnd, lane, d, 0, dr.generation);
+  for (const Running& r : dr.running) next = std::min(next, r.first_out ? r.done_at : r.first_at);
+  dr.next_at = next;
+  const double from = std::max(dr.at_ms, dr.paused_until);
+  push(from + std::max(0.0, next - dr.progress) * step_ms(dr.active), Kind::kDecodeEnd, lane, d, 0,
+       dr.generation);
 }
 
 void PdLoop::start_decode(std::size_t lane_index, std::size_t d, std::size_t index, double at) {
@@ -455,11 +471,8 @@ void PdLoop::start_decode(std::size_t lane_index, std::size_t d, std::size_t ind
   DecodeReplica& dr = lane.decodes[d];
   advance(dr, at);
   ++dr.active;
-  const TraceRequest& r = trace_[index];
-  const int tokens = std::max(1, r.output_length);
-  dr.running.push_back(Running{index, dr.progress + tokens, at});
-  result_.policies[lane_index].ttft_ms.push_back(at + step_ms(dr.active) -
-                                                 static_cast<double>(r.timestamp_ms));
+  const int tokens = std::max(1, trace_[index].output_length);
+  dr.running.push_back(Running{index, dr.progress + 1, dr.progress + tokens, at, false});
   schedule_decode_end(lane_index, d);
 }
 
@@ -472,19 +485,27 @@ void PdLoop::start_waiting(std::size_t lane, std::size_t d, double at) {
   }
 }
 
+// The replica's progress reached `next_at`: first tokens out (TTFT) and decodes done (TBT).
 void PdLoop::on_decode_end(const Event& e) {
   Lane& lane = lanes_[e.lane];
   DecodeReplica& dr = lane.decodes[e.replica];
   if (e.generation != dr.generation) return;  // rescheduled since
   advance(dr, e.at_ms);
-  // Every decode whose last token is out (within rounding: the event was computed from the
-  // same progress).
-  constexpr double kTokenEpsilon = 1e-6;
+  // The event is for `next_at`: rounding of a large time must not leave it a hair short (it
+  // would be scheduled again at the same instant, forever).
+  dr.progress = std::max(dr.progress, dr.next_at);
+  constexpr double kTokenEpsilon = 1e-9;
+  PdPolicyResult& res = result_.policies[e.lane];
+  for (Running& run : dr.running) {
+    if (run.first_out || run.first_at > dr.progress + kTokenEpsilon) continue;
+    run.first_out = true;
+    res.ttft_ms.push_back(e.at_ms - static_cast<double>(trace_[run.request].timestamp_ms));
+  }
   std::erase_if(dr.running, [&](const Running& run) {
-    if (run.done_at > dr.progress + kTokenEpsilon) return false;
+    if (!run.first_out || run.done_at > dr.progress + kTokenEpsilon) return false;
     const TraceRequest& r = trace_[run.request];
     const double duration = e.at_ms - run.start_ms;
-    if (r.output_length > 0) result_.policies[e.lane].tbt_ms.push_back(duration / r.output_length);
+    if (r.output_length > 0) res.tbt_ms.push_back(duration / r.output_length);
     lane.decode_ms_sum += duration;
     ++lane.decodes_done;
     return true;

@@ -1,12 +1,12 @@
 // The replay's P/D mode (docs/pd-routing.md, tools/README.md "P/D mode"): a prefill pool and a
 // decode pool of simulated engines on trace time. A request is either a pair — FIFO prefill on a
 // prefill replica, then the KV transfer to the decode replica (time by topology distance), then
-// decode — or decode-only: the decode replica prefills it itself (stalling its running decodes
-// for that time), then decodes. A decode replica runs at most `decode_slots` decodes; each decode
-// step gives every running decode one token and takes step_ms + step_per_seq_ms × the decodes
-// running during it, so a decode that joins slows the others from then on and one that ends
-// speeds them up. Measured per policy: TTFT (arrival → first token) and time between tokens (the
-// decode's duration, slot start to last token, stalls included, / output tokens).
+// decode — or decode-only: the decode replica prefills it itself (its running decodes make no
+// progress meanwhile), then decodes. A decode replica runs at most `decode_slots` decodes; each
+// decode step gives every running decode one token and takes step_ms + step_per_seq_ms × the
+// decodes running during it, so a decode that joins slows the others from then on and one that
+// ends speeds them up. Measured per policy: TTFT (arrival → first token) and time between tokens
+// (the decode's duration, slot start to last token, pauses included, / output tokens).
 //
 // Policies: the full-knowledge pair router (the option of least expected TTFT from the true
 // queues, caches and slots), llm-d's decode-first rule (decode replica by prefix 2 + load 1, then

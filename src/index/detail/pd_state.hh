@@ -33,7 +33,7 @@ struct DecodeCand {
   double wait_us;            // its own prefill of the rest: the work-aware wait (add_work_cand)
   double running;            // decodes it runs or is booked to run, as load × slots
   bool saturated;            // its fresh reported pressure ≥ saturationPressure
-  bool full;                 // saturated, or load ≥ 1 while another replica has a free slot
+  bool full;                 // saturated, or its decodes fill its slots (load ≥ 1)
   std::int64_t reported_at;  // wall µs of its fresh stats; INT64_MIN = none
   std::uint32_t pending;     // its open decode bookings starting after reported_at
   std::uint32_t started;     // those of them whose estimated start has passed

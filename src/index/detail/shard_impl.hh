@@ -486,12 +486,16 @@ struct Shard::Impl : detail::Records,
   // costs: the deeper hold, then the rendezvous winner of the prompt.
   const detail::DecodeCand* pick_decode(const detail::LookupState& st, auto cost,
                                         auto eligible) const;
+  // pick_decode among the eligible replicas with a free slot; when none has
+  // one, among all the eligible (the decode waits for a slot).
+  const detail::DecodeCand* pick_free_first(const detail::LookupState& st, auto cost,
+                                            auto eligible) const;
   // The prefill candidates of `pools` (work_cands, prefill_pool_index): the
-  // unsaturated ones (all when every one is saturated) that have a free decode
-  // replica in the required domain.
+  // unsaturated ones (all when every one is saturated) that have a decode
+  // replica `pairs` accepts in the required domain.
   void gather_prefill_candidates(const detail::LookupState& st, const detail::WorkState* ws,
                                  const detail::PdPools& pools, double prompt, double saturation,
-                                 std::uint32_t stamp);
+                                 std::uint32_t stamp, auto pairs);
   // Books decode slot and speculative blocks of a pair's (or decode-only) answer.
   // The slot is taken from `start_us` after the answer (the prefill's
   // estimated wait) for `hold_us`.
