@@ -12,6 +12,8 @@
 //   BM_LookupPDRoute      the pair (minUncachedTokens 0: always DISAGGREGATED)
 //   BM_LookupPDRoute_DecodeOnly  the default threshold (2,048 tokens): the
 //                         1,024-token prompt is short → DECODE_ONLY_SHORT
+//   BM_LookupPDRoute_AllSlotsBooked  the pair with every decode slot booked
+//                         (one slot each): the fallback passes
 //
 // Run: ninja -C <build> perf/pd_bench, then
 //   <build>/perf/pd_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -33,8 +35,11 @@ namespace {
 
 using namespace ic::perf;
 
-// Eight replicas of the index world in two pools; decode slots never run out
-// (256 bookings per scope at most), so no answer is OVERLOADED.
+// Eight replicas of the index world in two pools. "pair" and "local": decode
+// slots never run out (256 bookings per scope at most). "full": one slot
+// each, so once the scope holds bookings every decode replica's slots are
+// booked and each choice is made again among the unsaturated ones
+// (docs/pd-routing.md "Model" step 2), the slowest path of a pair.
 constexpr const char* kTopologies = R"({"version":7,"pdTopologies":[
   {"name":"pair","transport":"NIXL","disaggregation":{"minUncachedTokens":0},
    "prefill":[{"replica":"replica-0","host":"h0"},{"replica":"replica-1","host":"h1"},
@@ -49,7 +54,14 @@ constexpr const char* kTopologies = R"({"version":7,"pdTopologies":[
    "decode":[{"replica":"replica-4","host":"h0","slots":65536},
              {"replica":"replica-5","host":"h1","slots":65536},
              {"replica":"replica-6","host":"h2","slots":65536},
-             {"replica":"replica-7","host":"h3","slots":65536}]}]})";
+             {"replica":"replica-7","host":"h3","slots":65536}]},
+  {"name":"full","transport":"NIXL","disaggregation":{"minUncachedTokens":0},
+   "prefill":[{"replica":"replica-0","host":"h0"},{"replica":"replica-1","host":"h1"},
+              {"replica":"replica-2","host":"h2"},{"replica":"replica-3","host":"h3"}],
+   "decode":[{"replica":"replica-4","host":"h0","slots":1},
+             {"replica":"replica-5","host":"h1","slots":1},
+             {"replica":"replica-6","host":"h2","slots":1},
+             {"replica":"replica-7","host":"h3","slots":1}]}]})";
 
 World& world() {
   static World w = [] {
@@ -104,6 +116,10 @@ void BM_LookupPDRoute_DecodeOnly(benchmark::State& state) {
   pd_lookup(state, "local", "DECODE_ONLY_SHORT");
 }
 BENCHMARK(BM_LookupPDRoute_DecodeOnly);
+void BM_LookupPDRoute_AllSlotsBooked(benchmark::State& state) {
+  pd_lookup(state, "full", "DISAGGREGATED");
+}
+BENCHMARK(BM_LookupPDRoute_AllSlotsBooked);
 
 // The console table, then each LookupPDRoute median CPU time over LookupRoute's.
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -123,10 +139,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void print_ratios() const {
     const double route = median("BM_LookupRoute");
     std::printf("\nLookupPDRoute / LookupRoute, median CPU time per call (target <= 1.5):\n");
-    for (const char* name : {"BM_LookupPDRoute", "BM_LookupPDRoute_DecodeOnly"}) {
+    for (const char* name :
+         {"BM_LookupPDRoute", "BM_LookupPDRoute_DecodeOnly", "BM_LookupPDRoute_AllSlotsBooked"}) {
       const double pd = median(name);
       if (route > 0 && pd > 0)
-        std::printf("  %-28s %7.0f ns / %7.0f ns = %.2fx\n", name, pd, route, pd / route);
+        std::printf("  %-32s %7.0f ns / %7.0f ns = %.2fx\n", name, pd, route, pd / route);
     }
   }
 

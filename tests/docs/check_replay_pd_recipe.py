@@ -12,8 +12,8 @@ nothing). Between the server line and the replay the check waits until the serve
 accepts (a person typing the lines does the same). Asserted: the topology line exits 0 and writes
 its policy document; the replay exits 0, prints a row for each of its three policies, the two rows
 of the text character for character (those policies are simulated in the replay, so their figures
-do not depend on the machine), and a reasons line with DISAGGREGATED answers from the server; the
-server exits 0 on SIGTERM. After 200 s the whole session (shell, server, replay) is killed. Skips
+do not depend on the machine), and the server's answers (answered_problems: a replica named for at
+least 90 % of the requests, pairs among them, no failed call); the server exits 0 on SIGTERM. After 200 s the whole session (shell, server, replay) is killed. Skips
 (77) where user namespaces are refused or `ip` is missing.
 """
 import os
@@ -39,7 +39,7 @@ echo "=== topology exit $?"
 { eval "$RECIPE_2"; } >server.log 2>&1
 server=$!
 for _ in $(seq 1 100); do
-  (exec 3<>/dev/tcp/127.0.0.1/9090) 2>/dev/null && break
+  (exec 3<>"/dev/tcp/$SERVER_HOST/$SERVER_PORT") 2>/dev/null && break
   sleep 0.2
 done
 bash -c "$RECIPE_3" 2>&1
@@ -55,6 +55,27 @@ def recipe():
         text = f.read()
     found = section_blocks(text, SECTION) or []
     return (found[0], found[1]) if len(found) >= 2 else (None, None)
+
+
+def answered_problems(printed, requests):
+    """The server's answers: every request answered with a replica (DISAGGREGATED or decode-only,
+    at least 90 %, some of them pairs), no error, at most 10 % fallbacks to decode-first."""
+    line = next((l for l in printed if l.startswith("inferencecache reasons: ")), None)
+    if line is None:
+        return ["no inferencecache reasons line: the server answered nothing"]
+    counts = {k: int(v) for k, v in re.findall(r"(?<![:\w])([A-Z_]+)=(\d+)", line)}
+    problems = []
+    named = sum(counts.get(k, 0) for k in ("DISAGGREGATED", "DECODE_ONLY_SHORT",
+                                           "DECODE_ONLY_CACHED"))
+    if counts.get("DISAGGREGATED", 0) == 0 or named < 0.9 * requests:
+        problems.append("the server named a replica for %d of %d requests (%s)"
+                        % (named, requests, line))
+    if "error:" in line:
+        problems.append("calls failed: %s" % line)
+    fallbacks = re.search(r"fallbacks to decode-first: (\d+)", line)
+    if not fallbacks or int(fallbacks.group(1)) > 0.1 * requests:
+        problems.append("too many fallbacks to decode-first: %s" % line)
+    return problems
 
 
 def main():
@@ -79,6 +100,13 @@ def main():
         [os.path.join(build, "tools", "replay"), os.path.join(build, "src"), os.environ["PATH"]]))
     for k, line in enumerate(lines, 1):
         env["RECIPE_%d" % k] = line
+    server = re.search(r"--server (\S+):(\d+)", lines[2])
+    requests = re.search(r"--requests (\d+)", lines[2])
+    if not server or not requests:
+        print("the replay line names no --server HOST:PORT or --requests N: %r" % lines[2])
+        return 1
+    env["SERVER_HOST"], env["SERVER_PORT"] = server.group(1), server.group(2)
+    requests = int(requests.group(1))
     with tempfile.TemporaryDirectory() as tmp:
         os.symlink(os.path.join(os.path.abspath(SRC), "tests"), os.path.join(tmp, "tests"))
         # Its own session, so a timeout ends the server and the replay with the shell.
@@ -107,9 +135,7 @@ def main():
     for row in rows:
         if row not in printed:
             problems.append("row not printed as shown: %r" % row)
-    if not any(re.match(r"inferencecache reasons: .*DISAGGREGATED=[1-9]", line)
-               for line in printed):
-        problems.append("no DISAGGREGATED answer in the reasons line: the server paired nothing")
+    problems += answered_problems(printed, requests)
     for p in problems:
         print(p)
     if problems:

@@ -25,7 +25,7 @@ constexpr std::int32_t kBlock = 512;
 // p0, d0 on its host and d2 in another zone, 16 slots each; "zoned":
 // a decode replica only in zone z1, and z1's one prefill replica; "uneven":
 // p0, da of 1 slot on its host, db of 16 elsewhere; "zone1": p0 and d0 of
-// 1 slot in zone z0, d3 of 1 slot in z1.
+// 1 slot in zone z0, d3 of 1 slot in z1; "zone2": the same with p1 in z1.
 constexpr const char* kTopologies = R"({"version":7,
   "policies":[{"namespace":"strict","strategy":{"requireChain":true}}],
   "pdTopologies":[
@@ -54,6 +54,9 @@ constexpr const char* kTopologies = R"({"version":7,
              {"replica":"db","host":"h9","rack":"r9","zone":"z9","slots":16}]},
   {"name":"zone1","transport":"Direct","requiredDomain":"zone",
    "prefill":[{"replica":"p0","zone":"z0"}],
+   "decode":[{"replica":"d0","zone":"z0","slots":1},{"replica":"d3","zone":"z1","slots":1}]},
+  {"name":"zone2","transport":"Direct","requiredDomain":"zone",
+   "prefill":[{"replica":"p0","zone":"z0"},{"replica":"p1","zone":"z1"}],
    "decode":[{"replica":"d0","zone":"z0","slots":1},{"replica":"d3","zone":"z1","slots":1}]}]})";
 
 Harness pd_harness() {
@@ -363,6 +366,27 @@ TEST_CASE(
   CHECK(second.decode_score() == 0.0f);
   // A short prompt needs no prefill replica: d3's free slot.
   CHECK(pair(pd(h, pd_req(blocks(300, 2), "zone1"))) == "DECODE_ONLY_SHORT d3");
+}
+
+TEST_CASE("pd: decode-only never takes a full replica while another is free") {
+  Harness h = pd_harness();
+  // da's one slot booked; then da holds 7 of request 500's 8 blocks: its own
+  // prefill (51.2 ms) would beat p0's (819.2 ms), but its decode would wait
+  // for its slot while db has 16 free.
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "uneven"))) == "DISAGGREGATED p0 da NIXL");
+  h.ingest(chain_update("t", "m", "vllm", "da", kNow, blocks(500, 7), 0, "", kBlock));
+  CHECK(pair(pd(h, pd_req(blocks(500, 8), "uneven"))) == "DISAGGREGATED p0 db NIXL");
+}
+
+TEST_CASE("pd: a prefill replica with a free decode replica in its domain goes first") {
+  Harness h = pd_harness();
+  // p0 holds 7 of the prompt's 8 blocks: the first request pairs p0 with d0,
+  // d0's one slot. The same prompt again would still be sooner on p0 (two
+  // blocks, 102.4 ms, against p1's 409.6), but d0 is full and d3, in p1's
+  // zone, is free.
+  h.ingest(chain_update("t", "m", "vllm", "p0", kNow, blocks(100, 7), 0, "", kBlock));
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "zone2"))) == "DISAGGREGATED p0 d0 Direct");
+  CHECK(pair(pd(h, pd_req(blocks(100, 8), "zone2"))) == "DISAGGREGATED p1 d3 Direct");
 }
 
 TEST_CASE("pd: a decode replica saturated by its reported pressure is full") {

@@ -8,6 +8,7 @@
 #include "common/progress.hh"
 #include "common/trace.hh"
 #include "replay/pd_run.hh"
+#include "shared_trace.hh"
 
 using namespace ic::tools;
 using namespace ic::tools::replay;
@@ -70,8 +71,8 @@ TEST_CASE("P/D decode: every step is as slow as the decodes running during it") 
   const PdPolicyResult r = run(two_local(), tiny_pd(16));
   CHECK(r.decode_only == 2);
   CHECK(r.pairs == 0);
-  // #0 decodes from 100 alone (20 ms steps): 5 tokens by 200. #1's local prefill (150..200)
-  // stalls it 50 ms: 2.5 tokens of progress lost. #1 joins at 200: 30 ms steps for both; #1's 4
+  // #0 decodes from 100 alone (20 ms steps): 2.5 tokens by 150, when #1's local prefill
+  // (150..200) stops it until 200. #1 joins at 200: 30 ms steps for both; #1's 4
   // tokens are out at 320 (TTFT 200 + 30 − 150 = 80, TBT 120 / 4); #0 has 10 − 2.5 − 4 = 3.5
   // left, alone again: 320 + 70 = 390 (TTFT 120, TBT (390 − 100) / 10).
   CHECK(r.ttft_ms == std::vector<double>{120, 80});
@@ -82,8 +83,9 @@ TEST_CASE("P/D decode: every step is as slow as the decodes running during it") 
 
 TEST_CASE("P/D decode: a full replica's next decode waits for a slot") {
   const PdPolicyResult r = run(two_local(), tiny_pd(1));
-  // #0: 5 tokens by 200, 2.5 after #1's stall; 7.5 more at 20 ms: ends 350 (TBT 25). #1 waits
-  // for the slot from 200, decodes 350..430 alone (TTFT 350 + 20 − 150 = 220, TBT 20).
+  // #0: 2.5 tokens by 150, stopped by #1's local prefill until 200; 7.5 more at 20 ms: ends 350
+  // (TBT 25). #1 waits for the slot from 200, decodes 350..430 alone (TTFT 350 + 20 − 150 = 220,
+  // TBT 20).
   CHECK(r.ttft_ms == std::vector<double>{120, 220});
   REQUIRE(r.tbt_ms.size() == 2);
   CHECK(r.tbt_ms[0] == doctest::Approx(25));
@@ -139,15 +141,28 @@ TEST_CASE("P/D decode: a decode that joins during a local prefill starts when it
 }
 
 TEST_CASE("P/D decode: Unix-millisecond timestamps give the same times and end") {
-  // The first case, 1.7 × 10^12 ms later: rounding at that magnitude must not stall an end
-  // event (it would be scheduled again at the same instant forever).
-  std::vector<TraceRequest> trace = two_local();
-  for (TraceRequest& t : trace) t.timestamp_ms += 1'700'000'000'000;
-  const PdPolicyResult r = run(trace, tiny_pd(16));
-  REQUIRE(r.ttft_ms.size() == 2);
-  CHECK(r.ttft_ms[0] == doctest::Approx(120).epsilon(1e-6));
-  CHECK(r.ttft_ms[1] == doctest::Approx(80).epsilon(1e-6));
-  REQUIRE(r.tbt_ms.size() == 2);
-  CHECK(r.tbt_ms[0] == doctest::Approx(30).epsilon(1e-6));
-  CHECK(r.tbt_ms[1] == doctest::Approx(29).epsilon(1e-6));
+  // The conversation trace's first 300 requests, 1,700,000,000,123 ms later: at that magnitude
+  // rounding leaves a decode a hair short of the token its end event was computed for, which
+  // then was scheduled again at the same instant, forever (and the run never ended).
+  PdOptions o = tiny_pd(16);
+  o.prefill_replicas = 4;
+  o.decode_replicas = 4;
+  o.capacity_blocks = 2000;
+  o.prefill_rate = 9000;
+  o.step_ms = 20;
+  o.step_per_seq_ms = 1;
+  const std::vector<TraceRequest> trace = ic::tools::test::shared_trace_requests(300);
+  std::vector<TraceRequest> shifted = trace;
+  for (TraceRequest& t : shifted) t.timestamp_ms += 1'700'000'000'123;
+  const PdPolicyResult a = run(trace, o);
+  const PdPolicyResult b = run(shifted, o);
+  REQUIRE(b.ttft_ms.size() == 300);
+  REQUIRE(b.tbt_ms.size() == a.tbt_ms.size());
+  const auto sum = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s;
+  };
+  CHECK(sum(b.ttft_ms) == doctest::Approx(sum(a.ttft_ms)).epsilon(1e-6));
+  CHECK(sum(b.tbt_ms) == doctest::Approx(sum(a.tbt_ms)).epsilon(1e-6));
 }
