@@ -176,21 +176,23 @@ void Shard::Impl::lookup_pd(const LookupQuery& q, std::string_view ref, const Lo
     return answer(pd_reason::kOverloaded);
   out->adapter_id = q.adapter_id;
 
-  // Decode-only: a free decode replica that would prefill fewer than the
-  // threshold itself, the one adding the least delay; taken unless a prefill
-  // replica would be done sooner. A full one only when none is free anywhere
-  // (else a pair's free decode slot is sooner than its own).
+  // Decode-only: a decode replica that would prefill fewer than the
+  // threshold itself, the one adding the least delay (a free one first);
+  // taken unless a prefill replica would be done sooner. One whose slots are
+  // all booked is still a candidate when no such one is free, even while
+  // another replica has a free slot: most of its booked decodes have not
+  // started, and refusing it cost more TTFT than its slot wait in the P/D
+  // replay (docs/pd-routing.md "Model" step 2).
   const auto threshold = static_cast<double>(topo.min_uncached_tokens);
-  const bool none_free = std::none_of(decode_cands.begin(), decode_cands.end(), free);
   const auto local = [&](const DecodeCand& d) {
-    return (none_free ? usable(d) : free(d)) && prompt - static_cast<double>(d.held) < threshold;
+    return usable(d) && prompt - static_cast<double>(d.held) < threshold;
   };
   // Its own prefill stalls every decode running there: priced as the delay it
   // adds up, its own wait and that of each decode running now (one booked
   // but not started yet is not stalled).
   const auto own_wait = [](const DecodeCand& d) { return d.wait_us * (1.0 + d.stalled); };
   const auto load = [](const DecodeCand& d) { return d.load; };
-  const DecodeCand* decode = pick_decode(st, own_wait, local);
+  const DecodeCand* decode = pick_free_first(st, own_wait, local);
   std::string_view code =
       prompt < threshold ? pd_reason::kDecodeOnlyShort : pd_reason::kDecodeOnlyCached;
   if (decode == nullptr && topo.prefill.empty()) {

@@ -368,25 +368,29 @@ TEST_CASE(
   CHECK(pair(pd(h, pd_req(blocks(300, 2), "zone1"))) == "DECODE_ONLY_SHORT d3");
 }
 
-TEST_CASE("pd: decode-only never takes a full replica while another is free") {
+TEST_CASE("pd: a full replica holding the prefix still takes a decode-only answer") {
   Harness h = pd_harness();
   // da's one slot booked; then da holds 7 of request 500's 8 blocks: its own
-  // prefill (51.2 ms) would beat p0's (819.2 ms), but its decode would wait
-  // for its slot while db has 16 free.
+  // prefill (51.2 ms) beats p0's (819.2 ms), and no other decode replica
+  // could prefill it itself, so da answers though db has 16 slots free (the
+  // trade-off of docs/pd-routing.md "Model" step 2).
   CHECK(pair(pd(h, pd_req(blocks(100, 8), "uneven"))) == "DISAGGREGATED p0 da NIXL");
   h.ingest(chain_update("t", "m", "vllm", "da", kNow, blocks(500, 7), 0, "", kBlock));
-  CHECK(pair(pd(h, pd_req(blocks(500, 8), "uneven"))) == "DISAGGREGATED p0 db NIXL");
+  const auto cached = pd(h, pd_req(blocks(500, 8), "uneven"));
+  CHECK(pair(cached) == "DECODE_ONLY_CACHED da");
+  CHECK(cached.decode_score() == 0.0f);
 }
 
 TEST_CASE("pd: a prefill replica with a free decode replica in its domain goes first") {
   Harness h = pd_harness();
-  // p0 holds 7 of the prompt's 8 blocks: the first request pairs p0 with d0,
-  // d0's one slot. The same prompt again would still be sooner on p0 (two
+  // p0 holds 7 of the 8 blocks of prompts 100 and 200: prompt 100 pairs p0
+  // with d0, d0's one slot. Prompt 200 would still be sooner on p0 (two
   // blocks, 102.4 ms, against p1's 409.6), but d0 is full and d3, in p1's
   // zone, is free.
   h.ingest(chain_update("t", "m", "vllm", "p0", kNow, blocks(100, 7), 0, "", kBlock));
+  h.ingest(chain_update("t", "m", "vllm", "p0", kNow, blocks(200, 7), 0, "", kBlock));
   CHECK(pair(pd(h, pd_req(blocks(100, 8), "zone2"))) == "DISAGGREGATED p0 d0 Direct");
-  CHECK(pair(pd(h, pd_req(blocks(100, 8), "zone2"))) == "DISAGGREGATED p1 d3 Direct");
+  CHECK(pair(pd(h, pd_req(blocks(200, 8), "zone2"))) == "DISAGGREGATED p1 d3 Direct");
 }
 
 TEST_CASE("pd: a decode replica saturated by its reported pressure is full") {
