@@ -9,8 +9,9 @@ Usage (from the repository root): sweep.py [REPLAY ARGS...]
 One line per configuration: InferenceCache / full-knowledge mean TTFT, / decode-first mean TTFT,
 / decode-first p90 time between tokens, the p90 margin (how many more InferenceCache requests
 could be slower than decode-first's p90 before its own p90 passed it; needs pd_dump.patch
-applied to tools/replay/pd_run.cc, else "-"), and the decode-only answers; then how many meet all
-three targets of issue 30 (<= 1.10, <= 0.85, <= 1.00).
+applied to tools/replay/pd_run.cc, else "-"), the decode-only answers and the OVERLOADED ones;
+then how many meet all three targets of issue 30 (<= 1.10, <= 0.85, <= 1.00), the worst ratios and
+the least margin.
 """
 import json, math, os, subprocess, sys
 
@@ -36,11 +37,13 @@ for n in reqs:
         if "tbt" in ic:
             over = sum(1 for t in ic["tbt"] if t > pol["decode-first"]["tbt_p90_ms"] + 1e-9)
             margin = len(ic["tbt"]) - math.ceil(0.9 * len(ic["tbt"])) - over
+        overloaded = ic["reasons"].get("OVERLOADED", 0)
         rows.append((n, load, j["ic_over_fk_ttft_mean"], j["ic_over_df_ttft_mean"],
-                     j["ic_over_df_tbt_p90"], margin, ic["decode_only"]))
-        print("%5d %6d  fk %.3f  df %.3f  tbt %.3f  margin %4s  donly %d"
-              % (rows[-1][:5] + ("-" if margin is None else margin, rows[-1][6])), flush=True)
+                     j["ic_over_df_tbt_p90"], margin, ic["decode_only"], overloaded))
+        print("%5d %6d  fk %.3f  df %.3f  tbt %.3f  margin %4s  donly %d  overloaded %d"
+              % (rows[-1][:5] + ("-" if margin is None else margin,) + rows[-1][6:]), flush=True)
 ok = sum(1 for r in rows if r[2] <= 1.10 and r[3] <= 0.85 and r[4] <= 1.0)
-print("pass %d/%d  mean fk %.3f  worst fk %.3f  worst tbt %.3f"
+margins = [r[5] for r in rows if r[5] is not None]
+print("pass %d/%d  mean fk %.3f  worst fk %.3f  worst tbt %.3f  least margin %s"
       % (ok, len(rows), sum(r[2] for r in rows) / len(rows), max(r[2] for r in rows),
-         max(r[4] for r in rows)))
+         max(r[4] for r in rows), min(margins) if margins else "-"))
