@@ -40,33 +40,33 @@ using namespace ic::perf;
 // each, so once the scope holds bookings every decode replica's slots are
 // booked and each choice is made again among the unsaturated ones
 // (docs/pd-routing.md "Model" step 2), the slowest path of a pair.
-constexpr const char* kTopologies = R"({"version":7,"pdTopologies":[
-  {"name":"pair","transport":"NIXL","disaggregation":{"minUncachedTokens":0},
-   "prefill":[{"replica":"replica-0","host":"h0"},{"replica":"replica-1","host":"h1"},
-              {"replica":"replica-2","host":"h2"},{"replica":"replica-3","host":"h3"}],
-   "decode":[{"replica":"replica-4","host":"h0","slots":65536},
-             {"replica":"replica-5","host":"h1","slots":65536},
-             {"replica":"replica-6","host":"h2","slots":65536},
-             {"replica":"replica-7","host":"h3","slots":65536}]},
-  {"name":"local","transport":"NIXL",
-   "prefill":[{"replica":"replica-0","host":"h0"},{"replica":"replica-1","host":"h1"},
-              {"replica":"replica-2","host":"h2"},{"replica":"replica-3","host":"h3"}],
-   "decode":[{"replica":"replica-4","host":"h0","slots":65536},
-             {"replica":"replica-5","host":"h1","slots":65536},
-             {"replica":"replica-6","host":"h2","slots":65536},
-             {"replica":"replica-7","host":"h3","slots":65536}]},
-  {"name":"full","transport":"NIXL","disaggregation":{"minUncachedTokens":0},
-   "prefill":[{"replica":"replica-0","host":"h0"},{"replica":"replica-1","host":"h1"},
-              {"replica":"replica-2","host":"h2"},{"replica":"replica-3","host":"h3"}],
-   "decode":[{"replica":"replica-4","host":"h0","slots":1},
-             {"replica":"replica-5","host":"h1","slots":1},
-             {"replica":"replica-6","host":"h2","slots":1},
-             {"replica":"replica-7","host":"h3","slots":1}]}]})";
+// One topology over the index world's replicas: replica-0 … 3 prefill on
+// hosts h0 … h3, replica-4 … 7 decode with `slots` each on the same hosts;
+// `extra` adds fields (JSON members, each followed by a comma).
+std::string topology(const std::string& name, const std::string& extra, int slots) {
+  std::string t = R"({"name":")" + name + R"(","transport":"NIXL",)" + extra + R"("prefill":[)";
+  for (int k = 0; k < 4; ++k) {
+    t += (k > 0 ? "," : "") + std::string(R"({"replica":"replica-)") + std::to_string(k) +
+         R"(","host":"h)" + std::to_string(k) + R"("})";
+  }
+  t += R"(],"decode":[)";
+  for (int k = 0; k < 4; ++k) {
+    t += (k > 0 ? "," : "") + std::string(R"({"replica":"replica-)") + std::to_string(4 + k) +
+         R"(","host":"h)" + std::to_string(k) + R"(","slots":)" + std::to_string(slots) + "}";
+  }
+  return t + "]}";
+}
+
+std::string topologies() {
+  const std::string pair = R"("disaggregation":{"minUncachedTokens":0},)";
+  return R"({"version":7,"pdTopologies":[)" + topology("pair", pair, 65536) + "," +
+         topology("local", "", 65536) + "," + topology("full", pair, 1) + "]}";
+}
 
 World& world() {
   static World w = [] {
     World made;
-    made.shard->set_policies(ic::config::parse_policy_json(kTopologies).set);
+    made.shard->set_policies(ic::config::parse_policy_json(topologies()).set);
     return made;
   }();
   return w;

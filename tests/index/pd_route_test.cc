@@ -500,6 +500,14 @@ std::string answer_after_counted_pressure(Harness& h) {
   return pair(pd(h, pd_req(blocks(1000, 8), "wide")));
 }
 
+// kTopologies plus "mixed", where d1 is also a prefill replica.
+std::string with_mixed_topology() {
+  std::string doc = kTopologies;
+  doc.insert(doc.rfind("]}"), R"(,{"name":"mixed","transport":"NIXL",)"
+                              R"("prefill":[{"replica":"d1"}],"decode":[{"replica":"d0"}]})");
+  return doc;
+}
+
 }  // namespace
 
 TEST_CASE("pd: a decode replica's counted pressure does not price its prefill queue") {
@@ -511,19 +519,13 @@ TEST_CASE("pd: a replica that also prefills for a topology keeps the count rule"
   // d1 is also the prefill replica of topology "mixed": its pressure may
   // count prefill requests, so it is read as such (the floor holds).
   Harness h = pd_harness();
-  std::string doc = kTopologies;
-  doc.insert(doc.rfind("]}"), R"(,{"name":"mixed","transport":"NIXL",)"
-                              R"("prefill":[{"replica":"d1"}],"decode":[{"replica":"d0"}]})");
-  h.policy(doc);
+  h.policy(with_mixed_topology());
   CHECK(answer_after_counted_pressure(h) == "DISAGGREGATED p0 d1 NIXL");
 }
 
 TEST_CASE("pd: a replica made decode-only by a policy reload loses its floor at its next report") {
   Harness h = pd_harness();
-  std::string doc = kTopologies;
-  doc.insert(doc.rfind("]}"), R"(,{"name":"mixed","transport":"NIXL",)"
-                              R"("prefill":[{"replica":"d1"}],"decode":[{"replica":"d0"}]})");
-  h.policy(doc);
+  h.policy(with_mixed_topology());
   CHECK(answer_after_counted_pressure(h) == "DISAGGREGATED p0 d1 NIXL");
   // "mixed" gone: d1 only decodes. Its floor (4 requests counted, 1 booked)
   // ends with its next counted report, not before.
