@@ -24,11 +24,12 @@ inline constexpr std::string_view kDecodeOnlyShort = "DECODE_ONLY_SHORT";
 inline constexpr std::string_view kDecodeOnlyCached = "DECODE_ONLY_CACHED";
 // Decode-only: the topology has no prefill pool.
 inline constexpr std::string_view kNoPrefillPool = "NO_PREFILL_POOL";
-// No free decode replica shares the required domain with any prefill replica.
+// No unsaturated decode replica shares the required domain with any prefill
+// replica.
 inline constexpr std::string_view kNoDecodeInDomain = "NO_DECODE_IN_DOMAIN";
 // Every decode replica's reported pressure saturates it (slots booked full
-// alone do not refuse: the least loaded takes the decode): the gateway
-// balances.
+// alone do not refuse: each choice is then made among the unsaturated
+// replicas, docs/pd-routing.md "Model" step 2): the gateway balances.
 inline constexpr std::string_view kOverloaded = "OVERLOADED";
 // pd_topology_ref names no topology of the policy document in force.
 inline constexpr std::string_view kUnknownTopology = "UNKNOWN_TOPOLOGY";
